@@ -1,0 +1,29 @@
+{{/*
+The operator's flags (see `java -jar jvmdiag-operator.jar --help`), derived from values.
+*/}}
+{{- define "jvm-diagnostics.operator.args" -}}
+- --namespace={{ include "jvm-diagnostics.namespace" . }}
+- --metrics-bind=0.0.0.0:{{ .Values.operator.metricsPort }}
+{{- if .Values.operator.leaderElection.enabled }}
+- --leader-election-namespace={{ .Release.Namespace }}
+- --leader-election-lease={{ include "jvm-diagnostics.operator.fullname" . }}
+{{- else }}
+- --no-leader-election
+{{- end }}
+- --agent-image={{ include "jvm-diagnostics.image" (dict "image" .Values.agent.image "global" .Values.global "appVersion" .Chart.AppVersion) }}
+{{- with .Values.operator.watchNamespaces }}
+- --watch-namespaces={{ join "," . }}
+{{- end }}
+{{- if .Values.webhook.enabled }}
+- --webhook-bind=0.0.0.0:{{ .Values.webhook.port }}
+- --webhook-service={{ include "jvm-diagnostics.operator.fullname" . }}
+- --webhook-config={{ include "jvm-diagnostics.webhook.fullname" . }}
+- --webhook-secret={{ include "jvm-diagnostics.webhook.fullname" . }}-tls
+{{- if .Values.certManager.enabled }}
+{{- /* cert-manager writes the Secret and its cainjector the caBundle: the operator only reads them. */}}
+- --no-manage-webhook-config
+{{- end }}
+{{- else }}
+- --no-webhook
+{{- end }}
+{{- end }}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the demo workload jars with the JDK's own javac/jar/keytool (no Maven):
+#   tls-storm.jar, class-hoarder.jar + retransform-agent.jar, codecache-churn.jar
+# Compiled for release 17, so the same jars run on JDK 17 and JDK 25.
+# Usage: build.sh [OUT_DIR]   (default: $JVMDIAG_CACHE/workloads/jars); JDK from $JDK17.
+# Prints OUT_DIR.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+JDK="${JDK17:-/usr/lib/jvm/java-17-openjdk-amd64}"
+OUT="${1:-${JVMDIAG_CACHE:-$HOME/.cache/jvm-diagnostics}/workloads/jars}"
+[ -x "$JDK/bin/javac" ] || { echo "error: no javac in $JDK (set JDK17 to a JDK >= 17)" >&2; exit 1; }
+mkdir -p "$OUT"
+# Skip when every jar is newer than every source.
+newest_src=$(find "$HERE" -name '*.java' -newer "$OUT/codecache-churn.jar" 2>/dev/null | head -n1 || true)
+if [ -f "$OUT/codecache-churn.jar" ] && [ -f "$OUT/tls-storm.jar" ] && [ -f "$OUT/class-hoarder.jar" ] \
+   && [ -f "$OUT/retransform-agent.jar" ] && [ -z "$newest_src" ] && [ "$HERE/build.sh" -ot "$OUT/codecache-churn.jar" ]; then
+  echo "$OUT"; exit 0
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+build() {  # build NAME MAIN_OR_- MANIFEST_EXTRA SRC...
+  local name=$1 main=$2 extra=$3; shift 3
+  mkdir -p "$tmp/$name"
+  "$JDK/bin/javac" --release 17 -nowarn -d "$tmp/$name" "$@"
+  { [ "$main" != - ] && echo "Main-Class: $main"; [ -n "$extra" ] && printf '%b\n' "$extra"; true; } > "$tmp/$name.mf"
+  "$JDK/bin/jar" --create --file "$tmp/$name.jar" --manifest "$tmp/$name.mf" -C "$tmp/$name" .
+  mv "$tmp/$name.jar" "$OUT/$name.jar"
+}
+# A self-signed key pair for the loopback HTTPS server (and the client's trust store).
+"$JDK/bin/keytool" -genkeypair -keystore "$tmp/tls-storm.p12" -storetype PKCS12 -storepass changeit \
+  -alias localhost -keyalg EC -groupname secp256r1 -validity 3650 -dname CN=localhost \
+  -ext SAN=dns:localhost,ip:127.0.0.1 2>/dev/null
+mkdir -p "$tmp/tls-storm" && cp "$tmp/tls-storm.p12" "$tmp/tls-storm/"
+build tls-storm TlsStorm "" "$HERE/tls-storm/TlsStorm.java"
+build class-hoarder ClassHoarder "" "$HERE/retransform/ClassHoarder.java"
+build retransform-agent - "Premain-Class: RetransformAgent\nCan-Retransform-Classes: true\nCan-Redefine-Classes: true" \
+  "$HERE/retransform/RetransformAgent.java"
+build codecache-churn CodeCacheChurn "" "$HERE/codecache/CodeCacheChurn.java"
+echo "$OUT"

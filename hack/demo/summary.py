@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Live terminal summary of the demo, from the local Prometheus scraping the agent.
+
+  summary.py --prometheus URL --since EPOCH [--selector 'namespace="demo"'] [--duration SECONDS] [--interval 5]
+
+Every interval it prints: top thread names by start rate, worst safepoint pauses by VM
+operation, most-compiled methods, code cache use, and the firing alerts with their
+culprit label. It also records when each seed incident was first *named* by the product
+(counted from --since, when the workloads were applied):
+  1. thread storm  - HandshakeCompletedNotify-Thread among the thread names started
+  2. safepoints    - a RedefineClasses safepoint pause over 0.5 s
+  3. code cache    - the code cache full (or over 90 %) of a JVM, or its methods recompiled
+With --duration it stops after that many seconds and exits 1 unless all three were named.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+
+def query(base, q):
+    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            d = json.load(r)
+        return d["data"]["result"] if d.get("status") == "success" else []
+    except Exception:
+        return []
+
+
+def alerts(base):
+    try:
+        with urllib.request.urlopen(base + "/api/v1/alerts", timeout=5) as r:
+            return [a for a in json.load(r)["data"]["alerts"] if a.get("state") == "firing"]
+    except Exception:
+        return []
+
+
+def who(m):
+    """The workload a series belongs to: namespace/pod in Kubernetes, else jvm (pid)."""
+    if m.get("pod"):
+        return f"{m.get('namespace', '')}/{m['pod']}"
+    return f"{m.get('jvm', '?')} (pid {m.get('pid', '?')})"
+
+
+def fmt_secs(v):
+    return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+
+
+GROUP = "namespace, pod, jvm, pid"
+
+
+def snapshot(base, sel):
+    s = {}
+    s["threads"] = query(base, f"topk(5, sum by ({GROUP}, thread_name) (rate(jvmdiag_thread_starts_total{{{sel}}}[1m])) > 0)")
+    s["p_count"] = query(base, f"sum by ({GROUP}, vm_operation) (increase(jvmdiag_safepoint_pause_seconds_count{{{sel}}}[2m])) > 0")
+    s["p_sum"] = query(base, f"sum by ({GROUP}, vm_operation) (increase(jvmdiag_safepoint_pause_seconds_sum{{{sel}}}[2m]))")
+    # pauses over 500 ms since the JVM started (a series whose first sample already holds
+    # the long pause has no increase() yet)
+    s["p_over"] = query(base, (
+        f"sum by ({GROUP}, vm_operation) (jvmdiag_safepoint_pause_seconds_count{{{sel}}})"
+        f" - sum by ({GROUP}, vm_operation) (jvmdiag_safepoint_pause_seconds_bucket{{le=\"0.5\",{sel}}})"))
+    s["methods"] = query(base, f"topk(5, sum by ({GROUP}, method) (jvmdiag_method_compilations_total{{method!=\"other\",{sel}}}))")
+    s["compiles"] = query(base, f"sum by ({GROUP}) (rate(jvmdiag_compilations_total{{{sel}}}[1m]))")
+    s["cc_used"] = query(base, f"sum by ({GROUP}) (jvmdiag_code_cache_used_bytes{{{sel}}})")
+    s["cc_max"] = query(base, f"sum by ({GROUP}) (jvmdiag_code_cache_max_bytes{{{sel}}})")
+    s["cc_full"] = query(base, f"sum by ({GROUP}) (jvmdiag_code_cache_full_total{{{sel}}}) > 0")
+    s["jvms"] = query(base, f"jvmdiag_jvm_info{{{sel}}}")
+    s["alerts"] = [a for a in alerts(base) if selected(a["labels"], sel)]
+    return s
+
+
+def selected(labels, sel):
+    """Apply a simple selector (name="v" or name=~"a|b", comma-separated) to alert labels."""
+    import re
+    for part in filter(None, (p.strip() for p in sel.split(","))):
+        m = re.match(r'(\w+)(=~|=)"(.*)"$', part)
+        if not m:
+            continue
+        v = labels.get(m.group(1), "")
+        if (m.group(2) == "=" and v != m.group(3)) or (m.group(2) == "=~" and not re.fullmatch(m.group(3), v)):
+            return False
+    return True
+
+
+def key(m):
+    return (m.get("namespace", ""), m.get("pod", ""), m.get("jvm", ""), m.get("pid", ""))
+
+
+def render(s, elapsed, named):
+    out = []
+    out.append(f"jvm-diagnostics demo — {elapsed:4.0f}s since the workloads were applied, {len(s['jvms'])} JVM(s) traced")
+    out.append("")
+    out.append("Top thread names by start rate (1m)")
+    if not s["threads"]:
+        out.append("  (no thread starts yet)")
+    for r in sorted(s["threads"], key=lambda r: -float(r["value"][1])):
+        m = r["metric"]
+        out.append(f"  {float(r['value'][1]):8.1f}/s  {m.get('thread_name', '?'):<40} {who(m)}")
+    out.append("")
+    out.append("Worst safepoint pauses by VM operation: count and total (2m), pauses > 500 ms (since start)")
+    sums = {(key(r["metric"]), r["metric"].get("vm_operation")): float(r["value"][1]) for r in s["p_sum"]}
+    over = {(key(r["metric"]), r["metric"].get("vm_operation")): float(r["value"][1]) for r in s["p_over"]}
+    rows = []
+    for r in s["p_count"]:
+        m = r["metric"]; k = (key(m), m.get("vm_operation"))
+        cnt = float(r["value"][1]); tot = sums.get(k, 0.0)
+        rows.append((over.get(k, 0.0), tot, cnt, m))
+    if not rows:
+        out.append("  (no safepoints yet)")
+    for o, tot, cnt, m in sorted(rows, key=lambda x: (-x[0], -x[1]))[:6]:
+        avg = tot / cnt if cnt else 0
+        out.append(f"  {m.get('vm_operation', '?'):<28} {cnt:6.0f} x  total {fmt_secs(tot):>9}  avg {fmt_secs(avg):>9}  >500ms: {o:3.0f}  {who(m)}")
+    out.append("")
+    out.append("Most-compiled methods (since start) and code cache")
+    if not s["methods"]:
+        out.append("  (no method compilations reported yet)")
+    for r in sorted(s["methods"], key=lambda r: -float(r["value"][1])):
+        m = r["metric"]
+        out.append(f"  {float(r['value'][1]):8.0f}  {m.get('method', '?'):<40} {who(m)}")
+    mx = {key(r["metric"]): float(r["value"][1]) for r in s["cc_max"]}
+    full = {key(r["metric"]): float(r["value"][1]) for r in s["cc_full"]}
+    for r in s["cc_used"]:
+        k = key(r["metric"]); used = float(r["value"][1]); cap = mx.get(k, 0)
+        if cap and cap < 64 * 2**20:  # the small code caches are the interesting ones
+            out.append(f"  code cache {used / 2**20:5.1f}/{cap / 2**20:.1f} MiB ({100 * used / cap:3.0f} %)"
+                       f"{'  FULL x%d' % full[k] if k in full else ''}  {who(r['metric'])}")
+    out.append("")
+    out.append("Firing alerts")
+    if not s["alerts"]:
+        out.append("  (none)")
+    for a in sorted(s["alerts"], key=lambda a: a["labels"].get("alertname", "")):
+        l = a["labels"]
+        culprit = next((f"{c}={l[c]}" for c in ("vm_operation", "thread_name", "method") if l.get(c)), "")
+        out.append(f"  {l.get('severity', ''):<7} {l.get('alertname', '?'):<30} {culprit:<44} {who(l)}")
+    out.append("")
+    labels = ["thread storm (HandshakeCompletedNotify-Thread)", "long safepoints (RedefineClasses > 0.5 s)", "code cache full / recompilation"]
+    for i, name in enumerate(labels):
+        out.append(f"  incident {i + 1}: {name:<50} " + (f"named after {named[i]:.0f}s" if named[i] is not None else "not yet"))
+    return "\n".join(out)
+
+
+def update_named(s, elapsed, named):
+    if named[0] is None and any("HandshakeCompletedNotify" in r["metric"].get("thread_name", "") for r in s["threads"]):
+        named[0] = elapsed
+    if named[1] is None and (
+            any(r["metric"].get("vm_operation") == "RedefineClasses" and float(r["value"][1]) > 0 for r in s["p_over"])
+            or any(a["labels"].get("vm_operation") == "RedefineClasses" for a in s["alerts"])):
+        named[1] = elapsed
+    if named[2] is None:
+        mx = {key(r["metric"]): float(r["value"][1]) for r in s["cc_max"]}
+        nearly = any(mx.get(key(r["metric"])) and float(r["value"][1]) / mx[key(r["metric"])] > 0.9 for r in s["cc_used"])
+        recompiled = any(float(r["value"][1]) >= 3 and r["metric"].get("method", "").startswith("gen.") for r in s["methods"])
+        cc_alert = any(a["labels"].get("alertname", "").startswith("JvmDiagCodeCache") for a in s["alerts"])
+        if s["cc_full"] or nearly or recompiled or cc_alert:
+            named[2] = elapsed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prometheus", required=True)
+    ap.add_argument("--since", type=float, default=time.time())
+    ap.add_argument("--selector", default="", help='label matchers for the demo JVMs, e.g. namespace="jvmdiag-demo"')
+    ap.add_argument("--duration", type=float, default=0)
+    ap.add_argument("--interval", type=float, default=5)
+    a = ap.parse_args()
+    tty = sys.stdout.isatty()
+    named = [None, None, None]
+    end = time.time() + a.duration if a.duration else None
+    last_print = 0.0
+    while True:
+        s = snapshot(a.prometheus, a.selector)
+        elapsed = time.time() - a.since
+        update_named(s, elapsed, named)
+        text = render(s, elapsed, named)
+        if tty:
+            sys.stdout.write("\033[H\033[2J" + text + "\n\n(Ctrl-C stops the demo and everything it started)\n")
+            sys.stdout.flush()
+        elif time.time() - last_print >= 30 or (end and time.time() + a.interval >= end):
+            print(text + "\n", flush=True)
+            last_print = time.time()
+        if end and time.time() >= end:
+            break
+        time.sleep(a.interval)
+    print(render(s, time.time() - a.since, named))
+    missing = [i + 1 for i, t in enumerate(named) if t is None]
+    if missing:
+        print(f"demo: incident(s) {missing} not named within {a.duration:.0f}s", file=sys.stderr)
+        sys.exit(1)
+    print("demo: all three incidents named: " + ", ".join(f"{t:.0f}s" for t in named))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# End to end, Kubernetes mode and sidecar mode on the local single-node cluster (real
+# kubelet + containerd), its own instance (CLUSTER_INDEX=7). Run by hack/suites/45-agent-kube.sh.
+#
+# Node-agent mode: JVM Deployments on the JDK 17 and 25 base images, two instrumented by the
+# operator (a JvmDiagnostics each; its webhook stamps the pods), one not; the agent runs ON
+# THE HOST (root, eBPF) with --node-name and the cluster's kubeconfig. Checks: series carry
+# namespace, pod, container and jvmdiagnostics; the safepoint count equals `kubectl exec …
+# jcmd 1 PerfCounter.print`; the pod without the annotation is not traced; a deleted pod's
+# series are shown once more, then gone.
+# Sidecar mode: a JvmDiagnostics with `collection: Sidecar` per JDK; the webhook adds the
+# unprivileged jvmdiag-sidecar (this tree's agent binary, image built here) and the shared
+# /tmp volume; its /metrics, scraped through the pod IP, carries the contract's labels and
+# probe_mode="sidecar", safepoint count and total time within 1 % of the JVM's counters,
+# thread starts equal to java.threads.started.
+#
+# Pods are bound to the node by spec.nodeName: nothing here depends on the scheduler. Every
+# wait is bounded and says on timeout what it waited for, with the pods' conditions and
+# events. Everything started here is stopped by the EXIT trap, also on failure or signal.
+# Usage: hack/e2e/agent-kube.sh (root). E2E_OPERATOR=0: stamp pods by hand, no operator,
+# no sidecar part.
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+export CLUSTER_INDEX="${AGENT_KUBE_E2E_INDEX:-7}" CLUSTER_NODE=1
+. "$REPO_ROOT/hack/cluster/lib.sh"
+WORK=$(mktemp -d)
+pass=0 fail=0 AGENT_PID=""
+ok()  { pass=$((pass + 1)); echo "ok   - $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && echo "       $2"; return 0; }
+E2E_OPERATOR="${E2E_OPERATOR:-1}"
+T0=$(date +%s)
+step() { log "[$(( $(date +%s) - T0 ))s] $*"; }
+cleanup() {
+  [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
+  [ "$E2E_OPERATOR" = 1 ] && "$REPO_ROOT/operator/scripts/down.sh" >/dev/null 2>&1
+  "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 130' INT TERM
+finish() { step "done"; suite_result agent-kube-e2e "$pass" "$fail"; [ "$fail" -eq 0 ]; exit $?; }
+KBIN=$("$REPO_ROOT/hack/kube-binaries.sh") || { bad "kube binaries"; finish; }
+kc() { timeout 60 "$KBIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+
+# What a pod waits for: its phase, conditions, container states and events.
+explain() {  # label selector
+  kc get pods -l "$1" -o wide 2>&1 | sed 's/^/       /'
+  kc get pods -l "$1" -o jsonpath='{range .items[*]}{.metadata.name}: {range .status.conditions[*]}{.type}={.status}{" "}{.reason}{" "}{end}{range .status.containerStatuses[*]}[{.name} {.state}]{end}{"\n"}{end}' 2>&1 | sed 's/^/       /'
+  local p
+  for p in $(kc get pods -l "$1" -o jsonpath='{.items[*].metadata.name}' 2>/dev/null); do
+    kc get events --field-selector "involvedObject.name=$p" -o custom-columns=AGE:.lastTimestamp,REASON:.reason,MSG:.message --no-headers 2>&1 | tail -n 6 | sed 's/^/       /'
+  done
+}
+# until SECS WHAT CMD...: runs CMD every second until it succeeds; false after SECS.
+until_ok() {
+  local secs=$1 what=$2 end; shift 2; end=$(( $(date +%s) + secs ))
+  while ! "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -ge "$end" ] && { echo "       timed out after ${secs}s waiting for: $what"; return 1; }
+    sleep 1
+  done
+}
+
+step "building the agent and the workload images"
+(cd "$REPO_ROOT/node-agent" && nice cargo build -p jvmdiag-agent >"$WORK/build.log" 2>&1) || { bad "agent build" "$(tail -3 "$WORK/build.log")"; finish; }
+AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/debug/jvmdiag-agent"
+mkdir -p "$WORK/classes" "$WORK/agent-root/etc" "$WORK/agent-root/tmp"
+"$JDK17/bin/javac" --release 17 -d "$WORK/classes" "$REPO_ROOT/node-agent/tests/workloads/sidecar/SafepointBurst.java"
+IMAGES_NO_IMPORT=1 "$REPO_ROOT/hack/images/build.sh" pause jdk17-base jdk25-base >"$WORK/images.log" 2>&1 || { bad "base images" "$(tail -3 "$WORK/images.log")"; finish; }
+for v in 17 25; do
+  python3 "$REPO_ROOT/hack/images/build-image.py" --tag "jvmdiag/agent-kube-e2e$v:dev" --base "jvmdiag/jdk$v-base:dev" \
+    --out "$WORK/e2e$v.tar" --add "$WORK/classes:/app" \
+    --entrypoint '["java", "-XX:+UnlockDiagnosticVMOptions", "-XX:GuaranteedSafepointInterval=0", "-Xmx64m", "-cp", "/app", "SafepointBurst"]' \
+    >>"$WORK/images.log" 2>&1 || { bad "workload image $v"; finish; }
+done
+# The sidecar's image: this tree's agent binary (stripped) and the libraries it links, like
+# jvmdiag/agent:dev but from the build just made, so the test runs the code under test.
+strip -o "$WORK/jvmdiag-agent" "$AGENT"
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$WORK/agent-root/etc/passwd"
+chmod 1777 "$WORK/agent-root/tmp"
+libs=(); while read -r l; do libs+=(--add-host "$l"); done < <(ldd "$WORK/jvmdiag-agent" | awk '/=> \// {print $3} /^\t\/[^ ]+ \(0x/ {print $1}' | sort -u)
+SIDECAR_IMAGE=jvmdiag/agent-kube-e2e-agent:dev
+python3 "$REPO_ROOT/hack/images/build-image.py" --tag "$SIDECAR_IMAGE" --out "$WORK/agent.tar" \
+  --add "$WORK/agent-root:/" --add "$WORK/jvmdiag-agent:/usr/local/bin/jvmdiag-agent" "${libs[@]}" \
+  --entrypoint '["/usr/local/bin/jvmdiag-agent"]' >>"$WORK/images.log" 2>&1 || { bad "sidecar agent image" "$(tail -3 "$WORK/images.log")"; finish; }
+
+step "cluster with its node (CLUSTER_INDEX=$CLUSTER_INDEX)"
+"$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1
+CLUSTER_IMAGES="pause $WORK/e2e17.tar $WORK/e2e25.tar $WORK/agent.tar" "$REPO_ROOT/hack/cluster/up.sh" >"$WORK/up.log" 2>&1 \
+  || { bad "cluster up" "$(tail -4 "$WORK/up.log" | tr '\n' ' ')"; finish; }
+node_ready() { [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+if until_ok 60 "node $NODE_NAME Ready" node_ready; then ok "cluster with node $NODE_NAME up and Ready"
+else bad "node Ready" "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions}' 2>&1 | tail -c 400)"; finish; fi
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$AGENT" --node-name "$NODE_NAME" --kubeconfig "$KUBECONFIG_ADMIN" --listen "127.0.0.1:$PORT" >"$WORK/agent.log" 2>&1 &
+AGENT_PID=$!
+scrape() { curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics"; }
+
+MARK="e2e-$$"
+deploy() {  # name version injected(0/1) [pod securityContext]
+  local meta="labels: {app: $1}" sc="${4:-}"
+  [ -n "$sc" ] || sc='{}'
+  [ "$3" = 1 ] && [ "$E2E_OPERATOR" = 0 ] && meta="labels: {app: $1, jvm.diagnostics.dev/inject: res-$1}
+      annotations: {jvm.diagnostics.dev/injected: \"h\", jvm.diagnostics.dev/collectors: \"threads,safepoints,vmOperations,compilation\", jvm.diagnostics.dev/containers: app}"
+  kc apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata:
+      $meta
+    spec:
+      nodeName: $NODE_NAME
+      terminationGracePeriodSeconds: 2
+      securityContext: $sc
+      containers:
+      - name: app
+        image: jvmdiag/agent-kube-e2e$2:dev
+        imagePullPolicy: Never
+        args: ["40", "5", "20", "3000", "$MARK-$1"]
+        resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
+EOF
+}
+resource() {  # deployment collection
+  kc apply -f - >/dev/null <<EOF
+apiVersion: jvm.diagnostics.dev/v1alpha1
+kind: JvmDiagnostics
+metadata: {name: res-$1, namespace: default}
+spec:
+  targetRef: {kind: Deployment, name: $1}
+  collection: $2
+  rollout: Automatic
+EOF
+}
+INJECTED=(jdk17 jdk25) SIDECARS=()
+if [ "$E2E_OPERATOR" = 1 ]; then
+  step "operator on the host (webhook on loopback, sidecar image $SIDECAR_IMAGE)"
+  # The CRD first, until Established: up.sh's `kubectl wait` fails at once when the new
+  # CRD has no status yet (seen on a loaded machine).
+  established() { [ "$(kc get crd jvmdiagnostics.jvm.diagnostics.dev -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; }
+  kc apply --server-side -f "$REPO_ROOT/crds/" >/dev/null 2>&1
+  until_ok 60 "CRD jvmdiagnostics.jvm.diagnostics.dev Established" established || { bad "CRD established"; finish; }
+  operator_up() { KUBECONFIG="$KUBECONFIG_ADMIN" OPERATOR_ARGS="--agent-image $SIDECAR_IMAGE" "$REPO_ROOT/operator/scripts/up.sh" >>"$WORK/operator.log" 2>&1; }
+  operator_up || { echo "       operator up failed once, again: $(tail -n 1 "$WORK/operator.log")"; operator_up; } \
+    || { bad "operator up" "$(tail -3 "$WORK/operator.log" | tr '\n' ' ')"; finish; }
+  ok "operator up (webhook on loopback)"
+  SIDECARS=(side17 side25)
+fi
+deploy jdk17 17 1; deploy jdk25 25 1; deploy plain 17 0
+# The sidecar reads the app's 0600 hsperfdata: both run as the app's (non-root) user.
+for d in "${SIDECARS[@]}"; do deploy "$d" "${d#side}" 1 '{runAsUser: 65534, runAsGroup: 65534}'; done
+if [ "$E2E_OPERATOR" = 1 ]; then
+  for d in jdk17 jdk25; do resource "$d" NodeAgent; done
+  for d in "${SIDECARS[@]}"; do resource "$d" Sidecar; done
+fi
+# One pod per Deployment, Ready, stamped by the webhook when instrumented (the reconciler
+# labels the template; the rollout's new pod is the stamped one) and the JVM at IDLE.
+settled() {  # deployment injected(0/1)
+  local pods ann
+  pods=$(kc get pods -l "app=$1" -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.metadata.deletionTimestamp}{"\n"}{end}')
+  [ "$(grep -c . <<<"$pods")" -eq 1 ] && [ "$(awk '{print $2 $3}' <<<"$pods")" = True ] || return 1
+  if [ "$2" = 1 ]; then
+    ann=$(kc get pod "${pods%% *}" -o jsonpath='{.metadata.annotations.jvm\.diagnostics\.dev/injected}')
+    [ -n "$ann" ] || return 1
+  fi
+  kc logs "${pods%% *}" -c app | grep -q IDLE
+}
+step "waiting for the pods (bound to $NODE_NAME, JVMs at IDLE)"
+for d in jdk17:1 jdk25:1 plain:0 "${SIDECARS[@]/%/:1}"; do
+  if until_ok 150 "deployment ${d%:*}: one Ready pod$([ "${d#*:}" = 1 ] && echo ', stamped by the webhook'), its JVM printed IDLE" settled "${d%:*}" "${d#*:}"; then
+    ok "${d%:*}: pod running$([ "${d#*:}" = 1 ] && echo ', instrumented by the operator')"
+  else bad "${d%:*}: pod running" "$(explain "app=${d%:*}")"; fi
+done
+step "checking the node agent's series"
+
+# Counters of the pod's JVM, read twice around a scrape until they stand still:
+# stable POD URL OUTFILE -> jcmd output in $WORK/jcmd, scrape in OUTFILE.
+# jcmd runs with JAVA_TOOL_OPTIONS unset: with the webhook's -Xlog:safepoint flag, a tool JVM
+# started in the pod would rotate the app's safepoint log at its start-up (see README.md).
+jcmd_counters() { kc exec "$1" -c app -- sh -c 'unset JAVA_TOOL_OPTIONS; exec jcmd 1 PerfCounter.print' 2>/dev/null; }
+stable() {
+  local a b i
+  for i in 1 2 3 4 5; do
+    a=$(jcmd_counters "$1")
+    curl -fsS --max-time 10 "$2" >"$3" 2>/dev/null
+    b=$(jcmd_counters "$1")
+    [ -n "$a" ] && [ "$(grep -E '^(sun.rt.safepoints|sun.rt.safepointTime|java.threads.started)=' <<<"$a")" = "$(grep -E '^(sun.rt.safepoints|sun.rt.safepointTime|java.threads.started)=' <<<"$b")" ] && { echo "$a" >"$WORK/jcmd"; return 0; }
+    sleep 1
+  done
+  return 1
+}
+counter() { sed -n "s/^$1=//p" "$WORK/jcmd"; }
+# sum METRIC SELECTOR FILE: the sum of the values of METRIC's series whose labels contain SELECTOR
+msum() { grep -F "$2" "$3" | awk -v m="$1" '$1 ~ "^"m"[{]" {s+=$NF} END{printf "%.9g\n", s+0}'; }
+
+# eBPF sees only what happens after the attach, which on a loaded machine may come after
+# the workload's first safepoints: the exact comparison is over a window that starts once
+# the agent traces the pod and both counters stand still, and ends after 5 `jcmd 1 GC.run`
+# (each a safepoint in the pod's JVM).
+for d in "${INJECTED[@]}"; do
+  pod=$(kc get pods -l "app=$d" -o jsonpath='{.items[0].metadata.name}')
+  sel="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-$d\""
+  traced() { scrape | grep -F "$sel" | grep -q '^jvmdiag_safepoint_pause_seconds_count'; }
+  if ! until_ok 60 "the agent's safepoint series of $pod" traced; then
+    bad "$d: series labelled {$sel}" "$(grep -c "pod=\"$pod\"" <(scrape)) series of the pod; agent log: $(tail -n 3 "$WORK/agent.log" | tr '\n' ' ')"; continue
+  fi
+  if stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/scrape0-$d"; then
+    a0=$(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/scrape0-$d"); c0=$(counter sun.rt.safepoints)
+    for _ in 1 2 3 4 5; do kc exec "$pod" -c app -- sh -c 'unset JAVA_TOOL_OPTIONS; exec jcmd 1 GC.run' >/dev/null 2>&1; done
+    if stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/scrape-$d"; then
+      a1=$(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/scrape-$d"); c1=$(counter sun.rt.safepoints)
+      if [ "$((a1 - a0))" -eq "$((c1 - c0))" ] && [ "$((c1 - c0))" -ge 5 ]; then
+        ok "$d: series labelled {$sel}; safepoints +$((a1 - a0)) = jcmd sun.rt.safepoints +$((c1 - c0)) (totals $a1 / $c1)"
+      else bad "$d: safepoint count by pod labels" "agent $a0 -> $a1, jcmd sun.rt.safepoints $c0 -> $c1"; fi
+    else bad "$d: JVM counters stand still after GC.run"; fi
+  else bad "$d: JVM counters stand still for a comparison"; fi
+done
+plain=$(kc get pods -l app=plain -o jsonpath='{.items[0].metadata.name}')
+if [ -z "$plain" ]; then bad "pod without the annotation exists"
+elif scrape | grep -q "pod=\"$plain\""; then bad "pod without the annotation ($plain) not traced"
+else ok "pod without the annotation ($plain) not traced"; fi
+
+# Delete the JDK 17 pod: the kubelet stops its JVM; one more scrape shows it, the next does not.
+pod=$(kc get pods -l app=jdk17 -o jsonpath='{.items[0].metadata.name}')
+hpid=$(pgrep -f "SafepointBurst 40 5 20 3000 $MARK-jdk17" | head -n1)
+kc delete pod "$pod" --wait=false >/dev/null
+gone() { [ -z "$hpid" ] || ! kill -0 "$hpid"; }
+until_ok 30 "the JVM of deleted pod $pod (host pid ${hpid:-?}) to exit" gone
+s1=$(scrape | grep -c "pod=\"$pod\""); s2=$(scrape | grep -c "pod=\"$pod\"")
+if [ -n "$hpid" ] && [ "$s1" -gt 0 ] && [ "$s2" -eq 0 ]; then ok "deleted pod $pod: shown once more ($s1 series), then gone"
+else bad "deleted pod's series end after one more scrape" "host pid=${hpid:-none} first=$s1 second=$s2"; fi
+kill -0 "$AGENT_PID" 2>/dev/null && ok "agent still running" || bad "agent still running" "$(tail -5 "$WORK/agent.log")"
+
+[ "${#SIDECARS[@]}" -gt 0 ] && step "checking the sidecars (scraped through the pod IP)"
+for d in "${SIDECARS[@]}"; do
+  pod=$(kc get pods -l "app=$d" -o jsonpath='{.items[0].metadata.name}')
+  ip=$(kc get pod "$pod" -o jsonpath='{.status.podIP}')
+  names=$(kc get pod "$pod" -o jsonpath='{.spec.containers[*].name}')
+  [ "$names" = "app jvmdiag-sidecar" ] || { bad "$d: webhook added the jvmdiag-sidecar container" "containers: $names"; continue; }
+  url="http://$ip:9464/metrics"
+  if ! stable "$pod" "$url" "$WORK/side-$d"; then
+    bad "$d: sidecar /metrics at $url and JVM counters standing still" "$(kc logs "$pod" -c jvmdiag-sidecar 2>&1 | tail -3)"; continue
+  fi
+  sel="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-$d\""
+  if grep -F "$sel" "$WORK/side-$d" | grep -q '^jvmdiag_jvm_info{.*probe_mode="sidecar"'; then ok "$d: sidecar series labelled {$sel}, probe_mode=\"sidecar\""
+  else bad "$d: sidecar labels" "$(grep '^jvmdiag_jvm_info' "$WORK/side-$d" | head -2)"; fi
+  n=$(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/side-$d"); want_n=$(counter sun.rt.safepoints)
+  t=$(msum jvmdiag_safepoint_pause_seconds_sum "$sel" "$WORK/side-$d")
+  hz=$(counter sun.os.hrt.frequency); ticks=$(counter sun.rt.safepointTime)
+  if awk -v n="$n" -v w="$want_n" 'BEGIN{exit !(w > 0 && (n - w <= 0.01 * w) && (w - n <= 0.01 * w))}'; then
+    ok "$d: sidecar safepoint count $n vs jcmd sun.rt.safepoints $want_n (within 1 %)"
+  else bad "$d: sidecar safepoint count within 1 %" "sidecar=$n jcmd=$want_n"; fi
+  if [ -n "$hz" ] && [ -n "$ticks" ] && awk -v t="$t" -v k="$ticks" -v hz="$hz" 'BEGIN{w = k / hz; d = t - w; if (d < 0) d = -d; exit !(w > 0 && d <= 0.01 * w)}'; then
+    ok "$d: sidecar safepoint time ${t}s vs jcmd sun.rt.safepointTime $(awk -v k="$ticks" -v hz="$hz" 'BEGIN{printf "%.6f", k / hz}')s (within 1 %)"
+  else bad "$d: sidecar safepoint time within 1 %" "sidecar=${t}s jcmd=$ticks ticks at $hz Hz"; fi
+  starts=$(msum jvmdiag_thread_starts_total "$sel" "$WORK/side-$d"); want_s=$(counter java.threads.started)
+  if [ -n "$want_s" ] && [ "$starts" = "$want_s" ]; then ok "$d: sidecar thread starts $starts = jcmd java.threads.started"
+  else bad "$d: sidecar thread starts" "sidecar=$starts jcmd=$want_s"; fi
+done
+finish

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The promtool tests can fail: each mutation of the rules (a thinkable regression) must make
+`promtool test rules TEST` fail. Prints `ok`/`FAIL` per mutation.
+
+  check_mutations.py RULES.yaml TEST.yaml"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+
+def rule(groups, name):
+    return next(r for g in groups["groups"] for r in g["rules"] if r.get("alert") == name)
+
+
+def m_threshold_le(g):  # compare against the wrong bucket
+    r = rule(g, "JvmDiagSafepointPauseHigh")
+    r["expr"] = re.sub(r'le="[^"]+"', 'le="+Inf"', r["expr"])
+
+
+def m_no_new_series_arm(g):  # forget the series born with a long pause
+    r = rule(g, "JvmDiagSafepointPauseHigh")
+    r["expr"] = r["expr"].split("\nor\n")[0]
+
+
+def m_for(g):  # fire without waiting
+    rule(g, "JvmDiagThreadStartRateHigh")["for"] = "0m"
+
+
+def m_culprit(g):  # aggregate the culprit away
+    r = rule(g, "JvmDiagThreadStartRateHigh")
+    r["expr"] = r["expr"].replace("rate(", "sum without (thread_name) (rate(", 1).replace("])", "]))", 1)
+
+
+def m_description(g):  # a description that no longer names the pod
+    r = rule(g, "JvmDiagCodeCacheNearlyFull")
+    r["annotations"]["description"] = r["annotations"]["description"].replace("$labels.pod", "$labels.instance")
+
+
+def m_method_join(g):  # lose the method of the compilation-rate alert
+    r = rule(g, "JvmDiagCompilationRateHigh")
+    r["expr"] = r["expr"].split("\n+ ignoring")[0]
+
+
+def m_code_heap(g):  # alert per code heap instead of the whole cache
+    r = rule(g, "JvmDiagCodeCacheNearlyFull")
+    r["expr"] = re.sub(r"sum without \(code_heap\) \((jvmdiag_code_cache_\w+(\{[^}]*\})?)\)", r"\1", r["expr"])
+
+
+MUTATIONS = [m_threshold_le, m_no_new_series_arm, m_for, m_culprit, m_description, m_method_join, m_code_heap]
+
+
+def main(rules_path, test_path):
+    original = yaml.safe_load(open(rules_path))
+    names = {r.get("alert") for g in original["groups"] for r in g["rules"]}
+    bad = 0
+    for m in MUTATIONS:
+        g = yaml.safe_load(open(rules_path))
+        try:
+            m(g)
+        except StopIteration:
+            continue  # this rule set has no such alert
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "rules.yaml"), "w") as f:
+                yaml.safe_dump(g, f, sort_keys=False, width=1000)
+            shutil.copy(test_path, d)
+            r = subprocess.run(["promtool", "test", "rules", os.path.basename(test_path)], cwd=d, capture_output=True, text=True)
+        what = m.__doc__ or m.__name__[2:].replace("_", " ")
+        if r.returncode:
+            print(f"ok mutation caught: {what}")
+        else:
+            bad += 1
+            print(f"FAIL mutation not caught by {os.path.basename(test_path)}: {what}")
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(1 if main(sys.argv[1], sys.argv[2]) else 0)

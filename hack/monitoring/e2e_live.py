@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""End-to-end against real parts: the real agent (standalone) is scraped by a real Prometheus
+(1 s scrape and rule evaluation) loaded with RULES, with an Alertmanager and a webhook receiver
+on loopback, while the SafepointStorm JVM makes long ThreadDump safepoints and a storm of
+"storm-worker-<n>" threads. Checks, printing PASS/FAIL/NOTE lines:
+
+  - both alerts (pause by vm_operation=ThreadDump, thread start rate by thread_name) reach the
+    webhook within --timeout seconds, with descriptions naming workload, pod and culprit;
+  - the JVM's own -Xlog:safepoint confirms a ThreadDump pause above the threshold (the alert
+    is not a false positive) and the workload confirms the threads it started;
+  - every query of every dashboard returns data. A query that returns nothing while it uses a
+    metric the agent does not expose at all is reported "no data: metric not exposed yet" and
+    not counted; once the agent exposes the metric, no data is a failure.
+
+  e2e_live.py --agent BIN --rules RULES.yaml --work DIR [--jdk JAVA_HOME] [--save-results DIR] [--timeout 150]
+
+Stops everything it started, also on failure."""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+LABELS = {"namespace": "e2e", "jvmdiagnostics": "storm", "pod": "storm-0", "container": "app"}
+PAUSE_LE = 0.05  # tests/e2e-jvmdiagnostics.yaml: safepointPause 50ms
+
+results = {"pass": 0, "fail": 0}
+
+
+def report(ok, msg):
+    results["pass" if ok else "fail"] += 1
+    print(("PASS " if ok else "FAIL ") + msg, flush=True)
+
+
+def note(msg):
+    print("NOTE " + msg, flush=True)
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def prom(base, path, **params):
+    return json.loads(get(f"{base}/api/v1/{path}?" + urllib.parse.urlencode(params), timeout=20))
+
+
+def wait_for(fn, timeout, every=0.5):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            v = fn()
+            if v:
+                return v
+        except Exception:
+            pass
+        time.sleep(every)
+    return None
+
+
+def dashboard_queries(start, end, base, exposed, save):
+    now_range = f"{max(int(end - start), 30)}s"
+    for path in sorted(glob.glob(os.path.join(ROOT, "dashboards", "jvm-diagnostics-*.json"))):
+        d = json.load(open(path))
+        name = os.path.basename(path)[:-5]
+        saved = {"title": d["title"], "panels": []}
+        for p in d["panels"]:
+            if p["type"] == "row":
+                continue
+            sp = {"title": p["title"], "type": p["type"], "unit": p["fieldConfig"]["defaults"]["unit"],
+                  "gridPos": p["gridPos"], "targets": []}
+            for t in p["targets"]:
+                expr = t["expr"]
+                for var, val in (("$namespace", LABELS["namespace"]), ("$workload", LABELS["jvmdiagnostics"]),
+                                 ("$pod", LABELS["pod"]), ("$__rate_interval", "15s"), ("$__range", now_range)):
+                    expr = expr.replace(var, val)
+                if t.get("instant"):
+                    r = prom(base, "query", query=expr, time=end)
+                    series = [{"metric": s["metric"], "values": [s["value"]]} for s in r["data"]["result"]]
+                else:
+                    r = prom(base, "query_range", query=expr, start=start, end=end, step=2)
+                    series = [{"metric": s["metric"], "values": s["values"]} for s in r["data"]["result"]]
+                finite = sum(1 for s in series for _, v in s["values"] if not math.isnan(float(v)))
+                used = set(re.sub(r"_(bucket|sum|count)$", "", m) for m in re.findall(r"\bjvmdiag_[a-z_]+", expr))
+                missing = sorted(used - exposed)
+                what = f"{name} / {p['title']} [{t['refId']}]"
+                if finite:
+                    report(True, f"dashboard query returns data: {what} ({len(series)} series)")
+                elif missing:
+                    note(f"no data: metric not exposed yet ({', '.join(missing)}): {what}")
+                else:
+                    report(False, f"dashboard query returns no data although its metrics are exposed: {what}\n     {expr}")
+                sp["targets"].append({"expr": expr, "legend": t.get("legendFormat", ""), "instant": t.get("instant", False),
+                                      "series": series, "missing": missing})
+            saved["panels"].append(sp)
+        if save:
+            os.makedirs(save, exist_ok=True)
+            with open(os.path.join(save, name + ".json"), "w") as f:
+                json.dump(saved, f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--rules", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--save-results")
+    ap.add_argument("--default-rules", help="the chart's rules: every agent metric they use must be exposed")
+    ap.add_argument("--timeout", type=float, default=150)
+    ap.add_argument("--jdk", default=os.environ.get("JDK17", "/usr/lib/jvm/java-17-openjdk-amd64"),
+                    help="JDK home the workload runs on")
+    a = ap.parse_args()
+    work = os.path.abspath(a.work)
+    os.makedirs(work, exist_ok=True)
+    procs = []
+    prom_dir = os.path.join(work, "prom")
+
+    def stop_all():
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        subprocess.run([os.path.join(HERE, "prom-down.sh"), prom_dir], capture_output=True)
+
+    try:
+        run(a, work, procs, prom_dir)
+    finally:
+        stop_all()
+    print(f"e2e: {results['pass']} passed, {results['fail']} failed", flush=True)
+    sys.exit(1 if results["fail"] else 0)
+
+
+def run(a, work, procs, prom_dir):
+    # The workload, compiled so the agent names it by its main class.
+    classes = os.path.join(work, "classes")
+    subprocess.run([f"{a.jdk}/bin/javac", "-d", classes, os.path.join(HERE, "workloads", "SafepointStorm.java")], check=True)
+
+    port = free_port()
+    agent_log = open(os.path.join(work, "agent.log"), "w")
+    cmd = [a.agent, "--standalone", "--listen", f"127.0.0.1:{port}", "--exit-after", "600"]
+    if "--match-jvm" in subprocess.run([a.agent, "--help"], capture_output=True, text=True).stdout:
+        cmd += ["--match-jvm", "SafepointStorm"]  # leave the other JVMs on this shared host alone
+    procs.append(subprocess.Popen(cmd, stdout=agent_log, stderr=subprocess.STDOUT))
+    metrics_url = f"http://127.0.0.1:{port}/metrics"
+    if not wait_for(lambda: get(metrics_url), 60):
+        report(False, "agent serves /metrics (see agent.log)")
+        print(open(os.path.join(work, "agent.log")).read()[-3000:])
+        return
+
+    relabel = os.path.join(work, "relabel.yml")
+    with open(relabel, "w") as f:
+        for k, v in LABELS.items():
+            f.write(f"- {{source_labels: [jvm], regex: SafepointStorm, target_label: {k}, replacement: {v}}}\n")
+    out = subprocess.run([os.path.join(HERE, "prom-up.sh"), "--dir", prom_dir, "--scrape", f"127.0.0.1:{port}",
+                          "--rules", a.rules, "--scrape-interval", "1s", "--eval-interval", "1s",
+                          "--metric-relabel", relabel, "--alertmanager", "--ttl", "600"],
+                         capture_output=True, text=True)
+    if out.returncode:
+        report(False, "prom-up.sh: " + out.stderr[-2000:])
+        return
+    env = dict(l.split("=", 1) for l in out.stdout.split())
+    base, hook = env["PROMETHEUS_URL"], env["WEBHOOK_LOG"]
+
+    splog = os.path.join(work, "safepoint.log")
+    wl_out = open(os.path.join(work, "workload.log"), "w")
+    start = time.time()
+    wl = subprocess.Popen([f"{a.jdk}/bin/java", f"-Xlog:safepoint:file={splog}", "-Xss512k", "-cp", classes, "SafepointStorm",
+                           "--threads", "2000", "--depth", "150", "--dump-every", "4", "--storm-start", "6",
+                           "--storm-seconds", "30", "--storm-rate", "200", "--duration", "55"],
+                          stdout=wl_out, stderr=subprocess.STDOUT)
+    procs.append(wl)
+
+    want = {"JvmDiagSafepointPauseHigh": ("vm_operation", "ThreadDump"),
+            "JvmDiagThreadStartRateHigh": ("thread_name", "storm-worker-N")}
+    got = {}
+
+    def check_hook():
+        if os.path.exists(hook):
+            for line in open(hook):
+                n = json.loads(line)
+                for al in n.get("alerts", []):
+                    l = al["labels"]
+                    w = want.get(l.get("alertname"))
+                    if w and al["status"] == "firing" and l.get(w[0]) == w[1] and l.get("jvm") == "SafepointStorm" \
+                            and l.get("alertname") not in got:
+                        got[l["alertname"]] = (time.time() - start, al)
+        return len(got) == len(want)
+
+    wait_for(check_hook, a.timeout, every=1)
+    for name, (label, value) in want.items():
+        if name in got:
+            secs, al = got[name]
+            report(True, f"{name} {{{label}=\"{value}\"}} reached the Alertmanager webhook {secs:.0f}s after the JVM started")
+            d = al["annotations"].get("description", "")
+            named = all(s in d for s in ("storm-0", "storm", value))
+            report(named and al["annotations"].get("runbook_url", "").endswith(f"/docs/runbooks/{name}.md"),
+                   f"{name}: description names workload, pod and culprit: {d}")
+        else:
+            report(False, f"{name} {{{label}=\"{value}\"}} did not reach the webhook within {a.timeout:.0f}s")
+            print(prom(base, "alerts"))
+
+    # Independent confirmation from the JVM itself.
+    wl.wait(timeout=max(5, 90 - (time.time() - start)))
+    end = time.time()
+    pauses = [int(m) / 1e9 for m in re.findall(r'Safepoint "ThreadDump".*Total: (\d+) ns', open(splog).read())]
+    report(any(p > PAUSE_LE for p in pauses),
+           f"-Xlog:safepoint confirms ThreadDump pauses above {PAUSE_LE}s: longest {max(pauses, default=0):.3f}s of {len(pauses)}")
+    m = re.search(r"storm threads started: (\d+)", open(os.path.join(work, "workload.log")).read())
+    started = int(m.group(1)) if m else 0
+    report(started >= 1500, f"the workload started {started} storm threads")
+
+    # What the agent exposed during the run, as Prometheus ingested it (series of an exited JVM
+    # leave /metrics, so the page alone is not enough).
+    names = prom(base, "label/__name__/values", **{"match[]": '{job="jvmdiag"}', "start": start, "end": end})["data"]
+    exposed = set(re.sub(r"_(bucket|sum|count)$", "", n) for n in names)
+    # The storm's thread count as Prometheus saw it, against the workload's own count.
+    r = prom(base, "query", query='max(max_over_time(jvmdiag_thread_starts_total{jvm="SafepointStorm", thread_name="storm-worker-N"}[5m]))',
+             time=end)["data"]["result"]
+    seen = float(r[0]["value"][1]) if r else 0
+    report(started and 0.95 * started <= seen <= started,
+           f"Prometheus counted {seen:.0f} storm-worker-N thread starts for {started} started by the JVM")
+    # Exactness hinges on the `le` strings: every bound an alert can name must be exposed as
+    # exactly that string (docs/metrics.md), or an alert on it silently never fires.
+    sys.path.insert(0, HERE)
+    from mixin.config import LE_BOUNDS
+    for h in ("jvmdiag_safepoint_pause_seconds", "jvmdiag_safepoint_sync_seconds"):
+        r = prom(base, "query", query=f'count by (le) ({h}_bucket{{jvm="SafepointStorm"}})', time=end)["data"]["result"]
+        les = sorted((x["metric"]["le"] for x in r), key=float)
+        report(les == LE_BOUNDS + ["+Inf"], f"{h} exposes exactly the bucket bounds alerts use: {' '.join(les)}")
+    if a.default_rules:
+        import yaml
+        groups = yaml.safe_load(open(a.default_rules))["groups"]
+        used = {re.sub(r"_(bucket|sum|count)$", "", m) for g in groups for r in g["rules"]
+                for m in re.findall(r"\bjvmdiag_[a-z_]+", r["expr"])}
+        for m in sorted(used):
+            if m.startswith("jvmdiag_operator_"):
+                continue  # the operator's, not the agent's
+            if m in exposed:
+                report(True, f"chart rules use {m}: the agent exposes it")
+            else:
+                note(f"chart rules use {m}: not exposed by the agent (yet)")
+    dashboard_queries(start, end, base, exposed, a.save_results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""JVM diagnostics / Workload: one workload (JvmDiagnostics) and its pods, drilled down."""
+from .panels import SEL, dashboard as make, heatmap, row, table, target, timeseries
+
+RATE = "$__rate_interval"
+
+
+def g(x, y, w, h=8):
+    return {"x": x, "y": y, "w": w, "h": h}
+
+
+def q(expr_by, metric):
+    return f"histogram_quantile(0.99, sum by ({expr_by}, le) (rate({metric}_bucket{{{SEL}}}[{RATE}])))"
+
+
+def dashboard():
+    p = [
+        row("Safepoints", 0),
+        heatmap("Safepoint pauses (heat map)",
+                "How many safepoint pauses fell in each duration bucket; the top rows are the long non-GC pauses.",
+                [target(f"sum by (le) (increase(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[{RATE}]))", "{{le}}", fmt="heatmap")],
+                "s", g(0, 1, 12)),
+        timeseries("Safepoint pause p99 by VM operation", "99th percentile pause per HotSpot VM operation.",
+                   [target(q("vm_operation", "jvmdiag_safepoint_pause_seconds"), "{{vm_operation}}")], "s", g(12, 1, 12)),
+        timeseries("Longest safepoint pause by VM operation (bucket upper bound)",
+                   "Upper bound of the bucket holding the longest pause in each interval: what the JvmDiagSafepointPauseHigh alert sees.",
+                   [target(f"histogram_quantile(1, sum by (vm_operation, le) (increase(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[{RATE}]))) > 0",
+                           "{{vm_operation}}")], "s", g(0, 9, 12)),
+        timeseries("Time to safepoint p99 by VM operation",
+                   "How long threads took to reach the safepoint before each VM operation (long counted loops, page faults).",
+                   [target(q("vm_operation", "jvmdiag_safepoint_sync_seconds"), "{{vm_operation}}")], "s", g(12, 9, 12)),
+        timeseries("Safepoints per second by VM operation", "Safepoint frequency per VM operation.",
+                   [target(f"sum by (vm_operation) (rate(jvmdiag_safepoint_pause_seconds_count{{{SEL}}}[{RATE}]))", "{{vm_operation}}")],
+                   "suffix: /s", g(0, 17, 12), stack=True),
+        timeseries("Time in VM operations (share of wall time)",
+                   "Seconds per second spent in each VM operation, at a safepoint or not (handshakes, concurrent operations).",
+                   [target(f"sum by (vm_operation, at_safepoint) (rate(jvmdiag_vm_operation_seconds_sum{{{SEL}}}[{RATE}]))",
+                           "{{vm_operation}} (at_safepoint={{at_safepoint}})")], "percentunit", g(12, 17, 12)),
+        row("Threads", 25),
+        timeseries("Thread starts by name", "Platform threads started per second by digit-folded name (top K per JVM, rest \"other\").",
+                   [target(f"sum by (thread_name) (rate(jvmdiag_thread_starts_total{{{SEL}}}[{RATE}]))", "{{thread_name}}")],
+                   "suffix: threads/s", g(0, 26, 12), stack=True),
+        timeseries("Live threads by pod", "Platform threads alive per JVM.",
+                   [target(f"sum by (pod, jvm) (jvmdiag_threads_live{{{SEL}}})", "{{pod}} {{jvm}}")], "short", g(12, 26, 12)),
+        row("JIT compilation and code cache", 34),
+        timeseries("Compilations per second by compiler", "JIT compilations per second, per compiler (c1, c2, …).",
+                   [target(f"sum by (compiler) (rate(jvmdiag_compilations_total{{{SEL}}}[{RATE}]))", "{{compiler}}")],
+                   "suffix: compilations/s", g(0, 35, 12), stack=True),
+        timeseries("Compilation time p99 by compiler", "99th percentile of the time one compilation takes.",
+                   [target(q("compiler", "jvmdiag_compilation_seconds"), "{{compiler}}")], "s", g(12, 35, 12)),
+        table("Most-compiled methods in the range",
+              "Methods compiled most often over the time range (top K per JVM, without \"other\"); one method compiled again and again is a recompilation storm.",
+              [target(f"topk(20, sum by (method) (increase(jvmdiag_method_compilations_total{{{SEL}, method!=\"other\"}}[$__range])))", "",
+                      instant=True, fmt="table")], "short", g(0, 43, 12),
+              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
+                                "renameByName": {"Value": "compilations"}}}]),
+        timeseries("Code cache used by code heap, and max", "Code cache bytes in use per code heap (non-nmethods, profiled, "
+                   "non-profiled) and the whole cache's maximum (ReservedCodeCacheSize).",
+                   [target(f"sum by (pod, jvm, code_heap) (jvmdiag_code_cache_used_bytes{{{SEL}}})", "used {{code_heap}} {{pod}} {{jvm}}"),
+                    target(f"sum by (pod, jvm) (jvmdiag_code_cache_max_bytes{{{SEL}}})", "max {{pod}} {{jvm}}", ref="B")],
+                   "bytes", g(12, 43, 12)),
+        timeseries("Code cache full events", "Times the code cache filled up (the compiler may then be disabled).",
+                   [target(f"sum by (pod, jvm) (increase(jvmdiag_code_cache_full_total{{{SEL}}}[{RATE}]))", "{{pod}} {{jvm}}")],
+                   "short", g(0, 51, 12), bars=True),
+        table("JVMs and probe mode", "Each JVM of the workload: Java version, vendor, and how the agent traces it (usdt, uprobe, hsperfdata, sidecar, none).",
+              [target(f"max by (namespace, pod, container, jvm, java_version, vendor, probe_mode) (jvmdiag_jvm_info{{{SEL}}})", "",
+                      instant=True, fmt="table")], "none", g(12, 51, 12),
+              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True}}}]),
+    ]
+    return make("jvm-diagnostics-workload", "JVM diagnostics / Workload",
+                "One workload (JvmDiagnostics) drilled down: pause heat map and p99/max by VM operation, time to safepoint, "
+                "thread starts by name, compilation rate, most-compiled methods, code cache and probe mode.", p)

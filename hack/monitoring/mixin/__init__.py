@@ -1,0 +1,1 @@
+"""jvm-diagnostics alerting mixin: CONFIG (config.py) + one module per alert area."""

@@ -1,0 +1,50 @@
+"""The product's own health: agent down, JVMs injected but not traced, pods not injected.
+
+jvmdiag_agent_jvms_untraced and jvmdiag_operator_pods_missing_injection are the metrics
+these alerts need from the agent and the operator (docs/alerts.md, "Metrics these alerts need")."""
+from .common import Alert, WHERE, sel
+
+NO_PROBES = 'probe_mode="none"'
+NOT_SELECTED = 'reason!="not_selected"'
+
+ALERTS = [
+    Alert(
+        name="JvmDiagAgentDown", key="agentDown", spec_field=False,
+        runbook="JvmDiagAgentDown.md",
+        meaning="Prometheus cannot scrape a node agent: that node's JVMs are not watched",
+        expr=lambda p: f"up{sel(p)} == 0",
+        summary=lambda p: "jvm-diagnostics agent {{ $labels.instance }} is down.",
+        description=lambda p: (
+            "Prometheus cannot scrape the jvm-diagnostics agent {{ $labels.instance }}"
+            "{{ with $labels.pod }} (pod {{ $labels.namespace }}/{{ . }}){{ end }} (job {{ $labels.job }}) "
+            f"for {p.for_}: no thread, safepoint or JIT alert can fire for the JVMs on its node."),
+    ),
+    Alert(
+        name="JvmDiagJvmNotTraced", key="jvmNotTraced", spec_field=False,
+        runbook="JvmDiagJvmNotTraced.md",
+        meaning="a JVM the agent should trace is seen but not traced (no probes attached)",
+        # jvm_info{probe_mode="none"}: a JVM with neither probes nor hsperfdata; the agent's
+        # jvms_untraced counts the others by reason ("not_selected" = not asked to trace).
+        expr=lambda p: (
+            f"max without (java_version, vendor, probe_mode) (jvmdiag_jvm_info{sel(p, NO_PROBES)})\n"
+            f"or\n"
+            f"jvmdiag_agent_jvms_untraced{sel(p, NOT_SELECTED)} > 0"),
+        summary=lambda p: "JVM not traced{{ with $labels.reason }} ({{ . }}){{ end }}.",
+        description=lambda p: (
+            f"{{{{ if $labels.jvm }}}}{WHERE} is{{{{ else }}}}{{{{ printf \"%.0f\" $value }}}} JVM(s) seen by the agent "
+            "{{ $labels.instance }}{{ with $labels.pod }} in pod {{ $labels.namespace }}/{{ . }}{{ end }} are{{ end }} "
+            "not traced: no probes attached (reason: {{ with $labels.reason }}{{ . }}{{ else }}no probes and no hsperfdata{{ end }}), "
+            "so their thread, safepoint and JIT metrics and alerts are missing."),
+    ),
+    Alert(
+        name="JvmDiagPodsMissingInjection", key="podsMissingInjection", spec_field=False,
+        runbook="JvmDiagPodsMissingInjection.md",
+        meaning="a pod of a JvmDiagnostics target runs without the injection",
+        expr=lambda p: f"jvmdiag_operator_pods_missing_injection{sel(p)} > 0",
+        summary=lambda p: "Pod {{ $labels.pod }} is not injected ({{ $labels.reason }}).",
+        description=lambda p: (
+            "Pod {{ $labels.namespace }}/{{ $labels.pod }} of JvmDiagnostics {{ $labels.jvmdiagnostics }} "
+            "runs without the jvm-diagnostics injection (reason: {{ $labels.reason }}) for "
+            f"{p.for_}: its JVMs are not traced with the requested collectors."),
+    ),
+]

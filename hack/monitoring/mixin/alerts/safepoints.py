@@ -1,0 +1,35 @@
+"""Safepoint alerts: pauses and time to safepoint, exact from the histogram buckets."""
+from .common import Alert, WHERE, increased, sel
+
+
+def _hist(metric, p):
+    le = 'le="' + p.le + '"'
+    return increased(f"{metric}_count{sel(p)}", p.windows["eventWindow"],
+                     over=f"{metric}_bucket{sel(p, le)}")
+
+
+ALERTS = [
+    Alert(
+        name="JvmDiagSafepointPauseHigh", key="safepointPause", spec_field=True,
+        runbook="JvmDiagSafepointPauseHigh.md",
+        meaning="a safepoint pause longer than the threshold, by VM operation",
+        expr=lambda p: _hist("jvmdiag_safepoint_pause_seconds", p),
+        summary=lambda p: f"Safepoint pause over {p.threshold}s in {{{{ $labels.vm_operation }}}}.",
+        description=lambda p: (
+            f"{WHERE} stopped all its threads for more than {p.threshold}s in safepoint "
+            f"VM operation {{{{ $labels.vm_operation }}}} "
+            f"({{{{ printf \"%.0f\" $value }}}} such pause(s) in the last {p.windows['eventWindow']})."),
+    ),
+    Alert(
+        name="JvmDiagTimeToSafepointHigh", key="timeToSafepoint", spec_field=True,
+        runbook="JvmDiagTimeToSafepointHigh.md",
+        meaning="reaching a safepoint (time to safepoint) took longer than the threshold",
+        expr=lambda p: _hist("jvmdiag_safepoint_sync_seconds", p),
+        summary=lambda p: f"Time to safepoint over {p.threshold}s before {{{{ $labels.vm_operation }}}}.",
+        description=lambda p: (
+            f"{WHERE} needed more than {p.threshold}s to bring all threads to a safepoint for "
+            f"VM operation {{{{ $labels.vm_operation }}}} "
+            f"({{{{ printf \"%.0f\" $value }}}} time(s) in the last {p.windows['eventWindow']}); "
+            f"the threads already stopped were waiting meanwhile."),
+    ),
+]

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Node agent: unit + golden tests (cargo), then end-to-end tests against real JVMs on JDK 17
+# and 25 (node-agent/tests/e2e.py): accuracy against hsperfdata, a JVM in its own pid and
+# mount namespace, churn without leaks, the name budget, bad-environment errors.
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+cd "$REPO_ROOT/node-agent"
+OUT="$REPO_ROOT/.results/agent"; rm -rf "$OUT"; mkdir -p "$OUT"
+export CARGO_TERM_COLOR=never
+pass=0; fail=0
+add() { pass=$((pass + $1)); fail=$((fail + $2)); }
+
+E2E_PID=""
+cleanup() {
+  # e2e.py kills every process it started; this stops it (and them) if we are interrupted.
+  if [ -n "$E2E_PID" ] && kill -0 "$E2E_PID" 2>/dev/null; then kill -TERM -- "-$E2E_PID" 2>/dev/null; fi
+}
+trap cleanup EXIT INT TERM
+
+[ "$(id -u)" -eq 0 ] || { log "the agent suite needs root (eBPF)"; suite_result agent 0 1; exit 1; }
+
+log "building jvmdiag-agent (release)"
+if ! nice cargo build --release -p jvmdiag-agent >"$OUT/build.log" 2>&1; then
+  tail -n 30 "$OUT/build.log"; suite_result agent 0 1; exit 1
+fi
+
+log "unit and golden tests"
+# Unit + golden tests of the binary; the kube/sidecar units and the tests/*.rs targets are run
+# (and counted) once, by the suites that own them (45-agent-kube, 25-agent-jit).
+nice cargo test -p jvmdiag-agent --bins -- --skip kube:: --skip sidecar:: 2>&1 | tee "$OUT/cargo-test.log" | grep -E '^test |test result' || true
+read -r p f < <(count_cargo "$OUT/cargo-test.log"); add "$p" "$f"
+[ "$p" -gt 0 ] || add 0 1
+
+log "golden /metrics through promtool and the contract checker"
+if promtool check metrics < tests/golden/standalone.prom \
+   && python3 "$CONTRACT_TOOL" tests/golden/standalone.prom; then
+  echo "ok golden_file_passes_promtool_and_contract"; add 1 0
+else
+  echo "FAIL golden_file_passes_promtool_and_contract"; add 0 1
+fi
+
+log "end-to-end tests (real JVMs: $JDK17, $JDK25)"
+setsid python3 tests/e2e.py "$PWD/target/release/jvmdiag-agent" "$OUT/e2e" "$JDK17" "$JDK25" \
+  > >(tee "$OUT/e2e.log") 2> "$OUT/e2e.stderr" &
+E2E_PID=$!
+wait "$E2E_PID"
+cat "$OUT/e2e.stderr" >&2
+read -r p f < <(count_cargo "$OUT/e2e.log"); add "$p" "$f"
+[ $((p + f)) -gt 0 ] || add 0 1
+
+log "end-to-end: hostile containers next to a normal JVM (node-agent/tests/e2e_hostile.py)"
+setsid python3 tests/e2e_hostile.py "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-hostile" "$JDK17" "$JDK25" \
+  > >(tee "$OUT/e2e-hostile.log") 2> "$OUT/e2e-hostile.stderr" &
+E2E_PID=$!
+wait "$E2E_PID"
+cat "$OUT/e2e-hostile.stderr" >&2
+read -r p f < <(count_cargo "$OUT/e2e-hostile.log"); add "$p" "$f"
+[ $((p + f)) -gt 0 ] || add 0 1
+
+suite_result agent "$pass" "$fail"
+[ "$fail" -eq 0 ]

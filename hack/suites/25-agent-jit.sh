@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Node agent, JIT and fallback (issue 5 parts 1-2), against real JVMs on JDK 17 and 25:
+#  - tests/jit.rs: a recompilation storm named in jvmdiag_method_compilations_total with the
+#    count -XX:+PrintCompilation shows; code cache used vs jcmd Compiler.codecache (10 %);
+#    a 4 MB code cache filling up: full events vs jcmd full_count and the JVM's warning.
+#  - tests/fallback.rs: copies of the JDKs without .note.stapsdt, also without .symtab, and
+#    -XX:-UsePerfData land in uprobe / hsperfdata / none, exact against PerfCounter.print.
+# The JDK copies are made once in $JVMDIAG_CACHE/jdk-variants (hard links but libjvm.so).
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+cd "$REPO_ROOT/node-agent"
+OUT="$REPO_ROOT/.results/agent-jit"; rm -rf "$OUT"; mkdir -p "$OUT"
+export CARGO_TERM_COLOR=never JDK17 JDK25
+pass=0; fail=0
+
+TEST_PID=""
+cleanup() {
+  # The tests kill what they start; this stops them (and their JVMs) if we are interrupted.
+  if [ -n "$TEST_PID" ] && kill -0 "$TEST_PID" 2>/dev/null; then kill -KILL -- "-$TEST_PID" 2>/dev/null; fi
+}
+trap cleanup EXIT INT TERM
+
+[ "$(id -u)" -eq 0 ] || { log "the agent-jit suite needs root (eBPF)"; suite_result agent-jit 0 1; exit 1; }
+command -v objcopy >/dev/null || { log "objcopy missing (binutils: make setup)"; suite_result agent-jit 0 1; exit 1; }
+
+log "building the agent and the tests"
+if ! nice cargo test --test jit --test fallback --no-run >"$OUT/build.log" 2>&1; then
+  tail -n 30 "$OUT/build.log"; suite_result agent-jit 0 1; exit 1
+fi
+
+log "JIT, code cache and fallback tests (real JVMs: $JDK17, $JDK25)"
+setsid timeout 900 nice cargo test --test jit --test fallback -- --ignored --test-threads=1 \
+  > "$OUT/cargo-test.log" 2>&1 &
+TEST_PID=$!
+wait "$TEST_PID"
+grep -E '^test |test result|panicked|^    ' "$OUT/cargo-test.log" | grep -v '^    [0-9]*: \|^    at ' || true
+read -r pass fail < <(count_cargo "$OUT/cargo-test.log")
+[ $((pass + fail)) -gt 0 ] || fail=1
+
+suite_result agent-jit "$pass" "$fail"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Suite "demo": Ctrl-C on `make demo` stops everything it started and leaves nothing running.
+# `make demo` runs in its own session (as in a terminal); SIGINT goes to its whole process
+# group, twice:
+#   1. mid-set-up: while the chart is being installed (cluster up, images imported);
+#   2. mid-run: once the live summary runs (operator, agent, three JVM pods, Prometheus,
+#      Alertmanager all up).
+# After each: no process the demo started (sampled every second while it ran: its session,
+# the cluster daemons, shims and pod processes), no listening port of theirs, no mount, no
+# cgroup, no network link, no iptables chain, no state directory of the demo remains.
+# The checks are those of suite cluster for `cluster down`. Runs the demo on its own cluster
+# instance (DEMO_CLUSTER_INDEX=9), never the developer's demo (6). Budget ≈ 5 min: each
+# phase has a deadline after which the demo is interrupted anyway (and the checks still run).
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+export CLUSTER_INDEX=9 DEMO_CLUSTER_INDEX=9
+. "$REPO_ROOT/hack/cluster/lib.sh"
+WORK=$(mktemp -d)
+pass=0 fail=0
+T0=$(date +%s)
+ok()  { pass=$((pass + 1)); printf 'ok   - [%3ss] %s\n' "$(($(date +%s) - T0))" "$1"; }
+bad() { fail=$((fail + 1)); printf 'FAIL - [%3ss] %s\n' "$(($(date +%s) - T0))" "$1"; [ -z "${2:-}" ] || printf '       %s\n' "$2"; }
+check() { local what="$1"; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+finish() { suite_result demo "$pass" "$fail"; [ "$fail" -eq 0 ]; exit $?; }
+
+DEMO_PID=""
+cleanup() {  # whatever happened: the demo and its cluster are gone afterwards
+  [ -n "$DEMO_PID" ] && kill -KILL -- -"$DEMO_PID" 2>/dev/null
+  "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1
+  # a demo killed here (the suite itself interrupted) leaves its state dir: ours to remove
+  grep -ho '/tmp/jvmdiag-demo\.[A-Za-z0-9]*' "$WORK"/demo-*.log "$WORK"/seen.* 2>/dev/null | sort -u | xargs -r rm -rf
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [ "$(id -u)" != 0 ]; then echo "(demo needs root: skipped)"; finish; fi
+KUBE_BIN=$("$REPO_ROOT/hack/kube-binaries.sh" 2>"$WORK/kube-binaries.log") || { bad "kube binaries available" "$(tail -n 3 "$WORK/kube-binaries.log")"; finish; }
+export PATH="$KUBE_BIN:$PATH"
+"$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1   # leftovers of an interrupted run
+
+# --- what "ours" is (as in suite cluster) ---------------------------------------------------
+. "$REPO_ROOT/hack/cluster/leftovers.sh"
+starttime() { awk '{sub(/.*\) /, ""); print $20}' "/proc/$1/stat" 2>/dev/null; }
+# Every process that belongs to the demo right now, as "PID STARTTIME COMM": its session
+# (make, the script, kubectl, helm, Prometheus, Alertmanager, the summary), the cluster's
+# daemons (setsid'd: found by their state dir) and every descendant of its shims (pods).
+# Not by /tmp/jvmdiag-demo.* in the arguments: a developer's demo may run at the same time.
+sample() {  # SID
+  python3 - "$1" "$CLUSTER_DIR" "$CTRD_SOCK" <<'PY'
+import os, sys
+sid, cdir, sock = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+procs = {}
+for p in os.listdir("/proc"):
+    if not p.isdigit():
+        continue
+    try:
+        st = open(f"/proc/{p}/stat").read()
+        cmd = open(f"/proc/{p}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        continue
+    f = st[st.rindex(")") + 2:].split()
+    procs[int(p)] = (int(f[1]), int(f[3]), f[19], cmd, st[st.index("(") + 1:st.rindex(")")])
+me, a = set(), os.getpid()
+while a > 1 and a in procs or a == os.getpid():  # this suite itself (its arguments name cdir)
+    me.add(a); a = procs[a][0] if a in procs else 0
+ours = {p for p, (ppid, s, _, cmd, _) in procs.items() if p not in me and (
+        s == sid or cdir + "/" in cmd or ("containerd-shim" in cmd and sock in cmd))}
+grew = True
+while grew:  # descendants (pods under the shims)
+    n = {p for p, v in procs.items() if v[0] in ours} - ours
+    grew = bool(n); ours |= n
+for p in sorted(ours):
+    print(p, procs[p][2], procs[p][4].replace(" ", "_"))
+PY
+}
+# Listening TCP sockets of the given PIDs, as "PORT PID".
+ports_of() {  # PIDFILE
+  ss -ltnpH 2>/dev/null | python3 -c '
+import re, sys
+pids = {l.split()[0] for l in open(sys.argv[1]) if l.strip()}
+for line in sys.stdin:
+    port = line.split()[3].rsplit(":", 1)[1]
+    for pid in re.findall(r"pid=(\d+)", line):
+        if pid in pids:
+            print(port, pid)' "$1" | sort -u
+}
+
+chains >"$WORK/chains.before"; links >"$WORK/links.before"
+
+# run_demo PHASE WAIT_FOR_REGEX DEADLINE_S: start `make demo`, interrupt it when its output
+# matches (or at the deadline), and check that nothing of it remains.
+run_demo() {
+  local phase="$1" want="$2" deadline="$3" log="$WORK/demo-$1.log" reached=0 t_start t_int rc i
+  : >"$WORK/seen.$phase"; : >"$WORK/ports.$phase"
+  t_start=$(date +%s)
+  # A background job of a script starts with SIGINT ignored (and keeps it across exec); a
+  # terminal's foreground job does not: restore the default before exec'ing make.
+  setsid python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+    make -s -C "$REPO_ROOT" demo DEMO_DURATION=0 >"$log" 2>&1 </dev/null &
+  DEMO_PID=$!
+  while kill -0 "$DEMO_PID" 2>/dev/null; do
+    sample "$DEMO_PID" >>"$WORK/seen.$phase"
+    sort -u -o "$WORK/seen.$phase" "$WORK/seen.$phase"
+    ports_of "$WORK/seen.$phase" >>"$WORK/ports.$phase"
+    if grep -qE "$want" "$log"; then reached=1; break; fi
+    [ $(($(date +%s) - t_start)) -lt "$deadline" ] || break
+    sleep 1
+  done
+  if ! kill -0 "$DEMO_PID" 2>/dev/null; then
+    wait "$DEMO_PID"; rc=$?
+    bad "$phase: the demo was running when interrupted" "it exited by itself (rc=$rc): $(tail -n 5 "$log" | tr '\n' ' ')"
+    DEMO_PID=""; "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1; return
+  fi
+  [ "$reached" = 1 ] && ok "$phase: reached /$want/ after $(($(date +%s) - t_start))s" \
+    || bad "$phase: reached /$want/ within ${deadline}s" "interrupting anyway; last output: $(tail -n 2 "$log" | tr '\n' ' ')"
+  sleep 2   # let the step under way get going (helm creating pods, the summary querying)
+  sample "$DEMO_PID" >>"$WORK/seen.$phase"; sort -u -o "$WORK/seen.$phase" "$WORK/seen.$phase"
+  ports_of "$WORK/seen.$phase" >>"$WORK/ports.$phase"; sort -u -o "$WORK/ports.$phase" "$WORK/ports.$phase"
+  note_others
+  t_int=$(date +%s)
+  kill -INT -- -"$DEMO_PID"    # what Ctrl-C in a terminal does: the whole foreground group
+  for i in $(seq 1 150); do kill -0 "$DEMO_PID" 2>/dev/null || break; sleep 1; done
+  if kill -0 "$DEMO_PID" 2>/dev/null; then
+    bad "$phase: make demo exits after SIGINT (within 150 s)" "still running; killed"
+    kill -KILL -- -"$DEMO_PID" 2>/dev/null
+  fi
+  wait "$DEMO_PID"; rc=$?; DEMO_PID=""
+  [ "$rc" != 0 ] && ok "$phase: make demo stopped $(($(date +%s) - t_int))s after SIGINT (rc=$rc)" \
+    || bad "$phase: make demo reports the interruption (non-zero rc)" "rc=$rc"
+  grep -q "stopping everything the demo started" "$log" && grep -q "done (logs were in" "$log" \
+    && ok "$phase: the demo's cleanup ran to its end" || bad "$phase: the demo's cleanup ran to its end" "$(tail -n 4 "$log" | tr '\n' ' ')"
+  sleep 1
+  local alive="" pid st comm n
+  n=$(wc -l <"$WORK/seen.$phase")
+  while read -r pid st comm; do
+    [ "$(starttime "$pid")" = "$st" ] || continue
+    # a zombie whose threads are gone holds nothing; only init can reap it (it was setsid'd)
+    pid_gone "$pid" && continue
+    alive="$alive $pid($comm)"
+  done <"$WORK/seen.$phase"
+  [ -z "$alive" ] && ok "$phase: none of the $n processes it started is left ($(awk '{print $3}' "$WORK/seen.$phase" | sort | uniq -c | sort -rn | head -n 6 | awk '{printf "%s %s, ", $1, $2}')…)" \
+    || bad "$phase: no process of the demo is left" "alive:$alive"
+  local lp=""
+  while read -r port pid; do
+    ss -ltnH "sport = :$port" 2>/dev/null | grep -q . && lp="$lp $port"
+  done <"$WORK/ports.$phase"
+  for port in "$APISERVER_PORT" "$ETCD_CLIENT_PORT" "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$CM_PORT" "$SCHED_PORT"; do
+    ss -ltnH "sport = :$port" 2>/dev/null | grep -q . && lp="$lp $port"
+  done
+  [ -z "$lp" ] && ok "$phase: no listening port of it is left ($(awk '{print $1}' "$WORK/ports.$phase" | sort -un | wc -l) were open)" \
+    || bad "$phase: no listening port of the demo is left" "still listening:$lp"
+  local mnts cg
+  mnts=$(awk -v d="$CLUSTER_DIR/" 'index($5, d) == 1' /proc/self/mountinfo)
+  check "$phase: no mount under $CLUSTER_DIR" [ -z "$mnts" ]
+  cg=$(ls -d /sys/fs/cgroup/*"$CGROUP_ROOT" 2>/dev/null)
+  check "$phase: no cgroup under $CGROUP_ROOT" [ -z "$cg" ]
+  links >"$WORK/links.after"
+  check "$phase: no network link (bridge, veths)" added "$WORK/links.before" "$WORK/links.after"
+  chains >"$WORK/chains.after"
+  check "$phase: no iptables chain (kubelet, CNI, ours)" added "$WORK/chains.before" "$WORK/chains.after"
+  check "$phase: no CNI result cache entry of $CNI_NETWORK" [ -z "$(ls /var/lib/cni/results/ 2>/dev/null | grep "^$CNI_NETWORK-")" ]
+  check "$phase: no state directory (/tmp/jvmdiag-demo.*) of its own" [ -z "$(grep -o '/tmp/jvmdiag-demo\.[A-Za-z0-9]*' "$WORK/seen.$phase" "$log" | cut -d: -f2 | sort -u | xargs -r ls -d 2>/dev/null)" ]
+}
+
+run_demo setup "installing the chart" 150
+run_demo running "incident 1:" 240
+echo "elapsed $(($(date +%s) - T0))s"
+finish

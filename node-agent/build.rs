@@ -1,0 +1,75 @@
+//! Compiles src/bpf/<collector>.bpf.c and generates one libbpf-rs skeleton per file.
+//!
+//! vmlinux.h is generated here from the build host's kernel BTF (bpftool) rather than
+//! checked in: the programs only use `struct pt_regs`, read at the fixed offsets of the
+//! user register frame (no CO-RE relocations, `BPF_NO_PRESERVE_ACCESS_INDEX`; asserted in
+//! common.bpf.h), so the BTF of any recent kernel yields a working object, and a 3 MB
+//! generated header does not belong in git. Override with VMLINUX_BTF=/path.
+use std::env;
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+
+use libbpf_cargo::SkeletonBuilder;
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let btf = env::var("VMLINUX_BTF").unwrap_or_else(|_| "/sys/kernel/btf/vmlinux".into());
+    println!("cargo:rerun-if-env-changed=VMLINUX_BTF");
+    let vmlinux = out.join("vmlinux.h");
+    let dump = Command::new("bpftool")
+        .args(["btf", "dump", "file", &btf, "format", "c"])
+        .output()
+        .unwrap_or_else(|e| panic!("running bpftool to generate vmlinux.h: {e} (install bpftool: make setup)"));
+    if !dump.status.success() {
+        panic!(
+            "bpftool btf dump file {btf} failed: {} (the build needs kernel BTF; set VMLINUX_BTF=/path/to/vmlinux)",
+            String::from_utf8_lossy(&dump.stderr).trim()
+        );
+    }
+    fs::write(&vmlinux, dump.stdout).expect("write vmlinux.h");
+
+    let arch = match env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
+        Ok("x86_64") => "x86",
+        Ok("aarch64") => "arm64",
+        Ok(other) => panic!("unsupported target arch {other}"),
+        Err(_) => "x86",
+    };
+    let multiarch = format!("-I/usr/include/{}-linux-gnu", env::var("CARGO_CFG_TARGET_ARCH").unwrap_or("x86_64".into()));
+    println!("cargo:rerun-if-changed=src/bpf");
+    let mut sources: Vec<PathBuf> = fs::read_dir("src/bpf")
+        .expect("src/bpf")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".bpf.c"))
+        .collect();
+    sources.sort();
+    // skels.rs: one `pub mod <collector>` per .bpf.c, included by src/skel.rs, so a new
+    // collector needs no edit there.
+    let mut mods = String::new();
+    for src in sources {
+        let stem = src.file_name().unwrap().to_string_lossy().trim_end_matches(".bpf.c").to_string();
+        let skel = out.join(format!("{stem}.skel.rs"));
+        SkeletonBuilder::new()
+            .source(&src)
+            .clang_args([
+                format!("-I{}", out.display()),
+                "-Isrc/bpf".to_string(),
+                multiarch.clone(),
+                format!("-D__TARGET_ARCH_{arch}"),
+                // No CO-RE: the programs touch only struct pt_regs, whose layout is the
+                // user ABI (asserted in common.bpf.h); without relocations libbpf does not
+                // load the kernel's BTF per object at load time.
+                "-DBPF_NO_PRESERVE_ACCESS_INDEX".to_string(),
+                "-Wall".to_string(),
+                "-O2".to_string(),
+                "-mcpu=v3".to_string(),
+                "-g".to_string(),
+            ])
+            .build_and_generate(&skel)
+            .unwrap_or_else(|e| panic!("building {}: {e:#}", src.display()));
+        mods.push_str(&format!(
+            "pub mod {stem} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{stem}.skel.rs\"));\n}}\n"
+        ));
+    }
+    fs::write(out.join("skels.rs"), mods).expect("write skels.rs");
+}

@@ -1,0 +1,452 @@
+//! A container's `libjvm.so` (untrusted ELF): ELF64 little-endian only (x86-64, aarch64).
+//! Reads section headers, SHT_NOTE sections (`.note.stapsdt`, the GNU build id), `.symtab`
+//! and `.dynsym`, and maps virtual addresses to file offsets through PT_LOAD segments.
+//! Every offset/size is checked against the input with checked arithmetic.
+//!
+//! The input is a byte slice, or an open file ([`symbols_in_file`], [`read_vaddr`]) of which
+//! only the headers and the sections asked for are read (`pread`): a libjvm.so is 24–30 MB,
+//! its `.symtab` and `.strtab` 4–5 MB, so the agent never holds the whole file.
+use std::borrow::Cow;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use crate::bytes::{cstr_at, slice, to_usize, u16_at, u32_at, u64_at, u8_at, Endian};
+use crate::limits::*;
+use crate::Error;
+
+const LE: Endian = Endian::Little;
+const SHT_SYMTAB: u32 = 2;
+const SHT_NOTE: u32 = 7;
+const SHT_DYNSYM: u32 = 11;
+const SHT_NOBITS: u32 = 8;
+const PT_LOAD: u32 = 1;
+const NT_STAPSDT: u32 = 3;
+const NT_GNU_BUILD_ID: u32 = 3;
+const SHDR_LEN: usize = 64;
+const PHDR_LEN: usize = 56;
+const SYM_LEN: usize = 24;
+
+/// One USDT probe from `.note.stapsdt`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UsdtNote {
+    pub provider: String,
+    pub name: String,
+    /// The probe address as written in the note (link-time virtual address).
+    pub pc: u64,
+    /// The link-time address of `.stapsdt.base` as written in the note.
+    pub base: u64,
+    /// The semaphore's address, 0 if none.
+    pub semaphore: u64,
+    /// The argument description, e.g. `-8@%rax 8@%rdx`.
+    pub args: String,
+    /// `pc` adjusted for prelink (`pc + actual .stapsdt.base address - base`), as
+    /// SystemTap and libbpf do; equal to `pc` when the file was not prelinked.
+    pub address: u64,
+    /// The file offset of `address` (for a uprobe), if a PT_LOAD segment covers it.
+    pub file_offset: Option<u64>,
+}
+
+/// A symbol from `.symtab` or `.dynsym` (defined ones only: `st_shndx != SHN_UNDEF`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    pub value: u64,
+    pub size: u64,
+    pub from_symtab: bool,
+    /// `STT_*` (2 = function, 1 = object).
+    pub kind: u8,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Section {
+    name: u32,
+    kind: u32,
+    addr: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    entsize: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    vaddr: u64,
+    offset: u64,
+    filesz: u64,
+}
+
+/// Where the bytes come from: `len` and checked `bytes(offset, len)`.
+trait Source {
+    fn len(&self) -> u64;
+    fn bytes(&self, off: u64, len: u64, what: &'static str) -> Result<Cow<'_, [u8]>, Error>;
+}
+
+/// The whole file in memory.
+struct Bytes<'a>(&'a [u8]);
+
+impl Source for Bytes<'_> {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn bytes(&self, off: u64, len: u64, what: &'static str) -> Result<Cow<'_, [u8]>, Error> {
+        let off = to_usize(off, what, 0)?;
+        let len = to_usize(len, what, off)?;
+        slice(self.0, off, len, what).map(Cow::Borrowed)
+    }
+}
+
+/// An open file, read with `pread` where asked (the bounds are checked before allocating).
+struct FileSource<'f> {
+    f: &'f File,
+    len: u64,
+}
+
+impl<'f> FileSource<'f> {
+    fn new(f: &'f File) -> Result<Self, Error> {
+        let len = f.metadata().map_err(|e| io_error("stat", e))?.len();
+        Ok(FileSource { f, len })
+    }
+}
+
+fn io_error(op: &'static str, source: std::io::Error) -> Error {
+    Error::Io { path: "ELF file".into(), op, source }
+}
+
+impl Source for FileSource<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn bytes(&self, off: u64, len: u64, what: &'static str) -> Result<Cow<'_, [u8]>, Error> {
+        if off.checked_add(len).map_or(true, |end| end > self.len) {
+            return Err(Error::Truncated { what, offset: off, needed: len, len: self.len });
+        }
+        let mut v = vec![0u8; to_usize(len, what, 0)?]; // len <= file size <= ELF_MAX_BYTES
+        self.f.read_exact_at(&mut v, off).map_err(|e| io_error("read", e))?;
+        Ok(Cow::Owned(v))
+    }
+}
+
+struct Elf<'a> {
+    src: &'a dyn Source,
+    sections: Vec<Section>,
+    shstrndx: usize,
+    segments: Vec<Segment>,
+}
+
+impl<'a> Elf<'a> {
+    fn parse(src: &'a dyn Source) -> Result<Elf<'a>, Error> {
+        const W: &str = "ELF header";
+        if src.len() > ELF_MAX_BYTES {
+            return Err(Error::too_large("ELF file", src.len(), ELF_MAX_BYTES));
+        }
+        let ident = src.bytes(0, 64, W)?;
+        let b: &[u8] = &ident; // every header field lies in the first 64 bytes
+        if b.get(..4) != Some(&b"\x7fELF"[..]) {
+            return Err(Error::malformed(W, 0, "not an ELF file (bad magic)"));
+        }
+        if u8_at(b, 4, W)? != 2 {
+            return Err(Error::malformed(W, 4, "not ELF64 (only 64-bit libjvm.so is supported)"));
+        }
+        if u8_at(b, 5, W)? != 1 {
+            return Err(Error::malformed(W, 5, "not little-endian (only little-endian ELF is supported)"));
+        }
+        let phoff = to_usize(u64_at(b, 0x20, LE, W)?, W, 0x20)?;
+        let shoff = to_usize(u64_at(b, 0x28, LE, W)?, W, 0x28)?;
+        let phentsize = u16_at(b, 0x36, LE, W)? as usize;
+        let mut phnum = u16_at(b, 0x38, LE, W)? as usize;
+        let shentsize = u16_at(b, 0x3a, LE, W)? as usize;
+        let mut shnum = u16_at(b, 0x3c, LE, W)? as usize;
+        let mut shstrndx = u16_at(b, 0x3e, LE, W)? as usize;
+        if shoff != 0 && shentsize != SHDR_LEN {
+            return Err(Error::malformed(W, 0x3a, format!("section header size {shentsize}, expected {SHDR_LEN}")));
+        }
+        // Extended numbering: the real counts live in section header 0.
+        if shoff != 0 && (shnum == 0 || shstrndx == 0xffff) {
+            let s0 = src.bytes(shoff as u64, SHDR_LEN as u64, "section header 0")?;
+            let s0: &[u8] = &s0;
+            if shnum == 0 {
+                shnum = to_usize(u64_at(s0, 32, LE, W)?, W, shoff)?;
+            }
+            if shstrndx == 0xffff {
+                shstrndx = u32_at(s0, 40, LE, W)? as usize;
+            }
+        }
+        if shoff == 0 {
+            shnum = 0;
+        }
+        if shnum > ELF_MAX_SECTIONS {
+            return Err(Error::too_large("ELF section count", shnum as u64, ELF_MAX_SECTIONS as u64));
+        }
+        let table_len = shnum.checked_mul(SHDR_LEN).ok_or_else(|| Error::malformed(W, 0x3c, "section count overflows"))?;
+        let table = src.bytes(shoff as u64, table_len as u64, "section header table")?;
+        let table: &[u8] = &table;
+        let mut sections = Vec::with_capacity(shnum);
+        for i in 0..shnum {
+            let o = i * SHDR_LEN; // i < shnum, table_len did not overflow
+            let w = "section header";
+            sections.push(Section {
+                name: u32_at(table, o, LE, w)?,
+                kind: u32_at(table, o + 4, LE, w)?,
+                addr: u64_at(table, o + 16, LE, w)?,
+                offset: u64_at(table, o + 24, LE, w)?,
+                size: u64_at(table, o + 32, LE, w)?,
+                link: u32_at(table, o + 40, LE, w)?,
+                entsize: u64_at(table, o + 56, LE, w)?,
+            });
+        }
+        // Program headers are optional for what we do (only file offsets need them).
+        if phoff == 0 || phentsize != PHDR_LEN {
+            phnum = 0;
+        }
+        let mut segments = Vec::new();
+        if phnum > 0 {
+            let ptab = src.bytes(phoff as u64, (phnum * PHDR_LEN) as u64, "program header table")?; // phnum <= 65535
+            let ptab: &[u8] = &ptab;
+            for i in 0..phnum {
+                let o = i * PHDR_LEN;
+                let w = "program header";
+                if u32_at(ptab, o, LE, w)? == PT_LOAD {
+                    segments.push(Segment {
+                        offset: u64_at(ptab, o + 8, LE, w)?,
+                        vaddr: u64_at(ptab, o + 16, LE, w)?,
+                        filesz: u64_at(ptab, o + 32, LE, w)?,
+                    });
+                }
+            }
+        }
+        Ok(Elf { src, sections, shstrndx, segments })
+    }
+
+    /// The bytes of a section (empty for SHT_NOBITS), checked against the file.
+    fn data(&self, s: &Section, what: &'static str) -> Result<Cow<'a, [u8]>, Error> {
+        if s.kind == SHT_NOBITS {
+            return Ok(Cow::Borrowed(&[]));
+        }
+        let off = to_usize(s.offset, what, 0)?;
+        to_usize(s.size, what, off)?;
+        self.src.bytes(s.offset, s.size, what)
+    }
+
+    fn by_name(&self, name: &str) -> Result<Option<Section>, Error> {
+        if self.sections.is_empty() {
+            return Ok(None);
+        }
+        let strtab = self.sections.get(self.shstrndx).ok_or_else(|| {
+            Error::malformed("ELF header", 0x3e, format!("section name table index {} out of range", self.shstrndx))
+        })?;
+        let d = self.data(strtab, "section name table")?;
+        for s in &self.sections {
+            if cstr_at(&d, s.name as usize, ELF_MAX_NAME, "section name")? == name {
+                return Ok(Some(*s));
+            }
+        }
+        Ok(None)
+    }
+
+    fn file_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segments.iter().find_map(|seg| {
+            let rel = vaddr.checked_sub(seg.vaddr)?;
+            (rel < seg.filesz).then(|| seg.offset.checked_add(rel)).flatten()
+        })
+    }
+
+    /// Every note of every SHT_NOTE section: (owner name, type, descriptor).
+    fn notes(&self, mut f: impl FnMut(&str, u32, &[u8], usize) -> Result<(), Error>) -> Result<(), Error> {
+        let mut count = 0usize;
+        for s in self.sections.iter().filter(|s| s.kind == SHT_NOTE) {
+            let d = self.data(s, "note section")?;
+            let d: &[u8] = &d;
+            let base = s.offset as usize; // fits: data() succeeded
+            let mut o = 0usize;
+            while o < d.len() {
+                count += 1;
+                if count > ELF_MAX_NOTES {
+                    return Err(Error::too_large("ELF notes", count as u64, ELF_MAX_NOTES as u64));
+                }
+                let w = "note header";
+                let namesz = u32_at(d, o, LE, w).map_err(|e| rebase(e, base))? as usize;
+                let descsz = u32_at(d, o + 4, LE, w).map_err(|e| rebase(e, base))? as usize;
+                let ntype = u32_at(d, o + 8, LE, w).map_err(|e| rebase(e, base))?;
+                let name_off = o + 12;
+                let desc_off = name_off
+                    .checked_add(align4(namesz).ok_or_else(|| Error::malformed("note", base + o, "name size overflows"))?)
+                    .ok_or_else(|| Error::malformed("note", base + o, "name size overflows"))?;
+                let next = desc_off
+                    .checked_add(align4(descsz).ok_or_else(|| Error::malformed("note", base + o, "desc size overflows"))?)
+                    .ok_or_else(|| Error::malformed("note", base + o, "desc size overflows"))?;
+                let name_b = slice(d, name_off, namesz, "note name").map_err(|e| rebase(e, base))?;
+                let desc = slice(d, desc_off, descsz, "note descriptor").map_err(|e| rebase(e, base))?;
+                // The owner name includes its NUL (namesz counts it).
+                let name = match name_b.split_last() {
+                    Some((0, n)) => std::str::from_utf8(n).unwrap_or(""),
+                    _ => "",
+                };
+                f(name, ntype, desc, base + desc_off)?;
+                o = next;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn align4(n: usize) -> Option<usize> {
+    n.checked_add(3).map(|x| x & !3)
+}
+
+fn rebase(e: Error, base: usize) -> Error {
+    match e {
+        Error::Truncated { what, offset, needed, len } => {
+            Error::Truncated { what, offset: offset.saturating_add(base as u64), needed, len }
+        }
+        other => other,
+    }
+}
+
+/// The USDT probes (`.note.stapsdt`, owner "stapsdt", type 3) of an ELF file.
+pub fn usdt_probes(b: &[u8]) -> Result<Vec<UsdtNote>, Error> {
+    let src = Bytes(b);
+    let elf = Elf::parse(&src)?;
+    let sdt_base = elf.by_name(".stapsdt.base")?.map(|s| s.addr);
+    let mut out = Vec::new();
+    elf.notes(|owner, ntype, desc, at| {
+        if owner != "stapsdt" || ntype != NT_STAPSDT {
+            return Ok(());
+        }
+        let w = "stapsdt note";
+        let pc = u64_at(desc, 0, LE, w).map_err(|e| rebase(e, at))?;
+        let base = u64_at(desc, 8, LE, w).map_err(|e| rebase(e, at))?;
+        let semaphore = u64_at(desc, 16, LE, w).map_err(|e| rebase(e, at))?;
+        let provider = cstr_at(desc, 24, ELF_MAX_NOTE_STRING, "stapsdt provider").map_err(|e| rebase_m(e, at))?;
+        let p_end = 24 + provider.len() + 1;
+        let name = cstr_at(desc, p_end, ELF_MAX_NOTE_STRING, "stapsdt probe name").map_err(|e| rebase_m(e, at))?;
+        let n_end = p_end + name.len() + 1;
+        let args = if n_end < desc.len() {
+            cstr_at(desc, n_end, ELF_MAX_NOTE_STRING, "stapsdt arguments").map_err(|e| rebase_m(e, at))?
+        } else {
+            ""
+        };
+        let address = match sdt_base {
+            Some(actual) if base != 0 => pc.wrapping_add(actual).wrapping_sub(base),
+            _ => pc,
+        };
+        out.push(UsdtNote {
+            provider: provider.to_string(),
+            name: name.to_string(),
+            pc,
+            base,
+            semaphore,
+            args: args.to_string(),
+            address,
+            file_offset: elf.file_offset(address),
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn rebase_m(e: Error, base: usize) -> Error {
+    match e {
+        Error::Malformed { what, offset, reason } => {
+            Error::Malformed { what, offset: offset.saturating_add(base as u64), reason }
+        }
+        other => rebase(other, base),
+    }
+}
+
+/// Whether the file has a `.note.stapsdt` section with at least one well-formed probe.
+pub fn has_stapsdt(b: &[u8]) -> Result<bool, Error> {
+    Ok(!usdt_probes(b)?.is_empty())
+}
+
+/// Defined symbols whose name passes `filter`: all matches of `.symtab`, then those of
+/// `.dynsym` whose name `.symtab` did not have (a stripped library has only `.dynsym`).
+pub fn symbols(b: &[u8], filter: &dyn Fn(&str) -> bool) -> Result<Vec<Symbol>, Error> {
+    symbols_of(&Elf::parse(&Bytes(b))?, filter)
+}
+
+/// [`symbols`] of an open file, reading only the ELF headers, the symbol tables and their
+/// string tables (not the code): what the agent holds while resolving a libjvm.so.
+pub fn symbols_in_file(f: &File, filter: &dyn Fn(&str) -> bool) -> Result<Vec<Symbol>, Error> {
+    let src = FileSource::new(f)?;
+    symbols_of(&Elf::parse(&src)?, filter)
+}
+
+fn symbols_of(elf: &Elf<'_>, filter: &dyn Fn(&str) -> bool) -> Result<Vec<Symbol>, Error> {
+    let mut out: Vec<Symbol> = Vec::new();
+    // A `.dynsym` name is dropped when `.symtab` has it; `filter` depends on the name only,
+    // so comparing with the `.symtab` names it kept is the same and holds far fewer names.
+    let mut kept = std::collections::HashSet::new();
+    for (kind, from_symtab) in [(SHT_SYMTAB, true), (SHT_DYNSYM, false)] {
+        if !from_symtab {
+            kept = out.iter().map(|s| s.name.clone()).collect();
+        }
+        for s in elf.sections.iter().filter(|s| s.kind == kind) {
+            if s.entsize != SYM_LEN as u64 {
+                return Err(Error::malformed("symbol table", s.offset as usize, format!("entry size {}, expected {SYM_LEN}", s.entsize)));
+            }
+            let data = elf.data(s, "symbol table")?;
+            let data: &[u8] = &data;
+            let strs = elf
+                .sections
+                .get(s.link as usize)
+                .ok_or_else(|| Error::malformed("symbol table", s.offset as usize, format!("string table index {} out of range", s.link)))?;
+            let strs = elf.data(strs, "symbol string table")?;
+            let strs: &[u8] = &strs;
+            let n = data.len() / SYM_LEN;
+            if n > ELF_MAX_SYMBOLS {
+                return Err(Error::too_large("ELF symbol count", n as u64, ELF_MAX_SYMBOLS as u64));
+            }
+            let mut local = Vec::new();
+            for i in 1..n {
+                let o = i * SYM_LEN;
+                let w = "symbol";
+                let st_name = u32_at(data, o, LE, w)? as usize;
+                let info = u8_at(data, o + 4, w)?;
+                let shndx = u16_at(data, o + 6, LE, w)?;
+                if st_name == 0 || shndx == 0 {
+                    continue; // unnamed or undefined (imported)
+                }
+                let name = cstr_at(strs, st_name, ELF_MAX_NAME, "symbol name")?;
+                if !filter(name) || (!from_symtab && kept.contains(name)) {
+                    continue;
+                }
+                local.push(Symbol {
+                    name: name.to_string(),
+                    value: u64_at(data, o + 8, LE, w)?,
+                    size: u64_at(data, o + 16, LE, w)?,
+                    from_symtab,
+                    kind: info & 0xf,
+                });
+            }
+            out.extend(local);
+        }
+    }
+    Ok(out)
+}
+
+/// The GNU build id (`NT_GNU_BUILD_ID` note), if the file has one.
+pub fn build_id(b: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    let src = Bytes(b);
+    let elf = Elf::parse(&src)?;
+    let mut id = None;
+    elf.notes(|owner, ntype, desc, _| {
+        if owner == "GNU" && ntype == NT_GNU_BUILD_ID && id.is_none() {
+            id = Some(desc.to_vec());
+        }
+        Ok(())
+    })?;
+    Ok(id)
+}
+
+/// The file offset of a virtual address (for a uprobe on a symbol), through PT_LOAD segments.
+pub fn file_offset(b: &[u8], vaddr: u64) -> Result<Option<u64>, Error> {
+    Ok(Elf::parse(&Bytes(b))?.file_offset(vaddr))
+}
+
+/// `len` bytes of an open ELF file at virtual address `vaddr` (through PT_LOAD segments),
+/// `None` when no segment covers the address; reads the headers and those bytes only.
+pub fn read_vaddr(f: &File, vaddr: u64, len: u64) -> Result<Option<Vec<u8>>, Error> {
+    let src = FileSource::new(f)?;
+    let Some(off) = Elf::parse(&src)?.file_offset(vaddr) else { return Ok(None) };
+    Ok(Some(src.bytes(off, len, "code at a virtual address")?.into_owned()))
+}

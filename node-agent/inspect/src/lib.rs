@@ -1,0 +1,21 @@
+//! The untrusted-input layer of the node agent.
+//!
+//! Everything here reads bytes that a container (or a JVM inside it) chose: the agent runs
+//! privileged, so every parser is bounded (sizes, counts, string lengths), uses checked
+//! arithmetic for offsets, never panics, and returns an [`Error`] that names what and where.
+//! File access inside a container goes through [`root::ProcRoot`], which cannot be led
+//! outside the container's root by symlinks or `..`. See `docs/untrusted-input.md`.
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+pub mod cgroup;
+pub mod elf;
+mod error;
+pub mod hsperfdata;
+pub mod limits;
+pub mod procfs;
+pub mod root;
+pub mod safepoint_log;
+mod bytes;
+
+pub use error::Error;

@@ -1,0 +1,44 @@
+//! Every bound in one place (documented in `docs/untrusted-input.md`).
+//! Sizes are chosen well above what a real JVM produces and well below what would hurt the
+//! agent; a value past a bound is refused with [`crate::Error::TooLarge`].
+
+/// `/proc/PID/maps`: a JVM with 10 000 threads has ~30 000 mappings at ~100 bytes each.
+pub const MAPS_MAX_BYTES: u64 = 4 << 20;
+/// Mappings kept from one maps file.
+pub const MAPS_MAX_ENTRIES: usize = 100_000;
+/// `/proc/PID/status` is ~1.5 KiB.
+pub const STATUS_MAX_BYTES: u64 = 64 << 10;
+/// `/proc/PID/cmdline`: class paths can be long, ARG_MAX is 2 MiB by default.
+pub const CMDLINE_MAX_BYTES: u64 = 4 << 20;
+/// Arguments kept from one command line.
+pub const CMDLINE_MAX_ARGS: usize = 65_536;
+/// `/proc/PID/cgroup`: a dozen lines of a few hundred bytes.
+pub const CGROUP_MAX_BYTES: u64 = 64 << 10;
+/// Lines kept from one cgroup file.
+pub const CGROUP_MAX_LINES: usize = 256;
+/// hsperfdata: the JVM's default `-XX:PerfDataMemorySize` is 64 KiB; we allow up to 32 MiB.
+pub const HSPERFDATA_MAX_BYTES: u64 = 32 << 20;
+/// hsperfdata entries (a JDK 25 JVM has ~300).
+pub const HSPERFDATA_MAX_ENTRIES: usize = 65_536;
+/// Length of an hsperfdata counter name.
+pub const HSPERFDATA_MAX_NAME: usize = 1024;
+/// Length of an hsperfdata string value.
+pub const HSPERFDATA_MAX_STRING: usize = 64 << 10;
+/// A `libjvm.so` is ~20–25 MiB; debug builds more.
+pub const ELF_MAX_BYTES: u64 = 512 << 20;
+/// Section headers in one ELF file (libjvm has ~40).
+pub const ELF_MAX_SECTIONS: usize = 65_535;
+/// `.note.stapsdt` notes (libjvm has ~500).
+pub const ELF_MAX_NOTES: usize = 100_000;
+/// Symbols scanned per table (libjvm's `.symtab` has ~100 000).
+pub const ELF_MAX_SYMBOLS: usize = 4_000_000;
+/// Length of a symbol name (C++ mangled names get long).
+pub const ELF_MAX_NAME: usize = 64 << 10;
+/// Length of a USDT provider/name/argument string.
+pub const ELF_MAX_NOTE_STRING: usize = 4096;
+/// One line of the safepoint log.
+pub const SAFEPOINT_LINE_MAX: usize = 64 << 10;
+/// Entries returned by [`crate::root::ProcRoot::list_dir`] callers should pass at most this.
+pub const DIR_MAX_ENTRIES: usize = 65_536;
+/// Length of one field of a text file from `/proc` (a path, a name).
+pub const PROC_MAX_FIELD: usize = 8192;

@@ -1,0 +1,175 @@
+//! The real libjvm.so of each installed JDK, cross-checked with binutils (`readelf`, `nm`).
+mod common;
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use jvmdiag_inspect::elf;
+
+fn tool(args: &[&str]) -> String {
+    let out = Command::new(args[0]).args(&args[1..]).output().expect(args[0]);
+    assert!(out.status.success(), "{args:?} failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `readelf -n` stapsdt notes: (provider, name, location, base, semaphore, arguments).
+fn readelf_probes(path: &str) -> BTreeSet<(String, String, u64, u64, u64, String)> {
+    let text = tool(&["readelf", "-n", path]);
+    let mut out = BTreeSet::new();
+    let mut cur: Option<(String, String, u64, u64, u64)> = None;
+    let hex = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
+    for l in text.lines().map(str::trim) {
+        if let Some(p) = l.split_once("Provider: ").map(|(_, p)| p) {
+            cur = Some((p.to_string(), String::new(), 0, 0, 0));
+        } else if let Some(n) = l.strip_prefix("Name: ") {
+            if let Some(c) = cur.as_mut() {
+                c.1 = n.to_string();
+            }
+        } else if let Some(rest) = l.strip_prefix("Location: ") {
+            let c = cur.as_mut().unwrap();
+            let parts: Vec<&str> = rest.split(", ").collect();
+            c.2 = hex(parts[0]);
+            c.3 = hex(parts[1].trim_start_matches("Base: "));
+            c.4 = hex(parts[2].trim_start_matches("Semaphore: "));
+        } else if let Some(a) = l.strip_prefix("Arguments:") {
+            let c = cur.take().unwrap();
+            out.insert((c.0, c.1, c.2, c.3, c.4, a.trim().to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn usdt_notes_match_readelf() {
+    for jdk in common::jdks() {
+        let path = common::libjvm(&jdk);
+        let b = std::fs::read(&path).unwrap();
+        let ours: BTreeSet<_> = elf::usdt_probes(&b)
+            .unwrap()
+            .into_iter()
+            .map(|n| (n.provider, n.name, n.pc, n.base, n.semaphore, n.args))
+            .collect();
+        let theirs = readelf_probes(path.to_str().unwrap());
+        assert!(theirs.len() > 100, "{}: readelf found only {} probes", path.display(), theirs.len());
+        assert_eq!(ours, theirs, "{}", path.display());
+        for (prov, name) in [("hs_private", "safepoint__begin"), ("hotspot", "thread__start"), ("hotspot", "method__compile__begin")] {
+            assert!(ours.iter().any(|p| p.0 == prov && p.1 == name), "{}: no {prov}:{name}", path.display());
+        }
+        assert!(elf::has_stapsdt(&b).unwrap());
+    }
+}
+
+#[test]
+fn usdt_file_offsets_match_program_headers() {
+    // readelf -l: the executable PT_LOAD's (offset, vaddr, filesz); probe file offset =
+    // offset + (address - vaddr). A JDK built without prelink has address == pc.
+    for jdk in common::jdks() {
+        let path = common::libjvm(&jdk);
+        let text = tool(&["readelf", "-l", "-W", path.to_str().unwrap()]);
+        let loads: Vec<(u64, u64, u64)> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("LOAD"))
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let h = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+                (h(f[1]), h(f[2]), h(f[4]))
+            })
+            .collect();
+        let b = std::fs::read(&path).unwrap();
+        for n in elf::usdt_probes(&b).unwrap() {
+            assert_eq!(n.address, n.pc, "not prelinked: address is pc");
+            let (off, va, _) = loads.iter().find(|(_, va, sz)| n.address >= *va && n.address < va + sz).unwrap();
+            assert_eq!(n.file_offset, Some(off + (n.address - va)), "{}:{}", n.provider, n.name);
+        }
+    }
+}
+
+#[test]
+fn build_id_matches_readelf() {
+    for jdk in common::jdks() {
+        let path = common::libjvm(&jdk);
+        let text = tool(&["readelf", "-n", path.to_str().unwrap()]);
+        let want = text.lines().find_map(|l| l.trim().strip_prefix("Build ID: ")).unwrap().trim().to_string();
+        let got = elf::build_id(&std::fs::read(&path).unwrap()).unwrap().unwrap();
+        let got: String = got.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn symbols_match_nm() {
+    // Symbols the code-cache-full uprobe and thread tracking look for; nm reads .symtab.
+    let pick = |n: &str| n.contains("CodeCache") || n.starts_with("JVM_StartThread") || n.contains("report_codemem_full");
+    for jdk in common::jdks() {
+        let path = common::libjvm(&jdk);
+        let b = std::fs::read(&path).unwrap();
+        let ours: BTreeSet<(String, u64)> = elf::symbols(&b, &pick)
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.from_symtab)
+            .map(|s| (s.name, s.value))
+            .collect();
+        let nm = tool(&["nm", "--defined-only", path.to_str().unwrap()]);
+        let theirs: BTreeSet<(String, u64)> = nm
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.splitn(3, ' ').collect();
+                (f.len() == 3 && pick(f[2]) && f[1] != "a" && f[1] != "A")
+                    .then(|| (f[2].to_string(), u64::from_str_radix(f[0], 16).unwrap()))
+            })
+            .collect();
+        assert!(theirs.len() > 20, "{}: nm found only {}", path.display(), theirs.len());
+        assert_eq!(ours, theirs, "{}", path.display());
+        // .dynsym (what a stripped libjvm still has): JVM_StartThread is exported.
+        let nm_d = tool(&["nm", "-D", "--defined-only", path.to_str().unwrap()]);
+        let want = nm_d.lines().find(|l| l.contains(" JVM_StartThread@") || l.ends_with(" JVM_StartThread")).unwrap();
+        let want = u64::from_str_radix(want.split(' ').next().unwrap(), 16).unwrap();
+        let all = elf::symbols(&b, &|n| n == "JVM_StartThread").unwrap();
+        assert_eq!(all.len(), 1, "one entry: .dynsym duplicates of .symtab names are dropped");
+        assert_eq!(all[0].value, want);
+        assert_eq!(all[0].kind, 2, "a function");
+    }
+}
+
+#[test]
+fn stripped_copy_keeps_dynsym_only() {
+    // objcopy --strip-all (drops .symtab) and without .note.stapsdt: a JDK built without
+    // DTrace support and stripped, the issue-5 fallback cases.
+    let tmp = common::TempDir::new("strip");
+    let jdk = &common::jdks()[0];
+    let out = tmp.path().join("libjvm.so");
+    let st = Command::new("objcopy")
+        .args(["--strip-all", "--remove-section", ".note.stapsdt"])
+        .arg(common::libjvm(jdk))
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let b = std::fs::read(&out).unwrap();
+    assert!(!elf::has_stapsdt(&b).unwrap());
+    let syms = elf::symbols(&b, &|n| n == "JVM_StartThread").unwrap();
+    assert_eq!(syms.len(), 1);
+    assert!(!syms[0].from_symtab);
+    assert!(elf::symbols(&b, &|n| n.contains("report_codemem_full")).unwrap().is_empty());
+}
+
+#[test]
+fn file_reader_matches_the_slice_reader() {
+    // symbols_in_file / read_vaddr read only the headers, symbol and string tables and the
+    // bytes asked for; they must give what the whole-file parser gives.
+    let pick = |n: &str| n.starts_with("_ZTV") || n.contains("CodeHeap") || n.starts_with("JVM_");
+    for jdk in common::jdks() {
+        let path = common::libjvm(&jdk);
+        let b = std::fs::read(&path).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let want = elf::symbols(&b, &pick).unwrap();
+        assert!(want.len() > 1000, "{}: only {} symbols", path.display(), want.len());
+        assert_eq!(elf::symbols_in_file(&f, &pick).unwrap(), want, "{}", path.display());
+        for s in want.iter().filter(|s| s.kind == 2 && s.size > 0).take(50) {
+            let off = elf::file_offset(&b, s.value).unwrap().unwrap() as usize;
+            let code = elf::read_vaddr(&f, s.value, s.size).unwrap().unwrap();
+            assert_eq!(code, &b[off..off + s.size as usize], "{}", s.name);
+        }
+        assert_eq!(elf::read_vaddr(&f, u64::MAX - 8, 8).unwrap(), None, "no segment there");
+        assert!(elf::read_vaddr(&f, want[0].value, b.len() as u64).is_err(), "past the end of the file");
+    }
+}

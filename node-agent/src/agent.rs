@@ -1,0 +1,160 @@
+//! Wires the parts: preflight, collectors, discovery + attach manager, HTTP exposition.
+//! Single-threaded: one loop polls /proc on a timer and answers HTTP requests in between.
+use std::collections::HashMap;
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use crate::attach::{self, AttachManager};
+use crate::cli::Config;
+use crate::collector::{Collector, LoadConfig, REGISTRY};
+use crate::discovery::Discovery;
+use crate::exposition;
+use crate::model::Family;
+use crate::report::{self, AgentReport, CollectorReport, JvmReport};
+use crate::preflight::{self, Fatal};
+
+#[derive(Default)]
+struct AgentStats {
+    proc_unreadable: u64,
+    last_scrape: Option<Duration>,
+    /// Kubernetes mode (`--node-name`): pod attribution (src/kube/).
+    kube: Option<crate::kube::Attributor>,
+    /// hsperfdata safepoint samples of JVMs without the safepoints collector.
+    fallback: crate::fallback::Sampler,
+}
+
+pub fn run(cfg: Config) -> Result<(), Fatal> {
+    preflight::check(&cfg)?;
+    let traced = attach::create_traced_pids().map_err(bpf_fatal)?;
+    let load_cfg = LoadConfig {
+        max_thread_names: cfg.cli.max_thread_names,
+        max_vmop_names: cfg.cli.max_vm_operations,
+        max_methods: cfg.cli.max_methods,
+        jvm_start_thread: cfg.cli.threads_jvm_start_thread,
+    };
+    let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
+    for name in &cfg.collectors {
+        let r = REGISTRY.iter().find(|r| r.name == *name).expect("registered");
+        collectors.push((r.load)(&load_cfg, traced.as_fd()).map_err(bpf_fatal)?);
+    }
+    let server = tiny_http::Server::http(cfg.cli.listen)
+        .map_err(|e| Fatal(format!("cannot listen on {} ({e}): choose a free address with --listen", cfg.cli.listen)))?;
+    let host = cfg.cli.host.clone().unwrap_or_else(hostname);
+    eprintln!(
+        "jvmdiag-agent: serving http://{}/metrics, collectors: {}",
+        cfg.cli.listen,
+        cfg.collectors.join(",")
+    );
+
+    let mut mgr = AttachManager::new(collectors, traced, host);
+    mgr.match_jvm = cfg.cli.match_jvm.clone();
+    let mut disc = Discovery::default();
+    let mut stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
+    let started = Instant::now();
+    let mut next_poll = Instant::now();
+    loop {
+        let now = Instant::now();
+        if cfg.cli.exit_after > 0 && now.duration_since(started).as_secs() >= cfg.cli.exit_after {
+            return Ok(());
+        }
+        if now >= next_poll {
+            mgr.reap();
+            stats.fallback.poll(&mut mgr);
+            match disc.poll(&mgr.known()) {
+                Ok(p) => {
+                    stats.proc_unreadable += p.unreadable;
+                    for f in p.found {
+                        match stats.kube.as_mut() {
+                            Some(k) => k.offer(f),
+                            None => mgr.add(f),
+                        }
+                    }
+                }
+                Err(e) => attach::log::warn(&format!("scanning /proc: {e}")),
+            }
+            if let Some(k) = stats.kube.as_mut() {
+                k.resolve(&mut mgr);
+            }
+            next_poll = now + cfg.poll_interval();
+        }
+        let wait = next_poll.saturating_duration_since(Instant::now());
+        match server.recv_timeout(wait) {
+            Ok(Some(req)) => serve(req, &mut mgr, &mut stats),
+            Ok(None) => {}
+            Err(e) => attach::log::warn(&format!("http: {e}")),
+        }
+    }
+}
+
+fn bpf_fatal(e: anyhow::Error) -> Fatal {
+    let msg = format!("{e:#}");
+    if msg.contains("Operation not permitted") || msg.contains("EPERM") {
+        Fatal(format!("loading eBPF programs was refused ({msg}): run as root or with CAP_BPF,CAP_PERFMON (and no seccomp/LSM policy blocking bpf())"))
+    } else {
+        Fatal(format!("loading eBPF programs failed ({msg}): needs a 5.8+ kernel with BTF; run with --no-collector.<name> to skip one collector"))
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+fn serve(req: tiny_http::Request, mgr: &mut AttachManager, stats: &mut AgentStats) {
+    let mut took = None;
+    exposition::respond(req, "jvmdiag-agent", &mut took, || scrape(mgr, stats));
+    if took.is_some() {
+        stats.last_scrape = took;
+    }
+}
+
+/// One scrape: every collector, the per-JVM hsperfdata gauges, the agent's own health.
+fn scrape(mgr: &mut AttachManager, stats: &AgentStats) -> String {
+    mgr.reap();
+    let exited_before = mgr.exited();
+    let mut fams: Vec<Family> = Vec::new();
+    let mut report = AgentReport::default();
+    for c in &mgr.collectors {
+        let t0 = Instant::now();
+        let r = c.collect(&mut fams);
+        if let Err(e) = &r {
+            attach::log::warn(&format!("collector {}: {e:#}", c.name()));
+        }
+        report.collectors.push(CollectorReport {
+            name: c.name(),
+            seconds: t0.elapsed().as_secs_f64(),
+            ok: r.is_ok(),
+            health: c.health().ok(),
+        });
+    }
+    let pids: Vec<u32> = mgr.jvms.keys().copied().collect();
+    let mut jvms = Vec::with_capacity(pids.len());
+    for pid in pids {
+        let pd = mgr.read_perfdata(pid);
+        let live = pd.as_ref().and_then(|p| p.long("java.threads.live"));
+        if let Some(j) = mgr.jvms.get_mut(&pid) {
+            crate::fallback::scrape_jvm(j, pd.as_ref(), &stats.fallback, pid, &mut fams);
+        }
+        let j = &mgr.jvms[&pid];
+        let (java_version, vendor) = j.info.clone().unwrap_or_default();
+        jvms.push(JvmReport { slot: j.slot, threads_live: live, java_version, vendor, probe_mode: j.probe_mode });
+    }
+    fams.extend(report::jvm_families(&jvms));
+    report.traced_pids_entries = mgr.traced_pids_entries() as u64;
+    report.jvms_attached = mgr.live() as u64;
+    report.jvms_seen = mgr.seen;
+    report.libjvm_files = mgr.files() as u64;
+    report.links = mgr.links() as u64;
+    report.proc_unreadable = stats.proc_unreadable;
+    report.failures = mgr.failures.clone();
+    report.last_scrape_seconds = stats.last_scrape.map(|d| d.as_secs_f64());
+    fams.extend(report::agent_families(&report));
+    fams.extend(crate::fallback::agent_families(mgr, &stats.fallback));
+
+    if let Some(k) = &stats.kube {
+        k.finish(&mut fams, mgr);
+    }
+    let labels: HashMap<u32, _> = mgr.jvms.values().map(|j| (j.slot, j.labels.clone())).collect();
+    let text = exposition::render(fams, &labels);
+    mgr.after_scrape(&exited_before);
+    text
+}

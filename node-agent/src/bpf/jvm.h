@@ -1,0 +1,47 @@
+/* Shapes shared by every probe triple and the Rust loader (fixed-width types only). */
+#ifndef JVMDIAG_JVM_H
+#define JVMDIAG_JVM_H
+
+/* Names read from the JVM (thread names, VM operation names), NUL-padded. */
+#define NAME_LEN 64
+/* Upper bound on JVMs traced at once (slots in per-JVM arrays). */
+#define MAX_JVMS 1024
+
+/* Duration histogram: bounds in docs/metrics.md (0.001 ... 60 s) plus +Inf.
+ * Counts are per bucket (not cumulative); the exposition accumulates. Nanoseconds in u64. */
+#define HIST_BOUNDS 15
+#define HIST_SLOTS (HIST_BOUNDS + 1)
+struct hist {
+	__u64 buckets[HIST_SLOTS];
+	__u64 sum_ns;
+	__u64 count;
+};
+
+/* Key of every per-JVM, per-name aggregate. */
+struct name_key {
+	__u32 slot;
+	__u32 flags; /* collector-specific (vmops: 1 = at safepoint) */
+	char name[NAME_LEN];
+};
+
+/* A VM operation named by its C++ vtable (uprobe mode, no USDT notes): stored in a
+ * name[NAME_LEN] with name[0] == VTABLE_TAG (never a printable first byte); the loader
+ * resolves (file, rel) against the file's .symtab `_ZTV` symbols. */
+#define VTABLE_TAG 1
+struct vtable_name {
+	__u8 tag;
+	__u8 pad[3];
+	__u32 file; /* the loader's index of the libjvm.so (high 32 bits of the cookie) */
+	__u64 rel;  /* vtable pointer minus the file's load bias */
+};
+
+/* Agent-health counters, one per-CPU array per collector (index = enum value). */
+enum stat_id {
+	STAT_EVENTS_0 = 0, /* STAT_EVENTS_0 + probe index: probe hits from traced JVMs */
+	STAT_MAP_ERRORS = 8,
+	STAT_NAMES_OVERFLOW = 9, /* a name went to "other" because the per-JVM budget was spent */
+	STAT_FILTERED = 10,      /* a collector-specific discard (threads: JVM-internal hidden threads) */
+	STAT_MAX = 12,
+};
+
+#endif

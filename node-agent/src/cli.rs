@@ -1,0 +1,167 @@
+//! Command-line flags. Collector switches (`--collector.<name>`, `--no-collector.<name>`)
+//! are generated from the collector registry, so adding a collector adds its flags.
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Arg, ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser};
+
+use crate::collector::REGISTRY;
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "jvmdiag-agent",
+    version,
+    about = "Finds every JVM on this host (also in containers), traces thread starts, safepoints and VM operations with eBPF, and serves Prometheus metrics.",
+    after_help = "Needs root (or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH) and kernel BTF.\nSee docs/agent.md."
+)]
+pub struct Cli {
+    /// Trace every JVM on this host and label series with host, jvm and pid (no Kubernetes).
+    #[arg(long)]
+    pub standalone: bool,
+
+    /// Address to serve /metrics and /healthz on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    pub listen: SocketAddr,
+
+    /// Kernel BTF the BPF programs are checked against (CO-RE); the agent refuses to start without it.
+    #[arg(long, value_name = "PATH", default_value = "/sys/kernel/btf/vmlinux")]
+    pub btf: PathBuf,
+
+    /// Distinct thread names counted per JVM (after folding digits); the rest count as "other".
+    #[arg(long, value_name = "K", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_thread_names: u32,
+
+    /// Distinct VM operation names counted per JVM; the rest count as "other".
+    #[arg(long, value_name = "K", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub max_vm_operations: u32,
+
+    /// Most-compiled methods named per JVM in jvmdiag_method_compilations_total; the rest count as "other".
+    #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
+    pub max_methods: u32,
+
+    /// Count thread starts with a uprobe on JVM_StartThread instead of the USDT probe (no thread names; for JDKs built without probes).
+    #[arg(long)]
+    pub threads_jvm_start_thread: bool,
+
+    /// How often /proc is scanned for new JVMs and exits (milliseconds, at most 500).
+    #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=500))]
+    pub poll_interval_ms: u64,
+
+    /// Trace only JVMs whose `jvm` label (main class or jar) contains this text (default: every JVM).
+    #[arg(long, value_name = "TEXT")]
+    pub match_jvm: Option<String>,
+
+    /// Host name for the `host` label (default: this host's name).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+
+    /// Stop after this many seconds (tests, demos); 0 runs until killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub exit_after: u64,
+
+    /// Kubernetes mode: this node's name (the DaemonSet passes spec.nodeName); traces the JVMs of this node's pods that carry jvm.diagnostics.dev/injected, labelled namespace, pod, container, jvm, jvmdiagnostics.
+    #[arg(long, value_name = "NODE", conflicts_with_all = ["standalone", "sidecar"], help_heading = "Kubernetes")]
+    pub node_name: Option<String>,
+
+    /// Kubernetes mode: kubeconfig file (default: the in-cluster service account, else $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "PATH", requires = "node_name", help_heading = "Kubernetes")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubernetes mode: trace every JVM on the node, not only injected pods (labelled the same way; JVMs outside pods get empty namespace/pod/container).
+    #[arg(long, requires = "node_name", help_heading = "Kubernetes")]
+    pub all_jvms: bool,
+
+    /// Sidecar mode: no privileges, no eBPF; reads the app's hsperfdata and -Xlog:safepoint file from the shared /tmp volume.
+    #[arg(long, conflicts_with = "standalone", help_heading = "Sidecar")]
+    pub sidecar: bool,
+
+    /// Sidecar mode: the shared volume where the app JVM keeps hsperfdata_<user>/<pid>.
+    #[arg(long, value_name = "DIR", default_value = "/tmp", help_heading = "Sidecar")]
+    pub sidecar_tmp: PathBuf,
+
+    /// Sidecar mode: the -Xlog:safepoint file the operator's flag makes the JVM write (archives are <file>.N).
+    #[arg(long, value_name = "PATH", default_value = "/tmp/jvmdiag/safepoint-%p.log", help_heading = "Sidecar")]
+    pub safepoint_log: PathBuf,
+}
+
+/// Parsed flags plus the collector switches.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub cli: Cli,
+    /// Enabled collector names, in registry order.
+    pub collectors: Vec<&'static str>,
+}
+
+impl Config {
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_millis(self.cli.poll_interval_ms)
+    }
+}
+
+pub fn command() -> Command {
+    let mut cmd = Cli::command();
+    for r in REGISTRY {
+        let on: &'static str = Box::leak(format!("collector.{}", r.name).into_boxed_str());
+        let off: &'static str = Box::leak(format!("no-collector.{}", r.name).into_boxed_str());
+        cmd = cmd
+            .arg(
+                Arg::new(on)
+                    .long(on)
+                    .action(ArgAction::SetTrue)
+                    .help(format!("Enable the {} collector: {} (default: enabled)", r.name, r.help))
+                    .overrides_with(off),
+            )
+            .arg(
+                Arg::new(off)
+                    .long(off)
+                    .action(ArgAction::SetTrue)
+                    .help(format!("Disable the {} collector", r.name))
+                    .overrides_with(on),
+            );
+    }
+    cmd
+}
+
+pub fn parse_from<I, T>(args: I) -> Result<Config, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let m: ArgMatches = command().try_get_matches_from(args)?;
+    let cli = Cli::from_arg_matches(&m)?;
+    let collectors = REGISTRY
+        .iter()
+        .filter(|r| !m.get_flag(&format!("no-collector.{}", r.name)))
+        .map(|r| r.name)
+        .collect();
+    Ok(Config { cli, collectors })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collectors_default_on_and_switch_off_by_flag() {
+        let c = parse_from(["a", "--standalone"]).unwrap();
+        assert_eq!(c.collectors, ["threads", "safepoints", "vmops", "compilation"]);
+        let c = parse_from(["a", "--no-collector.vmops"]).unwrap();
+        assert_eq!(c.collectors, ["threads", "safepoints", "compilation"]);
+        let c = parse_from(["a", "--no-collector.vmops", "--collector.vmops"]).unwrap();
+        assert_eq!(c.collectors, ["threads", "safepoints", "vmops", "compilation"]);
+    }
+
+    #[test]
+    fn poll_interval_is_bounded() {
+        assert!(parse_from(["a", "--poll-interval-ms", "900"]).is_err());
+    }
+
+    #[test]
+    fn help_documents_every_flag() {
+        let help = command().render_long_help().to_string();
+        for f in ["--standalone", "--listen", "--btf", "--max-thread-names", "--collector.threads", "--no-collector.safepoints"] {
+            assert!(help.contains(f), "{f} missing from --help");
+        }
+    }
+}

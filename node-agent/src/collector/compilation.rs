@@ -1,0 +1,422 @@
+//! JIT compilations and the code cache per JVM (src/bpf/compilation.bpf.c).
+//!
+//! USDT `hotspot:method__compile__begin/end` give compilations and durations per compiler
+//! and the methods compiled again and again; without USDT notes, a uprobe on
+//! `CompileBroker::invoke_compiler_on_method` gives counts and durations per compiler only.
+//! The code cache parts need `.symtab` symbols, resolved by name pattern because their
+//! signatures differ between JDK releases (`report_codemem_full(int, bool)` in 17,
+//! `report_codemem_full(CodeBlobType, bool)` in 21+).
+mod code_heap;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use jvmdiag_inspect::elf;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags};
+
+use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use crate::model::{Family, Hist, Kind, Value};
+use crate::skel::compilation::{CompilationSkel, CompilationSkelBuilder};
+
+/// Same order as `enum compilation_probe` in src/bpf/compilation.h.
+const PROBES: &[&str] = &[
+    "method__compile__begin",
+    "method__compile__end",
+    "CompileBroker::invoke_compiler_on_method",
+    "CompileBroker::invoke_compiler_on_method:return",
+    "CodeCache::report_codemem_full",
+    "CodeHeapPool::get_memory_usage:return",
+];
+
+/// Mangled-name prefixes (the parameter list after `E` differs between releases).
+const SYM_INVOKE: &str = "_ZN13CompileBroker25invoke_compiler_on_methodE";
+const SYM_FULL: &str = "_ZN9CodeCache19report_codemem_fullE";
+const SYM_POOL: &str = "_ZN12CodeHeapPool16get_memory_usageE";
+const SYM_ALLOCATED: &str = "_ZNK8CodeHeap18allocated_capacityE";
+
+/// Distinct compiler names per JVM (C1, C2, JVMCI; the rest "other").
+const MAX_COMPILERS: u32 = 8;
+/// Distinct code heaps per JVM (HotSpot has at most three, or one unsegmented).
+const MAX_HEAPS: u32 = 8;
+/// A method gets its own kernel counter from its third compilation: tiered compilation
+/// compiles a hot method about twice (C1 profiled, then C2), so the budget goes to methods
+/// compiled again and again.
+const HOT_THRESHOLD: u32 = 3;
+/// `name_key.flags` of compiler entries counted by the USDT probes (their methods are named).
+const FLAG_USDT: u32 = 1;
+
+pub struct Compilation {
+    skel: CompilationSkel<'static>,
+    max_methods: usize,
+    /// Code heap field layouts of the attached libjvm.so builds (attach cookie = index + 1).
+    layouts: RefCell<Vec<code_heap::Layout>>,
+}
+
+pub fn compilations_family() -> Family {
+    Family::new(
+        "jvmdiag_compilations_total",
+        "JIT compilations finished (successful or not), by compiler.",
+        Kind::Counter,
+    )
+}
+
+pub fn seconds_family() -> Family {
+    Family::new(
+        "jvmdiag_compilation_seconds",
+        "Duration of JIT compilations, by compiler (compilations in flight when the agent attached are counted but not timed).",
+        Kind::Histogram,
+    )
+}
+
+pub fn methods_family() -> Family {
+    Family::new(
+        "jvmdiag_method_compilations_total",
+        "JIT compilations of the JVM's most-compiled methods (pkg.Class.method); the rest are \"other\". Needs USDT probes.",
+        Kind::Counter,
+    )
+}
+
+pub fn used_family() -> Family {
+    Family::new(
+        "jvmdiag_code_cache_used_bytes",
+        "Code cache bytes in use per code heap (jcmd Compiler.codecache used). Needs .symtab.",
+        Kind::Gauge,
+    )
+}
+
+pub fn max_family() -> Family {
+    Family::new("jvmdiag_code_cache_max_bytes", "Code cache size reserved per code heap. Needs .symtab.", Kind::Gauge)
+}
+
+pub fn full_family() -> Family {
+    Family::new(
+        "jvmdiag_code_cache_full_total",
+        "Times the JVM found a code heap full (\"CodeCache is full. Compiler has been disabled\"; jcmd Compiler.codecache full_count). Needs .symtab.",
+        Kind::Counter,
+    )
+}
+
+pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
+    let mut open =
+        CompilationSkelBuilder::default().open(super::object_storage()).context("open compilation.bpf.o")?;
+    let hot_budget = cfg.max_methods.saturating_mul(8).clamp(256, 4096);
+    let ro = open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?;
+    ro.max_compilers = MAX_COMPILERS;
+    ro.hot_budget = hot_budget;
+    ro.hot_threshold = HOT_THRESHOLD;
+    ro.max_heaps = MAX_HEAPS;
+    open.maps.traced_pids.reuse_fd(traced_pids)?;
+    super::prepare_uprobes(open.open_object_mut());
+    open.maps.comp_stats.set_max_entries(super::table_size(MAX_COMPILERS))?;
+    open.maps.method_hot.set_max_entries(super::table_size(hot_budget))?;
+    open.maps.heap_usage.set_max_entries(super::table_size(MAX_HEAPS))?;
+    let skel = open.load().context("load compilation.bpf.o")?;
+    Ok(Box::new(Compilation { skel, max_methods: cfg.max_methods as usize, layouts: RefCell::new(Vec::new()) }))
+}
+
+fn uprobe(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool) -> Result<Link> {
+    uprobe_cookie(p, binary, sym, ret, 0)
+}
+
+fn uprobe_cookie(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool, cookie: u64) -> Result<Link> {
+    super::uprobe_sym(p, binary, sym, ret, cookie)
+}
+
+/// The first function in `.symtab` whose mangled name starts with `prefix` (no `.cold`
+/// or other compiler-made clones).
+fn find_symbol(syms: &[elf::Symbol], prefix: &str) -> Option<String> {
+    syms.iter()
+        .filter(|s| s.from_symtab && s.kind == 2 && s.name.starts_with(prefix) && !s.name.contains('.'))
+        .map(|s| s.name.clone())
+        .min()
+}
+
+/// The symbols the collector looks up by pattern, and the open file (read section by
+/// section: the symbol tables, then two functions' code; never the whole libjvm.so).
+fn read_elf(binary: &Path) -> Result<(std::fs::File, Vec<elf::Symbol>)> {
+    let f = std::fs::File::open(binary)?;
+    let wanted = [SYM_INVOKE, SYM_FULL, SYM_POOL, SYM_ALLOCATED];
+    let syms = elf::symbols_in_file(&f, &|n: &str| wanted.iter().any(|w| n.starts_with(w)))?;
+    Ok((f, syms))
+}
+
+/// A function's bytes (bounded by its symbol size).
+fn function_code(f: &std::fs::File, s: &elf::Symbol) -> Option<Vec<u8>> {
+    elf::read_vaddr(f, s.value, s.size.min(4096)).ok()?
+}
+
+/// The code heap layout of this build, from the JVM's own code (see code_heap.rs).
+fn code_heap_layout(f: &std::fs::File, syms: &[elf::Symbol]) -> Option<code_heap::Layout> {
+    let by = |prefix: &str| {
+        let name = find_symbol(syms, prefix)?;
+        syms.iter().find(|s| s.name == name).cloned()
+    };
+    let (alloc, pool) = (by(SYM_ALLOCATED)?, by(SYM_POOL)?);
+    let (log2, next, free) = code_heap::decode_allocated_capacity(&function_code(f, &alloc)?)?;
+    let pool_heap = code_heap::decode_pool_heap(&function_code(f, &pool)?, pool.value, alloc.value)?;
+    Some(code_heap::Layout { pool_heap, log2, next, free })
+}
+
+impl Collector for Compilation {
+    fn name(&self) -> &'static str {
+        "compilation"
+    }
+
+    fn attach(&self, binary: &Path) -> Result<Attached> {
+        let p = &self.skel.progs;
+        let (file, syms) = match read_elf(binary) {
+            Ok((f, s)) => (Some(f), s),
+            Err(_) => (None, Vec::new()),
+        };
+        let mut links = Vec::new();
+        let mode = match (
+            p.compile_begin.attach_usdt(-1, binary, "hotspot", "method__compile__begin"),
+            p.compile_end.attach_usdt(-1, binary, "hotspot", "method__compile__end"),
+        ) {
+            (Ok(b), Ok(e)) => {
+                links.extend([b, e]);
+                ProbeMode::Usdt
+            }
+            (b, _) => {
+                let Some(sym) = find_symbol(&syms, SYM_INVOKE) else {
+                    return Err(b.err().map(anyhow::Error::from).unwrap_or_else(|| anyhow::anyhow!("no USDT method__compile__end"))
+                        .context("no USDT hotspot:method__compile__* and no CompileBroker::invoke_compiler_on_method in .symtab"));
+                };
+                links.push(uprobe(&p.invoke_compiler, binary, &sym, false)?);
+                links.push(uprobe(&p.invoke_compiler_ret, binary, &sym, true)?);
+                ProbeMode::Uprobe
+            }
+        };
+        // The code cache parts are extras: a failure there leaves the compilations traced.
+        let extra = |r: Result<Link>, links: &mut Vec<Link>| match r {
+            Ok(l) => links.push(l),
+            Err(e) => crate::attach::log::warn(&format!("{}: compilation: {e:#}", binary.display())),
+        };
+        if let Some(sym) = find_symbol(&syms, SYM_FULL) {
+            extra(uprobe(&p.codemem_full, binary, &sym, false), &mut links);
+        }
+        if let Some(sym) = find_symbol(&syms, SYM_POOL) {
+            let cookie = match file.as_ref().and_then(|f| code_heap_layout(f, &syms)) {
+                Some(l) => {
+                    let mut ls = self.layouts.borrow_mut();
+                    let i = ls.iter().position(|x| *x == l).unwrap_or_else(|| {
+                        ls.push(l);
+                        ls.len() - 1
+                    });
+                    i as u64 + 1
+                }
+                None => {
+                    crate::attach::log::warn(&format!(
+                        "{}: code heap layout not recognised: jvmdiag_code_cache_used_bytes is as of the JVM's last code allocation",
+                        binary.display()
+                    ));
+                    0
+                }
+            };
+            let pair = uprobe_cookie(&p.pool_usage, binary, &sym, false, cookie)
+                .and_then(|a| Ok([a, uprobe(&p.pool_usage_ret, binary, &sym, true)?]));
+            match pair {
+                Ok(ls) => links.extend(ls),
+                Err(e) => extra(Err(e), &mut links),
+            }
+        }
+        Ok(Attached { links, mode })
+    }
+
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let maps = &self.skel.maps;
+        // Compilers: merge names that normalise alike ("C2" and "c2").
+        let mut comp: BTreeMap<(u32, String), (Hist, u64)> = BTreeMap::new();
+        let mut named_total: HashMap<u32, u64> = HashMap::new();
+        for k in maps.comp_stats.keys() {
+            let (Some(nk), Some(v)) = (super::parse_name_key(&k), maps.comp_stats.lookup(&k, MapFlags::ANY)?) else {
+                continue;
+            };
+            let Some(h) = super::parse_hist(&v) else { continue };
+            let untimed = v.get(18 * 8..19 * 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
+            let e = comp.entry((nk.slot, compiler_label(&nk.name))).or_default();
+            add_hist(&mut e.0, &h);
+            e.1 += untimed;
+            if nk.flags == FLAG_USDT {
+                *named_total.entry(nk.slot).or_default() += h.count + untimed;
+            }
+        }
+        let mut total = compilations_family();
+        let mut secs = seconds_family();
+        for ((slot, c), (h, untimed)) in &comp {
+            total.jvm(*slot, vec![("compiler", c.clone())], Value::Counter(h.count + untimed));
+            secs.jvm(*slot, vec![("compiler", c.clone())], Value::Histogram(h.clone()));
+        }
+
+        // Methods: top K per JVM by count; "other" is the rest of that JVM's compilations.
+        let mut per_jvm: HashMap<u32, Vec<(String, u64)>> = HashMap::new();
+        for k in maps.method_hot.keys() {
+            let (Some(nk), Some(v)) = (super::parse_name_key(&k), maps.method_hot.lookup(&k, MapFlags::ANY)?) else {
+                continue;
+            };
+            let n = u64::from_ne_bytes(v.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
+            per_jvm.entry(nk.slot).or_default().push((method_label(&nk.name), n));
+        }
+        let mut methods = methods_family();
+        let slots: HashSet<u32> = per_jvm.keys().chain(named_total.keys()).copied().collect();
+        for slot in slots {
+            let Some(&all) = named_total.get(&slot) else { continue }; // uprobe mode: no names
+            let top = top_k(per_jvm.remove(&slot).unwrap_or_default(), self.max_methods);
+            let named: u64 = top.iter().map(|(_, n)| n).sum();
+            for (m, n) in top {
+                methods.jvm(slot, vec![("method", m)], Value::Counter(n));
+            }
+            methods.jvm(slot, vec![("method", "other".into())], Value::Counter(all.saturating_sub(named)));
+        }
+
+        // Code heaps.
+        let mut used = used_family();
+        let mut max = max_family();
+        let mut heap_slots = HashSet::new();
+        for k in maps.heap_usage.keys() {
+            let (Some(nk), Some(v)) = (super::parse_name_key(&k), maps.heap_usage.lookup(&k, MapFlags::ANY)?) else {
+                continue;
+            };
+            let u = |i: usize| v.get(i * 8..i * 8 + 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
+            let (tgid, layout) = (u(5) & 0xffff_ffff, u(5) >> 32);
+            let layout = (layout as usize).checked_sub(1).and_then(|i| self.layouts.borrow().get(i).copied());
+            // Now, from the JVM's memory; else as of its last code allocation.
+            let now = layout.and_then(|l| code_heap::used_now(tgid as u32, u(4), &l, u(3)));
+            let heap = heap_label(&nk.name);
+            used.jvm(nk.slot, vec![("code_heap", heap.clone())], Value::Gauge(now.unwrap_or(u(1)) as f64));
+            max.jvm(nk.slot, vec![("code_heap", heap)], Value::Gauge(u(3) as f64));
+            heap_slots.insert(nk.slot);
+        }
+        // A JVM whose code heaps we see has the symbols of the full path too: report 0s.
+        let mut full = full_family();
+        for slot in 0..crate::attach::MAX_JVMS {
+            let n = maps
+                .code_full
+                .lookup(&slot.to_ne_bytes(), MapFlags::ANY)?
+                .and_then(|v| v.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_ne_bytes))
+                .unwrap_or(0);
+            if n > 0 || heap_slots.contains(&slot) {
+                full.jvm(slot, vec![], Value::Counter(n));
+            }
+        }
+        out.extend([total, secs, methods, used, max, full]);
+        Ok(())
+    }
+
+    fn forget(&self, slot: u32) -> Result<()> {
+        let m = &self.skel.maps;
+        super::forget_slot(&m.comp_stats, slot)?;
+        super::forget_slot(&m.method_hot, slot)?;
+        super::forget_slot(&m.method_seen, slot)?;
+        super::forget_slot(&m.heap_usage, slot)?;
+        super::reset_slot(&m.code_full, slot)?;
+        super::reset_slot(&m.method_budget, slot)?;
+        super::reset_slot(&m.heap_budget, slot)?;
+        super::reset_slot(&m.name_budget, slot)
+    }
+
+    fn health(&self) -> Result<Health> {
+        let m = &self.skel.maps;
+        let mut h = super::health_from(&super::read_stats(&m.stats)?, PROBES);
+        h.entries = [m.comp_stats.keys().count(), m.method_hot.keys().count(), m.heap_usage.keys().count()]
+            .iter()
+            .sum::<usize>() as u64;
+        Ok(h)
+    }
+}
+
+fn add_hist(into: &mut Hist, h: &Hist) {
+    for (a, b) in into.buckets.iter_mut().zip(h.buckets.iter()) {
+        *a += b;
+    }
+    into.sum_ns += h.sum_ns;
+    into.count += h.count;
+}
+
+/// "C2" -> "c2", "JVMCI" -> "jvmci"; anything odd a JVM reports is kept short and plain.
+pub fn compiler_label(raw: &str) -> String {
+    let s: String = raw
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(32)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if s.is_empty() {
+        "unknown".into()
+    } else {
+        s
+    }
+}
+
+/// "java/lang/String.hashCode" -> "java.lang.String.hashCode". A hidden class's address
+/// suffix (`LambdaForm$MH+0x00007f120c006400`, `Main$$Lambda/0x0000000800c03000`) is dropped:
+/// every copy is the same method to a reader, and the label set stays bounded.
+pub fn method_label(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(i) = rest.find("0x") {
+        let (head, tail) = rest.split_at(i);
+        let hex = tail[2..].bytes().take_while(u8::is_ascii_hexdigit).count();
+        if hex > 0 && (head.ends_with('+') || head.ends_with('/')) {
+            out.push_str(&head[..head.len() - 1]);
+            rest = &tail[2 + hex..];
+        } else {
+            out.push_str(head);
+            out.push_str("0x");
+            rest = &tail[2..];
+        }
+    }
+    out.push_str(rest);
+    out.replace('/', ".")
+}
+
+/// "CodeHeap 'non-profiled nmethods'" -> "non-profiled nmethods"; "CodeCache" stays.
+pub fn heap_label(raw: &str) -> String {
+    raw.strip_prefix("CodeHeap '").and_then(|r| r.strip_suffix('\'')).unwrap_or(raw).to_string()
+}
+
+/// The k entries with the highest counts (ties by name, so a scrape is deterministic).
+pub fn top_k(mut v: Vec<(String, u64)>, k: usize) -> Vec<(String, u64)> {
+    // Entries named alike after normalisation are one method.
+    v.sort();
+    v.dedup_by(|b, a| {
+        if a.0 == b.0 {
+            a.1 += b.1;
+            true
+        } else {
+            false
+        }
+    });
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.truncate(k);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_normalised() {
+        assert_eq!(compiler_label("C2"), "c2");
+        assert_eq!(compiler_label("JVMCI"), "jvmci");
+        assert_eq!(compiler_label("\"}{x"), "x");
+        assert_eq!(compiler_label(""), "unknown");
+        assert_eq!(method_label("java/lang/String.hashCode"), "java.lang.String.hashCode");
+        assert_eq!(method_label("java/lang/invoke/LambdaForm$MH+0x00007f120c006400.invoke"), "java.lang.invoke.LambdaForm$MH.invoke");
+        assert_eq!(method_label("app/Main$$Lambda/0x0000000800c03000.apply"), "app.Main$$Lambda.apply");
+        assert_eq!(method_label("a/B.x0x1"), "a.B.x0x1");
+        assert_eq!(heap_label("CodeHeap 'non-profiled nmethods'"), "non-profiled nmethods");
+        assert_eq!(heap_label("CodeCache"), "CodeCache");
+    }
+
+    #[test]
+    fn top_k_keeps_the_most_compiled_and_merges_duplicates() {
+        let v = vec![("a".into(), 5), ("b".into(), 9), ("c".into(), 1), ("a".into(), 5)];
+        assert_eq!(top_k(v, 2), vec![("a".to_string(), 10), ("b".to_string(), 9)]);
+    }
+}

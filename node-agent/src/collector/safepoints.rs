@@ -1,0 +1,150 @@
+//! Safepoint pauses and time to safepoint per JVM and VM operation
+//! (src/bpf/safepoints.bpf.c). The pause is the time at the safepoint, exactly the
+//! interval HotSpot adds to sun.rt.safepointTime; the time to safepoint is what it adds to
+//! sun.rt.safepointSyncTime.
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::MapCore;
+
+use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use crate::model::{Family, Kind};
+use crate::skel::safepoints::{SafepointsSkel, SafepointsSkelBuilder};
+
+const PROBES: &[&str] = &[
+    "safepoint__begin",
+    "RuntimeService::record_safepoint_synchronized",
+    "vmops__begin",
+    "RuntimeService::record_safepoint_end",
+    "safepoint__end",
+    "SafepointSynchronize::begin",
+    "VMThread::evaluate_operation",
+    "SafepointSynchronize::end",
+];
+const SYNC_SYM: &str = "_ZN14RuntimeService29record_safepoint_synchronizedEl";
+const END_SYM: &str = "_ZN14RuntimeService20record_safepoint_endEl";
+
+pub struct Safepoints {
+    skel: SafepointsSkel<'static>,
+    vtables: super::VtableNames,
+}
+
+/// `jvmdiag_safepoint_pause_seconds{vm_operation}`, empty.
+pub fn pause_family() -> Family {
+    Family::new(
+        "jvmdiag_safepoint_pause_seconds",
+        "Time at safepoint (all threads stopped), by VM operation; sums to sun.rt.safepointTime.",
+        Kind::Histogram,
+    )
+}
+
+/// `jvmdiag_safepoint_sync_seconds{vm_operation}`, empty.
+pub fn sync_family() -> Family {
+    Family::new(
+        "jvmdiag_safepoint_sync_seconds",
+        "Time to safepoint (from the request until all threads stopped), by VM operation.",
+        Kind::Histogram,
+    )
+}
+
+pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
+    let mut open =
+        SafepointsSkelBuilder::default().open(super::object_storage()).context("open safepoints.bpf.o")?;
+    let ro = open.maps.rodata_data.as_deref_mut().context("safepoints: no rodata")?;
+    ro.max_names = cfg.max_vmop_names;
+    // HotSpot on Linux counts these in ns (os::elapsed_frequency() == 1e9).
+    ro.ticks_per_sec = 1_000_000_000;
+    open.maps.traced_pids.reuse_fd(traced_pids)?;
+    super::prepare_uprobes(open.open_object_mut());
+    open.maps.sp_pause.set_max_entries(super::table_size(cfg.max_vmop_names))?;
+    open.maps.sp_sync.set_max_entries(super::table_size(cfg.max_vmop_names))?;
+    let skel = open.load().context("load safepoints.bpf.o")?;
+    Ok(Box::new(Safepoints { skel, vtables: Default::default() }))
+}
+
+fn uprobe(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str) -> Result<libbpf_rs::Link> {
+    super::uprobe_sym(p, binary, sym, false, 0)
+}
+
+impl Collector for Safepoints {
+    fn name(&self) -> &'static str {
+        "safepoints"
+    }
+
+    fn attach(&self, binary: &Path) -> Result<Attached> {
+        let p = &self.skel.progs;
+        let usdt = p
+            .safepoint_begin
+            .attach_usdt(-1, binary, "hs_private", "safepoint__begin")
+            .context("USDT hs_private:safepoint__begin")
+            .and_then(|b| Ok(vec![b, p.safepoint_vmop.attach_usdt(-1, binary, "hotspot", "vmops__begin").context("USDT hotspot:vmops__begin")?]));
+        let (mut links, mode) = match usdt {
+            Ok(links) => (links, ProbeMode::Usdt),
+            Err(e) => {
+                // No USDT notes: SafepointSynchronize::begin() and the operation evaluated
+                // inside, named by its vtable.
+                let (file, eval) = self.vtables.register(binary, super::SYM_EVALUATE)?;
+                let Some(eval) = eval else {
+                    return Err(e.context("and no VMThread::evaluate_operation in .symtab"));
+                };
+                let cookie = super::vtable_cookie(file, &eval)?;
+                let links = vec![
+                    super::uprobe_sym(&p.safepoint_begin_sym, binary, super::SYM_SP_BEGIN, false, 0)?,
+                    super::uprobe_sym(&p.safepoint_vmop_sym, binary, super::SYM_EVALUATE, false, cookie)?,
+                ];
+                (links, ProbeMode::Uprobe)
+            }
+        };
+        // The exact HotSpot intervals need two .symtab symbols; without them, time the
+        // safepoint ourselves (documented in docs/agent.md). The mode stays what named
+        // the safepoint (USDT or symbols).
+        match (uprobe(&p.safepoint_synchronized, binary, SYNC_SYM), uprobe(&p.safepoint_end, binary, END_SYM)) {
+            (Ok(s), Ok(e)) => links.extend([s, e]),
+            (s, e) => {
+                if let Some(err) = [s.as_ref().err(), e.as_ref().err()].into_iter().flatten().next() {
+                    crate::attach::log::warn(&format!(
+                        "{}: safepoints: {err:#}; timing safepoints with the agent's own clock",
+                        binary.display()
+                    ));
+                }
+                if let Ok(s) = s {
+                    links.push(s);
+                }
+                links.push(if mode == ProbeMode::Usdt {
+                    p.safepoint_end_usdt
+                        .attach_usdt(-1, binary, "hs_private", "safepoint__end")
+                        .context("USDT hs_private:safepoint__end")?
+                } else {
+                    super::uprobe_sym(&p.safepoint_end_sym, binary, super::SYM_SP_END, false, 0)?
+                });
+            }
+        }
+        Ok(Attached { links, mode })
+    }
+
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let op = |k: &super::NameKey| vec![("vm_operation", k.name.clone())];
+        let mut pause = pause_family();
+        super::hist_family(&self.skel.maps.sp_pause, &mut pause, Some(&self.vtables), op)?;
+        let mut sync = sync_family();
+        super::hist_family(&self.skel.maps.sp_sync, &mut sync, Some(&self.vtables), op)?;
+        out.push(pause);
+        out.push(sync);
+        Ok(())
+    }
+
+    fn forget(&self, slot: u32) -> Result<()> {
+        super::forget_slot(&self.skel.maps.sp_pause, slot)?;
+        super::forget_slot(&self.skel.maps.sp_sync, slot)?;
+        super::reset_slot(&self.skel.maps.sp_state, slot)?;
+        super::reset_slot(&self.skel.maps.name_budget, slot)
+    }
+
+    fn health(&self) -> Result<Health> {
+        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, PROBES);
+        h.entries = self.skel.maps.sp_pause.keys().count() as u64 + self.skel.maps.sp_sync.keys().count() as u64;
+        Ok(h)
+    }
+}

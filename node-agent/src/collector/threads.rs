@@ -1,0 +1,158 @@
+//! Thread starts per JVM and folded thread name (src/bpf/threads.bpf.c).
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use crate::model::{Family, Kind, Value};
+use crate::skel::threads::{ThreadsSkel, ThreadsSkelBuilder};
+
+const PROBES: &[&str] = &["thread__start", "JVM_StartThread", "os::set_native_thread_name"];
+/// Without USDT notes: HotSpot names every started Java thread (its Java name) with this
+/// call from `JavaThread::thread_main_inner`, next to where `thread__start` fires (checked
+/// in the code of JDK 17 and 25).
+const SYM_SET_NAME: &str = "_ZN2os22set_native_thread_nameEPKc";
+const SYM_MAIN_INNER: &str = "_ZN10JavaThread17thread_main_innerEv";
+
+/// Folded names of the JVM-internal threads HotSpot hides from `java.threads.started`
+/// (`JavaThread::is_hidden_from_external_view`: compiler, sweeper, service, monitor
+/// deflation and notification threads; checked on JDK 17 and 25). They are daemon threads
+/// the JVM starts itself; a daemon thread with one of these names is not counted.
+const HIDDEN: &[&str] = &[
+    "CN CompilerThreadN",
+    "JVMCI CompilerThreadN",
+    "JVMCI-native CompilerThreadN",
+    "Sweeper thread",
+    "Service Thread",
+    "Monitor Deflation Thread",
+    "Notification Thread",
+];
+
+/// FNV-1a (64 bit) of a name with digit runs folded to `N`, as threads.bpf.c computes it.
+pub fn fnv1a_folded(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut prev = false;
+    for &c in name.as_bytes().iter().take(63) {
+        let d = c.is_ascii_digit();
+        if d && prev {
+            continue;
+        }
+        prev = d;
+        h = (h ^ u64::from(if d { b'N' } else { c })).wrapping_mul(0x100_0000_01b3);
+    }
+    if h == 0 {
+        1
+    } else {
+        h
+    }
+}
+
+/// Key of threads_counts / threads_names (struct name_hkey in src/bpf/threads.h).
+fn parse_hkey(k: &[u8]) -> Option<(u32, u64)> {
+    Some((u32::from_ne_bytes(k.get(0..4)?.try_into().ok()?), u64::from_ne_bytes(k.get(8..16)?.try_into().ok()?)))
+}
+
+pub struct Threads {
+    skel: ThreadsSkel<'static>,
+    jvm_start_thread: bool,
+}
+
+/// `jvmdiag_thread_starts_total{thread_name}`, empty.
+pub fn family() -> Family {
+    Family::new(
+        "jvmdiag_thread_starts_total",
+        "Platform threads started, by thread name with digit runs folded to N.",
+        Kind::Counter,
+    )
+}
+
+pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
+    let mut open = ThreadsSkelBuilder::default().open(super::object_storage()).context("open threads.bpf.o")?;
+    let ro = open.maps.rodata_data.as_deref_mut().context("threads: no rodata")?;
+    ro.max_names = cfg.max_thread_names;
+    for (slot, name) in ro.hidden_hashes.iter_mut().zip(HIDDEN) {
+        *slot = fnv1a_folded(name);
+    }
+    open.maps.traced_pids.reuse_fd(traced_pids)?;
+    super::prepare_uprobes(open.open_object_mut());
+    open.maps.threads_counts.set_max_entries(super::table_size(cfg.max_thread_names))?;
+    open.maps.threads_names.set_max_entries(super::table_size(cfg.max_thread_names))?;
+    let skel = open.load().context("load threads.bpf.o")?;
+    Ok(Box::new(Threads { skel, jvm_start_thread: cfg.jvm_start_thread }))
+}
+
+impl Collector for Threads {
+    fn name(&self) -> &'static str {
+        "threads"
+    }
+
+    fn attach(&self, binary: &Path) -> Result<Attached> {
+        if self.jvm_start_thread {
+            let l = super::uprobe_sym(&self.skel.progs.jvm_start_thread, binary, "JVM_StartThread", false, 0)?;
+            return Ok(Attached { links: vec![l], mode: ProbeMode::Uprobe });
+        }
+        let usdt = match self.skel.progs.thread_start.attach_usdt(-1, binary, "hotspot", "thread__start") {
+            Ok(l) => return Ok(Attached { links: vec![l], mode: ProbeMode::Usdt }),
+            Err(e) => anyhow::Error::from(e).context("USDT hotspot:thread__start"),
+        };
+        let syms = super::read_symbols(binary, &|n: &str| n == SYM_SET_NAME || n == SYM_MAIN_INNER)?;
+        let (Some(set), Some(inner)) = (super::function(&syms, SYM_SET_NAME), super::function(&syms, SYM_MAIN_INNER)) else {
+            return Err(usdt.context("and no os::set_native_thread_name / JavaThread::thread_main_inner in .symtab"));
+        };
+        // Cookie: thread_main_inner's distance from set_native_thread_name (signed, low
+        // half) and its size (high half): the probe counts calls returning into it.
+        let delta = i32::try_from(inner.value as i64 - set.value as i64).context("thread_main_inner too far away")?;
+        let size = u32::try_from(inner.size).context("thread_main_inner too large")?;
+        let cookie = u64::from(size) << 32 | u64::from(delta as u32);
+        let l = super::uprobe_sym(&self.skel.progs.native_thread_name, binary, SYM_SET_NAME, false, cookie)?;
+        Ok(Attached { links: vec![l], mode: ProbeMode::Uprobe })
+    }
+
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let mut f = family();
+        let counts = &self.skel.maps.threads_counts;
+        let names = &self.skel.maps.threads_names;
+        for k in counts.keys() {
+            let (Some((slot, _)), Some(v)) = (parse_hkey(&k), counts.lookup(&k, MapFlags::ANY)?) else { continue };
+            let n = u64::from_ne_bytes(v[..8].try_into()?);
+            let Some(text) = names.lookup(&k, MapFlags::ANY)? else { continue };
+            let raw: Vec<i8> = text.iter().map(|&b| b as i8).collect();
+            f.jvm(slot, vec![("thread_name", crate::model::c_name(&raw))], Value::Counter(n));
+        }
+        out.push(f);
+        Ok(())
+    }
+
+    fn forget(&self, slot: u32) -> Result<()> {
+        for m in [&self.skel.maps.threads_counts, &self.skel.maps.threads_names] {
+            let doomed: Vec<Vec<u8>> = m.keys().filter(|k| parse_hkey(k).is_some_and(|(s, _)| s == slot)).collect();
+            for k in doomed {
+                let _ = m.delete(&k);
+            }
+        }
+        super::reset_slot(&self.skel.maps.name_budget, slot)
+    }
+
+    fn health(&self) -> Result<Health> {
+        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, PROBES);
+        h.entries = (self.skel.maps.threads_counts.keys().count() + self.skel.maps.threads_names.keys().count()) as u64;
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_folds_digit_runs_like_the_probe() {
+        assert_eq!(fnv1a_folded("pool-12-thread-3"), fnv1a_folded("pool-1-thread-999"));
+        assert_eq!(fnv1a_folded("C2 CompilerThread0"), fnv1a_folded("CN CompilerThreadN"));
+        assert_ne!(fnv1a_folded("pool-1"), fnv1a_folded("pool-N-"));
+        // FNV-1a test vector: "a" -> 0xaf63dc4c8601ec8c.
+        assert_eq!(fnv1a_folded("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

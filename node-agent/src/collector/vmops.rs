@@ -1,0 +1,98 @@
+//! VM operation durations per JVM, operation name and at_safepoint (src/bpf/vmops.bpf.c).
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::MapCore;
+
+use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use crate::model::{Family, Kind};
+use crate::skel::vmops::{VmopsSkel, VmopsSkelBuilder};
+
+const PROBES: &[&str] = &[
+    "vmops__begin",
+    "vmops__end",
+    "VMThread::evaluate_operation",
+    "VMThread::evaluate_operation:return",
+];
+
+pub struct Vmops {
+    skel: VmopsSkel<'static>,
+    vtables: super::VtableNames,
+}
+
+/// `jvmdiag_vm_operation_seconds{vm_operation,at_safepoint}`, empty.
+pub fn family() -> Family {
+    Family::new(
+        "jvmdiag_vm_operation_seconds",
+        "Duration of VM operations, by operation and whether it ran at a safepoint.",
+        Kind::Histogram,
+    )
+}
+
+pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
+    let mut open = VmopsSkelBuilder::default().open(super::object_storage()).context("open vmops.bpf.o")?;
+    let ro = open.maps.rodata_data.as_deref_mut().context("vmops: no rodata")?;
+    ro.max_names = cfg.max_vmop_names;
+    open.maps.traced_pids.reuse_fd(traced_pids)?;
+    super::prepare_uprobes(open.open_object_mut());
+    // Twice the budget: each name may appear at and not at a safepoint.
+    open.maps.vmops_hist.set_max_entries(super::table_size(cfg.max_vmop_names.saturating_mul(2)))?;
+    let skel = open.load().context("load vmops.bpf.o")?;
+    Ok(Box::new(Vmops { skel, vtables: Default::default() }))
+}
+
+impl Collector for Vmops {
+    fn name(&self) -> &'static str {
+        "vmops"
+    }
+
+    fn attach(&self, binary: &Path) -> Result<Attached> {
+        let p = &self.skel.progs;
+        let usdt = p
+            .vmop_begin
+            .attach_usdt(-1, binary, "hotspot", "vmops__begin")
+            .context("USDT hotspot:vmops__begin")
+            .and_then(|b| Ok(vec![b, p.vmop_end.attach_usdt(-1, binary, "hotspot", "vmops__end").context("USDT hotspot:vmops__end")?]));
+        let usdt = match usdt {
+            Ok(links) => return Ok(Attached { links, mode: ProbeMode::Usdt }),
+            Err(e) => e,
+        };
+        // No USDT notes: VMThread::evaluate_operation and its return, names by vtable,
+        // at_safepoint from SafepointSynchronize::begin()/end().
+        let (file, eval) = self.vtables.register(binary, super::SYM_EVALUATE)?;
+        let Some(eval) = eval else {
+            return Err(usdt.context("and no VMThread::evaluate_operation in .symtab"));
+        };
+        let cookie = super::vtable_cookie(file, &eval)?;
+        let links = vec![
+            super::uprobe_sym(&p.vmop_sp_begin, binary, super::SYM_SP_BEGIN, false, 0)?,
+            super::uprobe_sym(&p.vmop_sp_end, binary, super::SYM_SP_END, false, 0)?,
+            super::uprobe_sym(&p.vmop_begin_sym, binary, super::SYM_EVALUATE, false, cookie)?,
+            super::uprobe_sym(&p.vmop_end_sym, binary, super::SYM_EVALUATE, true, 0)?,
+        ];
+        Ok(Attached { links, mode: ProbeMode::Uprobe })
+    }
+
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let mut f = family();
+        super::hist_family(&self.skel.maps.vmops_hist, &mut f, Some(&self.vtables), |k| {
+            vec![("vm_operation", k.name.clone()), ("at_safepoint", (k.flags != 0).to_string())]
+        })?;
+        out.push(f);
+        Ok(())
+    }
+
+    fn forget(&self, slot: u32) -> Result<()> {
+        super::forget_slot(&self.skel.maps.vmops_hist, slot)?;
+        super::reset_slot(&self.skel.maps.vmop_state, slot)?;
+        super::reset_slot(&self.skel.maps.name_budget, slot)
+    }
+
+    fn health(&self) -> Result<Health> {
+        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, PROBES);
+        h.entries = self.skel.maps.vmops_hist.keys().count() as u64;
+        Ok(h)
+    }
+}

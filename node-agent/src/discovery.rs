@@ -1,0 +1,153 @@
+//! Finds JVMs: processes that map a `libjvm.so`, also inside containers.
+//!
+//! Polls /proc (every `--poll-interval`, default 200 ms). Only new processes, processes
+//! that exec'd (the inode of /proc/PID/exe changed) and young processes (a JVM maps
+//! libjvm.so a few ms after exec) have their maps read, so a quiet host costs one stat
+//! per process per poll. All parsing of what a process controls goes through
+//! `jvmdiag_inspect` (bounded parsers).
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use jvmdiag_inspect::limits::{CMDLINE_MAX_BYTES, MAPS_MAX_BYTES, STATUS_MAX_BYTES};
+use jvmdiag_inspect::procfs::{self, MapEntry};
+use jvmdiag_inspect::root::read_host_file;
+
+/// How long after exec a process is re-checked for a libjvm.so mapping.
+const YOUNG: Duration = Duration::from_secs(5);
+
+/// Identity of a mapped file as /proc/PID/maps reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId {
+    pub dev_major: u32,
+    pub dev_minor: u32,
+    pub inode: u64,
+}
+
+impl FileId {
+    pub fn of(m: &MapEntry) -> FileId {
+        FileId { dev_major: m.dev_major, dev_minor: m.dev_minor, inode: m.inode }
+    }
+    /// Same identity as an open file's fstat?
+    pub fn matches(&self, meta: &fs::Metadata) -> bool {
+        let dev = meta.dev();
+        libc::major(dev) == self.dev_major && libc::minor(dev) == self.dev_minor && meta.ino() == self.inode
+    }
+}
+
+/// A JVM found in /proc.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub pid: u32,
+    /// The pid inside the JVM's own pid namespace (names its hsperfdata file; for the
+    /// hsperfdata fallback and pod attribution, which build on this).
+    #[allow(dead_code)]
+    pub nspid: u32,
+    pub libjvm: FileId,
+    /// Path of libjvm.so inside the process's root (mount namespace).
+    pub libjvm_path: String,
+    /// The JVM's mapped hsperfdata file, when mapped already.
+    pub hsperfdata: Option<(String, FileId)>,
+    /// The `jvm` label.
+    pub name: String,
+}
+
+#[derive(Debug)]
+struct Seen {
+    exe: Option<(u64, u64)>,
+    since: Instant,
+}
+
+#[derive(Default)]
+pub struct Discovery {
+    seen: HashMap<u32, Seen>,
+}
+
+/// The result of one poll.
+#[derive(Debug, Default)]
+pub struct Poll {
+    pub found: Vec<Found>,
+    /// Processes whose /proc entries could not be read (counted, not fatal).
+    pub unreadable: u64,
+}
+
+impl Discovery {
+    /// Scans /proc. `known` are pids already traced (skipped). Our own pid is skipped.
+    pub fn poll(&mut self, known: &HashSet<u32>) -> std::io::Result<Poll> {
+        let me = std::process::id();
+        let now = Instant::now();
+        let mut alive = HashSet::new();
+        let mut out = Poll::default();
+        for e in fs::read_dir("/proc")? {
+            let Ok(e) = e else { continue };
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            alive.insert(pid);
+            if pid == me || known.contains(&pid) {
+                continue;
+            }
+            let exe = fs::metadata(format!("/proc/{pid}/exe")).ok().map(|m| (m.dev(), m.ino()));
+            let check = match self.seen.get_mut(&pid) {
+                None => {
+                    self.seen.insert(pid, Seen { exe, since: now });
+                    exe.is_some()
+                }
+                Some(s) => {
+                    if s.exe != exe {
+                        s.exe = exe;
+                        s.since = now;
+                    }
+                    exe.is_some() && now.duration_since(s.since) < YOUNG
+                }
+            };
+            if !check {
+                continue;
+            }
+            match inspect(pid) {
+                Ok(Some(f)) => out.found.push(f),
+                Ok(None) => {}
+                Err(_) => out.unreadable += 1,
+            }
+        }
+        self.seen.retain(|pid, _| alive.contains(pid));
+        Ok(out)
+    }
+}
+
+/// Reads one process; Ok(None) when it is not (yet) a JVM.
+pub fn inspect(pid: u32) -> Result<Option<Found>, jvmdiag_inspect::Error> {
+    let maps = read_host_file(Path::new(&format!("/proc/{pid}/maps")), MAPS_MAX_BYTES)?;
+    let maps = procfs::parse_maps(&maps)?;
+    let Some(lib) = procfs::find_libjvm(&maps) else { return Ok(None) };
+    let Some(libjvm_path) = lib.path.clone() else { return Ok(None) };
+    let status = procfs::parse_status(&read_host_file(Path::new(&format!("/proc/{pid}/status")), STATUS_MAX_BYTES)?)?;
+    let cmdline = read_host_file(Path::new(&format!("/proc/{pid}/cmdline")), CMDLINE_MAX_BYTES)?;
+    let args = procfs::parse_cmdline(&cmdline)?;
+    Ok(Some(Found {
+        pid,
+        nspid: status.innermost_pid(),
+        libjvm: FileId::of(lib),
+        libjvm_path,
+        hsperfdata: hsperfdata_mapping(&maps),
+        name: procfs::jvm_short_name(&args),
+    }))
+}
+
+/// The JVM's own hsperfdata file: the mapping named `.../hsperfdata_<user>/<nspid>`.
+pub fn hsperfdata_mapping(maps: &[MapEntry]) -> Option<(String, FileId)> {
+    maps.iter().find_map(|m| {
+        let p = m.path.as_deref()?;
+        let mut it = p.rsplit('/');
+        let file = it.next()?;
+        let dir = it.next()?;
+        (m.inode != 0 && !m.deleted && dir.starts_with("hsperfdata_") && file.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| (p.to_string(), FileId::of(m)))
+    })
+}
+
+/// Re-reads only the hsperfdata mapping of a JVM (it appears after libjvm.so).
+pub fn find_hsperfdata(pid: u32) -> Option<(String, FileId)> {
+    let maps = read_host_file(Path::new(&format!("/proc/{pid}/maps")), MAPS_MAX_BYTES).ok()?;
+    hsperfdata_mapping(&procfs::parse_maps(&maps).ok()?)
+}

@@ -1,0 +1,188 @@
+//! The per-JVM fallback chain: USDT → uprobes on `.symtab` symbols → hsperfdata only → none.
+//!
+//! Each collector picks the best probes its JVM's libjvm.so offers when it attaches (USDT
+//! notes, else symbols). What no probe gives comes from the JVM's hsperfdata file (read
+//! inside the container's root, never written): for a collector that could not attach,
+//!
+//! | collector   | from hsperfdata                                                        |
+//! |-------------|------------------------------------------------------------------------|
+//! | threads     | `jvmdiag_thread_starts_total{thread_name="unknown"}` = `java.threads.started` |
+//! | safepoints  | `jvmdiag_safepoint_pause_seconds` / `_sync_seconds{vm_operation="unknown"}` from `sun.rt.safepoints`, `sun.rt.safepointTime`, `sun.rt.safepointSyncTime` |
+//! | compilation | `jvmdiag_compilations_total{compiler="unknown"}` = `sun.ci.totalCompiles` |
+//! | vmops       | nothing (hsperfdata has no VM operation counters)                       |
+//!
+//! Safepoint histograms: count and sum always equal the JVM's counters. The counters are
+//! sampled at every discovery poll (200 ms); a poll interval with one new safepoint gives its
+//! exact duration, one with n > 1 gives n observations of the mean (counted in
+//! `jvmdiag_agent_hsperfdata_merged_safepoints_total`), as do safepoints before the first
+//! sample. A JVM with no probe at all is `probe_mode="hsperfdata"`, or `"none"` when it has
+//! no hsperfdata either (`-XX:-UsePerfData`, `-XX:+PerfDisableSharedMem`); every JVM seen
+//! but not traced is counted by reason in `jvmdiag_agent_jvms_untraced`.
+use std::collections::{BTreeMap, HashMap};
+
+use jvmdiag_inspect::hsperfdata::PerfData;
+
+use crate::attach::{AttachManager, Jvm, JvmState};
+use crate::collector::{compilation, safepoints, threads};
+use crate::model::{Family, Hist, Kind, Value, BOUNDS_SECONDS};
+
+/// Safepoint counters of the JVMs that lack the safepoints collector, sampled at each poll.
+#[derive(Default)]
+pub struct Sampler {
+    jvms: HashMap<u32, SafepointSeries>,
+    /// Safepoints whose duration is a mean over a poll interval (see the module doc).
+    pub merged: u64,
+}
+
+#[derive(Default, Clone)]
+struct SafepointSeries {
+    /// (sun.rt.safepoints, sun.rt.safepointTime, sun.rt.safepointSyncTime) at the last sample.
+    last: (i64, i64, i64),
+    pause: Hist,
+    sync: Hist,
+}
+
+/// The histogram slot of a duration (bounds of docs/metrics.md; last = +Inf).
+fn slot_of(ns: u64) -> usize {
+    let s = ns as f64 / 1e9;
+    BOUNDS_SECONDS.iter().position(|&b| s <= b).unwrap_or(BOUNDS_SECONDS.len())
+}
+
+/// Adds `n` observations summing to `total_ns`: exact for n == 1, the mean otherwise.
+fn observe(h: &mut Hist, n: u64, total_ns: u64) {
+    if n == 0 {
+        return;
+    }
+    h.buckets[slot_of(total_ns / n)] += n;
+    h.count += n;
+    h.sum_ns += total_ns;
+}
+
+fn ticks_to_ns(ticks: i64, hz: i64) -> u64 {
+    if hz <= 0 || ticks <= 0 {
+        return 0;
+    }
+    (ticks as u128 * 1_000_000_000 / hz as u128).min(u64::MAX as u128) as u64
+}
+
+impl Sampler {
+    /// Samples the JVMs without the safepoints collector (call at every discovery poll).
+    pub fn poll(&mut self, mgr: &mut AttachManager) {
+        let pids: Vec<u32> = mgr
+            .jvms
+            .iter()
+            .filter(|(_, j)| j.state == JvmState::Live && j.missing.contains(&"safepoints"))
+            .map(|(p, _)| *p)
+            .collect();
+        self.jvms.retain(|pid, _| mgr.jvms.contains_key(pid));
+        for pid in pids {
+            let Some(pd) = mgr.read_perfdata(pid) else { continue };
+            let (Some(n), Some(t), Some(st), Some(hz)) = (
+                pd.long("sun.rt.safepoints"),
+                pd.long("sun.rt.safepointTime"),
+                pd.long("sun.rt.safepointSyncTime"),
+                pd.long("sun.os.hrt.frequency"),
+            ) else {
+                continue;
+            };
+            let s = self.jvms.entry(pid).or_default();
+            let (dn, dt, dst) = (n - s.last.0, t - s.last.1, st - s.last.2);
+            if dn <= 0 || dt < 0 || dst < 0 {
+                continue; // nothing new (or a JVM lying about its counters: ignored)
+            }
+            let dn = dn as u64;
+            if dn > 1 {
+                self.merged += dn;
+            }
+            observe(&mut s.pause, dn, ticks_to_ns(dt, hz));
+            observe(&mut s.sync, dn, ticks_to_ns(dst, hz));
+            s.last = (n, t, st);
+        }
+    }
+}
+
+/// At a scrape, for one JVM: settles `hsperfdata` vs `none` for a JVM without probes, and
+/// adds the hsperfdata-derived series of the collectors that could not attach.
+pub fn scrape_jvm(j: &mut Jvm, pd: Option<&PerfData>, sampler: &Sampler, pid: u32, out: &mut Vec<Family>) {
+    if j.state == JvmState::Live && (j.probe_mode == "hsperfdata" || j.probe_mode == "none") {
+        j.probe_mode = if pd.is_some() { "hsperfdata" } else { "none" };
+    }
+    let slot = j.slot;
+    if j.missing.contains(&"threads") {
+        if let Some(n) = pd.and_then(|p| p.long("java.threads.started")) {
+            let mut f = threads::family();
+            f.jvm(slot, vec![("thread_name", "unknown".into())], Value::Counter(n.max(0) as u64));
+            out.push(f);
+        }
+    }
+    if j.missing.contains(&"compilation") {
+        if let Some(n) = pd.and_then(|p| p.long("sun.ci.totalCompiles")) {
+            let mut f = compilation::compilations_family();
+            f.jvm(slot, vec![("compiler", "unknown".into())], Value::Counter(n.max(0) as u64));
+            out.push(f);
+        }
+    }
+    if j.missing.contains(&"safepoints") {
+        if let Some(s) = sampler.jvms.get(&pid) {
+            let op = || vec![("vm_operation", "unknown".to_string())];
+            let mut pause = safepoints::pause_family();
+            pause.jvm(slot, op(), Value::Histogram(s.pause.clone()));
+            let mut sync = safepoints::sync_family();
+            sync.jvm(slot, op(), Value::Histogram(s.sync.clone()));
+            out.extend([pause, sync]);
+        }
+    }
+}
+
+/// `jvmdiag_agent_jvms_untraced{reason}` and the sampler's health.
+pub fn agent_families(mgr: &AttachManager, sampler: &Sampler) -> Vec<Family> {
+    let mut by_reason: BTreeMap<String, u64> = BTreeMap::new();
+    for r in mgr.untraced.values() {
+        *by_reason.entry(r.clone()).or_default() += 1;
+    }
+    let none = mgr.jvms.values().filter(|j| j.state == JvmState::Live && j.probe_mode == "none").count() as u64;
+    if none > 0 {
+        *by_reason.entry("no_probes_no_hsperfdata".into()).or_default() += none;
+    }
+    let mut untraced = Family::new(
+        "jvmdiag_agent_jvms_untraced",
+        "JVMs seen but not traced now, by reason (no_probes_no_hsperfdata, no_access, not_selected, ...).",
+        Kind::Gauge,
+    );
+    for (reason, n) in by_reason {
+        untraced.agent(vec![("reason", reason)], Value::Gauge(n as f64));
+    }
+    let mut merged = Family::new(
+        "jvmdiag_agent_hsperfdata_merged_safepoints_total",
+        "Safepoints of hsperfdata-mode JVMs recorded at the mean duration of their poll interval (more than one per interval).",
+        Kind::Counter,
+    );
+    merged.agent(vec![], Value::Counter(sampler.merged));
+    vec![untraced, merged]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_safepoint_per_interval_is_exact_and_many_are_the_mean() {
+        let mut h = Hist::default();
+        observe(&mut h, 1, 3_000_000); // 3 ms -> le 0.005
+        assert_eq!(h.buckets[2], 1);
+        observe(&mut h, 4, 400_000_000); // 4 x 100 ms -> le 0.1
+        assert_eq!(h.buckets[6], 4);
+        observe(&mut h, 1, 61_000_000_000); // +Inf
+        assert_eq!(h.buckets[15], 1);
+        assert_eq!(h.count, 6);
+        assert_eq!(h.sum_ns, 61_403_000_000);
+    }
+
+    #[test]
+    fn ticks_convert_by_frequency_and_reject_nonsense() {
+        assert_eq!(ticks_to_ns(5, 1_000_000_000), 5);
+        assert_eq!(ticks_to_ns(1_000, 1_000), 1_000_000_000);
+        assert_eq!(ticks_to_ns(-1, 1_000), 0);
+        assert_eq!(ticks_to_ns(1, 0), 0);
+    }
+}

@@ -1,0 +1,234 @@
+//! Kubernetes mode (`--node-name`): which pod each JVM runs in, and whether to trace it.
+//!
+//! A watch of this node's pods (field selector `spec.nodeName`) runs on its own thread with
+//! a small tokio runtime and keeps a [`table::PodTable`]; the agent's single-threaded loop
+//! only reads that table (no API call per JVM or per scrape). Each JVM found by discovery is
+//! mapped to a container through `/proc/PID/cgroup` and the pods'
+//! `status.containerStatuses[].containerID`, then [`attribution::decide`] applies the
+//! operator's contract. A JVM whose pod or container ID is not known yet waits and is looked
+//! up again at every poll. If the API server is unreachable the last known table is kept
+//! (tracing goes on) and `jvmdiag_agent_kube_api_up` is 0; the watch retries with backoff.
+pub mod attribution;
+pub mod table;
+mod watch;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use jvmdiag_inspect::cgroup::{self, ContainerRef};
+use jvmdiag_inspect::limits::CGROUP_MAX_BYTES;
+use jvmdiag_inspect::root::read_host_file;
+
+use crate::attach::AttachManager;
+use crate::cli::Config;
+use crate::discovery::Found;
+use crate::labels::{JvmLabels, Scope};
+use crate::model::{Family, Kind, Value};
+use crate::preflight::Fatal;
+use attribution::Decision;
+
+/// JVMs waiting for their pod; more are dropped (counted) rather than grow without bound.
+const MAX_PENDING: usize = 4096;
+
+/// What the watch thread shares with the loop.
+#[derive(Debug, Default)]
+pub struct Shared {
+    pub table: table::PodTable,
+    /// The watch is connected and has listed the node's pods.
+    pub api_up: bool,
+    /// A first list has completed (before it, every container JVM waits).
+    pub synced: bool,
+    pub watch_errors: u64,
+    pub watch_events: u64,
+    pub last_error: String,
+}
+
+/// Family names each collector produces (to drop a JVM's series of collectors its pod did
+/// not ask for: the kernel side counts per libjvm.so file, not per pod).
+const FAMILIES: &[(&str, &[&str])] = &[
+    ("threads", &["jvmdiag_thread_starts_total"]),
+    ("safepoints", &["jvmdiag_safepoint_pause_seconds", "jvmdiag_safepoint_sync_seconds"]),
+    ("vmops", &["jvmdiag_vm_operation_seconds"]),
+    (
+        "compilation",
+        &[
+            "jvmdiag_compilations_total",
+            "jvmdiag_compilation_seconds",
+            "jvmdiag_method_compilations_total",
+            "jvmdiag_code_cache_used_bytes",
+            "jvmdiag_code_cache_max_bytes",
+            "jvmdiag_code_cache_full_total",
+        ],
+    ),
+];
+
+pub struct Attributor {
+    shared: Arc<Mutex<Shared>>,
+    all_jvms: bool,
+    pending: BTreeMap<u32, (Found, Option<ContainerRef>, &'static str)>,
+    /// Pids decided not to trace (looked at again only if discovery offers them anew).
+    skipped: HashSet<u32>,
+    skipped_total: BTreeMap<&'static str, u64>,
+    pending_dropped: u64,
+    /// Collectors asked for by each traced JVM's pod (absent: all).
+    collectors: HashMap<u32, Vec<&'static str>>,
+}
+
+impl Attributor {
+    /// Starts the pod watch when `--node-name` is given; None otherwise (standalone).
+    pub fn start(cfg: &Config) -> Result<Option<Attributor>, Fatal> {
+        let Some(node) = cfg.cli.node_name.clone() else { return Ok(None) };
+        if node.trim().is_empty() {
+            return Err(Fatal("--node-name is empty: pass this node's name (the DaemonSet sets it from spec.nodeName)".into()));
+        }
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        watch::spawn(node, cfg.cli.kubeconfig.clone(), shared.clone())?;
+        Ok(Some(Attributor::with_shared(shared, cfg.cli.all_jvms)))
+    }
+
+    pub fn with_shared(shared: Arc<Mutex<Shared>>, all_jvms: bool) -> Attributor {
+        Attributor {
+            shared,
+            all_jvms,
+            pending: BTreeMap::new(),
+            skipped: HashSet::new(),
+            skipped_total: BTreeMap::new(),
+            pending_dropped: 0,
+            collectors: HashMap::new(),
+        }
+    }
+
+    /// A JVM found by discovery: decided at the next [`Attributor::resolve`].
+    pub fn offer(&mut self, f: Found) {
+        if self.skipped.contains(&f.pid) || self.pending.contains_key(&f.pid) {
+            return;
+        }
+        if self.pending.len() >= MAX_PENDING {
+            self.pending_dropped += 1;
+            return;
+        }
+        let cref = container_of(f.pid);
+        self.pending.insert(f.pid, (f, cref, "pod_unknown"));
+    }
+
+    /// Decides every waiting JVM against the current pod table; traced ones are attached.
+    pub fn resolve(&mut self, mgr: &mut AttachManager) {
+        self.skipped.retain(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        self.collectors.retain(|pid, _| mgr.jvms.contains_key(pid));
+        if self.pending.is_empty() {
+            return;
+        }
+        let decisions: Vec<(u32, Decision)> = {
+            let sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+            self.pending
+                .iter()
+                .map(|(pid, (_, c, _))| {
+                    let d = if c.is_some() && !sh.synced { Decision::Wait("pod_unknown") } else { attribution::decide(c.as_ref(), &sh.table, self.all_jvms) };
+                    (*pid, d)
+                })
+                .collect()
+        };
+        for (pid, d) in decisions {
+            match d {
+                Decision::Wait(why) => {
+                    if !Path::new(&format!("/proc/{pid}")).exists() {
+                        self.pending.remove(&pid);
+                    } else if let Some(p) = self.pending.get_mut(&pid) {
+                        p.2 = why;
+                    }
+                }
+                Decision::Skip(why) => {
+                    self.pending.remove(&pid);
+                    self.skipped.insert(pid);
+                    *self.skipped_total.entry(why).or_default() += 1;
+                }
+                Decision::Trace(l, collectors) => {
+                    let Some((f, _, _)) = self.pending.remove(&pid) else { continue };
+                    let jvm = f.name.clone();
+                    mgr.add(f);
+                    if let Some(j) = mgr.jvms.get_mut(&pid) {
+                        j.labels = JvmLabels {
+                            namespace: l.namespace,
+                            pod: l.pod,
+                            container: l.container,
+                            jvm: jvm.chars().take(64).collect(),
+                            scope: Scope::Kubernetes { jvmdiagnostics: l.jvmdiagnostics },
+                        };
+                        if let Some(c) = collectors {
+                            self.collectors.insert(pid, c);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// At a scrape: drops series of collectors a JVM's pod did not ask for, adds the watch's health.
+    pub fn finish(&self, fams: &mut Vec<Family>, mgr: &AttachManager) {
+        let mut off: HashMap<&str, HashSet<u32>> = HashMap::new();
+        for (pid, wanted) in &self.collectors {
+            let Some(j) = mgr.jvms.get(pid) else { continue };
+            for (c, names) in FAMILIES {
+                if !wanted.contains(c) {
+                    for n in *names {
+                        off.entry(*n).or_default().insert(j.slot);
+                    }
+                }
+            }
+        }
+        if !off.is_empty() {
+            for f in fams.iter_mut() {
+                if let Some(slots) = off.get(f.name) {
+                    f.samples.retain(|s| s.slot.is_none_or(|slot| !slots.contains(&slot)));
+                }
+            }
+        }
+        fams.extend(self.families());
+    }
+
+    fn families(&self) -> Vec<Family> {
+        let sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let g = |name: &'static str, help: &'static str, v: f64| {
+            let mut f = Family::new(name, help, Kind::Gauge);
+            f.agent(vec![], Value::Gauge(v));
+            f
+        };
+        let c = |name: &'static str, help: &'static str, v: u64| {
+            let mut f = Family::new(name, help, Kind::Counter);
+            f.agent(vec![], Value::Counter(v));
+            f
+        };
+        let mut pending = Family::new("jvmdiag_agent_kube_jvms_pending", "JVMs waiting for their pod (or its container ID) to appear in the watch, by reason.", Kind::Gauge);
+        let mut by: BTreeMap<&str, u64> = BTreeMap::new();
+        for (_, _, why) in self.pending.values() {
+            *by.entry(why).or_default() += 1;
+        }
+        for why in ["pod_unknown", "container_unknown"] {
+            pending.agent(vec![("reason", why.to_string())], Value::Gauge(by.get(why).copied().unwrap_or(0) as f64));
+        }
+        let mut skipped = Family::new(
+            "jvmdiag_agent_kube_jvms_skipped_total",
+            "JVMs not traced by the pod contract, by reason (not_injected, container_not_selected, not_in_pod).",
+            Kind::Counter,
+        );
+        for (why, n) in &self.skipped_total {
+            skipped.agent(vec![("reason", why.to_string())], Value::Counter(*n));
+        }
+        vec![
+            g("jvmdiag_agent_kube_api_up", "1 while the pod watch is connected and listed; 0: the API server is unreachable and the last known pods are used.", if sh.api_up { 1.0 } else { 0.0 }),
+            g("jvmdiag_agent_kube_pods", "Pods on this node known to the agent.", sh.table.len() as f64),
+            c("jvmdiag_agent_kube_watch_events_total", "Pod watch events received.", sh.watch_events),
+            c("jvmdiag_agent_kube_watch_errors_total", "Pod watch errors (each retried with backoff).", sh.watch_errors),
+            c("jvmdiag_agent_kube_pending_dropped_total", "JVMs not waited for because too many were waiting.", self.pending_dropped),
+            pending,
+            skipped,
+        ]
+    }
+}
+
+/// The container of a host pid from its cgroup file (None: a host process or unreadable).
+pub fn container_of(pid: u32) -> Option<ContainerRef> {
+    let b = read_host_file(Path::new(&format!("/proc/{pid}/cgroup")), CGROUP_MAX_BYTES).ok()?;
+    cgroup::container_of(&cgroup::parse(&b).ok()?)
+}

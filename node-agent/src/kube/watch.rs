@@ -1,0 +1,131 @@
+//! The pod watch: kube-rs's watcher (list + watch, re-list after a lost watch, backoff) on
+//! a thread with a single-threaded tokio runtime, folding events into the shared table.
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use ::kube::config::{KubeConfigOptions, Kubeconfig};
+use ::kube::runtime::watcher::{self, Event};
+use ::kube::runtime::WatchStreamExt;
+use ::kube::api::ListParams;
+use ::kube::{Api, Client};
+
+use super::table::PodMeta;
+use super::Shared;
+use crate::preflight::Fatal;
+
+const PROBE_EVERY: Duration = Duration::from_secs(3);
+
+/// Starts the watch thread. Fails only on a kubeconfig that cannot be read (a flag error);
+/// an unreachable API server is retried forever.
+pub fn spawn(node: String, kubeconfig: Option<PathBuf>, shared: Arc<Mutex<Shared>>) -> Result<(), Fatal> {
+    let kc = match &kubeconfig {
+        Some(p) => Some(Kubeconfig::read_from(p).map_err(|e| {
+            Fatal(format!("--kubeconfig {}: cannot read it ({e}): pass a readable kubeconfig file, or omit the flag in a pod", p.display()))
+        })?),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Fatal(format!("cannot start the pod watch's runtime: {e}")))?;
+    std::thread::Builder::new()
+        .name("pod-watch".into())
+        .spawn(move || rt.block_on(run(node, kc, shared)))
+        .map_err(|e| Fatal(format!("cannot start the pod watch thread: {e}")))?;
+    Ok(())
+}
+
+async fn client(kc: &Option<Kubeconfig>) -> Result<Client, String> {
+    let config = match kc {
+        Some(kc) => ::kube::Config::from_custom_kubeconfig(kc.clone(), &KubeConfigOptions::default()).await.map_err(|e| e.to_string())?,
+        None => ::kube::Config::infer().await.map_err(|e| e.to_string())?,
+    };
+    Client::try_from(config).map_err(|e| e.to_string())
+}
+
+fn note_error(shared: &Mutex<Shared>, msg: String, last_log: &mut Option<Instant>) {
+    let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+    sh.api_up = false;
+    sh.watch_errors += 1;
+    // One line per 30 s at most: an API server that is down should not flood the log.
+    if last_log.is_none_or(|t: Instant| t.elapsed() > Duration::from_secs(30)) {
+        eprintln!("warning: pod watch: {msg} (tracing goes on with the {} pods known)", sh.table.len());
+        *last_log = Some(Instant::now());
+    }
+    sh.last_error = msg;
+}
+
+/// After an error the watcher resumes from its last resourceVersion and a quiet node sends
+/// no event, so reachability cannot be read from the stream alone: while the watch is
+/// down, a one-item list of this node's pods every few seconds says when it is back.
+async fn probe(api: Api<Pod>, fields: String, shared: Arc<Mutex<Shared>>) {
+    let lp = ListParams::default().fields(&fields).limit(1);
+    loop {
+        tokio::time::sleep(PROBE_EVERY).await;
+        let down = {
+            let sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+            sh.synced && !sh.api_up
+        };
+        if down && api.list_metadata(&lp).await.is_ok() {
+            shared.lock().unwrap_or_else(|e| e.into_inner()).api_up = true;
+        }
+    }
+}
+
+async fn run(node: String, kc: Option<Kubeconfig>, shared: Arc<Mutex<Shared>>) {
+    let mut last_log = None;
+    let client = loop {
+        match client(&kc).await {
+            Ok(c) => break c,
+            Err(e) => {
+                note_error(&shared, format!("no API client: {e}"), &mut last_log);
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    };
+    let api: Api<Pod> = Api::all(client);
+    let fields = format!("spec.nodeName={node}");
+    tokio::spawn(probe(api.clone(), fields.clone(), shared.clone()));
+    let cfg = watcher::Config::default().fields(&fields);
+    let mut stream = watcher::watcher(api, cfg).default_backoff().boxed();
+    let mut listing: Option<Vec<PodMeta>> = None;
+    while let Some(ev) = stream.next().await {
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                note_error(&shared, e.to_string(), &mut last_log);
+                continue;
+            }
+        };
+        let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+        sh.watch_events += 1;
+        match ev {
+            Event::Init => listing = Some(Vec::new()),
+            Event::InitApply(p) => {
+                if let (Some(l), Some(m)) = (listing.as_mut(), PodMeta::from_pod(&p)) {
+                    l.push(m);
+                }
+            }
+            Event::InitDone => {
+                sh.table.replace(listing.take().unwrap_or_default());
+                sh.synced = true;
+                sh.api_up = true;
+            }
+            Event::Apply(p) => {
+                if let Some(m) = PodMeta::from_pod(&p) {
+                    sh.table.apply(m);
+                }
+                sh.api_up = true;
+            }
+            Event::Delete(p) => {
+                if let Some(uid) = p.metadata.uid.as_deref() {
+                    sh.table.remove(uid);
+                }
+                sh.api_up = true;
+            }
+        }
+    }
+}

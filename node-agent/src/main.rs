@@ -1,0 +1,29 @@
+//! jvmdiag-agent: see docs/agent.md.
+mod agent;
+mod attach;
+mod cli;
+mod collector;
+mod discovery;
+mod exposition;
+mod fallback;
+#[cfg(test)]
+mod golden_test;
+mod kube;
+mod labels;
+mod model;
+mod preflight;
+mod report;
+mod sidecar;
+mod skel;
+
+fn main() {
+    let cfg = match cli::parse_from(std::env::args_os()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let run = if cfg.cli.sidecar { sidecar::run } else { agent::run };
+    if let Err(e) = run(cfg) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,517 @@
+#!/usr/bin/env python3
+"""End-to-end tests of jvmdiag-agent against real JVMs (run as root by hack/suites/20-agent.sh).
+
+Accuracy is checked against each JVM's own hsperfdata counters, read here independently
+(a small reader of the hsperfdata format below), never through the agent.
+Usage: e2e.py AGENT_BINARY WORKDIR JDK17 JDK25
+Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
+"""
+import json, os, re, shutil, signal, struct, subprocess, sys, time, urllib.request
+
+AGENT, WORK, JDK17, JDK25 = sys.argv[1:5]
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CONTRACT = os.environ.get("CONTRACT_TOOL", "/work/shared/tools/check-metrics-contract.py")
+THREADS_PER_NAME = int(os.environ.get("THREADS_PER_NAME", "2600"))  # x4 names > 10,000
+CHURN = int(os.environ.get("CHURN_JVMS", "200"))
+procs = []  # everything we start, killed at the end
+results = []
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- hsperfdata (independent)
+def hsperf_path(pid):
+    for line in open(f"/proc/{pid}/maps"):
+        parts = line.split()
+        if len(parts) >= 6 and re.search(r"/hsperfdata_[^/]+/\d+$", parts[5]):
+            return f"/proc/{pid}/root{parts[5]}"
+    raise RuntimeError(f"pid {pid} maps no hsperfdata file")
+
+
+def hsperf(pid):
+    b = open(hsperf_path(pid), "rb").read()
+    assert b[:4] == b"\xca\xfe\xc0\xc0", "bad hsperfdata magic"
+    e = "<" if b[4] == 1 else ">"
+    entry_off, n = struct.unpack_from(e + "ii", b, 24)
+    out, off = {}, entry_off
+    for _ in range(n):
+        length, name_off, vlen, dtype, _f, _u, _v, data_off = struct.unpack_from(e + "iiiBBBBi", b, off)
+        name = b[off + name_off: b.index(b"\0", off + name_off)].decode()
+        if dtype == ord("J") and vlen == 0:
+            out[name] = struct.unpack_from(e + "q", b, off + data_off)[0]
+        off += length
+    return out
+
+
+# ---------------------------------------------------------------- /metrics
+def scrape(port):
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+
+
+def samples(text):
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        yield m.group(1), labels, float(m.group(3))
+
+
+def agent_view(text, pid):
+    """What the agent says about one pid: thread starts by name, safepoint count and sums."""
+    v = {"starts": {}, "sp_count": 0, "sp_sum": 0.0, "sync_sum": 0.0, "attached": False, "live": None, "ops": set()}
+    for name, l, val in samples(text):
+        if l.get("pid") != str(pid):
+            continue
+        if name == "jvmdiag_thread_starts_total":
+            v["starts"][l["thread_name"]] = int(val)
+        elif name == "jvmdiag_safepoint_pause_seconds_count":
+            v["sp_count"] += int(val)
+            v["ops"].add(l["vm_operation"])
+        elif name == "jvmdiag_safepoint_pause_seconds_sum":
+            v["sp_sum"] += val
+        elif name == "jvmdiag_safepoint_sync_seconds_sum":
+            v["sync_sum"] += val
+        elif name == "jvmdiag_jvm_info":
+            v["attached"] = True
+            v["info"] = l
+        elif name == "jvmdiag_threads_live":
+            v["live"] = int(val)
+    return v
+
+
+def agent_scalar(text, name, **want):
+    for n, l, val in samples(text):
+        if n == name and all(l.get(k) == v for k, v in want.items()):
+            return val
+    return None
+
+
+def snapshot(port, pid):
+    """A consistent pair (hsperfdata, agent): hsperfdata unchanged across the scrape."""
+    keys = ("java.threads.started", "sun.rt.safepoints", "sun.rt.safepointTime", "sun.rt.safepointSyncTime")
+    for _ in range(50):
+        h1 = hsperf(pid)
+        text = scrape(port)
+        h2 = hsperf(pid)
+        if all(h1[k] == h2[k] for k in keys):
+            return h1, agent_view(text, pid), text
+        time.sleep(0.1)
+    raise RuntimeError("hsperfdata never stable across a scrape")
+
+
+# ---------------------------------------------------------------- processes
+# The chart's securityContext: exactly these capabilities (no CAP_SYS_ADMIN), no_new_privs.
+CHART_CAPS = ["bpf", "perfmon", "sys_ptrace", "dac_read_search"]
+CHART_CAPS_MASK = (1 << 39) | (1 << 38) | (1 << 19) | (1 << 2)
+
+
+def chart_caps():
+    caps = "-all," + ",".join("+" + c for c in CHART_CAPS)
+    return ["setpriv", f"--inh-caps={caps}", f"--ambient-caps={caps}", f"--bounding-set={caps}", "--no-new-privs"]
+
+
+def effective_caps(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return None
+
+
+def jdk_nostapsdt(jdk):
+    """A copy of a JDK whose libjvm.so lost its USDT notes (uprobe mode), made once in the
+    cache: hard links for everything but libjvm.so."""
+    real = os.path.realpath(jdk)
+    cache = os.environ.get("JVMDIAG_CACHE", os.path.expanduser("~/.cache/jvm-diagnostics"))
+    d = os.path.join(cache, "jdk-variants", f"e2e-{os.path.basename(real)}-nostapsdt")
+    if os.path.exists(os.path.join(d, "bin", "java")):
+        return d
+    tmp = f"{d}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.dirname(tmp), exist_ok=True)
+    subprocess.run(["cp", "-al", real, tmp], check=True)
+    lib = os.path.join(tmp, "lib", "server", "libjvm.so")
+    subprocess.run(["objcopy", "--remove-section", ".note.stapsdt", lib, lib + ".new"], check=True)
+    os.replace(lib + ".new", lib)  # a new inode: the real JDK's file is untouched
+    os.rename(tmp, d)
+    return d
+
+
+def start_agent(port, *extra, wrap=None):
+    p = subprocess.Popen([*(wrap or []), AGENT, "--standalone", "--listen", f"127.0.0.1:{port}", "--exit-after", "900", *extra],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, f"agent-{port}.log"), "w"))
+    procs.append(p)
+    for _ in range(100):
+        try:
+            scrape(port)
+            return p
+        except Exception:
+            if p.poll() is not None:
+                raise RuntimeError(f"agent exited: {open(os.path.join(WORK, f'agent-{port}.log')).read()}")
+            time.sleep(0.1)
+    raise RuntimeError("agent did not serve /metrics")
+
+
+def compile_workloads(jdk, out):
+    os.makedirs(out, exist_ok=True)
+    src = os.path.join(REPO, "node-agent", "tests", "workloads")
+    subprocess.run([f"{jdk}/bin/javac", "-d", out, f"{src}/Storm.java", f"{src}/Tiny.java"], check=True)
+
+
+def wait_file(path, timeout, proc=None):
+    t = time.time() + timeout
+    while time.time() < t:
+        if os.path.exists(path):
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"workload exited early ({proc.returncode})")
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {path}")
+
+
+def wait_attached(port, pid, timeout=10):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if agent_view(scrape(port), pid)["attached"]:
+            return time.time() - t0
+        time.sleep(0.05)
+    raise RuntimeError(f"agent did not attach to pid {pid} within {timeout}s")
+
+
+def host_pid_of(marker, timeout=20):
+    t = time.time() + timeout
+    while time.time() < t:
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    cmd = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+                    exe = os.path.basename(os.readlink(f"/proc/{d}/exe"))
+                except OSError:
+                    continue
+                if exe == "java" and marker.encode() in cmd:
+                    return int(d)
+        time.sleep(0.05)
+    raise RuntimeError(f"no java process with {marker}")
+
+
+# ---------------------------------------------------------------- tests
+def check_collectors(text, pid, mode):
+    """Every collector's series for a JVM, and no attach failure."""
+    problems = []
+    info = agent_view(text, pid).get("info", {})
+    if info.get("probe_mode") != mode:
+        problems.append(f"probe_mode {info.get('probe_mode')!r}, expected {mode!r}")
+    names = {(n, l.get("vm_operation"), l.get("compiler")) for n, l, _ in samples(text) if l.get("pid") == str(pid)}
+    for fam in ("jvmdiag_vm_operation_seconds_count", "jvmdiag_code_cache_used_bytes", "jvmdiag_code_cache_max_bytes",
+                "jvmdiag_compilation_seconds_count"):
+        if not any(n == fam for n, _, _ in names):
+            problems.append(f"no {fam}")
+    if ("jvmdiag_vm_operation_seconds_count", "ThreadDump", None) not in names:
+        problems.append("no vm_operation=ThreadDump in jvmdiag_vm_operation_seconds")
+    for c in ("c1", "c2"):
+        if ("jvmdiag_compilations_total", None, c) not in names:
+            problems.append(f"no jvmdiag_compilations_total{{compiler={c!r}}}")
+    failures = [(l, v) for n, l, v in samples(text) if n == "jvmdiag_agent_attach_failures_total" and v > 0]
+    if failures:
+        problems.append(f"attach failures: {failures}")
+    return problems
+
+
+def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None):
+    """Runs Storm (optionally wrapped, e.g. in namespaces) and compares agent and hsperfdata."""
+    classes = os.path.join(WORK, f"classes-{tag}")
+    compile_workloads(jdk, classes)
+    d = os.path.join(WORK, f"storm-{tag}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    marker = f"-Djvmdiag.test={tag}"
+    cmd = [f"{jdk}/bin/java", marker, "-cp", classes, "Storm", str(per_name or THREADS_PER_NAME), d]
+    if wrap:
+        cmd = wrap(cmd, jdk, classes)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"), start_new_session=True)
+    procs.append(p)
+    try:
+        wait_file(os.path.join(d, "ready"), 60, p)
+        pid = host_pid_of(marker)
+        took = wait_attached(port, pid)
+        log(f"{tag}: pid {pid} attached {took:.2f}s after its main started")
+        h0, a0, _ = snapshot(port, pid)
+        open(os.path.join(d, "go"), "w").close()
+        wait_file(os.path.join(d, "done"), 300, p)
+        h1, a1, text = snapshot(port, pid)
+        expected = dict(l.split(" ") for l in open(os.path.join(d, "expected")).read().split("\n") if l)
+        problems = []
+        d_started = h1["java.threads.started"] - h0["java.threads.started"]
+        d_agent = sum(a1["starts"].values()) - sum(a0["starts"].values())
+        if d_started != d_agent:
+            problems.append(f"thread starts: agent {d_agent} != hsperfdata {d_started}")
+        if budget is None and d_started < 10_000:
+            problems.append(f"only {d_started} threads started")
+        if budget is None:
+            for name, n in expected.items():
+                got = a1["starts"].get(name, 0) - a0["starts"].get(name, 0)
+                if got != int(n):
+                    problems.append(f"thread_name {name}: agent {got} != started {n}")
+        else:
+            names = set(a1["starts"])
+            if len(names - {"other"}) > budget or "other" not in names:
+                problems.append(f"--max-thread-names {budget}: agent shows names {sorted(names)}")
+        d_sp = h1["sun.rt.safepoints"] - h0["sun.rt.safepoints"]
+        d_asp = a1["sp_count"] - a0["sp_count"]
+        if d_sp != d_asp:
+            problems.append(f"safepoints: agent {d_asp} != hsperfdata {d_sp}")
+        hz = h1["sun.os.hrt.frequency"]
+        d_time = (h1["sun.rt.safepointTime"] - h0["sun.rt.safepointTime"]) / hz
+        d_atime = a1["sp_sum"] - a0["sp_sum"]
+        if abs(d_atime - d_time) > 0.01 * d_time:
+            problems.append(f"safepoint time: agent {d_atime:.6f}s vs hsperfdata {d_time:.6f}s (> 1%)")
+        d_sync = (h1["sun.rt.safepointSyncTime"] - h0["sun.rt.safepointSyncTime"]) / hz
+        d_async = a1["sync_sum"] - a0["sync_sum"]
+        if abs(d_async - d_sync) > 0.01 * max(d_sync, 1e-9):
+            problems.append(f"time to safepoint: agent {d_async:.6f}s vs hsperfdata {d_sync:.6f}s (> 1%)")
+        for op in ("ThreadDump",):
+            if op not in a1["ops"]:
+                problems.append(f"no {op} safepoint seen (ops: {sorted(a1['ops'])})")
+        if not any(o.startswith("G1") for o in a1["ops"]):
+            problems.append(f"no G1 safepoint seen (ops: {sorted(a1['ops'])})")
+        live_h = hsperf(pid)["java.threads.live"]
+        if a1["live"] != live_h:
+            problems.append(f"threads_live: agent {a1['live']} != hsperfdata {live_h}")
+        log(f"{tag}: starts {d_agent}/{d_started}, safepoints {d_asp}/{d_sp}, pause {d_atime:.6f}/{d_time:.6f}s, "
+            f"sync {d_async:.6f}/{d_sync:.6f}s, ops {sorted(a1['ops'])}")
+        return problems, text, pid
+    finally:
+        open(os.path.join(d, "stop"), "w").close()
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
+def ns_wrap(cmd, jdk, classes):
+    """java in its own pid + mount namespace, with a private /tmp and the JDK, classes and
+    control directory bind-mounted at paths that do not exist on the host (so libjvm.so and
+    hsperfdata are only reachable through /proc/PID/root)."""
+    ctl = cmd[-1]
+    inner = ("mount -t tmpfs tmpfs /mnt && mkdir -p /mnt/jdk /mnt/classes /mnt/ctl && "
+             f"mount --bind {jdk} /mnt/jdk && mount --bind {classes} /mnt/classes && mount --bind {ctl} /mnt/ctl && "
+             "mount -t tmpfs tmpfs /tmp && "
+             f"exec /mnt/jdk/bin/java {cmd[1]} -cp /mnt/classes Storm {cmd[5]} /mnt/ctl")
+    return ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", inner]
+
+
+def test_metrics_contract(text):
+    path = os.path.join(WORK, "live-metrics.txt")
+    open(path, "w").write(text)
+    problems = []
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    if r.returncode != 0 or r.stdout.strip() or r.stderr.strip():
+        problems.append(f"promtool: {(r.stdout + r.stderr).strip()[:500]}")
+    r = subprocess.run([sys.executable, CONTRACT, path, "--require", "jvmdiag_thread_starts_total", "jvmdiag_threads_live",
+                        "jvmdiag_safepoint_pause_seconds", "jvmdiag_safepoint_sync_seconds",
+                        "jvmdiag_vm_operation_seconds", "jvmdiag_jvm_info"], capture_output=True, text=True)
+    if r.returncode != 0:
+        problems.append(f"contract: {r.stdout.strip()[:800]}")
+    return problems
+
+
+def bpf_objects_of(agent_pid):
+    """Independent view of the agent's BPF maps and links: the kernel's fdinfo of the
+    agent's descriptors (map_id / link_id), described by bpftool."""
+    map_ids, link_ids = set(), set()
+    fdinfo = f"/proc/{agent_pid}/fdinfo"
+    for fd in os.listdir(fdinfo):
+        try:
+            info = open(f"{fdinfo}/{fd}").read()
+        except OSError:
+            continue
+        m = re.search(r"^map_id:\s*(\d+)", info, re.M)
+        if m:
+            map_ids.add(int(m.group(1)))
+        m = re.search(r"^link_id:\s*(\d+)", info, re.M)
+        if m:
+            link_ids.add(int(m.group(1)))
+    maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True, check=True).stdout)
+    return [m for m in maps if m["id"] in map_ids], sorted(link_ids)
+
+
+def map_entries(map_id):
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], capture_output=True, text=True, check=True).stdout
+    return len(json.loads(out))
+
+
+def test_churn(jdk):
+    port = 19466
+    agent = start_agent(port, "--match-jvm", "Tiny")
+    classes = os.path.join(WORK, "classes-17")
+    batch = 10
+    seen0 = agent_scalar(scrape(port), "jvmdiag_agent_jvms_seen_total") or 0
+    # Sanity of the independent view: while a JVM is traced, the agent holds links.
+    first = subprocess.Popen([f"{jdk}/bin/java", "-cp", classes, "Tiny", "3000"], stdout=subprocess.DEVNULL)
+    procs.append(first)
+    wait_attached(port, first.pid)
+    _, links_during = bpf_objects_of(agent.pid)
+    first.wait(timeout=60)
+    problems = [] if links_during else ["bpftool/fdinfo shows no links while a JVM is traced"]
+    started = 1
+    while started < CHURN:
+        ps = [subprocess.Popen([f"{jdk}/bin/java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classes, "Tiny", "600"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(min(batch, CHURN - started))]
+        procs.extend(ps)
+        for p in ps:
+            p.wait(timeout=120)
+        started += len(ps)
+    # Exits are noticed within a poll; series stay for one scrape, then go.
+    time.sleep(1)
+    scrape(port)
+    time.sleep(0.5)
+    text = scrape(port)
+    seen = (agent_scalar(text, "jvmdiag_agent_jvms_seen_total") or 0) - seen0
+    if seen < CHURN * 0.9:
+        problems.append(f"only {seen} of {CHURN} short JVMs attached")
+    for name in ("jvmdiag_agent_jvms_attached", "jvmdiag_agent_bpf_links", "jvmdiag_agent_libjvm_files"):
+        v = agent_scalar(text, name)
+        if v != 0:
+            problems.append(f"{name} = {v} after churn")
+    for m in ("threads", "safepoints", "vmops", "traced_pids"):
+        v = agent_scalar(text, "jvmdiag_agent_map_entries", map=m)
+        if v != 0:
+            problems.append(f"agent reports {v} entries in {m} after churn")
+    if any(l.get("jvm") == "Tiny" for _, l, _ in samples(text)):
+        problems.append("series of exited JVMs still exposed")
+    maps, links = bpf_objects_of(agent.pid)
+    if links:
+        problems.append(f"bpftool: {len(links)} links of the agent remain")
+    per_jvm = [m for m in maps if m.get("name") in ("traced_pids", "threads_counts", "sp_pause", "sp_sync", "vmops_hist", "sp_state")]
+    if len(per_jvm) < 5:
+        problems.append(f"bpftool: expected the agent's per-JVM maps, found {[m.get('name') for m in maps]}")
+    for m in per_jvm:
+        if m["type"] == "hash" and map_entries(m["id"]) != 0:
+            problems.append(f"bpftool: map {m['name']} still has {map_entries(m['id'])} entries")
+    log(f"churn: {started} JVMs, {seen} attached; links while tracing one: {len(links_during)}; after: {len(links)} links, "
+        + ", ".join(f"{m['name']}={map_entries(m['id'])}" for m in per_jvm if m["type"] == "hash"))
+    agent.terminate()
+    return problems
+
+
+def test_perf_event_uprobes_need_sys_admin(jdk):
+    """Kernels without uprobe_multi links (< 6.6; forced here with JVMDIAG_UPROBE_PERF_EVENT=1)
+    attach uprobes as perf events, which Linux 6.16+ refuses without CAP_SYS_ADMIN: with the
+    chart's capabilities each collector is then a counted failure naming the capability."""
+    port = 19469
+    os.environ["JVMDIAG_UPROBE_PERF_EVENT"] = "1"
+    try:
+        agent = start_agent(port, "--match-jvm", "Tiny", wrap=chart_caps())
+    finally:
+        del os.environ["JVMDIAG_UPROBE_PERF_EVENT"]
+    classes = os.path.join(WORK, "classes-17")
+    p = subprocess.Popen([f"{jdk}/bin/java", "-cp", classes, "Tiny", "8000"], stdout=subprocess.DEVNULL)
+    procs.append(p)
+    wait_attached(port, p.pid)
+    text = scrape(port)
+    problems = []
+    kernel = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    if kernel >= (6, 16):  # older kernels (without the backport) allow it with CAP_PERFMON
+        for c in ("threads", "safepoints", "vmops", "compilation"):
+            if not agent_scalar(text, "jvmdiag_agent_attach_failures_total", reason="needs_cap_sys_admin", collector=c):
+                problems.append(f"no needs_cap_sys_admin failure for {c}")
+    mode = agent_view(text, p.pid).get("info", {}).get("probe_mode")
+    if mode != "hsperfdata":
+        problems.append(f"probe_mode {mode!r}, expected hsperfdata (nothing attached)")
+    p.kill()
+    agent.terminate()
+    agent.wait(timeout=10)
+    logtext = open(os.path.join(WORK, f"agent-{port}.log")).read()
+    if "grant CAP_SYS_ADMIN" not in logtext:
+        problems.append("the agent's log does not name CAP_SYS_ADMIN")
+    return problems
+
+
+def test_bad_env():
+    problems = []
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", AGENT, "--standalone",
+                        "--listen", "127.0.0.1:19467"], capture_output=True, text=True, timeout=30)
+    lines = r.stderr.strip().splitlines()
+    if r.returncode == 0 or len(lines) != 1 or "not permitted" not in lines[0] or "run as root" not in lines[0]:
+        problems.append(f"non-root: rc={r.returncode} stderr={r.stderr!r}")
+    r = subprocess.run([AGENT, "--standalone", "--btf", "/nonexistent", "--listen", "127.0.0.1:19467"],
+                       capture_output=True, text=True, timeout=30)
+    lines = r.stderr.strip().splitlines()
+    if r.returncode == 0 or len(lines) != 1 or "no kernel BTF at /nonexistent" not in lines[0] or "--btf" not in lines[0]:
+        problems.append(f"--btf /nonexistent: rc={r.returncode} stderr={r.stderr!r}")
+    r = subprocess.run([AGENT, "--max-thread-names", "0"], capture_output=True, text=True, timeout=30)
+    if r.returncode == 0 or "--max-thread-names" not in r.stderr:
+        problems.append(f"bad flag value: rc={r.returncode} stderr={r.stderr!r}")
+    return problems
+
+
+def run(name, fn, *a):
+    if os.environ.get("ONLY") and os.environ["ONLY"] not in name:
+        return
+    t0 = time.time()
+    try:
+        problems = fn(*a)
+    except Exception as e:  # a crash is a failure with its reason
+        problems = [f"{type(e).__name__}: {e}"]
+    dt = time.time() - t0
+    if problems:
+        print(f"FAIL {name} ({dt:.0f}s): " + "; ".join(problems), flush=True)
+    else:
+        print(f"ok {name} ({dt:.0f}s)", flush=True)
+    results.append(not problems)
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    port = 19465
+    try:
+        # The main agent runs with exactly the chart's capabilities: every storm below is
+        # also the test that each collector works without CAP_SYS_ADMIN.
+        agent = start_agent(port, "--match-jvm", "Storm", wrap=chart_caps())
+        live = {}
+
+        def storm(jdk, tag, wrap=None, mode="usdt"):
+            problems, text, pid = check_storm(port, jdk, tag, wrap)
+            live["text"] = text
+            caps = effective_caps(agent.pid)
+            if caps != CHART_CAPS_MASK:
+                problems.append(f"agent CapEff {caps:#x} != the chart's {CHART_CAPS_MASK:#x}")
+            return problems + check_collectors(text, pid, mode)
+
+        run("storm_jdk17_counts_equal_hsperfdata", storm, JDK17, "17")
+        run("metrics_contract_and_promtool_live", lambda: test_metrics_contract(live.get("text", "")))
+        run("storm_jdk25_counts_equal_hsperfdata", storm, JDK25, "25")
+        run("storm_jdk25_no_usdt_notes_uprobe_mode", lambda: storm(jdk_nostapsdt(JDK25), "up25", mode="uprobe"))
+        run("storm_in_pid_and_mount_namespace_jdk17", storm, JDK17, "ns17", ns_wrap)
+        run("churn_leaves_no_links_or_map_entries", test_churn, JDK17)
+        run("perf_event_uprobes_without_cap_sys_admin_are_named", lambda: test_perf_event_uprobes_need_sys_admin(jdk_nostapsdt(JDK25)))
+
+        def budget():
+            start_agent(19468, "--max-thread-names", "2", "--match-jvm", "Storm")
+            problems, text, _ = check_storm(19468, JDK25, "budget25", budget=2, per_name=300)
+            if not (agent_scalar(text, "jvmdiag_agent_names_overflow_total", collector="threads") or 0) > 0:
+                problems.append("names_overflow_total did not count the names sent to other")
+            return problems
+
+        run("thread_name_budget_caps_names_per_jvm", budget)
+        run("bad_environment_one_line_errors", test_bad_env)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    p.kill()
+                except OSError:
+                    pass
+    passed = sum(results)
+    failed = len(results) - passed
+    print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {passed} passed; {failed} failed; 0 ignored")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,439 @@
+//! Kubernetes mode against a real kube-apiserver (the local control plane), real JVMs, real
+//! cgroups and real eBPF — without a kubelet: the test plays the kubelet's part. It creates
+//! Pod objects bound to a node name of its own, starts JVMs inside cgroups shaped like a
+//! container runtime's (`/…/pod<uid>/<64-hex id>`), and writes that ID into the pod's
+//! `status.containerStatuses[].containerID`, as the kubelet does.
+//!
+//! Ignored by default (needs root, and a cluster): run by hack/suites/45-agent-kube.sh with
+//! `JVMDIAG_TEST_KUBECONFIG` and `KUBECTL` set.
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn kubectl(args: &[&str]) -> String {
+    let k = std::env::var("KUBECTL").expect("KUBECTL");
+    let out = Command::new(k).args(args).env("KUBECONFIG", kubeconfig()).output().unwrap();
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn kubectl_stdin(args: &[&str], input: &str) -> String {
+    let k = std::env::var("KUBECTL").expect("KUBECTL");
+    let mut c = Command::new(k).args(args).env("KUBECONFIG", kubeconfig()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A new namespace, once its default ServiceAccount exists (pods are refused before that).
+fn create_namespace(ns: &str) {
+    kubectl(&["create", "namespace", ns]);
+    let k = std::env::var("KUBECTL").expect("KUBECTL");
+    wait_for("the namespace's default ServiceAccount", Duration::from_secs(60), || {
+        Command::new(&k).args(["-n", ns, "get", "serviceaccount", "default"]).env("KUBECONFIG", kubeconfig()).output().is_ok_and(|o| o.status.success())
+    });
+}
+
+fn kubeconfig() -> PathBuf {
+    PathBuf::from(std::env::var("JVMDIAG_TEST_KUBECONFIG").expect("JVMDIAG_TEST_KUBECONFIG: the local control plane's kubeconfig"))
+}
+
+fn container_id(seed: u32) -> String {
+    format!("{:08x}", seed).repeat(8)
+}
+
+/// A pod bound to `node`; `injected`: the webhook's annotations. Returns its UID.
+fn create_pod(ns: &str, name: &str, node: &str, injected: Option<(&str, &str)>) -> String {
+    let ann = match injected {
+        Some((collectors, containers)) => format!(
+            "labels: {{jvm.diagnostics.dev/inject: res-{name}}}\n  annotations: {{jvm.diagnostics.dev/injected: \"h1\", jvm.diagnostics.dev/collectors: \"{collectors}\", jvm.diagnostics.dev/containers: \"{containers}\"}}"
+        ),
+        None => "labels: {app: plain}".to_string(),
+    };
+    let yaml = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {ns}\n  {ann}\nspec:\n  nodeName: {node}\n  tolerations: [{{operator: Exists}}]\n  containers: [{{name: app, image: none}}]\n"
+    );
+    kubectl_stdin(&["apply", "-f", "-"], &yaml);
+    kubectl(&["-n", ns, "get", "pod", name, "-o", "jsonpath={.metadata.uid}"])
+}
+
+/// What the kubelet does once the container runs: reports its ID.
+fn report_container(ns: &str, name: &str, id: &str) {
+    let patch = format!(
+        r#"{{"status":{{"phase":"Running","containerStatuses":[{{"name":"app","containerID":"containerd://{id}","image":"none","imageID":"","ready":true,"restartCount":0,"state":{{"running":{{}}}}}}]}}}}"#
+    );
+    kubectl(&["-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", &patch]);
+}
+
+/// A cgroup (v1 `pids` hierarchy) named like a container runtime's; removed on drop.
+struct Cgroup(PathBuf);
+impl Cgroup {
+    fn new(top: &str, pod_uid: &str, id: &str) -> Cgroup {
+        let p = Path::new("/sys/fs/cgroup/pids").join(top).join(format!("pod{pod_uid}")).join(id);
+        std::fs::create_dir_all(&p).unwrap();
+        Cgroup(p)
+    }
+}
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // The leaf once its (killed) processes are gone, then the pod and top directories
+        // (the top one only when the last pod directory goes).
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let pod = self.0.parent().unwrap();
+        let _ = std::fs::remove_dir(pod);
+        let _ = std::fs::remove_dir(pod.parent().unwrap());
+    }
+}
+
+struct Jvm {
+    child: Kill,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+/// Starts SafepointBurst inside `cg` (or on the host) and waits for it to idle.
+fn start_jvm(jdk: &str, classes: &Path, cg: Option<&Cgroup>, gcs: u32) -> Jvm {
+    let java = format!("{jdk}/bin/java");
+    let join = match cg {
+        Some(c) => format!("echo $$ > {}/cgroup.procs && ", c.0.display()),
+        None => String::new(),
+    };
+    let script = format!("{join}exec {java} -XX:+UnlockDiagnosticVMOptions -XX:GuaranteedSafepointInterval=0 -Xmx64m -cp {} SafepointBurst {gcs} 5 5 3000", classes.display());
+    let mut child = Command::new("sh").args(["-c", &script]).stdout(Stdio::piped()).spawn().unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    Jvm { child: Kill(child), out }
+}
+
+impl Jvm {
+    fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+    fn wait_idle(&mut self) {
+        let mut line = String::new();
+        while !line.contains("IDLE") {
+            line.clear();
+            assert!(self.out.read_line(&mut line).unwrap() > 0, "JVM exited early");
+        }
+    }
+}
+
+fn scrape(port: u16) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+}
+
+fn value(text: &str, name: &str, must: &[&str]) -> Option<f64> {
+    let mut found = None;
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((series, v)) = l.rsplit_once(' ') else { continue };
+        let n = series.split('{').next().unwrap_or("");
+        if n == name && must.iter().all(|m| series.contains(m)) {
+            *found.get_or_insert(0.0) += v.parse::<f64>().unwrap_or(0.0);
+        }
+    }
+    found
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn perf(jdk: &str, pid: u32) -> HashMap<String, String> {
+    let out = Command::new(format!("{jdk}/bin/jcmd")).arg(pid.to_string()).arg("PerfCounter.print").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
+}
+
+/// A TCP relay to the API server that the test can cut (an unreachable API server) and restore.
+struct Relay {
+    port: u16,
+    up: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+    /// Connections accepted and bytes relayed (both directions): the agent's API traffic.
+    accepted: Arc<AtomicU64>,
+    bytes: Arc<AtomicU64>,
+}
+
+impl Relay {
+    fn start(upstream: String) -> Relay {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let port = l.local_addr().unwrap().port();
+        let up = Arc::new(AtomicBool::new(true));
+        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (up2, conns2) = (up.clone(), conns.clone());
+        let (accepted, bytes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (accepted2, bytes2) = (accepted.clone(), bytes.clone());
+        std::thread::spawn(move || loop {
+            match l.accept() {
+                Ok((c, _)) => {
+                    if !up2.load(Ordering::SeqCst) {
+                        let _ = c.shutdown(Shutdown::Both);
+                        continue;
+                    }
+                    c.set_nonblocking(false).unwrap();
+                    accepted2.fetch_add(1, Ordering::SeqCst);
+                    let Ok(u) = TcpStream::connect(&upstream) else { continue };
+                    conns2.lock().unwrap().extend([c.try_clone().unwrap(), u.try_clone().unwrap()]);
+                    for (mut a, mut b) in [(c.try_clone().unwrap(), u.try_clone().unwrap()), (u, c)] {
+                        let bytes = bytes2.clone();
+                        std::thread::spawn(move || {
+                            let mut buf = [0u8; 16384];
+                            loop {
+                                match a.read(&mut buf) {
+                                    Ok(0) | Err(_) => break,
+                                    Ok(n) => {
+                                        bytes.fetch_add(n as u64, Ordering::SeqCst);
+                                        if b.write_all(&buf[..n]).is_err() {
+                                            break;
+                                        }
+                                    }
+                                }
+                            }
+                            let _ = b.shutdown(Shutdown::Both);
+                        });
+                    }
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        });
+        Relay { port, up, conns, accepted, bytes }
+    }
+    fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for c in self.conns.lock().unwrap().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+    }
+    fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+#[ignore = "needs root and a local control plane: hack/suites/45-agent-kube.sh"]
+fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
+    let tag = std::process::id();
+    let ns = format!("jvmdiag-it-{tag}");
+    let node = format!("jvmdiag-it-node-{tag}");
+    let top = format!("jvmdiag-it-{tag}");
+    let work = std::env::temp_dir().join(format!("jvmdiag-kube-it-{tag}"));
+    std::fs::create_dir_all(&work).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/sidecar/SafepointBurst.java");
+    assert!(Command::new(format!("{JDK17}/bin/javac")).args(["--release", "17", "-d"]).arg(&work).arg(&src).status().unwrap().success());
+    // A Node object, so the pod garbage collector does not delete pods bound to an unknown node.
+    kubectl_stdin(&["apply", "-f", "-"], &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"));
+    create_namespace(&ns);
+    struct Cleanup(String, String);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let k = std::env::var("KUBECTL").unwrap_or_default();
+            let _ = Command::new(&k).args(["-n", &self.0, "delete", "pods", "--all", "--force", "--grace-period=0"]).env("KUBECONFIG", kubeconfig()).output();
+            let _ = Command::new(&k).args(["delete", "namespace", &self.0, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+            let _ = Command::new(&k).args(["delete", "node", &self.1, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+        }
+    }
+    let _cleanup = Cleanup(ns.clone(), node.clone());
+
+    // The agent talks to the API server through a relay the test can cut.
+    let kc = std::fs::read_to_string(kubeconfig()).unwrap();
+    let server = kc.lines().find_map(|l| l.trim().strip_prefix("server: https://")).expect("server in kubeconfig").to_string();
+    let relay = Relay::start(server.clone());
+    let relayed = work.join("kubeconfig");
+    std::fs::write(&relayed, kc.replace(&server, &format!("127.0.0.1:{}", relay.port))).unwrap();
+
+    // A: injected (threads, safepoints; not vmOperations), JDK 17.  B: not injected, JDK 25.
+    // C: a host JVM.  D: injected, JDK 25, its pod created only after the JVM runs.
+    let (id_a, id_b, id_d) = (container_id(0xa), container_id(0xb), container_id(0xd));
+    let uid_a = create_pod(&ns, "pod-a", &node, Some(("threads,safepoints", "app")));
+    let uid_b = create_pod(&ns, "pod-b", &node, None);
+    report_container(&ns, "pod-a", &id_a);
+    report_container(&ns, "pod-b", &id_b);
+    let uid_d = "d0d0d0d0-0000-4000-8000-00000000000d".to_string(); // placeholder until D exists
+    let (cg_a, cg_b) = (Cgroup::new(&top, &uid_a, &id_a), Cgroup::new(&top, &uid_b, &id_b));
+    let cg_d = Cgroup::new(&top, &uid_d, &id_d);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let agent = env!("CARGO_BIN_EXE_jvmdiag-agent");
+    let _agent = Kill(
+        Command::new(agent)
+            .args(["--node-name", &node, "--kubeconfig"])
+            .arg(&relayed)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--poll-interval-ms", "100"])
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("agent /metrics", Duration::from_secs(30), || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    wait_for("watch synced", Duration::from_secs(30), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0));
+
+    let mut a = start_jvm(JDK17, &work, Some(&cg_a), 40);
+    let mut b = start_jvm(JDK25, &work, Some(&cg_b), 10);
+    let mut c = start_jvm(JDK17, &work, None, 10);
+    let mut d = start_jvm(JDK25, &work, Some(&cg_d), 0);
+    for j in [&mut a, &mut b, &mut c, &mut d] {
+        j.wait_idle();
+    }
+    let pod_a = ["namespace=\"", "\",pod=\"pod-a\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-pod-a\""];
+    let sel_a = format!("{}{ns}{}", pod_a[0], pod_a[1]);
+    wait_for("pod-a's JVM traced", Duration::from_secs(30), || value(&scrape(port), "jvmdiag_safepoint_pause_seconds_count", &[&sel_a]).is_some());
+    // D's JVM waits for its pod: created now, its container reported a moment later.
+    std::thread::sleep(Duration::from_secs(1));
+    let text = scrape(port);
+    // (other JVMs in containers on this shared host may wait too)
+    assert!(value(&text, "jvmdiag_agent_kube_jvms_pending", &["reason=\"pod_unknown\""]).unwrap_or(0.0) >= 1.0, "{text}");
+    assert!(!text.contains("pod=\"pod-d\""));
+    // D's cgroup names a placeholder pod UID: attribution goes by container ID.
+    create_pod(&ns, "pod-d", &node, Some(("threads,safepoints,vmOperations,compilation", "app")));
+    std::thread::sleep(Duration::from_millis(500));
+    report_container(&ns, "pod-d", &id_d);
+    wait_for("pod-d's JVM traced after its pod appeared", Duration::from_secs(30), || scrape(port).contains("pod=\"pod-d\""));
+
+    // A VM operation in D (all collectors asked for): a thread dump.
+    assert!(Command::new(format!("{JDK25}/bin/jcmd")).arg(d.pid().to_string()).arg("Thread.print").output().unwrap().status.success());
+    wait_for("pod-d's VM operation", Duration::from_secs(10), || value(&scrape(port), "jvmdiag_vm_operation_seconds_count", &["pod=\"pod-d\""]).is_some());
+
+    // Counts equal the JVM's own counters; collectors not asked for are not exported.
+    let text = scrape(port);
+    let pc = perf(JDK17, a.pid());
+    let sp: f64 = pc["sun.rt.safepoints"].parse().unwrap();
+    assert_eq!(value(&text, "jvmdiag_safepoint_pause_seconds_count", &[&sel_a]), Some(sp), "{text}");
+    let started: f64 = pc["java.threads.started"].parse().unwrap();
+    let starts = value(&text, "jvmdiag_thread_starts_total", &[&sel_a]).unwrap_or(0.0);
+    assert!(starts >= 5.0 && starts <= started, "thread starts {starts} vs java.threads.started {started}");
+    assert!(value(&text, "jvmdiag_vm_operation_seconds_count", &["pod=\"pod-a\""]).is_none(), "vmops exported for pod-a: {text}");
+    // Not injected, host JVM: not traced, counted by reason.
+    assert!(!text.contains("pod=\"pod-b\""), "{text}");
+    assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_injected\""]).unwrap_or(0.0) >= 1.0, "{text}");
+    assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_in_pod\""]).unwrap_or(0.0) >= 1.0, "{text}");
+    assert_eq!(value(&text, "jvmdiag_jvm_info", &["pid="]), None, "pid label in Kubernetes mode: {text}");
+
+    // API server unreachable: tracing goes on with the known pods, and the agent says so.
+    relay.cut();
+    wait_for("api_up 0", Duration::from_secs(60), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(0.0));
+    let text = scrape(port);
+    assert!(value(&text, "jvmdiag_safepoint_pause_seconds_count", &[&sel_a]).is_some(), "{text}");
+    relay.restore();
+    wait_for("api_up 1 again", Duration::from_secs(90), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0));
+
+    // Pod deleted (the kubelet kills its JVM): its series are shown once more, then gone.
+    kubectl(&["-n", &ns, "delete", "pod", "pod-a", "--force", "--grace-period=0"]);
+    drop(a);
+    std::thread::sleep(Duration::from_millis(500)); // > poll interval: the exit is noticed
+    let last = scrape(port);
+    assert!(last.contains("pod=\"pod-a\""), "pod-a's final scrape missing");
+    let after = scrape(port);
+    assert!(!after.contains("pod=\"pod-a\""), "pod-a still exported after its final scrape");
+    assert!(after.contains("pod=\"pod-d\""));
+    drop((b, c, d));
+    drop((cg_a, cg_b, cg_d));
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok()).unwrap()
+}
+
+#[test]
+#[ignore = "needs root and a local control plane: hack/suites/45-agent-kube.sh"]
+fn five_hundred_pods_cost_flat_memory_and_no_traffic_but_the_watch() {
+    const PODS: usize = 500;
+    let tag = std::process::id();
+    let ns = format!("jvmdiag-scale-{tag}");
+    let node = format!("jvmdiag-scale-node-{tag}");
+    kubectl_stdin(&["apply", "-f", "-"], &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"));
+    create_namespace(&ns);
+    struct Cleanup(String, String);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let k = std::env::var("KUBECTL").unwrap_or_default();
+            let _ = Command::new(&k).args(["delete", "namespace", &self.0, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+            let _ = Command::new(&k).args(["delete", "node", &self.1, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+        }
+    }
+    let _cleanup = Cleanup(ns.clone(), node.clone());
+    let kc = std::fs::read_to_string(kubeconfig()).unwrap();
+    let server = kc.lines().find_map(|l| l.trim().strip_prefix("server: https://")).unwrap().to_string();
+    let relay = Relay::start(server.clone());
+    let relayed = std::env::temp_dir().join(format!("jvmdiag-scale-kubeconfig-{tag}"));
+    std::fs::write(&relayed, kc.replace(&server, &format!("127.0.0.1:{}", relay.port))).unwrap();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let agent = Kill(
+        Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
+            .args(["--node-name", &node, "--kubeconfig"])
+            .arg(&relayed)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .spawn()
+            .unwrap(),
+    );
+    let pid = agent.0.id();
+    wait_for("agent /metrics", Duration::from_secs(30), || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    wait_for("watch synced", Duration::from_secs(30), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0));
+    for _ in 0..20 {
+        scrape(port);
+    }
+    let rss0 = rss_kib(pid);
+
+    // 500 pods on this node, looking like injected ones, with a container ID each.
+    let mut yaml = String::new();
+    for i in 0..PODS {
+        yaml += &format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p-{i}\n  namespace: {ns}\n  labels: {{jvm.diagnostics.dev/inject: res}}\n  annotations: {{jvm.diagnostics.dev/injected: h, jvm.diagnostics.dev/collectors: \"threads,safepoints,vmOperations,compilation\", jvm.diagnostics.dev/containers: app}}\nspec:\n  nodeName: {node}\n  tolerations: [{{operator: Exists}}]\n  containers: [{{name: app, image: none, env: [{{name: JAVA_TOOL_OPTIONS, value: \"-Xmx1g -XX:+UseG1GC\"}}]}}]\n"
+        );
+    }
+    kubectl_stdin(&["create", "-f", "-"], &yaml);
+    for i in (0..PODS).step_by(5) {
+        report_container(&ns, &format!("p-{i}"), &container_id(0x1000 + i as u32));
+    }
+    wait_for("500 pods in the agent's table", Duration::from_secs(180), || value(&scrape(port), "jvmdiag_agent_kube_pods", &[]) == Some(PODS as f64));
+    for _ in 0..20 {
+        scrape(port);
+    }
+    let rss1 = rss_kib(pid);
+
+    // Quiet cluster: scrapes cause no API traffic (no new connection, only watch keep-alive).
+    let (c0, b0) = (relay.accepted.load(Ordering::SeqCst), relay.bytes.load(Ordering::SeqCst));
+    for _ in 0..50 {
+        scrape(port);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (c1, b1) = (relay.accepted.load(Ordering::SeqCst), relay.bytes.load(Ordering::SeqCst));
+
+    kubectl(&["-n", &ns, "delete", "pods", "--all", "--force", "--grace-period=0", "--wait=false"]);
+    wait_for("pods gone from the agent's table", Duration::from_secs(180), || value(&scrape(port), "jvmdiag_agent_kube_pods", &[]) == Some(0.0));
+    let rss2 = rss_kib(pid);
+    eprintln!("agent RSS: {rss0} KiB with 0 pods, {rss1} KiB with {PODS}, {rss2} KiB after deleting them; 50 scrapes over 5 s: {} new API connections, {} bytes", c1 - c0, b1 - b0);
+    assert_eq!(c1, c0, "scrapes opened API connections");
+    assert!(b1 - b0 < 16 * 1024, "{} bytes of API traffic during 50 scrapes", b1 - b0);
+    assert!(rss1.saturating_sub(rss0) < 8 * 1024, "RSS grew {} KiB with {PODS} pods", rss1 - rss0);
+    assert!(rss2.saturating_sub(rss0) < 8 * 1024, "RSS grew {} KiB after the pods went", rss2 - rss0);
+    let _ = std::fs::remove_file(&relayed);
+}

@@ -1,0 +1,112 @@
+package dev.diagnostics.jvm.operator.api;
+
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Required;
+import io.fabric8.generator.annotation.Size;
+import io.fabric8.generator.annotation.ValidationRule;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** Optional per-resource thresholds; each becomes one rule of the resource's PrometheusRule. */
+public class Alerts {
+  @JsonPropertyDescription("Any safepoint pause longer than the threshold (a histogram bound).")
+  public DurationAlert safepointPause;
+
+  @JsonPropertyDescription("Any time-to-safepoint longer than the threshold (a histogram bound).")
+  public DurationAlert timeToSafepoint;
+
+  @ValidationRule(value = "self.threshold > 0.0", fieldPath = ".threshold",
+      message = "threadStartRate.threshold is in threads started per second and must be above 0, e.g. 50")
+  @JsonPropertyDescription("Thread starts per second above the threshold.")
+  public NumberAlert threadStartRate;
+
+  @ValidationRule(value = "self.threshold > 0.0 && self.threshold <= 100.0", fieldPath = ".threshold",
+      message = "codeCacheUsage.threshold is a percentage of the code cache's maximum: use a number above 0 and at most 100, e.g. 90")
+  @JsonPropertyDescription("Code cache use above this percent of its maximum.")
+  public NumberAlert codeCacheUsage;
+
+  @ValidationRule(value = "self.threshold > 0.0", fieldPath = ".threshold",
+      message = "compilationRate.threshold is in compilations per second and must be above 0, e.g. 100")
+  @JsonPropertyDescription("JIT compilations per second above the threshold.")
+  public NumberAlert compilationRate;
+
+  /** The alerts that are set, keyed by their spec field name, in a stable order. */
+  @JsonIgnore
+  public Map<String, Alert> configured() {
+    Map<String, Alert> m = new LinkedHashMap<>();
+    if (safepointPause != null) m.put("safepointPause", safepointPause);
+    if (timeToSafepoint != null) m.put("timeToSafepoint", timeToSafepoint);
+    if (threadStartRate != null) m.put("threadStartRate", threadStartRate);
+    if (codeCacheUsage != null) m.put("codeCacheUsage", codeCacheUsage);
+    if (compilationRate != null) m.put("compilationRate", compilationRate);
+    return m;
+  }
+
+  /** What every alert has besides its threshold. */
+  public abstract static class Alert {
+    @Default("5m")
+    @Size(max = 32)
+    @ValidationRule(value = "self == '0' || self.matches('^([0-9]+(ms|s|m|h|d|w|y))+$')",
+        message = "'for' must be a Prometheus duration such as 0m, 30s, 5m or 1h")
+    @JsonProperty("for")
+    @JsonPropertyDescription("How long the condition must hold before the alert fires (Prometheus duration).")
+    public String forDuration = "5m";
+
+    @Default("ticket")
+    @Size(max = 32)
+    @ValidationRule(value = "self.matches('^[a-z][a-z0-9_-]*$')",
+        message = "severity must be a lowercase label value such as page or ticket (it becomes the alert's severity label)")
+    @JsonPropertyDescription("The alert's severity label, e.g. page or ticket.")
+    public String severity = "ticket";
+
+    /** The threshold as written in the spec. */
+    @JsonIgnore
+    public abstract String thresholdText();
+  }
+
+  /** A duration threshold; it must be one of the pause histogram bounds so the alert is exact. */
+  public static class DurationAlert extends Alert {
+    @Required
+    @Size(max = 16)
+    @ValidationRule(value = "self in ['1ms', '2.5ms', '5ms', '10ms', '25ms', '50ms', '100ms', '250ms', '500ms', '1s', '2.5s', '5s', '10s', '30s', '60s']",
+        message = "threshold must be one of the pause histogram bounds 1ms 2.5ms 5ms 10ms 25ms 50ms 100ms 250ms 500ms 1s 2.5s 5s 10s 30s 60s (docs/metrics.md) so the alert is exact: round to the nearest, e.g. 500ms")
+    @JsonPropertyDescription("One of 1ms 2.5ms 5ms 10ms 25ms 50ms 100ms 250ms 500ms 1s 2.5s 5s 10s 30s 60s.")
+    public String threshold;
+
+    public DurationAlert() {}
+
+    public DurationAlert(String threshold, String forDuration, String severity) {
+      this.threshold = threshold;
+      this.forDuration = forDuration;
+      this.severity = severity;
+    }
+
+    @Override
+    public String thresholdText() {
+      return threshold;
+    }
+  }
+
+  /** A plain-number threshold (a rate per second or a percentage). */
+  public static class NumberAlert extends Alert {
+    @Required
+    @JsonPropertyDescription("The threshold in the alert's unit.")
+    public Double threshold;
+
+    public NumberAlert() {}
+
+    public NumberAlert(double threshold, String forDuration, String severity) {
+      this.threshold = threshold;
+      this.forDuration = forDuration;
+      this.severity = severity;
+    }
+
+    @Override
+    public String thresholdText() {
+      return threshold == null ? null : threshold.toString();
+    }
+  }
+}

@@ -1,0 +1,45 @@
+package dev.diagnostics.jvm.operator.api;
+
+import io.fabric8.crdv2.generator.CRDGenerator;
+import io.fabric8.crdv2.generator.CRDPostProcessor;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceColumnDefinition;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import java.io.File;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * Build time (exec-maven-plugin, process-classes): writes the CRD of {@link JvmDiagnostics} with
+ * fabric8's crd-generator. The generator sorts printer columns by jsonPath (AGE READY INJECTED
+ * TARGET); kubectl users read TARGET INJECTED READY AGE, so the columns are put in that order.
+ */
+public final class CrdGen {
+  /** kubectl get jvmdiag: NAME, then these. */
+  static final List<String> COLUMNS = List.of("Target", "Injected", "Ready", "Age");
+
+  private CrdGen() {}
+
+  public static void main(String[] args) {
+    File out = new File(args.length > 0 ? args[0] : "target/crds");
+    if (!out.isDirectory() && !out.mkdirs()) throw new IllegalStateException("cannot create " + out);
+    CRDPostProcessor columns = new CRDPostProcessor() {
+      @Override
+      public HasMetadata process(HasMetadata crd, String version) {
+        if (crd instanceof CustomResourceDefinition d) {
+          for (var v : d.getSpec().getVersions()) {
+            List<CustomResourceColumnDefinition> cols = v.getAdditionalPrinterColumns();
+            if (cols == null || cols.size() != COLUMNS.size() || !cols.stream().allMatch(c -> COLUMNS.contains(c.getName()))) {
+              throw new IllegalStateException("printer columns " + cols + " are not " + COLUMNS + ": update CrdGen.COLUMNS");
+            }
+            cols.sort(Comparator.comparingInt(c -> COLUMNS.indexOf(c.getName())));
+          }
+        }
+        return crd;
+      }
+    };
+    int n = new CRDGenerator().customResourceClasses(JvmDiagnostics.class).forCRDVersions("v1").inOutputDir(out)
+        .withPostProcessor(columns).generate();
+    if (n != 1) throw new IllegalStateException("expected one CRD, generated " + n);
+  }
+}

@@ -1,0 +1,41 @@
+package dev.diagnostics.jvm.operator.api;
+
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.generator.annotation.Default;
+import io.fabric8.generator.annotation.Pattern;
+import io.fabric8.generator.annotation.Required;
+import io.fabric8.generator.annotation.Size;
+import java.util.ArrayList;
+import java.util.List;
+
+/** The spec, field by field as fixed in DESIGN.md; defaults and validation live here. */
+public class JvmDiagnosticsSpec {
+  @Required
+  @JsonPropertyDescription("The workload whose pods are instrumented (same namespace).")
+  public TargetRef targetRef;
+
+  @Size(max = 32)
+  @JsonPropertyDescription("Containers to instrument. Default: every container that is not a known proxy sidecar (istio-proxy, linkerd-proxy, ...).")
+  public List<@Pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$") @Size(max = 63) String> containers = new ArrayList<>();
+
+  @JsonPropertyDescription("What the agent collects; every collector is on by default.")
+  public Collectors collectors = new Collectors();
+
+  @Default("NodeAgent")
+  @JsonPropertyDescription("NodeAgent (the DaemonSet traces the JVMs) or Sidecar (an unprivileged collector container in each pod).")
+  public Collection collection = Collection.NodeAgent;
+
+  @JsonPropertyDescription("JVM flags appended to JAVA_TOOL_OPTIONS of the selected containers.")
+  public JvmOptions jvmOptions = new JvmOptions();
+
+  @Default("Automatic")
+  @JsonPropertyDescription("Automatic: the operator restarts the pods when the injection changes. Manual: pods pick it up at their next rollout.")
+  public Rollout rollout = Rollout.Automatic;
+
+  @JsonPropertyDescription("Per-resource alert thresholds, rendered into a PrometheusRule owned by this resource.")
+  public Alerts alerts = new Alerts();
+
+  public enum Collection { NodeAgent, Sidecar }
+
+  public enum Rollout { Automatic, Manual }
+}

@@ -1,0 +1,46 @@
+package dev.diagnostics.jvm.operator.api;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.kubernetes.api.model.Condition;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Conditions with observedGeneration, and the pods that did not get the injection and why. */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public class JvmDiagnosticsStatus {
+  @JsonPropertyDescription("The generation of the spec this status describes.")
+  public Long observedGeneration;
+
+  @JsonPropertyDescription("TargetFound, Injected, AlertsReady and Ready.")
+  public List<Condition> conditions = new ArrayList<>();
+
+  @JsonPropertyDescription("Kind/name of the resolved target (printer column).")
+  public String target;
+
+  @JsonPropertyDescription("injectedPods/desiredPods (printer column).")
+  public String injected;
+
+  @JsonPropertyDescription("Pods the target should run.")
+  public Integer desiredPods;
+
+  @JsonPropertyDescription("Existing pods carrying the current injection.")
+  public Integer injectedPods;
+
+  @JsonPropertyDescription("Pods of the target without the current injection, and why.")
+  public List<PodMissingInjection> podsMissingInjection = new ArrayList<>();
+
+  /** One pod that is not (fully) injected. */
+  public static class PodMissingInjection {
+    public String name;
+    @JsonPropertyDescription("WebhookUnavailable, Outdated, ValueFromNotMerged, EnvFromNotMerged, ContainerNotFound, ...")
+    public String reason;
+
+    public PodMissingInjection() {}
+
+    public PodMissingInjection(String name, String reason) {
+      this.name = name;
+      this.reason = reason;
+    }
+  }
+}

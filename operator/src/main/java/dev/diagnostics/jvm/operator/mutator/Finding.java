@@ -1,0 +1,33 @@
+package dev.diagnostics.jvm.operator.mutator;
+
+/**
+ * Something the mutation could not do, or chose not to. {@code blocking} findings mean the
+ * container did not get the injection; the status lists the pod with the reason.
+ */
+public record Finding(String container, Reason reason, String message) {
+
+  public enum Reason {
+    /** JAVA_TOOL_OPTIONS comes from valueFrom: left untouched (never the $(VAR) trick). */
+    ValueFromNotMerged(true),
+    /** No JAVA_TOOL_OPTIONS in env but envFrom may define it: an env entry would override it. */
+    EnvFromNotMerged(true),
+    /** spec.containers names a container the pod does not have. */
+    ContainerNotFound(true),
+    /** Another volume is already mounted at /tmp or /tmp/jvmdiag. */
+    TmpAlreadyMounted(true),
+    /** A known proxy sidecar was skipped by the default container choice. */
+    ProxySkipped(false),
+    /** Sidecar mode: the app's user is unknown, the sidecar may not read its hsperfdata. */
+    SidecarUserUnknown(false);
+
+    public final boolean blocking;
+
+    Reason(boolean blocking) {
+      this.blocking = blocking;
+    }
+  }
+
+  public boolean blocking() {
+    return reason.blocking;
+  }
+}

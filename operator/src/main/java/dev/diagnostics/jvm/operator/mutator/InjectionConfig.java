@@ -1,0 +1,72 @@
+package dev.diagnostics.jvm.operator.mutator;
+
+import dev.diagnostics.jvm.operator.Contract;
+import dev.diagnostics.jvm.operator.api.Collectors;
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec.Collection;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+
+/**
+ * The part of a spec that changes what is injected into a pod, and its hash. Alerts and the
+ * rollout mode are not in it: changing them must not restart pods.
+ */
+public record InjectionConfig(
+    List<String> containers,
+    List<String> collectors,
+    int maxThreadNames,
+    int maxMethods,
+    Collection collection,
+    List<String> flags,
+    String agentImage) {
+
+  public static InjectionConfig of(JvmDiagnosticsSpec spec, String agentImage) {
+    Collectors c = spec.collectors == null ? new Collectors() : spec.collectors;
+    var opts = spec.jvmOptions == null ? new dev.diagnostics.jvm.operator.api.JvmOptions() : spec.jvmOptions;
+    Collection collection = spec.collection == null ? Collection.NodeAgent : spec.collection;
+    List<String> flags = new ArrayList<>();
+    if (opts.preserveFramePointer) flags.add("-XX:+PreserveFramePointer");
+    if (opts.safepointLog || collection == Collection.Sidecar) flags.add(Contract.SAFEPOINT_LOG_FLAG);
+    if (opts.extra != null) flags.addAll(opts.extra);
+    return new InjectionConfig(
+        spec.containers == null ? List.of() : List.copyOf(spec.containers),
+        List.copyOf(c.enabledNames()),
+        c.threads == null ? 50 : c.threads.maxThreadNames,
+        c.compilation == null ? 20 : c.compilation.maxMethods,
+        collection,
+        List.copyOf(flags),
+        // the image only matters when it runs in the pod
+        collection == Collection.Sidecar ? agentImage : "");
+  }
+
+  /** The flags as appended to JAVA_TOOL_OPTIONS ("" when none). */
+  public String flagString() {
+    return String.join(" ", flags);
+  }
+
+  /** True when the JVM must find /tmp/jvmdiag (the safepoint log's directory). */
+  public boolean needsLogDir() {
+    return flags.contains(Contract.SAFEPOINT_LOG_FLAG);
+  }
+
+  /** 16 hex digits of SHA-256 over a canonical text of the config; stable across releases. */
+  public String hash() {
+    String canonical = "v1\ncontainers=" + String.join(",", containers)
+        + "\ncollectors=" + String.join(",", collectors)
+        + "\nmaxThreadNames=" + maxThreadNames
+        + "\nmaxMethods=" + maxMethods
+        + "\ncollection=" + collection
+        + "\nflags=" + String.join("\u0000", flags)
+        + "\nagentImage=" + agentImage;
+    try {
+      byte[] d = MessageDigest.getInstance("SHA-256").digest(canonical.getBytes(StandardCharsets.UTF_8));
+      return HexFormat.of().formatHex(d, 0, 8);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

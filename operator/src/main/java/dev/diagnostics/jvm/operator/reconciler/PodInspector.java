@@ -1,0 +1,83 @@
+package dev.diagnostics.jvm.operator.reconciler;
+
+import static dev.diagnostics.jvm.operator.Contract.*;
+
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsStatus.PodMissingInjection;
+import dev.diagnostics.jvm.operator.mutator.Finding;
+import dev.diagnostics.jvm.operator.mutator.InjectionConfig;
+import dev.diagnostics.jvm.operator.mutator.MutationResult;
+import dev.diagnostics.jvm.operator.mutator.PodMutator;
+import io.fabric8.kubernetes.api.model.Pod;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+
+/** Decides, pod by pod, whether the current injection is in place, and if not, why. */
+public final class PodInspector {
+  private PodInspector() {}
+
+  public enum Reason {
+    /** The pod was created without the inject label: before the resource, or Manual rollout. */
+    NotRolledOut,
+    /** Labelled, but the webhook did not mutate it (operator down, network, timeout). */
+    WebhookUnavailable,
+    /** Injected with an older configuration (Manual rollout, or a rollout in progress). */
+    Outdated
+  }
+
+  public record Report(int live, int injected, List<PodMissingInjection> missing) {
+    public boolean any(String reason) {
+      return missing.stream().anyMatch(m -> m.reason.equals(reason));
+    }
+  }
+
+  /** resourceCreated: the resource's creationTimestamp (RFC 3339), or null. */
+  public static Report inspect(List<Pod> pods, String resourceName, String resourceCreated, InjectionConfig config) {
+    String hash = config.hash();
+    int live = 0;
+    int injected = 0;
+    List<PodMissingInjection> missing = new ArrayList<>();
+    for (Pod p : pods) {
+      if (!live(p)) continue;
+      live++;
+      String reason = reason(p, resourceName, resourceCreated, config, hash);
+      if (reason == null) injected++;
+      else missing.add(new PodMissingInjection(p.getMetadata().getName(), reason));
+    }
+    missing.sort(Comparator.comparing(m -> m.name));
+    return new Report(live, injected, missing);
+  }
+
+  /** Counted: not being deleted and not finished. */
+  static boolean live(Pod p) {
+    if (p.getMetadata().getDeletionTimestamp() != null) return false;
+    String phase = p.getStatus() == null ? null : p.getStatus().getPhase();
+    return !"Succeeded".equals(phase) && !"Failed".equals(phase);
+  }
+
+  static boolean olderThan(String a, String b) {
+    if (a == null || b == null) return false;
+    try {
+      return java.time.Instant.parse(a).isBefore(java.time.Instant.parse(b));
+    } catch (java.time.format.DateTimeParseException e) {
+      return false;
+    }
+  }
+
+  static String reason(Pod p, String resourceName, String resourceCreated, InjectionConfig config, String hash) {
+    Map<String, String> labels = p.getMetadata().getLabels();
+    Map<String, String> ann = p.getMetadata().getAnnotations();
+    if (labels == null || !resourceName.equals(labels.get(INJECT_LABEL))) return Reason.NotRolledOut.name();
+    String stamped = ann == null ? null : ann.get(INJECTED);
+    if (stamped == null) {
+      // labelled by the user's own manifest before the resource existed: nothing could inject it yet
+      return olderThan(p.getMetadata().getCreationTimestamp(), resourceCreated)
+          ? Reason.NotRolledOut.name() : Reason.WebhookUnavailable.name();
+    }
+    if (!stamped.equals(hash)) return Reason.Outdated.name();
+    // the mutation is pure and idempotent: run it again to learn what it could not do
+    MutationResult again = PodMutator.mutate(p, config);
+    return again.findings().stream().filter(Finding::blocking).map(f -> f.reason().name()).findFirst().orElse(null);
+  }
+}

@@ -1,0 +1,87 @@
+package dev.diagnostics.jvm.operator.webhook;
+
+import dev.diagnostics.jvm.operator.Contract;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfigurationBuilder;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+
+/**
+ * The MutatingWebhookConfiguration, applied by the operator so the caBundle always matches the
+ * certificate it serves. Never denies (failurePolicy Ignore), short timeout, only labelled pods,
+ * never in system namespaces, reinvoked after other mutating webhooks.
+ */
+public final class WebhookRegistration {
+  public static final List<String> SYSTEM_NAMESPACES = List.of("kube-system", "kube-public", "kube-node-lease");
+  public static final int TIMEOUT_SECONDS = 2;
+
+  private WebhookRegistration() {}
+
+  /** target: "https://host:port" (a URL) or "service:NAME.NAMESPACE:PORT". */
+  public static MutatingWebhookConfiguration build(String configName, String target, String caPem, String operatorNamespace) {
+    WebhookClientConfig cc;
+    String ca = Base64.getEncoder().encodeToString(caPem.getBytes(StandardCharsets.UTF_8));
+    if (target.startsWith("service:")) {
+      String[] parts = target.substring("service:".length()).split("[.:]");
+      cc = new WebhookClientConfigBuilder().withCaBundle(ca).withNewService()
+          .withName(parts[0]).withNamespace(parts[1]).withPort(Integer.parseInt(parts[2])).withPath(WebhookServer.PATH)
+          .endService().build();
+    } else {
+      cc = new WebhookClientConfigBuilder().withCaBundle(ca).withUrl(stripSlash(target) + WebhookServer.PATH).build();
+    }
+    List<String> excluded = new ArrayList<>(SYSTEM_NAMESPACES);
+    if (operatorNamespace != null && !excluded.contains(operatorNamespace)) excluded.add(operatorNamespace);
+    return new MutatingWebhookConfigurationBuilder()
+        .withNewMetadata().withName(configName).addToLabels(MANAGED_BY, Contract.FIELD_MANAGER).endMetadata()
+        .addNewWebhook()
+          .withName("pods.jvm.diagnostics.dev")
+          .withAdmissionReviewVersions("v1")
+          .withSideEffects("None")
+          .withFailurePolicy("Ignore")
+          .withTimeoutSeconds(TIMEOUT_SECONDS)
+          .withReinvocationPolicy("IfNeeded")
+          .withMatchPolicy("Equivalent")
+          .withClientConfig(cc)
+          .withNewObjectSelector().addNewMatchExpression().withKey(Contract.INJECT_LABEL).withOperator("Exists").endMatchExpression().endObjectSelector()
+          .withNewNamespaceSelector().addNewMatchExpression().withKey("kubernetes.io/metadata.name").withOperator("NotIn")
+              .withValues(excluded).endMatchExpression().endNamespaceSelector()
+          .addNewRule().withOperations("CREATE").withApiGroups("").withApiVersions("v1").withResources("pods").withScope("Namespaced").endRule()
+        .endWebhook()
+        .build();
+  }
+
+  /**
+   * Creates the registration when it does not exist (a local run: ours entirely). When someone
+   * else owns it (the Helm chart: no managed-by label of ours), applies only what the operator
+   * owns, each webhook's caBundle, so Helm's labels and fields stay Helm's.
+   */
+  public static void apply(KubernetesClient client, MutatingWebhookConfiguration mwc) {
+    var existing = client.admissionRegistration().v1().mutatingWebhookConfigurations()
+        .withName(mwc.getMetadata().getName()).get();
+    boolean ours = existing == null || Contract.FIELD_MANAGER.equals(
+        existing.getMetadata().getLabels() == null ? null : existing.getMetadata().getLabels().get(MANAGED_BY));
+    client.resource(ours ? mwc : caBundleOnly(mwc)).fieldManager(Contract.FIELD_MANAGER).forceConflicts().serverSideApply();
+  }
+
+  static final String MANAGED_BY = "app.kubernetes.io/managed-by";
+
+  /** Only the fields the operator owns in a registration it did not create: name and caBundle per webhook. */
+  static MutatingWebhookConfiguration caBundleOnly(MutatingWebhookConfiguration mwc) {
+    MutatingWebhookConfigurationBuilder b = new MutatingWebhookConfigurationBuilder()
+        .withNewMetadata().withName(mwc.getMetadata().getName()).endMetadata();
+    for (var w : mwc.getWebhooks()) {
+      b.addNewWebhook().withName(w.getName())
+          .withNewClientConfig().withCaBundle(w.getClientConfig().getCaBundle()).endClientConfig().endWebhook();
+    }
+    return b.build();
+  }
+
+  private static String stripSlash(String s) {
+    return s.endsWith("/") ? s.substring(0, s.length() - 1) : s;
+  }
+}

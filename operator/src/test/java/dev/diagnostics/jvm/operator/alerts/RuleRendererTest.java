@@ -1,0 +1,90 @@
+package dev.diagnostics.jvm.operator.alerts;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.diagnostics.jvm.operator.api.Alerts;
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.mutator.PodMutatorTest;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class RuleRendererTest {
+  static RuleRenderer fixture() {
+    return RuleRenderer.fromYaml(RuleRendererTest.class.getResourceAsStream("/alert-templates-fixture.yaml"));
+  }
+
+  static JvmDiagnostics resource() {
+    JvmDiagnostics r = new JvmDiagnostics();
+    r.setMetadata(new ObjectMetaBuilder().withName("checkout").withNamespace("shop").withUid("u-1").build());
+    r.setSpec(PodMutatorTest.spec());
+    r.getSpec().alerts.safepointPause = new Alerts.DurationAlert("500ms", "0m", "page");
+    r.getSpec().alerts.timeToSafepoint = new Alerts.DurationAlert("1s", "5m", "ticket");
+    r.getSpec().alerts.threadStartRate = new Alerts.NumberAlert(50, "10m", "ticket");
+    r.getSpec().alerts.codeCacheUsage = new Alerts.NumberAlert(90.5, "15m", "ticket");
+    return r;
+  }
+
+  @SuppressWarnings("unchecked")
+  static List<Map<String, Object>> rules(GenericKubernetesResource rule) {
+    Map<String, Object> spec = (Map<String, Object>) rule.getAdditionalProperties().get("spec");
+    Map<String, Object> group = ((List<Map<String, Object>>) spec.get("groups")).get(0);
+    assertThat(group.get("name")).isEqualTo("jvmdiag-shop-checkout");
+    return (List<Map<String, Object>>) group.get("rules");
+  }
+
+  @Test
+  void rendersOneRulePerConfiguredAlertWithExactBucketBounds() {
+    GenericKubernetesResource rule = fixture().render(resource());
+    assertThat(rule.getApiVersion()).isEqualTo("monitoring.coreos.com/v1");
+    assertThat(rule.getKind()).isEqualTo("PrometheusRule");
+    assertThat(rule.getMetadata().getName()).isEqualTo("jvmdiag-checkout");
+    assertThat(rule.getMetadata().getNamespace()).isEqualTo("shop");
+    assertThat(rule.getMetadata().getOwnerReferences()).singleElement()
+        .satisfies(o -> assertThat(o.getUid()).isEqualTo("u-1"));
+    List<Map<String, Object>> rules = rules(rule);
+    assertThat(rules).extracting(m -> m.get("alert")).containsExactly(
+        "JvmDiagSafepointPauseHigh", "JvmDiagTimeToSafepointHigh", "JvmDiagThreadStartRateHigh", "JvmDiagCodeCacheNearlyFull");
+    assertThat((String) rules.get(0).get("expr")).contains("le=\"0.5\"").contains("namespace=\"shop\", jvmdiagnostics=\"checkout\"")
+        .doesNotContain("${");
+    assertThat(rules.get(0).get("for")).isEqualTo("0m");
+    assertThat(rules.get(0).get("labels")).isEqualTo(Map.of("severity", "page"));
+    assertThat((String) rules.get(1).get("expr")).contains("le=\"1.0\"");
+    assertThat(((Map<?, ?>) rules.get(1).get("annotations")).get("summary")).isEqualTo("Time to safepoint above 1s");
+    assertThat((String) rules.get(2).get("expr")).endsWith("> 50");
+    assertThat((String) rules.get(3).get("expr")).endsWith("> 90.5");
+    assertThat(rules.get(3).get("for")).isEqualTo("15m");
+  }
+
+  @Test
+  void everyBoundOfDocsMetricsIsAccepted() {
+    assertThat(Durations.LE.values()).containsExactly(
+        "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "30.0", "60.0");
+    assertThatThrownBy(() -> Durations.le("spec.alerts.safepointPause", "300ms"))
+        .hasMessageContaining("spec.alerts.safepointPause.threshold").hasMessageContaining("250ms 500ms");
+  }
+
+  @Test
+  void noAlertsNoRule() {
+    JvmDiagnostics r = resource();
+    r.getSpec().alerts = new Alerts();
+    assertThat(fixture().render(r)).isNull();
+  }
+
+  @Test
+  void theShippedTemplatesCoverEveryAlertField() {
+    JvmDiagnostics r = resource();
+    r.getSpec().alerts.compilationRate = new Alerts.NumberAlert(100, "15m", "ticket");
+    GenericKubernetesResource rule = RuleRenderer.fromClasspath().render(r);
+    List<Map<String, Object>> rules = rules(rule);
+    assertThat(rules).hasSize(5);
+    for (Map<String, Object> m : rules) {
+      assertThat(m.toString()).doesNotContain("${");
+      assertThat(m).containsKeys("alert", "expr", "for", "labels", "annotations");
+      assertThat((Map<String, Object>) m.get("annotations")).containsKeys("summary", "description", "runbook_url");
+    }
+  }
+}

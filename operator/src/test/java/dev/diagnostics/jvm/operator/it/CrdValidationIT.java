@@ -1,0 +1,106 @@
+package dev.diagnostics.jvm.operator.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** The API server itself refuses bad resources, with a message naming the field and the fix. */
+class CrdValidationIT {
+  static KubernetesClient client;
+  static String ns;
+
+  @BeforeAll
+  static void setUp() {
+    client = ApiServer.admin();
+    ns = ApiServer.namespace(client, "crd-validation");
+  }
+
+  @AfterAll
+  static void tearDown() {
+    client.close();
+  }
+
+  static String resource(String specBody) {
+    return """
+        apiVersion: jvm.diagnostics.dev/v1alpha1
+        kind: JvmDiagnostics
+        metadata: {name: bad}
+        spec:
+        """ + specBody.indent(2);
+  }
+
+  static final String TARGET = "targetRef: {kind: Deployment, name: checkout}\n";
+
+  static Stream<Arguments> badResources() {
+    return Stream.of(
+        Arguments.of("containers: [app]", "spec.targetRef", "Required value"),
+        Arguments.of("targetRef: {kind: Job, name: checkout}", "spec.targetRef.kind", "supported values: \"DaemonSet\", \"Deployment\", \"StatefulSet\""),
+        Arguments.of("targetRef: {kind: Deployment}", "spec.targetRef.name", "Required value"),
+        Arguments.of("targetRef: {kind: Deployment, name: Checkout_1}", "spec.targetRef.name", "should match"),
+        Arguments.of(TARGET + "collection: Daemon", "spec.collection", "supported values: \"NodeAgent\", \"Sidecar\""),
+        Arguments.of(TARGET + "rollout: Sometimes", "spec.rollout", "supported values: \"Automatic\", \"Manual\""),
+        Arguments.of(TARGET + "containers: [App]", "spec.containers[0]", "should match"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-Xmx1g -Xms1g']}", "spec.jvmOptions.extra", "as two entries"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['--add-opens=java.base/java.lang=ALL-UNNAMED']}", "spec.jvmOptions.extra", "single JVM option such as -XX:ReservedCodeCacheSize=256m"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-javaagent:/opt/agent.jar']}", "spec.jvmOptions.extra", "set jvmOptions.allowJavaAgents: true"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-XX:+UseSerialGC']}", "spec.jvmOptions.extra", "must not select a garbage collector"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-XX:-UsePerfData']}", "spec.jvmOptions.extra", "blind the collectors"),
+        Arguments.of(TARGET + "alerts: {safepointPause: {threshold: 300ms}}", "spec.alerts.safepointPause.threshold", "round to the nearest, e.g. 500ms"),
+        Arguments.of(TARGET + "alerts: {timeToSafepoint: {threshold: 100ms, for: 5 minutes}}", "spec.alerts.timeToSafepoint.for", "Prometheus duration such as 0m, 30s, 5m or 1h"),
+        Arguments.of(TARGET + "alerts: {codeCacheUsage: {threshold: 150}}", "spec.alerts.codeCacheUsage.threshold", "at most 100"),
+        Arguments.of(TARGET + "alerts: {threadStartRate: {threshold: 0}}", "spec.alerts.threadStartRate.threshold", "must be above 0"),
+        Arguments.of(TARGET + "alerts: {safepointPause: {threshold: 1s, severity: 'Page!'}}", "spec.alerts.safepointPause.severity", "such as page or ticket"),
+        Arguments.of(TARGET + "alerts: {safepointPause: {for: 1m}}", "spec.alerts.safepointPause.threshold", "Required value"),
+        Arguments.of(TARGET + "collectors: {threads: {maxThreadNames: 0}}", "spec.collectors.threads.maxThreadNames", "greater than or equal to 1"));
+  }
+
+  @ParameterizedTest(name = "[{index}] {1}")
+  @MethodSource("badResources")
+  void refusedWithFieldAndFix(String spec, String field, String fix) {
+    GenericKubernetesResource r = ApiServer.yaml(client, GenericKubernetesResource.class, resource(spec));
+    KubernetesClientException e = catchThrowableOfType(KubernetesClientException.class,
+        () -> client.resource(r).inNamespace(ns).create());
+    assertThat(e).as("the API server accepted:\n%s", resource(spec)).isNotNull();
+    assertThat(e.getCode()).isEqualTo(422);
+    assertThat(e.getStatus().getMessage()).contains(field).contains(fix);
+  }
+
+  @Test
+  void everyExampleIsAccepted() throws Exception {
+    java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("crds.dir", "../crds")).resolveSibling("examples");
+    try (var files = java.nio.file.Files.list(dir)) {
+      for (java.nio.file.Path f : files.filter(p -> p.toString().endsWith(".yaml")).sorted().toList()) {
+        for (var item : client.load(java.nio.file.Files.newInputStream(f)).items()) {
+          if (!"JvmDiagnostics".equals(item.getKind())) continue;
+          ApiServer.namespace(client, item.getMetadata().getNamespace());
+          client.resource(item).dryRun().create();
+        }
+      }
+    }
+  }
+
+  @Test
+  void goodResourceIsAcceptedWithDefaults() {
+    GenericKubernetesResource r = ApiServer.yaml(client, GenericKubernetesResource.class, resource(TARGET
+        + "jvmOptions: {extra: ['-XX:ReservedCodeCacheSize=256m', '-Xlog:gc:stderr', '-Dapp.mode=prod', '-javaagent:/a.jar'], allowJavaAgents: true}\n"
+        + "alerts: {safepointPause: {threshold: 2.5s}, codeCacheUsage: {threshold: 90}}"));
+    r.getMetadata().setName("good");
+    client.resource(r).inNamespace(ns).create();
+    JvmDiagnostics got = client.resources(JvmDiagnostics.class).inNamespace(ns).withName("good").get();
+    assertThat(got.getSpec().collection.name()).isEqualTo("NodeAgent");
+    assertThat(got.getSpec().rollout.name()).isEqualTo("Automatic");
+    assertThat(got.getSpec().alerts.safepointPause.forDuration).isEqualTo("5m");
+    assertThat(got.getSpec().alerts.safepointPause.severity).isEqualTo("ticket");
+  }
+}

@@ -1,0 +1,398 @@
+package dev.diagnostics.jvm.operator.it;
+
+import static dev.diagnostics.jvm.operator.Contract.*;
+import static dev.diagnostics.jvm.operator.it.ApiServer.await;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import dev.diagnostics.jvm.operator.OperatorApp;
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsStatus.PodMissingInjection;
+import dev.diagnostics.jvm.operator.mutator.InjectionConfig;
+import io.fabric8.kubernetes.api.model.Condition;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhook;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.apps.DeploymentStatusBuilder;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The operator in-process against a real kube-apiserver, as the chart's ClusterRole allows and no
+ * more (impersonated service account): webhook admission through the API server, template writes,
+ * status, cleanup, alert rules. No controller-manager here: pods are created as a ReplicaSet would.
+ */
+class OperatorIT {
+  static final Duration WAIT = Duration.ofSeconds(30);
+  static final String IMAGE = "jvmdiag/agent:it";
+  static KubernetesClient admin;
+  static KubernetesClient operatorClient;
+  static OperatorApp reconciler;
+  static OperatorApp webhook;
+
+  @BeforeAll
+  static void start() throws Exception {
+    admin = ApiServer.admin();
+    Config asOperator = ChartRbac.install(admin);
+    operatorClient = ApiServer.client(asOperator);
+    webhook = startWebhook();
+    reconciler = new OperatorApp(operatorClient, settings(false, true)).start();
+  }
+
+  static OperatorApp startWebhook() throws Exception {
+    OperatorApp app = new OperatorApp(operatorClient, settings(true, false)).start();
+    awaitWebhookLive();
+    return app;
+  }
+
+  /** The API server picks up a (re)registered webhook a moment later: probe with dry-run pods. */
+  static void awaitWebhookLive() {
+    String ns = ApiServer.namespace(admin, "probe");
+    if (get(ns, "probe") == null) admin.resource(resource(ns, "probe", "none", "")).create();
+    Pod probe = new PodBuilder().withNewMetadata().withName("probe").withNamespace(ns).addToLabels(INJECT_LABEL, "probe").endMetadata()
+        .withNewSpec().addNewContainer().withName("app").withImage("x").endContainer().endSpec().build();
+    await("the API server calls the webhook", WAIT, () -> {
+      Pod p = admin.pods().inNamespace(ns).resource(probe).dryRun().create();
+      return p.getMetadata().getAnnotations() != null && p.getMetadata().getAnnotations().containsKey(INJECTED);
+    });
+  }
+
+  static OperatorApp.Settings settings(boolean webhook, boolean reconciler) {
+    return new OperatorApp.Settings(IMAGE, ChartRbac.NAMESPACE, new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0",
+        List.of("127.0.0.1", "localhost"), "jvmdiag-webhook-tls", "jvmdiag-it", true, webhook, reconciler,
+        new InetSocketAddress("127.0.0.1", 0), Set.of(), Duration.ofHours(1));
+  }
+
+  @AfterAll
+  static void stop() {
+    if (reconciler != null) reconciler.close();
+    if (webhook != null) webhook.close();
+    if (operatorClient != null) operatorClient.close();
+    if (admin != null) admin.close();
+  }
+
+  // ---- fixtures -------------------------------------------------------------------------------
+
+  static Deployment deployment(String ns, String name) {
+    return ApiServer.yaml(admin, Deployment.class, """
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: %s, namespace: %s}
+        spec:
+          replicas: 2
+          selector: {matchLabels: {app: %s}}
+          template:
+            metadata:
+              labels: {app: %s}
+              annotations: {team.example/owner: payments}
+            spec:
+              containers:
+              - name: app
+                image: eclipse-temurin:21
+                env: [{name: JAVA_TOOL_OPTIONS, value: "-Xmx256m"}]
+              - name: istio-proxy
+                image: docker.io/istio/proxyv2:1.22
+        """.formatted(name, ns, name, name));
+  }
+
+  static JvmDiagnostics resource(String ns, String name, String target, String extraSpec) {
+    return ApiServer.yaml(admin, JvmDiagnostics.class, """
+        apiVersion: jvm.diagnostics.dev/v1alpha1
+        kind: JvmDiagnostics
+        metadata: {name: %s, namespace: %s}
+        spec:
+          targetRef: {kind: Deployment, name: %s}
+          jvmOptions: {extra: ["-XX:ReservedCodeCacheSize=256m"]}
+        """.formatted(name, ns, target) + extraSpec.indent(2));
+  }
+
+  /** A pod made from the Deployment's current template, as its ReplicaSet would make it. */
+  static Pod podFromTemplate(String ns, String deployment, String suffix) {
+    Deployment d = admin.apps().deployments().inNamespace(ns).withName(deployment).get();
+    return admin.pods().inNamespace(ns).resource(new PodBuilder()
+        .withMetadata(d.getSpec().getTemplate().getMetadata()).editMetadata().withName(deployment + "-" + suffix).withNamespace(ns).endMetadata()
+        .withSpec(d.getSpec().getTemplate().getSpec()).build()).create();
+  }
+
+  /** A user's edit: retried on 409, since the operator writes the resource too (finalizer, status). */
+  static void edit(String ns, String name, java.util.function.Consumer<JvmDiagnostics> change) {
+    await("edit of " + ns + "/" + name + " applied", WAIT, () -> {
+      admin.resources(JvmDiagnostics.class).inNamespace(ns).withName(name).edit(r -> { change.accept(r); return r; });
+      return true;
+    });
+  }
+
+  static JvmDiagnostics get(String ns, String name) {
+    return admin.resources(JvmDiagnostics.class).inNamespace(ns).withName(name).get();
+  }
+
+  static Condition condition(String ns, String name, String type) {
+    JvmDiagnostics r = get(ns, name);
+    if (r == null || r.getStatus() == null) return null;
+    return r.getStatus().conditions.stream().filter(c -> c.getType().equals(type)).findFirst().orElse(null);
+  }
+
+  static boolean conditionIs(String ns, String name, String type, String status, String reason) {
+    Condition c = condition(ns, name, type);
+    return c != null && c.getStatus().equals(status) && c.getReason().equals(reason)
+        && c.getObservedGeneration().equals(get(ns, name).getMetadata().getGeneration());
+  }
+
+  static Map<String, String> templateAnnotations(String ns, String name) {
+    var m = admin.apps().deployments().inNamespace(ns).withName(name).get().getSpec().getTemplate().getMetadata().getAnnotations();
+    return m == null ? Map.of() : m;
+  }
+
+  static Map<String, String> templateLabels(String ns, String name) {
+    return admin.apps().deployments().inNamespace(ns).withName(name).get().getSpec().getTemplate().getMetadata().getLabels();
+  }
+
+  static String hashOf(String ns, String name) {
+    return InjectionConfig.of(get(ns, name).getSpec(), IMAGE).hash();
+  }
+
+  static String jto(Pod p, String container) {
+    return p.getSpec().getContainers().stream().filter(c -> c.getName().equals(container)).flatMap(c -> c.getEnv().stream())
+        .filter(e -> e.getName().equals(JAVA_TOOL_OPTIONS)).map(EnvVar::getValue).findFirst().orElse(null);
+  }
+
+  // ---- tests ------------------------------------------------------------------------------------
+
+  @Test
+  void injectsThroughTheRealApiServerAndReportsStatus() {
+    String ns = ApiServer.namespace(admin, "inject");
+    admin.resource(deployment(ns, "checkout")).create();
+    admin.resource(resource(ns, "checkout", "checkout", "")).create();
+
+    await("config hash in the pod template", WAIT, () -> hashOf(ns, "checkout").equals(templateAnnotations(ns, "checkout").get(CONFIG_HASH)));
+    assertThat(templateLabels(ns, "checkout")).containsEntry(INJECT_LABEL, "checkout").containsEntry("app", "checkout");
+    assertThat(templateAnnotations(ns, "checkout")).as("the user's own annotation is kept").containsEntry("team.example/owner", "payments");
+
+    Pod pod = podFromTemplate(ns, "checkout", "a");
+    assertThat(pod.getMetadata().getAnnotations())
+        .containsEntry(INJECTED, hashOf(ns, "checkout"))
+        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation")
+        .containsEntry(CONTAINERS, "app");
+    assertThat(jto(pod, "app")).isEqualTo("-Xmx256m -XX:ReservedCodeCacheSize=256m");
+    assertThat(jto(pod, "istio-proxy")).isNull();
+
+    await("status: 1 of 2 pods injected", WAIT, () -> {
+      JvmDiagnostics r = get(ns, "checkout");
+      return r.getStatus() != null && Integer.valueOf(2).equals(r.getStatus().desiredPods)
+          && Integer.valueOf(1).equals(r.getStatus().injectedPods) && "1/2".equals(r.getStatus().injected);
+    });
+    assertThat(conditionIs(ns, "checkout", "TargetFound", "True", "Found")).isTrue();
+    assertThat(conditionIs(ns, "checkout", "Injected", "True", "AllPodsInjected")).isTrue();
+    assertThat(get(ns, "checkout").getStatus().target).isEqualTo("Deployment/checkout");
+    // the operator never writes the user's spec (only finalizers and status)
+    assertThat(get(ns, "checkout").getMetadata().getManagedFields()).filteredOn(f -> f.getManager().equals(FIELD_MANAGER))
+        .allSatisfy(f -> assertThat(f.getFieldsV1().getAdditionalProperties()).doesNotContainKey("f:spec"));
+    await("an event for the transition", WAIT, () -> admin.v1().events().inNamespace(ns).list().getItems().stream()
+        .anyMatch(e -> e.getInvolvedObject().getName().equals("checkout") && e.getReason().equals("TargetFoundFound")));
+  }
+
+  @Test
+  void editingTheResourceChangesTheHashAndDeletingItRemovesLabelAndHash() {
+    String ns = ApiServer.namespace(admin, "lifecycle");
+    admin.resource(deployment(ns, "orders")).create();
+    admin.resource(resource(ns, "orders", "orders", "")).create();
+    await("first hash", WAIT, () -> templateAnnotations(ns, "orders").containsKey(CONFIG_HASH));
+    String first = templateAnnotations(ns, "orders").get(CONFIG_HASH);
+
+    edit(ns, "orders", r -> r.getSpec().jvmOptions.extra = List.of("-XX:ReservedCodeCacheSize=512m"));
+    await("new hash after the edit", WAIT, () -> hashOf(ns, "orders").equals(templateAnnotations(ns, "orders").get(CONFIG_HASH)));
+    assertThat(templateAnnotations(ns, "orders").get(CONFIG_HASH)).isNotEqualTo(first);
+    assertThat(jto(podFromTemplate(ns, "orders", "b"), "app")).isEqualTo("-Xmx256m -XX:ReservedCodeCacheSize=512m");
+
+    admin.resources(JvmDiagnostics.class).inNamespace(ns).withName("orders").delete();
+    await("resource gone (finalizer released)", WAIT, () -> get(ns, "orders") == null);
+    assertThat(templateLabels(ns, "orders")).doesNotContainKey(INJECT_LABEL).containsEntry("app", "orders");
+    assertThat(templateAnnotations(ns, "orders")).doesNotContainKey(CONFIG_HASH).containsEntry("team.example/owner", "payments");
+    assertThat(podFromTemplate(ns, "orders", "c").getMetadata().getAnnotations()).doesNotContainKey(INJECTED);
+  }
+
+  @Test
+  void manualRolloutWritesTheLabelButNotTheHash() {
+    String ns = ApiServer.namespace(admin, "manual");
+    admin.resource(deployment(ns, "billing")).create();
+    Pod old = podFromTemplate(ns, "billing", "old");
+    admin.resource(resource(ns, "billing", "billing", "rollout: Manual")).create();
+    await("label written", WAIT, () -> "billing".equals(templateLabels(ns, "billing").get(INJECT_LABEL)));
+    assertThat(templateAnnotations(ns, "billing")).doesNotContainKey(CONFIG_HASH);
+    await("old pod reported, rollout pending", WAIT, () -> conditionIs(ns, "billing", "Injected", "False", "RolloutPending"));
+    assertThat(get(ns, "billing").getStatus().podsMissingInjection).extracting(m -> m.name + "/" + m.reason)
+        .containsExactly(old.getMetadata().getName() + "/NotRolledOut");
+    // a pod started later (by the user's own rollout) is injected all the same
+    assertThat(podFromTemplate(ns, "billing", "new").getMetadata().getAnnotations()).containsEntry(INJECTED, hashOf(ns, "billing"));
+  }
+
+  @Test
+  void targetThatAppearsLaterIsPickedUp() {
+    String ns = ApiServer.namespace(admin, "later");
+    admin.resource(resource(ns, "search", "search", "")).create();
+    await("TargetNotFound", WAIT, () -> conditionIs(ns, "search", "TargetFound", "False", "TargetNotFound"));
+    assertThat(condition(ns, "search", "TargetFound").getMessage()).contains("Deployment/search").contains("spec.targetRef");
+    assertThat(conditionIs(ns, "search", "Ready", "False", "TargetNotFound")).isTrue();
+    admin.resource(deployment(ns, "search")).create();
+    await("TargetFound after the Deployment appears", WAIT, () -> conditionIs(ns, "search", "TargetFound", "True", "Found"));
+    await("hash written", WAIT, () -> templateAnnotations(ns, "search").containsKey(CONFIG_HASH));
+  }
+
+  @Test
+  void valueFromIsNotMergedAndTheStatusSaysSo() {
+    String ns = ApiServer.namespace(admin, "valuefrom");
+    Deployment d = deployment(ns, "legacy");
+    d.getSpec().getTemplate().getSpec().getContainers().get(0).setEnv(List.of(new EnvVar(JAVA_TOOL_OPTIONS, null,
+        new io.fabric8.kubernetes.api.model.EnvVarSourceBuilder().withNewConfigMapKeyRef("opts", "jvm", false).build())));
+    admin.resource(d).create();
+    admin.resource(resource(ns, "legacy", "legacy", "")).create();
+    await("hash written", WAIT, () -> templateAnnotations(ns, "legacy").containsKey(CONFIG_HASH));
+    Pod pod = podFromTemplate(ns, "legacy", "a");
+    assertThat(pod.getSpec().getContainers().get(0).getEnv()).singleElement()
+        .satisfies(e -> assertThat(e.getValueFrom().getConfigMapKeyRef().getName()).isEqualTo("jvm"));
+    await("ValueFromNotMerged in status", WAIT, () -> {
+      JvmDiagnostics r = get(ns, "legacy");
+      return r.getStatus() != null && r.getStatus().podsMissingInjection.stream()
+          .anyMatch(m -> m.name.equals("legacy-a") && m.reason.equals("ValueFromNotMerged"));
+    });
+    assertThat(condition(ns, "legacy", "Injected").getMessage()).contains("legacy-a (ValueFromNotMerged)");
+  }
+
+  @Test
+  void podsCreatedWhileTheWebhookIsDownAreCreatedReportedAndHealed() throws Exception {
+    String ns = ApiServer.namespace(admin, "webhook-down");
+    admin.resource(deployment(ns, "cart")).create();
+    admin.resource(resource(ns, "cart", "cart", "")).create();
+    await("hash written", WAIT, () -> templateAnnotations(ns, "cart").containsKey(CONFIG_HASH));
+    String hash = templateAnnotations(ns, "cart").get(CONFIG_HASH);
+
+    webhook.close();
+    try {
+      Pod missed = podFromTemplate(ns, "cart", "missed"); // never blocked: failurePolicy Ignore
+      assertThat(missed.getMetadata().getAnnotations()).doesNotContainKey(INJECTED);
+      await("missing pod named in status", WAIT, () -> {
+        JvmDiagnostics r = get(ns, "cart");
+        return r.getStatus() != null && r.getStatus().podsMissingInjection.stream()
+            .map(m -> m.name + "/" + m.reason).toList().contains("cart-missed/WebhookUnavailable");
+      });
+      assertThat(conditionIs(ns, "cart", "Injected", "False", "PodsMissingInjection")).isTrue();
+      assertThat(conditionIs(ns, "cart", "Ready", "False", "PodsMissingInjection")).isTrue();
+    } finally {
+      webhook = startWebhook();
+    }
+    // the Deployment controller is not running here: report its rollout as settled, as it would
+    Deployment d = admin.apps().deployments().inNamespace(ns).withName("cart").get();
+    d.setStatus(new DeploymentStatusBuilder().withObservedGeneration(d.getMetadata().getGeneration())
+        .withReplicas(2).withUpdatedReplicas(2).build());
+    admin.apps().deployments().inNamespace(ns).resource(d).updateStatus();
+    await("heal rollout: the template's hash changes once", WAIT, () -> (hash + ".1").equals(templateAnnotations(ns, "cart").get(CONFIG_HASH)));
+    Pod healed = podFromTemplate(ns, "cart", "healed");
+    assertThat(healed.getMetadata().getAnnotations()).containsEntry(INJECTED, hash);
+    await("a HealRollout event naming the pod", WAIT, () -> admin.v1().events().inNamespace(ns).list().getItems().stream()
+        .anyMatch(e -> e.getReason().equals("HealRollout") && e.getMessage().contains("cart-missed")));
+  }
+
+  @Test
+  void alertRulesFollowSpecAlertsAndSayWhenThePrometheusOperatorIsMissing() {
+    String ns = ApiServer.namespace(admin, "alerts");
+    admin.resource(deployment(ns, "pay")).create();
+    admin.resource(resource(ns, "pay", "pay", "alerts: {safepointPause: {threshold: 500ms, for: 0m, severity: page}}")).create();
+    await("AlertsReady=False PrometheusOperatorMissing", WAIT, () -> conditionIs(ns, "pay", "AlertsReady", "False", "PrometheusOperatorMissing"));
+    assertThat(condition(ns, "pay", "AlertsReady").getMessage()).contains("install the Prometheus Operator");
+
+    installPrometheusRuleCrd();
+    // the next reconcile (here: a spec change) creates the rule
+    edit(ns, "pay", r -> r.getSpec().alerts.safepointPause.severity = "ticket");
+    await("AlertsReady=True", WAIT, () -> conditionIs(ns, "pay", "AlertsReady", "True", "RuleApplied"));
+    GenericKubernetesResource rule = admin.genericKubernetesResources("monitoring.coreos.com/v1", "PrometheusRule")
+        .inNamespace(ns).withName("jvmdiag-pay").get();
+    assertThat(rule.getMetadata().getOwnerReferences()).singleElement().satisfies(o -> assertThat(o.getName()).isEqualTo("pay"));
+    String spec = rule.getAdditionalProperties().get("spec").toString();
+    assertThat(spec).contains("jvmdiag-alerts-pay").contains("JvmDiagSafepointPauseHigh").contains("le=\"0.5\"").contains("severity=ticket");
+
+    edit(ns, "pay", r -> r.getSpec().alerts.safepointPause = null);
+    await("rule deleted when spec.alerts is emptied", WAIT, () -> admin.genericKubernetesResources("monitoring.coreos.com/v1", "PrometheusRule")
+        .inNamespace(ns).withName("jvmdiag-pay").get() == null);
+    await("AlertsReady=True NoAlerts", WAIT, () -> conditionIs(ns, "pay", "AlertsReady", "True", "NoAlerts"));
+  }
+
+  static void installPrometheusRuleCrd() {
+    admin.apiextensions().v1().customResourceDefinitions().resource(ApiServer.yaml(admin,
+        io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition.class, """
+        apiVersion: apiextensions.k8s.io/v1
+        kind: CustomResourceDefinition
+        metadata: {name: prometheusrules.monitoring.coreos.com}
+        spec:
+          group: monitoring.coreos.com
+          names: {kind: PrometheusRule, plural: prometheusrules, singular: prometheusrule, listKind: PrometheusRuleList}
+          scope: Namespaced
+          versions:
+          - name: v1
+            served: true
+            storage: true
+            schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+        """)).serverSideApply();
+    await("PrometheusRule served", WAIT, () -> admin.supports("monitoring.coreos.com/v1", "PrometheusRule"));
+  }
+
+  @Test
+  void webhookRegistrationIsSafeByConstruction() {
+    MutatingWebhook w = admin.admissionRegistration().v1().mutatingWebhookConfigurations().withName("jvmdiag-it").get().getWebhooks().get(0);
+    assertThat(w.getFailurePolicy()).isEqualTo("Ignore");
+    assertThat(w.getTimeoutSeconds()).isLessThanOrEqualTo(3);
+    assertThat(w.getReinvocationPolicy()).isEqualTo("IfNeeded");
+    assertThat(w.getObjectSelector().getMatchExpressions()).singleElement()
+        .satisfies(e -> assertThat(e.getKey() + " " + e.getOperator()).isEqualTo(INJECT_LABEL + " Exists"));
+    assertThat(w.getNamespaceSelector().getMatchExpressions().get(0).getValues()).contains("kube-system", "kube-public", ChartRbac.NAMESPACE);
+    assertThat(w.getClientConfig().getCaBundle()).isNotBlank();
+    assertThat(w.getRules()).singleElement().satisfies(r -> assertThat(r.getOperations()).containsExactly("CREATE"));
+  }
+
+  @Test
+  void theOperatorRunsWithTheChartRulesAndNoMore() {
+    KubernetesClientException e = catchThrowableOfType(KubernetesClientException.class,
+        () -> operatorClient.secrets().inNamespace("default").list());
+    assertThat(e).as("secrets outside the operator namespace must be forbidden").isNotNull();
+    assertThat(e.getCode()).isEqualTo(403);
+    KubernetesClientException e2 = catchThrowableOfType(KubernetesClientException.class,
+        () -> operatorClient.pods().inNamespace("default").withName("x").delete());
+    assertThat(e2).isNotNull();
+    assertThat(e2.getCode()).isEqualTo(403);
+    assertThat(admin.secrets().inNamespace(ChartRbac.NAMESPACE).withName("jvmdiag-webhook-tls").get().getData())
+        .containsKeys("ca.crt", "tls.crt", "tls.key");
+  }
+
+  @Test
+  void metricsCountAdmissions() throws Exception {
+    String ns = ApiServer.namespace(admin, "metrics");
+    admin.resource(deployment(ns, "m")).create();
+    admin.resource(resource(ns, "m", "m", "")).create();
+    await("hash written", WAIT, () -> templateAnnotations(ns, "m").containsKey(CONFIG_HASH));
+    podFromTemplate(ns, "m", "a");
+    String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + webhook.metricsPort() + "/metrics")).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    assertThat(body).contains("jvmdiag_operator_admissions_total{result=\"mutated\"}")
+        .contains("jvmdiag_operator_admission_duration_seconds_bucket");
+  }
+
+  @SuppressWarnings("unused")
+  private static List<PodMissingInjection> missing(String ns, String name) {
+    return get(ns, name).getStatus().podsMissingInjection;
+  }
+}

@@ -1,0 +1,221 @@
+package dev.diagnostics.jvm.operator.mutator;
+
+import static dev.diagnostics.jvm.operator.Contract.*;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
+import dev.diagnostics.jvm.operator.api.TargetRef;
+import dev.diagnostics.jvm.operator.mutator.Finding.Reason;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+public class PodMutatorTest {
+  static final String FLAG = "-XX:ReservedCodeCacheSize=256m";
+
+  public static JvmDiagnosticsSpec spec() {
+    JvmDiagnosticsSpec s = new JvmDiagnosticsSpec();
+    s.targetRef = new TargetRef(TargetRef.Kind.Deployment, "checkout");
+    s.jvmOptions.extra = List.of(FLAG);
+    s.jvmOptions.preserveFramePointer = true;
+    return s;
+  }
+
+  static InjectionConfig config(JvmDiagnosticsSpec s) {
+    return InjectionConfig.of(s, "jvmdiag/agent:test");
+  }
+
+  static PodBuilder pod() {
+    return new PodBuilder().withNewMetadata().withName("checkout-1").addToLabels(INJECT_LABEL, "checkout").endMetadata()
+        .withNewSpec().endSpec();
+  }
+
+  static Container container(Pod p, String name) {
+    return p.getSpec().getContainers().stream().filter(c -> c.getName().equals(name)).findFirst().orElseThrow();
+  }
+
+  static String jto(Container c) {
+    return c.getEnv().stream().filter(e -> e.getName().equals(JAVA_TOOL_OPTIONS)).map(EnvVar::getValue).findFirst().orElse(null);
+  }
+
+  @Test
+  void noJavaToolOptionsGetsOneWithTheFlags() {
+    Pod in = pod().editSpec().addNewContainer().withName("app").withImage("eclipse-temurin:21").endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(spec()));
+    assertThat(r.changed()).isTrue();
+    assertThat(jto(container(r.pod(), "app"))).isEqualTo("-XX:+PreserveFramePointer " + FLAG);
+    assertThat(r.pod().getMetadata().getAnnotations())
+        .containsEntry(INJECTED, config(spec()).hash())
+        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation")
+        .containsEntry(CONTAINERS, "app");
+    assertThat(r.findings()).isEmpty();
+    assertThat(in.getSpec().getContainers().get(0).getEnv()).as("input untouched").isEmpty();
+  }
+
+  @Test
+  void literalJavaToolOptionsIsExtendedWithUserFlagsFirst() {
+    Pod in = pod().editSpec().addNewContainer().withName("app").addNewEnv().withName("A").withValue("1").endEnv()
+        .addNewEnv().withName(JAVA_TOOL_OPTIONS).withValue("-Xmx512m -Dapp=1").endEnv()
+        .addNewEnv().withName("B").withValue("2").endEnv().endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(spec()));
+    Container app = container(r.pod(), "app");
+    assertThat(jto(app)).isEqualTo("-Xmx512m -Dapp=1 -XX:+PreserveFramePointer " + FLAG);
+    assertThat(app.getEnv()).extracting(EnvVar::getName).containsExactly("A", JAVA_TOOL_OPTIONS, "B");
+  }
+
+  @Test
+  void valueFromIsLeftUntouchedAndReported() {
+    Pod in = pod().editSpec().addNewContainer().withName("app").addNewEnv().withName(JAVA_TOOL_OPTIONS)
+        .withNewValueFrom().withNewConfigMapKeyRef("jto", "opts", false).endValueFrom().endEnv().endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(spec()));
+    Container app = container(r.pod(), "app");
+    assertThat(app.getEnv()).hasSize(1);
+    assertThat(app.getEnv().get(0).getValue()).isNull();
+    assertThat(app.getEnv().get(0).getValueFrom().getConfigMapKeyRef().getName()).isEqualTo("opts");
+    assertThat(app.getEnv().toString()).doesNotContain("$(");
+    assertThat(r.findings()).extracting(Finding::reason).containsExactly(Reason.ValueFromNotMerged);
+    assertThat(r.findings().get(0).message()).contains("valueFrom").contains(FLAG);
+    assertThat(r.injectedContainers()).isEmpty();
+    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(CONTAINERS, "");
+  }
+
+  @Test
+  void envFromWithoutExplicitEntryIsNotOverriddenAndReported() {
+    Pod in = pod().editSpec().addNewContainer().withName("app").addNewEnvFrom().withNewConfigMapRef("settings", false).endEnvFrom()
+        .endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(spec()));
+    assertThat(container(r.pod(), "app").getEnv()).isEmpty();
+    assertThat(r.findings()).extracting(Finding::reason).containsExactly(Reason.EnvFromNotMerged);
+  }
+
+  @Test
+  void severalContainersAllInjectedAndProxiesNeverChosenByDefault() {
+    Pod in = pod().editSpec()
+        .addNewContainer().withName("app").endContainer()
+        .addNewContainer().withName("istio-proxy").withImage("docker.io/istio/proxyv2:1.22").endContainer()
+        .addNewContainer().withName("worker").endContainer()
+        .addNewContainer().withName("mesh").withImage("cr.l5d.io/linkerd/proxy:stable").endContainer()
+        .addNewContainer().withName("linkerd-proxy").withImage("cr.l5d.io/linkerd/proxy:stable").endContainer()
+        .endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(spec()));
+    assertThat(r.injectedContainers()).containsExactly("app", "worker");
+    assertThat(jto(container(r.pod(), "istio-proxy"))).isNull();
+    assertThat(jto(container(r.pod(), "linkerd-proxy"))).isNull();
+    assertThat(jto(container(r.pod(), "mesh"))).as("proxy recognised by its image").isNull();
+    assertThat(r.pod().getMetadata().getAnnotations().get(CONTAINERS)).isEqualTo("app,worker");
+    assertThat(r.findings()).extracting(Finding::reason).containsOnly(Reason.ProxySkipped);
+    assertThat(r.hasBlockingFinding()).isFalse();
+  }
+
+  @Test
+  void namedContainersOnlyAndMissingOnesReported() {
+    JvmDiagnosticsSpec s = spec();
+    s.containers = List.of("worker", "gone");
+    Pod in = pod().editSpec().addNewContainer().withName("app").endContainer().addNewContainer().withName("worker").endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(s));
+    assertThat(r.injectedContainers()).containsExactly("worker");
+    assertThat(jto(container(r.pod(), "app"))).isNull();
+    assertThat(r.findings()).singleElement().satisfies(f -> {
+      assertThat(f.reason()).isEqualTo(Reason.ContainerNotFound);
+      assertThat(f.container()).isEqualTo("gone");
+    });
+  }
+
+  @Test
+  void alreadyInjectedWithTheSameHashIsANoOp() {
+    for (JvmDiagnosticsSpec s : List.of(spec(), sidecarSpec())) {
+      Pod in = pod().editSpec().addNewContainer().withName("app").addNewEnv().withName(JAVA_TOOL_OPTIONS).withValue("-Dx=1").endEnv()
+          .endContainer().endSpec().build();
+      MutationResult once = PodMutator.mutate(in, config(s));
+      MutationResult twice = PodMutator.mutate(once.pod(), config(s));
+      assertThat(twice.changed()).isFalse();
+      assertThat(twice.pod()).isEqualTo(once.pod());
+      assertThat(jto(container(twice.pod(), "app"))).isEqualTo("-Dx=1 " + config(s).flagString());
+    }
+  }
+
+  public static JvmDiagnosticsSpec sidecarSpec() {
+    JvmDiagnosticsSpec s = spec();
+    s.collection = JvmDiagnosticsSpec.Collection.Sidecar;
+    return s;
+  }
+
+  @Test
+  void sidecarCollectionAddsAnUnprivilegedCollectorAndASharedTmp() {
+    Pod in = pod().editSpec().withNewSecurityContext().withRunAsUser(1000L).endSecurityContext()
+        .addNewContainer().withName("app").endContainer().addNewContainer().withName("istio-proxy").endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(sidecarSpec()));
+    Container side = container(r.pod(), SIDECAR_NAME);
+    assertThat(side.getImage()).isEqualTo("jvmdiag/agent:test");
+    assertThat(side.getArgs()).containsExactly("--sidecar", "--listen", "0.0.0.0:9464", "--safepoint-log", "/tmp/jvmdiag/safepoint-%p.log");
+    var sc = side.getSecurityContext();
+    assertThat(sc.getRunAsNonRoot()).isTrue();
+    assertThat(sc.getRunAsUser()).isEqualTo(1000L);
+    assertThat(sc.getReadOnlyRootFilesystem()).isTrue();
+    assertThat(sc.getAllowPrivilegeEscalation()).isFalse();
+    assertThat(sc.getCapabilities().getDrop()).containsExactly("ALL");
+    assertThat(side.getEnv()).extracting(e -> e.getName() + "="
+            + (e.getValueFrom() != null ? e.getValueFrom().getFieldRef().getFieldPath() : e.getValue()))
+        .containsExactly("JVMDIAG_POD_NAME=metadata.name", "JVMDIAG_POD_NAMESPACE=metadata.namespace",
+            "JVMDIAG_JVMDIAGNOSTICS=metadata.labels['jvm.diagnostics.dev/inject']", "JVMDIAG_CONTAINERS=app");
+    assertThat(side.getVolumeMounts()).extracting(VolumeMount::getMountPath).containsExactly("/tmp");
+    assertThat(r.pod().getSpec().getVolumes()).singleElement().satisfies(v -> {
+      assertThat(v.getName()).isEqualTo(TMP_VOLUME);
+      assertThat(v.getEmptyDir()).isNotNull();
+    });
+    Container app = container(r.pod(), "app");
+    assertThat(app.getVolumeMounts()).extracting(m -> m.getMountPath() + ":" + m.getSubPath())
+        .containsExactly("/tmp:null", "/tmp/jvmdiag:jvmdiag");
+    assertThat(jto(app)).contains(SAFEPOINT_LOG_FLAG);
+    assertThat(container(r.pod(), "istio-proxy").getVolumeMounts()).isEmpty();
+    assertThat(r.findings()).extracting(Finding::reason).containsExactly(Reason.ProxySkipped);
+  }
+
+  @Test
+  void sidecarWithUnknownUserStillRunsNonRootAndSaysSo() {
+    Pod in = pod().editSpec().addNewContainer().withName("app").endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(sidecarSpec()));
+    assertThat(container(r.pod(), SIDECAR_NAME).getSecurityContext().getRunAsUser()).isEqualTo(65534L);
+    assertThat(r.findings()).extracting(Finding::reason).containsExactly(Reason.SidecarUserUnknown);
+    assertThat(r.hasBlockingFinding()).isFalse();
+  }
+
+  @Test
+  void foreignTmpMountSkipsTheContainerRatherThanBreakTheJvm() {
+    Pod in = pod().editSpec().addNewContainer().withName("app").addNewVolumeMount().withName("scratch").withMountPath("/tmp").endVolumeMount()
+        .endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(sidecarSpec()));
+    assertThat(jto(container(r.pod(), "app"))).isNull();
+    assertThat(r.findings()).extracting(Finding::reason).contains(Reason.TmpAlreadyMounted);
+  }
+
+  @Test
+  void nodeAgentSafepointLogMountsOnlyTheLogDirectory() {
+    JvmDiagnosticsSpec s = spec();
+    s.jvmOptions.safepointLog = true;
+    Pod in = pod().editSpec().addNewContainer().withName("app").endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(s));
+    assertThat(container(r.pod(), "app").getVolumeMounts()).extracting(VolumeMount::getMountPath).containsExactly("/tmp/jvmdiag");
+    assertThat(r.pod().getSpec().getContainers()).extracting(Container::getName).containsExactly("app");
+    assertThat(jto(container(r.pod(), "app"))).contains(SAFEPOINT_LOG_FLAG);
+  }
+
+  @Test
+  void noFlagsStillStampsButLeavesEnvAlone() {
+    JvmDiagnosticsSpec s = spec();
+    s.jvmOptions.extra = List.of();
+    s.jvmOptions.preserveFramePointer = false;
+    s.collectors.compilation.enabled = false;
+    Pod in = pod().editSpec().addNewContainer().withName("app").addNewEnvFrom().withNewConfigMapRef("x", false).endEnvFrom()
+        .endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(s));
+    assertThat(container(r.pod(), "app").getEnv()).isEmpty();
+    assertThat(r.findings()).isEmpty();
+    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(COLLECTORS, "threads,safepoints,vmOperations")
+        .containsEntry(CONTAINERS, "app");
+  }
+}
