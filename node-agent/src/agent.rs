@@ -66,7 +66,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
                     for f in p.found {
                         match stats.kube.as_mut() {
                             Some(k) => k.offer(f),
-                            None => mgr.add(f),
+                            None => mgr.add(f, None),
                         }
                     }
                 }

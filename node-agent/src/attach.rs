@@ -2,7 +2,8 @@
 //!
 //! JVMs are grouped by the (device, inode) of their libjvm.so; each distinct file is
 //! attached once for every process (pid -1), and the BPF programs count only processes
-//! in `traced_pids` (host tgid -> slot). A JVM's entry is added when it is found and
+//! in `traced_pids` (host tgid -> slot and the collectors it wants, `traced_pids_value`).
+//! A JVM's entry is added when it is found and
 //! removed when it exits; its series are exposed once more, then its map entries and
 //! slot are released, and the links go with the last JVM using the file.
 //!
@@ -26,6 +27,17 @@ use crate::labels::JvmLabels;
 
 /// Must equal MAX_JVMS in src/bpf/jvm.h (slots of the per-JVM arrays).
 pub const MAX_JVMS: u32 = 1024;
+/// Collectors as bits of a `traced_pids` value, above the slot: SLOT_BITS and WANTS_* in
+/// src/bpf/jvm.h.
+const SLOT_BITS: u32 = 16;
+const WANTS: &[(&str, u32)] =
+    &[("threads", 1 << 16), ("safepoints", 1 << 17), ("vmops", 1 << 18), ("compilation", 1 << 19)];
+const _: () = assert!(MAX_JVMS <= 1 << SLOT_BITS);
+
+/// The `traced_pids` value of a JVM in `slot` that wants these collectors (None: all).
+pub fn traced_pids_value(slot: u32, wanted: Option<&[&str]>) -> u32 {
+    WANTS.iter().filter(|(c, _)| wanted.is_none_or(|w| w.contains(c))).fold(slot, |v, (_, bit)| v | bit)
+}
 /// An exited JVM that nobody scrapes is released after this long anyway.
 const EXITED_GRACE: Duration = Duration::from_secs(120);
 /// How long to look for a JVM's hsperfdata mapping after attaching (it may be disabled).
@@ -125,8 +137,9 @@ impl AttachManager {
         self.untraced.insert(pid, reason.to_string());
     }
 
-    /// Starts tracing a JVM found by discovery; failures are counted, never fatal.
-    pub fn add(&mut self, found: Found) {
+    /// Starts tracing a JVM found by discovery with the collectors it wants (None: every
+    /// loaded one); failures are counted, never fatal.
+    pub fn add(&mut self, found: Found, wanted: Option<&[&str]>) {
         let pid = found.pid;
         if self.jvms.contains_key(&pid) {
             return;
@@ -161,7 +174,8 @@ impl AttachManager {
             self.release_group(found.libjvm);
             return self.fail(pid, "exited_before_attach", "");
         }
-        if let Err(e) = self.traced_pids.update(&pid.to_ne_bytes(), &slot.to_ne_bytes(), MapFlags::ANY) {
+        let value = traced_pids_value(slot, wanted);
+        if let Err(e) = self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY) {
             log::warn(&format!("pid {pid}: traced_pids update: {e}"));
             self.release_group(found.libjvm);
             return self.fail(pid, "map_error", "");
@@ -364,3 +378,17 @@ pub mod log {
 
 /// (collector, attach failure reason) of a collector that could not attach to a file.
 type FailedCollector = (&'static str, &'static str);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traced_pids_value_keeps_the_slot_and_sets_one_bit_per_wanted_collector() {
+        assert_eq!(traced_pids_value(5, None), 5 | 0xf << 16);
+        assert_eq!(traced_pids_value(1023, Some(&["threads", "safepoints"])), 1023 | 0b11 << 16);
+        assert_eq!(traced_pids_value(7, Some(&["compilation"])), 7 | 1 << 19);
+        assert_eq!(traced_pids_value(7, Some(&[])), 7, "nothing wanted: traced (labels, hsperfdata), counted nowhere");
+        assert_eq!(traced_pids_value(0, Some(&["unknown"])), 0);
+    }
+}

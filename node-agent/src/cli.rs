@@ -24,7 +24,8 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
 
-    /// Kernel BTF the BPF programs are checked against (CO-RE); the agent refuses to start without it.
+    /// Kernel BTF, checked at start-up as the sign of a BPF-capable kernel (CONFIG_DEBUG_INFO_BTF);
+    /// the agent refuses to start without it. The programs carry no CO-RE relocations.
     #[arg(long, value_name = "PATH", default_value = "/sys/kernel/btf/vmlinux")]
     pub btf: PathBuf,
 

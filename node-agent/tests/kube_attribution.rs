@@ -329,6 +329,22 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     let starts = value(&text, "jvmdiag_thread_starts_total", &[&sel_a]).unwrap_or(0.0);
     assert!(starts >= 5.0 && starts <= started, "thread starts {starts} vs java.threads.started {started}");
     assert!(value(&text, "jvmdiag_vm_operation_seconds_count", &["pod=\"pod-a\""]).is_none(), "vmops exported for pod-a: {text}");
+    // ... nor counted in the kernel: pod-a's 40 GCs are VM operations, yet the vmops table
+    // holds exactly the rows exported (pod-d's): one per series.
+    // (Retried: a VM operation may land between the scrape's table count and its read.)
+    let rows_vs_series = |t: &str| {
+        let series = t.lines().filter(|l| l.starts_with("jvmdiag_vm_operation_seconds_count{")).count() as f64;
+        (value(t, "jvmdiag_agent_map_entries", &["map=\"vmops\""]), series)
+    };
+    let mut last = rows_vs_series(&text);
+    for _ in 0..5 {
+        if last.0 == Some(last.1) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        last = rows_vs_series(&scrape(port));
+    }
+    assert_eq!(last.0, Some(last.1), "vmops kernel table rows vs exported series (pod-a's not wanted)");
     // Not injected, host JVM: not traced, counted by reason.
     assert!(!text.contains("pod=\"pod-b\""), "{text}");
     assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_injected\""]).unwrap_or(0.0) >= 1.0, "{text}");

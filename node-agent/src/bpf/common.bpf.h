@@ -5,6 +5,12 @@
 
 #include "jvm.h"
 
+_Static_assert(MAX_JVMS <= (1u << SLOT_BITS), "a slot must fit below the WANTS_* bits");
+
+#ifndef THIS_COLLECTOR
+#error "define THIS_COLLECTOR (the collector's WANTS_* bit, jvm.h) before including common.bpf.h"
+#endif
+
 /* Registers are read at fixed offsets: build.rs defines BPF_NO_PRESERVE_ACCESS_INDEX, so
  * vmlinux.h's types carry no CO-RE relocation and libbpf does not load the kernel's BTF
  * (/sys/kernel/btf/vmlinux, 5+ MB) for each object. A uprobe's struct pt_regs is the
@@ -54,14 +60,15 @@ static __always_inline void stat_inc(__u32 id)
 		*v += 1; /* per-CPU: no atomic needed */
 }
 
-/* The slot of the current process, or -1 when it is not a traced JVM. */
+/* The slot of the current process, or -1 when it is not a traced JVM or does not want
+ * this collector. */
 static __always_inline int current_slot(__u32 *slot)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u32 *s = bpf_map_lookup_elem(&traced_pids, &tgid);
-	if (!s)
+	if (!s || !(*s & THIS_COLLECTOR))
 		return -1;
-	*slot = *s;
+	*slot = *s & ((1u << SLOT_BITS) - 1);
 	return 0;
 }
 

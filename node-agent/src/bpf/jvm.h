@@ -7,6 +7,15 @@
 /* Upper bound on JVMs traced at once (slots in per-JVM arrays). */
 #define MAX_JVMS 1024
 
+/* A traced_pids value: the JVM's slot in the low SLOT_BITS, above them the collectors its
+ * pod asked for (jvm.diagnostics.dev/collectors; all of them outside Kubernetes), so a
+ * collector's probes count only the JVMs that want it. Mirrored in src/attach.rs. */
+#define SLOT_BITS 16
+#define WANTS_THREADS (1u << 16)
+#define WANTS_SAFEPOINTS (1u << 17)
+#define WANTS_VMOPS (1u << 18)
+#define WANTS_COMPILATION (1u << 19)
+
 /* Duration histogram: bounds in docs/metrics.md (0.001 ... 60 s) plus +Inf.
  * Counts are per bucket (not cumulative); the exposition accumulates. Nanoseconds in u64. */
 #define HIST_BOUNDS 15

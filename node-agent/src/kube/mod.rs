@@ -45,7 +45,8 @@ pub struct Shared {
 }
 
 /// Family names each collector produces (to drop a JVM's series of collectors its pod did
-/// not ask for: the kernel side counts per libjvm.so file, not per pod).
+/// not ask for: the kernel side counts only the collectors a JVM wants
+/// (`attach::traced_pids_value`); this drops what the hsperfdata fallback reads for the others).
 const FAMILIES: &[(&str, &[&str])] = &[
     ("threads", &["jvmdiag_thread_starts_total"]),
     ("safepoints", &["jvmdiag_safepoint_pause_seconds", "jvmdiag_safepoint_sync_seconds"]),
@@ -146,7 +147,7 @@ impl Attributor {
                 Decision::Trace(l, collectors) => {
                     let Some((f, _, _)) = self.pending.remove(&pid) else { continue };
                     let jvm = f.name.clone();
-                    mgr.add(f);
+                    mgr.add(f, collectors.as_deref());
                     if let Some(j) = mgr.jvms.get_mut(&pid) {
                         j.labels = JvmLabels {
                             namespace: l.namespace,
