@@ -22,6 +22,7 @@ finish() { suite_result operator "$pass" "$fail"; [ "$fail" -eq 0 ]; exit $?; }
 [ -x "$JDK25/bin/java" ] || { bad "a JDK >= 21 (JDK25=$JDK25)"; finish; }
 "$REPO_ROOT/hack/kube-binaries.sh" >/dev/null || { bad "kube binaries v1.34.4"; finish; }
 bash "$REPO_ROOT/hack/setup.d/operator.sh"   # etcd next to kube-apiserver for kube-api-test
+bash "$REPO_ROOT/hack/setup.d/helm.sh" || { bad "helm (the ITs bind the RBAC it renders from the chart)"; finish; }
 
 # --- Maven: unit tests, ITs against a real API server, the jar --------------------------------
 log "maven verify (log: $WORK/mvn.log)"

@@ -24,16 +24,11 @@ operator_build() {
   fi
 }
 
-# The chart's ClusterRole + Role exactly as helm renders them (substitution before the chart existed).
+# The chart's ClusterRole + Role exactly as helm renders them (default values).
 render_rbac() {
-  local chart="$REPO_ROOT/charts/jvm-diagnostics"
-  if [ -f "$chart/Chart.yaml" ] && [ -x "$HELM" ]; then
-    "$HELM" template jvmdiag "$chart" --namespace "$OPERATOR_NS" --show-only templates/operator/clusterrole.yaml
-  else
-    sed -e 's/{{ include "jvm-diagnostics.fullname" . }}/jvmdiag/g' -e "s/{{ .Release.Namespace }}/$OPERATOR_NS/g" \
-        -e 's/^.*include "jvm-diagnostics.labels".*$/    app.kubernetes.io\/name: jvm-diagnostics/' \
-        "$chart/templates/operator/clusterrole.yaml"
-  fi
+  bash "$REPO_ROOT/hack/setup.d/helm.sh" >&2 || die "helm missing (hack/setup.d/helm.sh failed)"
+  "$HELM" template jvmdiag "$REPO_ROOT/charts/jvm-diagnostics" --namespace "$OPERATOR_NS" \
+    --show-only templates/operator/clusterrole.yaml
 }
 
 operator_pid() { cat "$OPERATOR_STATE/operator.pid" 2>/dev/null; }

@@ -52,21 +52,16 @@ public final class ChartRbac {
         .withImpersonateGroups("system:serviceaccounts", "system:serviceaccounts:" + NAMESPACE, "system:authenticated").build();
   }
 
-  /** helm template once the chart exists; before that, the two template expressions by hand. */
+  /** The chart's template as helm renders it with default values (hack/setup.d/helm.sh builds helm). */
   static String render() throws Exception {
     String cache = System.getenv().getOrDefault("JVMDIAG_CACHE", System.getProperty("user.home") + "/.cache/jvm-diagnostics");
     Path helm = Path.of(cache, "bin", "helm");
-    if (Files.exists(CHART.resolve("Chart.yaml")) && Files.isExecutable(helm)) {
-      Process p = new ProcessBuilder(helm.toString(), "template", RELEASE, CHART.toString(), "--namespace", NAMESPACE,
-          "--show-only", TEMPLATE).redirectErrorStream(false).start();
-      byte[] out = p.getInputStream().readAllBytes();
-      String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-      if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) throw new IllegalStateException("helm template failed: " + err);
-      return new String(out, StandardCharsets.UTF_8);
-    }
-    return Files.readString(CHART.resolve(TEMPLATE))
-        .replaceAll("(?m)^.*include \"jvm-diagnostics.labels\".*$", "    app.kubernetes.io/name: jvm-diagnostics")
-        .replace("{{ include \"jvm-diagnostics.fullname\" . }}", RELEASE)
-        .replace("{{ .Release.Namespace }}", NAMESPACE);
+    if (!Files.isExecutable(helm)) throw new IllegalStateException(helm + " missing: run hack/setup.d/helm.sh");
+    Process p = new ProcessBuilder(helm.toString(), "template", RELEASE, CHART.toString(), "--namespace", NAMESPACE,
+        "--show-only", TEMPLATE).redirectErrorStream(false).start();
+    byte[] out = p.getInputStream().readAllBytes();
+    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) throw new IllegalStateException("helm template failed: " + err);
+    return new String(out, StandardCharsets.UTF_8);
   }
 }
