@@ -203,8 +203,11 @@ msum() { grep -F "$2" "$3" | awk -v m="$1" '$1 ~ "^"m"[{]" {s+=$NF} END{printf "
 for d in "${INJECTED[@]}"; do
   pod=$(kc get pods -l "app=$d" -o jsonpath='{.items[0].metadata.name}')
   sel="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-$d\""
-  traced() { scrape | grep -F "$sel" | grep -q '^jvmdiag_safepoint_pause_seconds_count'; }
-  if ! until_ok 60 "the agent's safepoint series of $pod" traced; then
+  # jvm_info appears once every probe is attached and the pid is in traced_pids. Not the
+  # safepoint series: when the attach comes after the workload's bursts (a loaded machine),
+  # an idle JVM has none until the window's first GC.run.
+  traced() { scrape | grep -F "$sel" | grep -q '^jvmdiag_jvm_info{'; }
+  if ! until_ok 60 "the agent to trace $pod (jvmdiag_jvm_info with its labels)" traced; then
     bad "$d: series labelled {$sel}" "$(grep -c "pod=\"$pod\"" <(scrape)) series of the pod; agent log: $(tail -n 3 "$WORK/agent.log" | tr '\n' ' ')"; continue
   fi
   if stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/scrape0-$d"; then
