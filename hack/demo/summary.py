@@ -108,11 +108,15 @@ def render(s, elapsed, named):
     for r in s["p_count"]:
         m = r["metric"]; k = (key(m), m.get("vm_operation"))
         cnt = float(r["value"][1]); tot = sums.get(k, 0.0)
-        rows.append((over.get(k, 0.0), tot, cnt, m))
+        # increase() extrapolates count and sum by the same factor: the average is exact, and
+        # the true count is a whole number, so undo the extrapolation by rounding the count.
+        avg = tot / cnt if cnt else 0.0
+        cnt = max(1.0, round(cnt))
+        rows.append((over.get(k, 0.0), avg * cnt, cnt, m))
     if not rows:
         out.append("  (no safepoints yet)")
     for o, tot, cnt, m in sorted(rows, key=lambda x: (-x[0], -x[1]))[:6]:
-        avg = tot / cnt if cnt else 0
+        avg = tot / cnt
         out.append(f"  {m.get('vm_operation', '?'):<28} {cnt:6.0f} x  total {fmt_secs(tot):>9}  avg {fmt_secs(avg):>9}  >500ms: {o:3.0f}  {who(m)}")
     out.append("")
     out.append("Most-compiled methods (since start) and code cache")
