@@ -21,22 +21,20 @@ use jvmdiag_inspect::limits::{ELF_MAX_BYTES, HSPERFDATA_MAX_BYTES};
 use jvmdiag_inspect::root::ProcRoot;
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
-use crate::collector::{Collector, ProbeMode};
+use crate::collector::{Collector, ProbeMode, REGISTRY};
 use crate::discovery::{self, FileId, Found};
 use crate::labels::JvmLabels;
 
 /// Must equal MAX_JVMS in src/bpf/jvm.h (slots of the per-JVM arrays).
 pub const MAX_JVMS: u32 = 1024;
-/// Collectors as bits of a `traced_pids` value, above the slot: SLOT_BITS and WANTS_* in
-/// src/bpf/jvm.h.
-const SLOT_BITS: u32 = 16;
-const WANTS: &[(&str, u32)] =
-    &[("threads", 1 << 16), ("safepoints", 1 << 17), ("vmops", 1 << 18), ("compilation", 1 << 19)];
+/// Bits of a `traced_pids` value that hold the slot; above them one bit per collector
+/// (`Registration::wants`). SLOT_BITS in src/bpf/jvm.h.
+pub const SLOT_BITS: u32 = 16;
 const _: () = assert!(MAX_JVMS <= 1 << SLOT_BITS);
 
 /// The `traced_pids` value of a JVM in `slot` that wants these collectors (None: all).
 pub fn traced_pids_value(slot: u32, wanted: Option<&[&str]>) -> u32 {
-    WANTS.iter().filter(|(c, _)| wanted.is_none_or(|w| w.contains(c))).fold(slot, |v, (_, bit)| v | bit)
+    REGISTRY.iter().filter(|r| wanted.is_none_or(|w| w.contains(&r.name))).fold(slot, |v, r| v | r.wants)
 }
 /// An exited JVM that nobody scrapes is released after this long anyway.
 const EXITED_GRACE: Duration = Duration::from_secs(120);

@@ -9,12 +9,13 @@
 
 /* A traced_pids value: the JVM's slot in the low SLOT_BITS, above them the collectors its
  * pod asked for (jvm.diagnostics.dev/collectors; all of them outside Kubernetes), so a
- * collector's probes count only the JVMs that want it. Mirrored in src/attach.rs. */
+ * collector's probes count only the JVMs that want it. Mirrored in src/attach.rs (SLOT_BITS)
+ * and src/collector/mod.rs (the bits, in REGISTRY). */
 #define SLOT_BITS 16
-#define WANTS_THREADS (1u << 16)
-#define WANTS_SAFEPOINTS (1u << 17)
-#define WANTS_VMOPS (1u << 18)
-#define WANTS_COMPILATION (1u << 19)
+#define WANTS_THREADS (1u << SLOT_BITS)
+#define WANTS_SAFEPOINTS (1u << (SLOT_BITS + 1))
+#define WANTS_VMOPS (1u << (SLOT_BITS + 2))
+#define WANTS_COMPILATION (1u << (SLOT_BITS + 3))
 
 /* Duration histogram: bounds in docs/metrics.md (0.001 ... 60 s) plus +Inf.
  * Counts are per bucket (not cumulative); the exposition accumulates. Nanoseconds in u64. */

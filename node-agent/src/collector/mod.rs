@@ -75,13 +75,22 @@ pub struct Registration {
     pub name: &'static str,
     pub help: &'static str,
     pub load: LoadFn,
+    /// The collector's bit in a `traced_pids` value (WANTS_* in src/bpf/jvm.h, which its
+    /// `.bpf.c` names as THIS_COLLECTOR): set for the JVMs that want it.
+    pub wants: u32,
 }
 
+// Mirrors of WANTS_* in src/bpf/jvm.h: one bit per collector above a JVM's slot.
+const WANTS_THREADS: u32 = 1 << crate::attach::SLOT_BITS;
+const WANTS_SAFEPOINTS: u32 = 1 << (crate::attach::SLOT_BITS + 1);
+const WANTS_VMOPS: u32 = 1 << (crate::attach::SLOT_BITS + 2);
+const WANTS_COMPILATION: u32 = 1 << (crate::attach::SLOT_BITS + 3);
+
 pub const REGISTRY: &[Registration] = &[
-    Registration { name: "threads", help: "thread starts by thread name (USDT hotspot:thread__start)", load: threads::load },
-    Registration { name: "safepoints", help: "safepoint pause and time to safepoint by VM operation", load: safepoints::load },
-    Registration { name: "vmops", help: "VM operation durations by name and at_safepoint", load: vmops::load },
-    Registration { name: "compilation", help: "JIT compilations by compiler and method, code cache use and full events", load: compilation::load },
+    Registration { name: "threads", help: "thread starts by thread name (USDT hotspot:thread__start)", load: threads::load, wants: WANTS_THREADS },
+    Registration { name: "safepoints", help: "safepoint pause and time to safepoint by VM operation", load: safepoints::load, wants: WANTS_SAFEPOINTS },
+    Registration { name: "vmops", help: "VM operation durations by name and at_safepoint", load: vmops::load, wants: WANTS_VMOPS },
+    Registration { name: "compilation", help: "JIT compilations by compiler and method, code cache use and full events", load: compilation::load, wants: WANTS_COMPILATION },
 ];
 
 /// Storage for a skeleton's open object that lives as long as the agent (collectors are
