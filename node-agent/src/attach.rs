@@ -3,9 +3,9 @@
 //! JVMs are grouped by the (device, inode) of their libjvm.so; each distinct file is
 //! attached once for every process (pid -1), and the BPF programs count only processes
 //! in `traced_pids` (host tgid -> slot and the collectors it wants, `traced_pids_value`).
-//! A JVM's entry is added when it is found and
-//! removed when it exits; its series are exposed once more, then its map entries and
-//! slot are released, and the links go with the last JVM using the file.
+//! A JVM's entry is added when it is found and removed when it exits; its series are
+//! exposed once more, then its map entries and slot are released, and the links go with
+//! the last JVM using the file.
 //!
 //! The container's libjvm.so path is untrusted: it is opened inside the process's root
 //! (`ProcRoot::open_file`, no escape through symlinks), its (dev, inode) must equal the
