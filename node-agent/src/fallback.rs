@@ -38,6 +38,8 @@ pub struct Sampler {
 struct SafepointSeries {
     /// (sun.rt.safepoints, sun.rt.safepointTime, sun.rt.safepointSyncTime) at the last sample.
     last: (i64, i64, i64),
+    /// The newest observation: (safepoints, pause ns, sync ns) added by the last sample.
+    newest: (u64, u64, u64),
     pause: Hist,
     sync: Hist,
 }
@@ -46,6 +48,13 @@ struct SafepointSeries {
 fn slot_of(ns: u64) -> usize {
     let s = ns as f64 / 1e9;
     BOUNDS_SECONDS.iter().position(|&b| s <= b).unwrap_or(BOUNDS_SECONDS.len())
+}
+
+/// Moves `n` observations that summed to `old_ns` to their bucket for `new_ns` (>= old_ns).
+fn amend(h: &mut Hist, n: u64, old_ns: u64, new_ns: u64) {
+    h.buckets[slot_of(old_ns / n)] -= n;
+    h.buckets[slot_of(new_ns / n)] += n;
+    h.sum_ns += new_ns - old_ns;
 }
 
 /// Adds `n` observations summing to `total_ns`: exact for n == 1, the mean otherwise.
@@ -85,19 +94,39 @@ impl Sampler {
             ) else {
                 continue;
             };
-            let s = self.jvms.entry(pid).or_default();
-            let (dn, dt, dst) = (n - s.last.0, t - s.last.1, st - s.last.2);
-            if dn <= 0 || dt < 0 || dst < 0 {
-                continue; // nothing new (or a JVM lying about its counters: ignored)
+            self.jvms.entry(pid).or_default().sample((n, t, st), hz, &mut self.merged);
+        }
+    }
+}
+
+impl SafepointSeries {
+    /// Adds what the counters gained since the last sample. HotSpot counts a safepoint at
+    /// its begin and adds its sync and pause time later: time that arrives without a new
+    /// safepoint belongs to the newest observation, which is re-bucketed.
+    fn sample(&mut self, now: (i64, i64, i64), hz: i64, merged: &mut u64) {
+        let (dn, dt, dst) = (now.0 - self.last.0, now.1 - self.last.1, now.2 - self.last.2);
+        if dn < 0 || dt < 0 || dst < 0 || (dn, dt, dst) == (0, 0, 0) {
+            return; // nothing new (or a JVM lying about its counters: ignored)
+        }
+        let (pause_ns, sync_ns) = (ticks_to_ns(dt, hz), ticks_to_ns(dst, hz));
+        if dn == 0 {
+            let (n, p, s) = self.newest;
+            if n == 0 {
+                return; // no observation yet to give the time to: it joins the next one
             }
+            amend(&mut self.pause, n, p, p + pause_ns);
+            amend(&mut self.sync, n, s, s + sync_ns);
+            self.newest = (n, p + pause_ns, s + sync_ns);
+        } else {
             let dn = dn as u64;
             if dn > 1 {
-                self.merged += dn;
+                *merged += dn;
             }
-            observe(&mut s.pause, dn, ticks_to_ns(dt, hz));
-            observe(&mut s.sync, dn, ticks_to_ns(dst, hz));
-            s.last = (n, t, st);
+            observe(&mut self.pause, dn, pause_ns);
+            observe(&mut self.sync, dn, sync_ns);
+            self.newest = (dn, pause_ns, sync_ns);
         }
+        self.last = now;
     }
 }
 
@@ -176,6 +205,26 @@ mod tests {
         assert_eq!(h.buckets[15], 1);
         assert_eq!(h.count, 6);
         assert_eq!(h.sum_ns, 61_403_000_000);
+    }
+
+    #[test]
+    fn time_that_arrives_after_its_safepoint_was_counted_joins_that_observation() {
+        let (hz, mut merged) = (1_000_000_000, 0);
+        let mut s = SafepointSeries::default();
+        s.sample((0, 0, 0), hz, &mut merged);
+        // Sampled mid-safepoint: counted (sync 1 ms in), its pause not yet added.
+        s.sample((1, 0, 1_000_000), hz, &mut merged);
+        assert_eq!((s.pause.count, s.pause.buckets[0]), (1, 1));
+        // Its end: 300 ms of pause, no new safepoint -> the same observation, le 0.5.
+        s.sample((1, 300_000_000, 1_000_000), hz, &mut merged);
+        assert_eq!((s.pause.count, s.pause.sum_ns), (1, 300_000_000));
+        assert_eq!((s.pause.buckets[0], s.pause.buckets[8]), (0, 1));
+        assert_eq!((s.sync.count, s.sync.sum_ns, s.sync.buckets[0]), (1, 1_000_000, 1));
+        // Two more, then nothing new: totals equal the counters, nothing merged twice.
+        s.sample((3, 304_000_000, 2_000_000), hz, &mut merged);
+        s.sample((3, 304_000_000, 2_000_000), hz, &mut merged);
+        assert_eq!((s.pause.count, s.pause.sum_ns, merged), (3, 304_000_000, 2));
+        assert_eq!(s.pause.buckets.iter().sum::<u64>(), 3);
     }
 
     #[test]
