@@ -78,6 +78,9 @@ pub struct Registration {
     /// The collector's bit in a `traced_pids` value (WANTS_* in src/bpf/jvm.h, which its
     /// `.bpf.c` names as THIS_COLLECTOR): set for the JVMs that want it.
     pub wants: u32,
+    /// The (empty) metric families it exports per JVM: a pod that did not ask for the
+    /// collector gets none of them.
+    pub families: &'static [fn() -> Family],
 }
 
 // Mirrors of WANTS_* in src/bpf/jvm.h: one bit per collector above a JVM's slot.
@@ -87,10 +90,41 @@ const WANTS_VMOPS: u32 = 1 << (crate::attach::SLOT_BITS + 2);
 const WANTS_COMPILATION: u32 = 1 << (crate::attach::SLOT_BITS + 3);
 
 pub const REGISTRY: &[Registration] = &[
-    Registration { name: "threads", help: "thread starts by thread name (USDT hotspot:thread__start)", load: threads::load, wants: WANTS_THREADS },
-    Registration { name: "safepoints", help: "safepoint pause and time to safepoint by VM operation", load: safepoints::load, wants: WANTS_SAFEPOINTS },
-    Registration { name: "vmops", help: "VM operation durations by name and at_safepoint", load: vmops::load, wants: WANTS_VMOPS },
-    Registration { name: "compilation", help: "JIT compilations by compiler and method, code cache use and full events", load: compilation::load, wants: WANTS_COMPILATION },
+    Registration {
+        name: "threads",
+        help: "thread starts by thread name (USDT hotspot:thread__start)",
+        load: threads::load,
+        wants: WANTS_THREADS,
+        families: &[threads::family],
+    },
+    Registration {
+        name: "safepoints",
+        help: "safepoint pause and time to safepoint by VM operation",
+        load: safepoints::load,
+        wants: WANTS_SAFEPOINTS,
+        families: &[safepoints::pause_family, safepoints::sync_family],
+    },
+    Registration {
+        name: "vmops",
+        help: "VM operation durations by name and at_safepoint",
+        load: vmops::load,
+        wants: WANTS_VMOPS,
+        families: &[vmops::family],
+    },
+    Registration {
+        name: "compilation",
+        help: "JIT compilations by compiler and method, code cache use and full events",
+        load: compilation::load,
+        wants: WANTS_COMPILATION,
+        families: &[
+            compilation::compilations_family,
+            compilation::seconds_family,
+            compilation::methods_family,
+            compilation::used_family,
+            compilation::max_family,
+            compilation::full_family,
+        ],
+    },
 ];
 
 /// Storage for a skeleton's open object that lives as long as the agent (collectors are

@@ -22,6 +22,7 @@ use jvmdiag_inspect::root::read_host_file;
 
 use crate::attach::AttachManager;
 use crate::cli::Config;
+use crate::collector::REGISTRY;
 use crate::discovery::Found;
 use crate::labels::{JvmLabels, Scope};
 use crate::model::{Family, Kind, Value};
@@ -44,25 +45,6 @@ pub struct Shared {
     pub last_error: String,
 }
 
-/// Family names each collector produces (to drop a JVM's series of collectors its pod did
-/// not ask for: the kernel side counts only the collectors a JVM wants
-/// (`attach::traced_pids_value`); this drops what the hsperfdata fallback reads for the others).
-const FAMILIES: &[(&str, &[&str])] = &[
-    ("threads", &["jvmdiag_thread_starts_total"]),
-    ("safepoints", &["jvmdiag_safepoint_pause_seconds", "jvmdiag_safepoint_sync_seconds"]),
-    ("vmops", &["jvmdiag_vm_operation_seconds"]),
-    (
-        "compilation",
-        &[
-            "jvmdiag_compilations_total",
-            "jvmdiag_compilation_seconds",
-            "jvmdiag_method_compilations_total",
-            "jvmdiag_code_cache_used_bytes",
-            "jvmdiag_code_cache_max_bytes",
-            "jvmdiag_code_cache_full_total",
-        ],
-    ),
-];
 
 pub struct Attributor {
     shared: Arc<Mutex<Shared>>,
@@ -167,24 +149,8 @@ impl Attributor {
 
     /// At a scrape: drops series of collectors a JVM's pod did not ask for, adds the watch's health.
     pub fn finish(&self, fams: &mut Vec<Family>, mgr: &AttachManager) {
-        let mut off: HashMap<&str, HashSet<u32>> = HashMap::new();
-        for (pid, wanted) in &self.collectors {
-            let Some(j) = mgr.jvms.get(pid) else { continue };
-            for (c, names) in FAMILIES {
-                if !wanted.contains(c) {
-                    for n in *names {
-                        off.entry(*n).or_default().insert(j.slot);
-                    }
-                }
-            }
-        }
-        if !off.is_empty() {
-            for f in fams.iter_mut() {
-                if let Some(slots) = off.get(f.name) {
-                    f.samples.retain(|s| s.slot.is_none_or(|slot| !slots.contains(&slot)));
-                }
-            }
-        }
+        let wanted = self.collectors.iter().filter_map(|(pid, w)| Some((mgr.jvms.get(pid)?.slot, w.as_slice())));
+        drop_unwanted(fams, wanted);
         fams.extend(self.families());
     }
 
@@ -232,4 +198,63 @@ impl Attributor {
 pub fn container_of(pid: u32) -> Option<ContainerRef> {
     let b = read_host_file(Path::new(&format!("/proc/{pid}/cgroup")), CGROUP_MAX_BYTES).ok()?;
     cgroup::container_of(&cgroup::parse(&b).ok()?)
+}
+
+/// Drops each JVM's series (by slot) from the families of the collectors it did not ask
+/// for. The kernel side already counts only wanted collectors (`attach::traced_pids_value`);
+/// this drops what the hsperfdata fallback reads for the others.
+fn drop_unwanted<'a>(fams: &mut [Family], wanted: impl Iterator<Item = (u32, &'a [&'static str])>) {
+    let mut off: HashMap<&str, HashSet<u32>> = HashMap::new();
+    for (slot, wanted) in wanted {
+        for r in REGISTRY.iter().filter(|r| !wanted.contains(&r.name)) {
+            for family in r.families {
+                off.entry(family().name).or_default().insert(slot);
+            }
+        }
+    }
+    for f in fams.iter_mut() {
+        if let Some(slots) = off.get(f.name) {
+            f.samples.retain(|s| s.slot.is_none_or(|slot| !slots.contains(&slot)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collector::{safepoints, threads};
+    use crate::model::Sample;
+
+    fn with_slots(mut f: Family, slots: &[Option<u32>]) -> Family {
+        f.samples = slots.iter().map(|&slot| Sample { slot, labels: vec![], value: Value::Gauge(1.0) }).collect();
+        f
+    }
+
+    fn slots(f: &Family) -> Vec<Option<u32>> {
+        f.samples.iter().map(|s| s.slot).collect()
+    }
+
+    #[test]
+    fn a_jvm_loses_only_the_series_of_collectors_its_pod_did_not_ask_for() {
+        let all = [Some(1), Some(2), None];
+        let mut fams = vec![
+            with_slots(threads::family(), &all),
+            with_slots(safepoints::pause_family(), &all),
+            with_slots(safepoints::sync_family(), &all),
+        ];
+        let only_threads: &[&str] = &["threads"];
+        let both: &[&str] = &["threads", "safepoints"];
+        drop_unwanted(&mut fams, [(1, only_threads), (2, both)].into_iter());
+        assert_eq!(slots(&fams[0]), all, "threads: wanted by both");
+        assert_eq!(slots(&fams[1]), [Some(2), None], "pause: slot 1 did not ask; agent series kept");
+        assert_eq!(slots(&fams[2]), [Some(2), None], "sync: as pause");
+    }
+
+    #[test]
+    fn every_collector_names_families_of_its_own() {
+        let names: Vec<&str> = REGISTRY.iter().flat_map(|r| r.families.iter().map(|f| f().name)).collect();
+        let distinct: HashSet<&str> = names.iter().copied().collect();
+        assert_eq!(distinct.len(), names.len(), "a family listed under two collectors: {names:?}");
+        assert!(REGISTRY.iter().all(|r| !r.families.is_empty()), "a collector without families");
+    }
 }
