@@ -71,5 +71,70 @@ fn main() {
             "pub mod {stem} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{stem}.skel.rs\"));\n}}\n"
         ));
     }
+    fs::write(out.join("consts.rs"), header_consts()).expect("write consts.rs");
+    mods.push_str("pub mod consts {\n    include!(concat!(env!(\"OUT_DIR\"), \"/consts.rs\"));\n}\n");
     fs::write(out.join("skels.rs"), mods).expect("write skels.rs");
+}
+
+/// consts.rs: every integer constant of the shared headers (src/bpf/*.h), `#define NAME 123`
+/// and `NAME = 123,` in an enum, as a Rust const (u64 when the literal is `ULL` or does not
+/// fit a u32), so the loader never mirrors a number of the BPF side by hand.
+fn header_consts() -> String {
+    let mut headers: Vec<PathBuf> = fs::read_dir("src/bpf")
+        .expect("src/bpf")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "h"))
+        .collect();
+    headers.sort();
+    let mut seen = std::collections::BTreeMap::new();
+    let mut out = String::new();
+    for h in headers {
+        let text = fs::read_to_string(&h).unwrap_or_else(|e| panic!("{}: {e}", h.display()));
+        let mut in_enum = false;
+        for line in text.lines() {
+            let code = line.split("/*").next().unwrap_or("").trim();
+            let (name, value) = if let Some(rest) = code.strip_prefix("#define ") {
+                let mut parts = rest.split_whitespace();
+                match (parts.next(), parts.next(), parts.next()) {
+                    (Some(n), Some(v), None) => (n, v),
+                    _ => continue,
+                }
+            } else if code.starts_with("enum ") && code.ends_with('{') {
+                in_enum = true;
+                continue;
+            } else if in_enum && code.starts_with('}') {
+                in_enum = false;
+                continue;
+            } else if in_enum {
+                match code.trim_end_matches(',').split_once('=') {
+                    Some((n, v)) => (n.trim(), v.trim()),
+                    None => continue,
+                }
+            } else {
+                continue;
+            };
+            let Some((value, wide)) = integer_literal(value) else { continue };
+            if let Some(first) = seen.insert(name.to_string(), h.display().to_string()) {
+                panic!("{name} is defined in both {first} and {}", h.display());
+            }
+            let (ty, literal) = if wide || value > u32::MAX as u64 {
+                ("u64", format!("{value:#x}"))
+            } else {
+                ("u32", value.to_string())
+            };
+            out.push_str(&format!("/// {name} in {}\npub const {name}: {ty} = {literal};\n", h.display()));
+        }
+    }
+    out
+}
+
+/// `123`, `0x7b`, with an optional u/l suffix: (value, whether the suffix says 64 bits).
+fn integer_literal(s: &str) -> Option<(u64, bool)> {
+    let digits = s.trim_end_matches(['u', 'U', 'l', 'L']);
+    let wide = s[digits.len()..].to_ascii_lowercase().contains("ll");
+    let value = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => digits.parse().ok()?,
+    };
+    Some((value, wide))
 }

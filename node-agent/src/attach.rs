@@ -25,11 +25,9 @@ use crate::collector::{Collector, ProbeMode, REGISTRY};
 use crate::discovery::{self, FileId, Found};
 use crate::labels::JvmLabels;
 
-/// Must equal MAX_JVMS in src/bpf/jvm.h (slots of the per-JVM arrays).
-pub const MAX_JVMS: u32 = 1024;
-/// Bits of a `traced_pids` value that hold the slot; above them one bit per collector
-/// (`Registration::wants`). SLOT_BITS in src/bpf/jvm.h.
-pub const SLOT_BITS: u32 = 16;
+/// Slots of the per-JVM arrays (src/bpf/jvm.h); a `traced_pids` value holds the slot in
+/// its low SLOT_BITS and above them one bit per collector (`Registration::wants`).
+pub use crate::skel::consts::{MAX_JVMS, SLOT_BITS};
 const _: () = assert!(MAX_JVMS <= 1 << SLOT_BITS);
 
 /// The `traced_pids` value of a JVM in `slot` that wants these collectors (None: all).

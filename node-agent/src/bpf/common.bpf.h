@@ -5,10 +5,10 @@
 
 #include "jvm.h"
 
-_Static_assert(MAX_JVMS <= (1u << SLOT_BITS), "a slot must fit below the WANTS_* bits");
+_Static_assert(MAX_JVMS <= (1u << SLOT_BITS), "a slot must fit below the collector bits");
 
 #ifndef THIS_COLLECTOR
-#error "define THIS_COLLECTOR (the collector's WANTS_* bit, jvm.h) before including common.bpf.h"
+#error "define THIS_COLLECTOR (WANTS(COLLECTOR_...), jvm.h) before including common.bpf.h"
 #endif
 
 /* Registers are read at fixed offsets: build.rs defines BPF_NO_PRESERVE_ACCESS_INDEX, so

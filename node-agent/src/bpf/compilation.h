@@ -4,7 +4,7 @@
 
 #include "jvm.h"
 
-/* Probe indexes for STAT_EVENTS_0 + i (PROBES in compilation.rs, same order). */
+/* Probe indexes for STAT_EVENTS_0 + i (PROBES in compilation.rs names them by these). */
 enum compilation_probe {
 	COMP_PROBE_BEGIN = 0,      /* USDT hotspot:method__compile__begin */
 	COMP_PROBE_END = 1,        /* USDT hotspot:method__compile__end */

@@ -7,15 +7,16 @@
 /* Upper bound on JVMs traced at once (slots in per-JVM arrays). */
 #define MAX_JVMS 1024
 
-/* A traced_pids value: the JVM's slot in the low SLOT_BITS, above them the collectors its
- * pod asked for (jvm.diagnostics.dev/collectors; all of them outside Kubernetes), so a
- * collector's probes count only the JVMs that want it. Mirrored in src/attach.rs (SLOT_BITS)
- * and src/collector/mod.rs (the bits, in REGISTRY). */
+/* A traced_pids value: the JVM's slot in the low SLOT_BITS, above them one bit per
+ * collector its pod asked for (jvm.diagnostics.dev/collectors; all of them outside
+ * Kubernetes), so a collector's probes count only the JVMs that want it. A .bpf.c names
+ * its bit as THIS_COLLECTOR; the loader sets the bits (REGISTRY in src/collector/mod.rs). */
 #define SLOT_BITS 16
-#define WANTS_THREADS (1u << SLOT_BITS)
-#define WANTS_SAFEPOINTS (1u << (SLOT_BITS + 1))
-#define WANTS_VMOPS (1u << (SLOT_BITS + 2))
-#define WANTS_COMPILATION (1u << (SLOT_BITS + 3))
+#define COLLECTOR_THREADS 0
+#define COLLECTOR_SAFEPOINTS 1
+#define COLLECTOR_VMOPS 2
+#define COLLECTOR_COMPILATION 3
+#define WANTS(collector) (1u << (SLOT_BITS + (collector)))
 
 /* Duration histogram: bounds in docs/metrics.md (0.001 ... 60 s) plus +Inf.
  * Counts are per bucket (not cumulative); the exposition accumulates. Nanoseconds in u64. */

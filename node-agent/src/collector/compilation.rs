@@ -21,16 +21,16 @@ use libbpf_rs::{Link, MapCore, MapFlags};
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::model::{Family, Hist, Kind, Value};
 use crate::skel::compilation::{CompilationSkel, CompilationSkelBuilder};
+use crate::skel::consts;
 
-/// Same order as `enum compilation_probe` in src/bpf/compilation.h.
-const PROBES: &[&str] = &[
-    "method__compile__begin",
-    "method__compile__end",
-    "CompileBroker::invoke_compiler_on_method",
-    "CompileBroker::invoke_compiler_on_method:return",
-    "CodeCache::report_codemem_full",
-    "CodeHeapPool::get_memory_usage:return",
-];
+const PROBES: [&str; 6] = super::probe_names([
+    (consts::COMP_PROBE_BEGIN, "method__compile__begin"),
+    (consts::COMP_PROBE_END, "method__compile__end"),
+    (consts::COMP_PROBE_INVOKE, "CompileBroker::invoke_compiler_on_method"),
+    (consts::COMP_PROBE_INVOKE_RET, "CompileBroker::invoke_compiler_on_method:return"),
+    (consts::COMP_PROBE_FULL, "CodeCache::report_codemem_full"),
+    (consts::COMP_PROBE_POOL_RET, "CodeHeapPool::get_memory_usage:return"),
+]);
 
 /// Mangled-name prefixes (the parameter list after `E` differs between releases).
 const SYM_INVOKE: &str = "_ZN13CompileBroker25invoke_compiler_on_methodE";
@@ -46,8 +46,6 @@ const MAX_HEAPS: u32 = 8;
 /// compiles a hot method about twice (C1 profiled, then C2), so the budget goes to methods
 /// compiled again and again.
 const HOT_THRESHOLD: u32 = 3;
-/// `name_key.flags` of compiler entries counted by the USDT probes (their methods are named).
-const FLAG_USDT: u32 = 1;
 
 pub struct Compilation {
     skel: CompilationSkel<'static>,
@@ -241,7 +239,7 @@ impl Collector for Compilation {
             let e = comp.entry((nk.slot, compiler_label(&nk.name))).or_default();
             add_hist(&mut e.0, &h);
             e.1 += untimed;
-            if nk.flags == FLAG_USDT {
+            if nk.flags == consts::COMP_FLAG_USDT {
                 *named_total.entry(nk.slot).or_default() += h.count + untimed;
             }
         }
@@ -321,7 +319,7 @@ impl Collector for Compilation {
 
     fn health(&self) -> Result<Health> {
         let m = &self.skel.maps;
-        let mut h = super::health_from(&super::read_stats(&m.stats)?, PROBES);
+        let mut h = super::health_from(&super::read_stats(&m.stats)?, &PROBES);
         h.entries = [m.comp_stats.keys().count(), m.method_hot.keys().count(), m.heap_usage.keys().count()]
             .iter()
             .sum::<usize>() as u64;

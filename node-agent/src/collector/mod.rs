@@ -14,6 +14,7 @@ use jvmdiag_inspect::elf;
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, UprobeOpts};
 
 use crate::model::{c_name, Family, Hist, Kind, Value};
+use crate::skel::consts;
 
 pub mod compilation;
 pub mod safepoints;
@@ -75,47 +76,46 @@ pub struct Registration {
     pub name: &'static str,
     pub help: &'static str,
     pub load: LoadFn,
-    /// The collector's bit in a `traced_pids` value (WANTS_* in src/bpf/jvm.h, which its
-    /// `.bpf.c` names as THIS_COLLECTOR): set for the JVMs that want it.
+    /// The collector's bit in a `traced_pids` value (WANTS(COLLECTOR_*) in src/bpf/jvm.h,
+    /// which its `.bpf.c` names as THIS_COLLECTOR): set for the JVMs that want it.
     pub wants: u32,
     /// The (empty) metric families it exports per JVM: a pod that did not ask for the
     /// collector gets none of them.
     pub families: &'static [fn() -> Family],
 }
 
-// Mirrors of WANTS_* in src/bpf/jvm.h: one bit per collector above a JVM's slot.
-const WANTS_THREADS: u32 = 1 << crate::attach::SLOT_BITS;
-const WANTS_SAFEPOINTS: u32 = 1 << (crate::attach::SLOT_BITS + 1);
-const WANTS_VMOPS: u32 = 1 << (crate::attach::SLOT_BITS + 2);
-const WANTS_COMPILATION: u32 = 1 << (crate::attach::SLOT_BITS + 3);
+/// WANTS(collector) of src/bpf/jvm.h: one bit per collector above a JVM's slot.
+const fn wants(collector: u32) -> u32 {
+    1 << (consts::SLOT_BITS + collector)
+}
 
 pub const REGISTRY: &[Registration] = &[
     Registration {
         name: "threads",
         help: "thread starts by thread name (USDT hotspot:thread__start)",
         load: threads::load,
-        wants: WANTS_THREADS,
+        wants: wants(consts::COLLECTOR_THREADS),
         families: &[threads::family],
     },
     Registration {
         name: "safepoints",
         help: "safepoint pause and time to safepoint by VM operation",
         load: safepoints::load,
-        wants: WANTS_SAFEPOINTS,
+        wants: wants(consts::COLLECTOR_SAFEPOINTS),
         families: &[safepoints::pause_family, safepoints::sync_family],
     },
     Registration {
         name: "vmops",
         help: "VM operation durations by name and at_safepoint",
         load: vmops::load,
-        wants: WANTS_VMOPS,
+        wants: wants(consts::COLLECTOR_VMOPS),
         families: &[vmops::family],
     },
     Registration {
         name: "compilation",
         help: "JIT compilations by compiler and method, code cache use and full events",
         load: compilation::load,
-        wants: WANTS_COMPILATION,
+        wants: wants(consts::COLLECTOR_COMPILATION),
         families: &[
             compilation::compilations_family,
             compilation::seconds_family,
@@ -154,7 +154,7 @@ pub(crate) fn parse_name_key(k: &[u8]) -> Option<NameKey> {
     }
     let slot = u32::from_ne_bytes(k[0..4].try_into().ok()?);
     let flags = u32::from_ne_bytes(k[4..8].try_into().ok()?);
-    if k[8] == VTABLE_TAG {
+    if u32::from(k[8]) == consts::VTABLE_TAG {
         let file = u32::from_ne_bytes(k[12..16].try_into().ok()?);
         let rel = u64::from_ne_bytes(k[16..24].try_into().ok()?);
         return Some(NameKey { slot, flags, name: String::new(), vtable: Some((file, rel)) });
@@ -211,17 +211,29 @@ pub(crate) fn read_stats<M: MapCore>(map: &M) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// Stat indexes (enum stat_id in src/bpf/jvm.h).
-pub(crate) const STAT_MAP_ERRORS: usize = 8;
-pub(crate) const STAT_NAMES_OVERFLOW: usize = 9;
-pub(crate) const STAT_FILTERED: usize = 10;
+
+/// A collector's probe names by their index in its `enum *_probe` (src/bpf/<collector>.h,
+/// the stat index STAT_EVENTS_0 + i): every index once, below STAT_MAP_ERRORS (checked at
+/// compile time).
+pub(crate) const fn probe_names<const N: usize>(entries: [(u32, &'static str); N]) -> [&'static str; N] {
+    assert!(N <= consts::STAT_MAP_ERRORS as usize, "more probes than event stats");
+    let mut names = [""; N];
+    let mut i = 0;
+    while i < N {
+        let (index, name) = entries[i];
+        assert!((index as usize) < N && names[index as usize].is_empty(), "probe indexes must be 0..N, each once");
+        names[index as usize] = name;
+        i += 1;
+    }
+    names
+}
 
 pub(crate) fn health_from(stats: &[u64], probes: &[&'static str]) -> Health {
     Health {
         events: probes.iter().enumerate().map(|(i, p)| (*p, stats.get(i).copied().unwrap_or(0))).collect(),
-        map_errors: stats.get(STAT_MAP_ERRORS).copied().unwrap_or(0),
-        names_overflow: stats.get(STAT_NAMES_OVERFLOW).copied().unwrap_or(0),
-        filtered: stats.get(STAT_FILTERED).copied().unwrap_or(0),
+        map_errors: stats.get(consts::STAT_MAP_ERRORS as usize).copied().unwrap_or(0),
+        names_overflow: stats.get(consts::STAT_NAMES_OVERFLOW as usize).copied().unwrap_or(0),
+        filtered: stats.get(consts::STAT_FILTERED as usize).copied().unwrap_or(0),
         entries: 0,
     }
 }
@@ -256,9 +268,6 @@ pub(crate) fn hist_family<M: MapCore>(
     }
     Ok(())
 }
-
-/// `name[0]` of a `struct vtable_name` (src/bpf/jvm.h).
-const VTABLE_TAG: u8 = 1;
 
 /// The `.symtab` symbols of a libjvm.so (a /proc/self/fd path) that `wanted` selects.
 /// Reads the symbol and string tables only (4–5 MB of a 24–30 MB libjvm.so), not the file.

@@ -11,18 +11,19 @@ use libbpf_rs::MapCore;
 
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::model::{Family, Kind};
+use crate::skel::consts;
 use crate::skel::safepoints::{SafepointsSkel, SafepointsSkelBuilder};
 
-const PROBES: &[&str] = &[
-    "safepoint__begin",
-    "RuntimeService::record_safepoint_synchronized",
-    "vmops__begin",
-    "RuntimeService::record_safepoint_end",
-    "safepoint__end",
-    "SafepointSynchronize::begin",
-    "VMThread::evaluate_operation",
-    "SafepointSynchronize::end",
-];
+const PROBES: [&str; 8] = super::probe_names([
+    (consts::SP_PROBE_BEGIN, "safepoint__begin"),
+    (consts::SP_PROBE_SYNC, "RuntimeService::record_safepoint_synchronized"),
+    (consts::SP_PROBE_VMOP, "vmops__begin"),
+    (consts::SP_PROBE_END, "RuntimeService::record_safepoint_end"),
+    (consts::SP_PROBE_END_USDT, "safepoint__end"),
+    (consts::SP_PROBE_BEGIN_SYM, "SafepointSynchronize::begin"),
+    (consts::SP_PROBE_VMOP_SYM, "VMThread::evaluate_operation"),
+    (consts::SP_PROBE_END_SYM, "SafepointSynchronize::end"),
+]);
 const SYNC_SYM: &str = "_ZN14RuntimeService29record_safepoint_synchronizedEl";
 const END_SYM: &str = "_ZN14RuntimeService20record_safepoint_endEl";
 
@@ -143,7 +144,7 @@ impl Collector for Safepoints {
     }
 
     fn health(&self) -> Result<Health> {
-        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, PROBES);
+        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, &PROBES);
         h.entries = self.skel.maps.sp_pause.keys().count() as u64 + self.skel.maps.sp_sync.keys().count() as u64;
         Ok(h)
     }

@@ -8,9 +8,14 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::model::{Family, Kind, Value};
+use crate::skel::consts;
 use crate::skel::threads::{ThreadsSkel, ThreadsSkelBuilder};
 
-const PROBES: &[&str] = &["thread__start", "JVM_StartThread", "os::set_native_thread_name"];
+const PROBES: [&str; 3] = super::probe_names([
+    (consts::THREADS_PROBE_START, "thread__start"),
+    (consts::THREADS_PROBE_JVM_START, "JVM_StartThread"),
+    (consts::THREADS_PROBE_NATIVE_NAME, "os::set_native_thread_name"),
+]);
 /// Without USDT notes: HotSpot names every started Java thread (its Java name) with this
 /// call from `JavaThread::thread_main_inner`, next to where `thread__start` fires (checked
 /// in the code of JDK 17 and 25).
@@ -33,7 +38,7 @@ const HIDDEN: &[&str] = &[
 
 /// FNV-1a (64 bit) of a name with digit runs folded to `N`, as threads.bpf.c computes it.
 pub fn fnv1a_folded(name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = consts::FNV_OFFSET;
     let mut prev = false;
     for &c in name.as_bytes().iter().take(63) {
         let d = c.is_ascii_digit();
@@ -137,7 +142,7 @@ impl Collector for Threads {
     }
 
     fn health(&self) -> Result<Health> {
-        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, PROBES);
+        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, &PROBES);
         h.entries = (self.skel.maps.threads_counts.keys().count() + self.skel.maps.threads_names.keys().count()) as u64;
         Ok(h)
     }

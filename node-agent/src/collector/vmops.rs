@@ -8,14 +8,15 @@ use libbpf_rs::MapCore;
 
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::model::{Family, Kind};
+use crate::skel::consts;
 use crate::skel::vmops::{VmopsSkel, VmopsSkelBuilder};
 
-const PROBES: &[&str] = &[
-    "vmops__begin",
-    "vmops__end",
-    "VMThread::evaluate_operation",
-    "VMThread::evaluate_operation:return",
-];
+const PROBES: [&str; 4] = super::probe_names([
+    (consts::VMOPS_PROBE_BEGIN, "vmops__begin"),
+    (consts::VMOPS_PROBE_END, "vmops__end"),
+    (consts::VMOPS_PROBE_BEGIN_SYM, "VMThread::evaluate_operation"),
+    (consts::VMOPS_PROBE_END_SYM, "VMThread::evaluate_operation:return"),
+]);
 
 pub struct Vmops {
     skel: VmopsSkel<'static>,
@@ -91,7 +92,7 @@ impl Collector for Vmops {
     }
 
     fn health(&self) -> Result<Health> {
-        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, PROBES);
+        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, &PROBES);
         h.entries = self.skel.maps.vmops_hist.keys().count() as u64;
         Ok(h)
     }
