@@ -211,7 +211,6 @@ pub(crate) fn read_stats<M: MapCore>(map: &M) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-
 /// A collector's probe names by their index in its `enum *_probe` (src/bpf/<collector>.h,
 /// the stat index STAT_EVENTS_0 + i): every index once, below STAT_MAP_ERRORS (checked at
 /// compile time).
