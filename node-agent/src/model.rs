@@ -1,9 +1,11 @@
 //! What collectors produce at a scrape: metric families of samples, each sample tied to
 //! a JVM slot (per-JVM series) or to none (agent health). Base units only.
 
+use crate::skel::consts::HIST_BOUNDS;
+
 /// Histogram bucket upper bounds in seconds (docs/metrics.md); +Inf is implicit.
 /// The BPF side (`hist_slot` in src/bpf/common.bpf.h) uses the same bounds in ns.
-pub const BOUNDS_SECONDS: [f64; 15] =
+pub const BOUNDS_SECONDS: [f64; HIST_BOUNDS as usize] =
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,7 +18,8 @@ pub enum Kind {
 /// A histogram read from a kernel map: per-bucket counts (last = +Inf), sum in ns.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Hist {
-    pub buckets: [u64; 16],
+    /// HIST_SLOTS in src/bpf/jvm.h: one per bound, then +Inf.
+    pub buckets: [u64; HIST_BOUNDS as usize + 1],
     pub sum_ns: u64,
     pub count: u64,
 }

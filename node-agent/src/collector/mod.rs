@@ -149,9 +149,7 @@ pub(crate) struct NameKey {
 }
 
 pub(crate) fn parse_name_key(k: &[u8]) -> Option<NameKey> {
-    if k.len() < 8 + 64 {
-        return None;
-    }
+    let name = k.get(8..8 + consts::NAME_LEN as usize)?;
     let slot = u32::from_ne_bytes(k[0..4].try_into().ok()?);
     let flags = u32::from_ne_bytes(k[4..8].try_into().ok()?);
     if u32::from(k[8]) == consts::VTABLE_TAG {
@@ -159,21 +157,23 @@ pub(crate) fn parse_name_key(k: &[u8]) -> Option<NameKey> {
         let rel = u64::from_ne_bytes(k[16..24].try_into().ok()?);
         return Some(NameKey { slot, flags, name: String::new(), vtable: Some((file, rel)) });
     }
-    let raw: Vec<i8> = k[8..72].iter().map(|&b| b as i8).collect();
+    let raw: Vec<i8> = name.iter().map(|&b| b as i8).collect();
     Some(NameKey { slot, flags, name: c_name(&raw), vtable: None })
 }
 
 pub(crate) fn parse_hist(v: &[u8]) -> Option<Hist> {
-    if v.len() < 18 * 8 {
+    // struct hist: the buckets, then sum_ns and count
+    let mut h = Hist::default();
+    let n = h.buckets.len();
+    if v.len() < (n + 2) * 8 {
         return None;
     }
     let u = |i: usize| u64::from_ne_bytes(v[i * 8..i * 8 + 8].try_into().unwrap());
-    let mut h = Hist::default();
     for (i, b) in h.buckets.iter_mut().enumerate() {
         *b = u(i);
     }
-    h.sum_ns = u(16);
-    h.count = u(17);
+    h.sum_ns = u(n);
+    h.count = u(n + 1);
     Some(h)
 }
 

@@ -40,7 +40,7 @@ const HIDDEN: &[&str] = &[
 pub fn fnv1a_folded(name: &str) -> u64 {
     let mut h = consts::FNV_OFFSET;
     let mut prev = false;
-    for &c in name.as_bytes().iter().take(63) {
+    for &c in name.as_bytes().iter().take(consts::NAME_LEN as usize - 1) {
         let d = c.is_ascii_digit();
         if d && prev {
             continue;

@@ -45,7 +45,6 @@ pub struct Shared {
     pub last_error: String,
 }
 
-
 pub struct Attributor {
     shared: Arc<Mutex<Shared>>,
     all_jvms: bool,
