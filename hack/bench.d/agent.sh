@@ -3,115 +3,346 @@
 # (thread dumps + GCs), each without and with the agent and under the tools users have today
 # (-Xlog to a file, JFR, async-profiler tracing JVM_StartThread), alternating in one run for
 # BENCH_ROUNDS rounds (order rotated each round). Prints the slowdown against the baseline of
-# the same round (median and min..max), and the agent's peak RSS and CPU time.
+# the same round (median and min..max), the agent's attach time and what attaching cost the JVM
+# (apart from the slowdown), and the agent's footprint (peak RSS + BPF map memory).
+#
+# Start protocol: each workload JVM prints "READY <pid>" and waits for a line on stdin before
+# its measured part. The line is sent once the JVM has idled BENCH_IDLE_MS after READY (every
+# configuration) and, with the agent, once the agent's /metrics lists the JVM (jvm_info with its
+# pid: every probe of that JVM is attached), so attaching never overlaps the measured part.
+#
+# Shared-JDK scenario (BENCH_SHARED, e.g. "0 1 8"): a thread storm beside N idle JVMs of the
+# same JDK, every JVM (the storm too) run through its own overlay mount of the JDK, as
+# containers of one image are; baseline and agent alternate with the same idle JVMs running.
+# The storm's slowdown and its counted thread starts must not depend on N.
+#
 # Knobs: BENCH_ROUNDS (10), BENCH_THREADS (100000), BENCH_SAFEPOINT_ROUNDS (300), BENCH_JDK ($JDK17),
-# BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent xlog jfr asyncprof").
+# BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent xlog jfr asyncprof"),
+# BENCH_IDLE_MS (1000), BENCH_SHARED ("0 1 8"; "" skips the scenario), BENCH_AGENT (an agent
+# binary to measure instead of building node-agent, e.g. to compare two builds).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 ROUNDS="${BENCH_ROUNDS:-10}"
 THREADS="${BENCH_THREADS:-100000}"
 SP_ROUNDS="${BENCH_SAFEPOINT_ROUNDS:-300}"
 JDK="${BENCH_JDK:-$JDK17}"
-[ "$(id -u)" -eq 0 ] || die "the agent benchmark needs root (eBPF)"
-WORK="$JVMDIAG_CACHE/bench/agent"; rm -rf "$WORK"; mkdir -p "$WORK"
+IDLE_MS="${BENCH_IDLE_MS:-1000}"
+SHARED="${BENCH_SHARED-0 1 8}"
+LISTEN=127.0.0.1:19470
+[ "$(id -u)" -eq 0 ] || die "the agent benchmark needs root (eBPF, overlay mounts)"
+WORK="$JVMDIAG_CACHE/bench/agent"
 
-log "building jvmdiag-agent (release)"
-(cd "$REPO_ROOT/node-agent" && nice cargo build --release -q -p jvmdiag-agent)
-AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/release/jvmdiag-agent"
+# Everything this script mounted lives under $WORK; unmount it (deepest first), also what an
+# interrupted earlier run left, before anything under $WORK is removed.
+unmount_all() {
+  local m
+  for m in $(awk -v w="$WORK/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
+  done
+}
+unmount_all
+rm -rf "$WORK"; mkdir -p "$WORK"
 
-AP_JAR="$JVMDIAG_CACHE/async-profiler/async-profiler-4.0-linux-x64.jar"
-if [ ! -f "$AP_JAR" ]; then
-  log "fetching async-profiler from Maven Central"
-  mvn -q dependency:copy -Dartifact=tools.profiler:async-profiler:4.0:jar:linux-x64 \
-    -DoutputDirectory="$JVMDIAG_CACHE/async-profiler" >/dev/null
+read -ra CONFIGS <<<"${BENCH_CONFIGS:-baseline agent xlog jfr asyncprof}"
+read -ra WORKLOADS <<<"${BENCH_WORKLOADS:-ThreadStorm SafepointStorm}"
+read -ra SHARED_NS <<<"$SHARED"
+case " ${CONFIGS[*]} " in *" baseline "*) ;; *) die "BENCH_CONFIGS must include baseline (every slowdown is against it)";; esac
+
+if [ -n "${BENCH_AGENT:-}" ]; then
+  AGENT="$BENCH_AGENT"; [ -x "$AGENT" ] || die "BENCH_AGENT=$AGENT is not an executable"
+else
+  log "building jvmdiag-agent (release)"
+  (cd "$REPO_ROOT/node-agent" && nice cargo build --release -q -p jvmdiag-agent)
+  AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/release/jvmdiag-agent"
 fi
-(cd "$WORK" && unzip -o -q "$AP_JAR" linux-x64/libasyncProfiler.so)
-AP_LIB="$WORK/linux-x64/libasyncProfiler.so"
+
+AP_LIB=""
+if [[ " ${CONFIGS[*]} " == *" asyncprof "* ]]; then
+  AP_JAR="$JVMDIAG_CACHE/async-profiler/async-profiler-4.0-linux-x64.jar"
+  if [ ! -f "$AP_JAR" ]; then
+    log "fetching async-profiler from Maven Central"
+    mvn -q dependency:copy -Dartifact=tools.profiler:async-profiler:4.0:jar:linux-x64 \
+      -DoutputDirectory="$JVMDIAG_CACHE/async-profiler" >/dev/null
+  fi
+  (cd "$WORK" && unzip -o -q "$AP_JAR" linux-x64/libasyncProfiler.so)
+  AP_LIB="$WORK/linux-x64/libasyncProfiler.so"
+fi
 
 "$JDK/bin/javac" -d "$WORK/classes" "$REPO_ROOT"/node-agent/tests/workloads/{ThreadStorm,SafepointStorm}.java
 
+# Processes this script started; all of them are stopped, and every mount removed, on any exit
+# (end, error, Ctrl-C).
 AGENT_PID=""
+JVM_PIDS=()
 stop_agent() { if [ -n "$AGENT_PID" ]; then kill "$AGENT_PID" 2>/dev/null || true; wait "$AGENT_PID" 2>/dev/null || true; AGENT_PID=""; fi; }
-trap stop_agent EXIT
+stop_jvms() {
+  local p
+  [ ${#JVM_PIDS[@]} -gt 0 ] || return 0
+  for p in "${JVM_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    local alive=0
+    for p in "${JVM_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break; sleep 0.1
+  done
+  for p in "${JVM_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  JVM_PIDS=()
+}
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  set +e
+  stop_agent; stop_jvms; unmount_all
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+forget_jvm() { local p keep=(); for p in "${JVM_PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done; JVM_PIDS=("${keep[@]+"${keep[@]}"}"); }
 
-# run WORKLOAD CONFIG -> prints "WALL_MS CPU_MS" of the measured part
+# Wall clock in µs from bash's own clock (no fork while a JVM idles): us=${EPOCHREALTIME/[.,]/}
+
+scrape() { curl -sf -o "$1" "http://$LISTEN/metrics"; }
+# attached PROMFILE PID: the agent lists the JVM (it adds jvm_info only once every probe is attached)
+attached() { grep -q "^jvmdiag_jvm_info{.*pid=\"$2\"" "$1"; }
+
+start_agent() {  # start_agent MATCH
+  "$AGENT" --standalone --listen "$LISTEN" --match-jvm "$1" 2>>"$WORK/agent.log" & AGENT_PID=$!
+  for _ in $(seq 100); do curl -sf "http://$LISTEN/healthz" >/dev/null && return 0; kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+  tail -n 20 "$WORK/agent.log" >&2; die "the agent did not come up on $LISTEN"
+}
+wait_attached() {  # wait_attached PID...: until the agent lists every one (60 s)
+  local p ok
+  for _ in $(seq 600); do
+    ok=1
+    if scrape "$WORK/wait.prom"; then for p in "$@"; do attached "$WORK/wait.prom" "$p" || { ok=0; break; }; done; else ok=0; fi
+    [ $ok = 1 ] && return 0; sleep 0.1
+  done
+  tail -n 20 "$WORK/agent.log" >&2; die "the agent did not attach to JVMs $* within 60 s"
+}
+
+# bpf_memlock PID: bytes of kernel memory charged to the BPF maps the process holds (fdinfo of
+# each map fd, counted once per map id; the same figure as `bpftool map show`'s memlock).
+bpf_memlock() {
+  local f
+  for f in /proc/"$1"/fdinfo/*; do awk '/^map_id:/ {id = $2} /^memlock:/ {m = $2} END {if (id != "") print id, m}' "$f" 2>/dev/null; done \
+    | sort -u -k1,1 | awk '{s += $2} END {print s + 0}'
+}
+
+# run SCENARIO ROUND WORKLOAD CONFIG JAVA [PID...]: one measured run of WORKLOAD started with
+# JAVA; the PIDs are other JVMs the agent must have attached before this one starts.
+# Appends "SCENARIO WORKLOAD ROUND CONFIG WALL CPU PRE_CPU WAIT_CPU WAIT READY_AT GO_AT ATTACHED_AT
+# COUNTED EXPECTED JVM_OWN HITS FILES LINKS" (ms; "-" where it does not apply) to results.txt.
 run() {
-  local wl=$1 cfg=$2 args opts=()
-  if [ "$wl" = ThreadStorm ]; then args="$THREADS"; else args="$SP_ROUNDS"; fi
+  local scen=$1 r=$2 wl=$3 cfg=$4 java=$5; shift 5
+  local args opts=() expected=-
+  if [ "$wl" = ThreadStorm ]; then args="$THREADS"; expected=$((THREADS + 4)); else args="$SP_ROUNDS"; fi
   case "$cfg" in
     baseline) ;;
     agent)
-      "$AGENT" --standalone --listen 127.0.0.1:19470 --match-jvm "$wl" 2>>"$WORK/agent.log" & AGENT_PID=$!
-      for _ in $(seq 50); do curl -sf 127.0.0.1:19470/healthz >/dev/null && break; sleep 0.1; done ;;
+      start_agent "$wl"
+      [ $# -eq 0 ] || wait_attached "$@" ;;
     xlog)
       if [ "$wl" = ThreadStorm ]; then opts=(-Xlog:os+thread=info:file="$WORK/xlog.log"); else opts=(-Xlog:safepoint=info:file="$WORK/xlog.log"); fi ;;
     jfr) opts=(-XX:StartFlightRecording=filename="$WORK/rec.jfr",settings=default) ;;
     asyncprof) opts=(-agentpath:"$AP_LIB"=start,event=JVM_StartThread,collapsed,file="$WORK/ap.txt") ;;
+    *) die "unknown configuration $cfg" ;;
   esac
-  local ms
-  ms=$("$JDK/bin/java" "${opts[@]}" -cp "$WORK/classes" "$wl" "$args" 800 2>/dev/null | tail -n1)
-  if [ "$cfg" = agent ]; then
-    curl -sf 127.0.0.1:19470/metrics > "$WORK/last-metrics.txt" || true
-    # Nothing lost: the agent counted every thread the storm started (+ the 4 starters).
-    if [ "$wl" = ThreadStorm ]; then
-      echo "$(awk '/^jvmdiag_thread_starts_total/ {s += $NF} END {print s + 0}' "$WORK/last-metrics.txt") $((THREADS + 4))" >> "$WORK/agent-counted.txt"
+  local fifo="$WORK/go.fifo" out="$WORK/run.out" gofd
+  rm -f "$fifo" "$out"; mkfifo "$fifo"; : >"$out"
+  local t0 ready="" att="" go="" now pid
+  t0=${EPOCHREALTIME/[.,]/}
+  "$java" "${opts[@]}" -cp "$WORK/classes" "$wl" "$args" stdin <"$fifo" >"$out" 2>"$WORK/run.err" &
+  pid=$!; JVM_PIDS+=("$pid")
+  exec {gofd}>"$fifo"
+  for _ in $(seq 6000); do   # 50 ms steps, 5 min at most
+    kill -0 "$pid" 2>/dev/null || { cat "$WORK/run.err" >&2; die "$wl ($cfg) exited before its measured part"; }
+    now=${EPOCHREALTIME/[.,]/}
+    if [ -z "$ready" ] && grep -q '^READY' "$out"; then
+      ready=$now
+      [ "$(awk '/^READY/ {print $2; exit}' "$out")" = "$pid" ] || die "the JVM's pid is not the one started ($pid)"
+      if [ "$java" != "$JDK/bin/java" ]; then  # it must really run from its own mount
+        grep -q " ${java%/bin/java}/lib/server/libjvm.so\$" /proc/"$pid"/maps || die "$wl does not map libjvm.so from ${java%/bin/java}"
+      fi
     fi
-    # Peak RSS (VmHWM, KiB), CPU time (ticks), RSS now and its anonymous / file-backed parts (KiB).
-    echo "$(awk '/VmHWM/ {print $2}' /proc/$AGENT_PID/status) $(awk '{print $14 + $15}' /proc/$AGENT_PID/stat) $(awk '/^(VmRSS|RssAnon|RssFile):/ {printf "%s ", $2}' /proc/$AGENT_PID/status)" >> "$WORK/agent-usage.txt"
+    if [ "$cfg" = agent ] && [ -z "$att" ] && scrape "$WORK/poll.prom" && attached "$WORK/poll.prom" "$pid"; then att=${EPOCHREALTIME/[.,]/}; fi
+    now=${EPOCHREALTIME/[.,]/}
+    if [ -n "$ready" ] && [ $(( (now - ready) / 1000 )) -ge "$IDLE_MS" ] && { [ "$cfg" != agent ] || [ -n "$att" ]; }; then
+      go=$now; echo go >&"$gofd"; break
+    fi
+    sleep 0.05
+  done
+  exec {gofd}>&-
+  [ -n "$go" ] || { [ -n "$ready" ] || cat "$WORK/run.err" >&2; die "$wl ($cfg): no go within 5 minutes (ready: ${ready:-no}, attached: ${att:-no})"; }
+  wait "$pid" || { cat "$WORK/run.err" >&2; die "$wl ($cfg) failed"; }
+  forget_jvm "$pid"
+  local res counted=- jvm_own=- hits=- files=- links=-
+  res=$(tail -n1 "$out")
+  [ "$(wc -w <<<"$res")" -eq 5 ] || die "$wl ($cfg): unexpected output: $res"
+  if [ "$cfg" = agent ]; then
+    local m="$WORK/last-metrics.txt"
+    scrape "$m" || : >"$m"
+    if [ "$wl" = ThreadStorm ]; then
+      # Nothing lost, nothing multiplied: the storm's own thread starts (pool-N-thread-N and the
+      # 4 starter-N) counted for its pid; threads the JVM starts itself (e.g. a further JIT
+      # compiler thread) are counted apart.
+      read -r counted jvm_own < <(awk -v p="pid=\"$pid\"" '/^jvmdiag_thread_starts_total\{/ && index($0, p) {
+          if ($0 ~ /thread_name="(pool-N-thread-N|starter-N)"/) s += $NF; else o += $NF } END {print s + 0, o + 0}' "$m")
+      hits=$(awk '/^jvmdiag_agent_probe_events_total\{.*probe="thread__start"/ {s += $NF} END {print s + 0}' "$m")
+    fi
+    files=$(awk '/^jvmdiag_agent_libjvm_files / {print $2 + 0}' "$m"); links=$(awk '/^jvmdiag_agent_bpf_links / {print $2 + 0}' "$m")
+    # Peak RSS (VmHWM, KiB), CPU time (ticks), RSS now and its anonymous / file-backed parts (KiB),
+    # BPF map memory (bytes).
+    echo "$scen $(awk '/VmHWM/ {print $2}' /proc/$AGENT_PID/status) $(awk '{print $14 + $15}' /proc/$AGENT_PID/stat) $(awk '/^(VmRSS|RssAnon|RssFile):/ {printf "%s ", $2}' /proc/$AGENT_PID/status)$(bpf_memlock "$AGENT_PID")" >> "$WORK/agent-usage.txt"
     stop_agent
   fi
-  echo "$ms"
+  local rel=(); local x
+  for x in "$ready" "$go" "$att"; do if [ -n "$x" ]; then rel+=($(( (x - t0) / 1000 ))); else rel+=(-); fi; done
+  echo "$scen $wl $r $cfg $res ${rel[*]} $counted $expected $jvm_own ${hits:--} ${files:--} ${links:--}" | tee -a "$WORK/results.txt" >&2
 }
 
-read -ra CONFIGS <<<"${BENCH_CONFIGS:-baseline agent xlog jfr asyncprof}"
-read -ra WORKLOADS <<<"${BENCH_WORKLOADS:-ThreadStorm SafepointStorm}"
-case " ${CONFIGS[*]} " in *" baseline "*) ;; *) die "BENCH_CONFIGS must include baseline (every slowdown is against it)";; esac
+# The usual comparison: each JVM from the JDK's own path, alone.
 for wl in "${WORKLOADS[@]}"; do
   for r in $(seq "$ROUNDS"); do
     n=${#CONFIGS[@]}
     for i in $(seq 0 $((n - 1))); do
       cfg=${CONFIGS[$(( (i + r) % n ))]}
-      ms=$(run "$wl" "$cfg")
-      echo "$wl $r $cfg $ms" | tee -a "$WORK/results.txt" >&2
+      run solo "$r" "$wl" "$cfg" "$JDK/bin/java"
       sleep 1  # let the previous JVM's exit settle
     done
   done
 done
 
+# Shared JDK: the storm and N idle JVMs, each from its own overlay mount of the same JDK files.
+if [ ${#SHARED_NS[@]} -gt 0 ]; then
+  JDK_REAL="$(readlink -f "$JDK")"
+  max=0; for k in "${SHARED_NS[@]}"; do [ "$k" -le "$max" ] || max=$k; done
+  mount_jdk() {  # mount_jdk NAME -> the merged directory
+    local d="$WORK/mnt/$1"; mkdir -p "$d/upper" "$d/work" "$d/merged"
+    mount -t overlay overlay -o "lowerdir=$JDK_REAL,upperdir=$d/upper,workdir=$d/work" "$d/merged"
+    echo "$d/merged"
+  }
+  STORM_JAVA="$(mount_jdk storm)/bin/java"
+  IDLE_DIRS=(); for i in $(seq "$max"); do IDLE_DIRS+=("$(mount_jdk "idle$i")"); done
+  log "shared JDK: $((max + 1)) overlay mounts of $JDK_REAL under $WORK/mnt"
+  for k in "${SHARED_NS[@]}"; do
+    idle=()
+    for i in $(seq "$k"); do
+      out="$WORK/idle$i.out"
+      "${IDLE_DIRS[$((i - 1))]}/bin/java" -Xmx64m -cp "$WORK/classes" ThreadStorm 0 999999999 >"$out" 2>&1 </dev/null &
+      JVM_PIDS+=("$!"); idle+=("$!")
+    done
+    for i in $(seq "$k"); do
+      for _ in $(seq 600); do grep -q '^READY' "$WORK/idle$i.out" && break; sleep 0.1; done
+      grep -q '^READY' "$WORK/idle$i.out" || die "idle JVM $i did not start: $(cat "$WORK/idle$i.out")"
+      # It must really run from its mount (a symlink out of the JDK would defeat the scenario).
+      grep -q " ${IDLE_DIRS[$((i - 1))]}/lib/server/libjvm.so\$" /proc/"${idle[$((i - 1))]}"/maps || die "idle JVM $i does not map libjvm.so from ${IDLE_DIRS[$((i - 1))]}"
+    done
+    CFGS=(baseline agent)
+    for r in $(seq "$ROUNDS"); do
+      for i in 0 1; do
+        cfg=${CFGS[$(( (i + r) % 2 ))]}
+        run "shared-$k" "$r" ThreadStorm "$cfg" "$STORM_JAVA" "${idle[@]+"${idle[@]}"}"
+        sleep 1
+      done
+    done
+    stop_jvms
+  done
+fi
+
 HZ=$(getconf CLK_TCK)
-python3 - "$WORK/results.txt" "$WORK/agent-usage.txt" "$HZ" "$THREADS" "$SP_ROUNDS" "$ROUNDS" "$JDK" <<'PY'
-import statistics, sys
-res, usage, hz, threads, sp, rounds, jdk = sys.argv[1:]
-rows = [l.split() for l in open(res) if len(l.split()) == 5]
-t = {}
-for wl, r, cfg, wall, cpu in rows:
-    t.setdefault(wl, {}).setdefault(int(r), {})[cfg] = (float(wall), float(cpu))
+python3 - "$WORK" "$HZ" "$THREADS" "$SP_ROUNDS" "$ROUNDS" "$JDK" "$IDLE_MS" <<'PY'
+import os, statistics, sys
+work, hz, threads, sp, rounds, jdk, idle = sys.argv[1:]
+hz = int(hz)
+rows = []
+for l in open(os.path.join(work, "results.txt")):
+    f = l.split()
+    if len(f) != 18:
+        continue
+    num = lambda x: None if x == "-" else float(x)
+    rows.append(dict(scen=f[0], wl=f[1], r=int(f[2]), cfg=f[3], wall=float(f[4]), cpu=float(f[5]),
+                     pre_cpu=float(f[6]), wait_cpu=float(f[7]), wait=float(f[8]), ready=num(f[9]), go=num(f[10]),
+                     att=num(f[11]), counted=f[12], expected=f[13], jvm_own=f[14], hits=f[15], files=f[16], links=f[17]))
+med = statistics.median
+pct = lambda x: f"{100 * x:+.1f} %"
+def spread(xs, fmt):
+    return f"{fmt(med(xs))} ({fmt(min(xs))} .. {fmt(max(xs))})" if xs else "n/a"
+def paired(rs, cfg, key):
+    by = {}
+    for x in rs:
+        by.setdefault(x["r"], {})[x["cfg"]] = x
+    return [v[cfg][key] / v["baseline"][key] - 1 for v in by.values() if cfg in v and "baseline" in v and v["baseline"][key] > 0]
+
 names = {"agent": "jvmdiag-agent (eBPF)", "xlog": "-Xlog to a file", "jfr": "JFR (default settings)",
          "asyncprof": "async-profiler -e JVM_StartThread"}
-print(f"\nJDK {jdk}; {rounds} rounds; thread storm = {threads} threads, safepoint storm = {sp} rounds of 2 thread dumps (+ a full GC every 10th)")
-print("| workload | configuration | wall: slowdown median (min..max) | process CPU: increase median (min..max) |")
-print("|---|---|---|---|")
-pct = lambda x: f"{100 * x:+.1f} %"
-for wl, by_round in t.items():
-    base = [v["baseline"][0] for v in by_round.values() if "baseline" in v]
-    print(f"| {wl} | baseline | median {statistics.median(base):.0f} ms | median {statistics.median([v['baseline'][1] for v in by_round.values() if 'baseline' in v]):.0f} ms |")
-    for cfg in ("agent", "xlog", "jfr", "asyncprof"):
-        cells = []
-        for k in (0, 1):
-            ratios = [v[cfg][k] / v["baseline"][k] - 1 for v in by_round.values() if cfg in v and "baseline" in v and v["baseline"][k] > 0]
-            cells.append(f"{pct(statistics.median(ratios))} ({pct(min(ratios))} .. {pct(max(ratios))})" if ratios else "n/a")
-        print(f"| {wl} | {names[cfg]} | {cells[0]} | {cells[1]} |")
-import os
-counted = os.path.join(os.path.dirname(usage), "agent-counted.txt")
-if os.path.exists(counted):
-    c = [l.split() for l in open(counted) if len(l.split()) == 2]
-    exact = sum(1 for a, b in c if a == b)
-    print(f"\nthread starts counted by the agent: {exact} of {len(c)} runs exactly {c[0][1] if c else '?'} (no event lost)")
-u = [[int(x) for x in l.split()] for l in open(usage) if len(l.split()) == 5]
+solo = [x for x in rows if x["scen"] == "solo"]
+print(f"\nJDK {jdk}; {rounds} rounds; thread storm = {threads} threads, safepoint storm = {sp} rounds of 2 thread dumps (+ a full GC every 10th);"
+      f" the measured part starts {idle} ms after READY at the earliest and, with the agent, once /metrics lists the JVM")
+if solo:
+    print("| workload | configuration | wall: slowdown median (min..max) | process CPU: increase median (min..max) |")
+    print("|---|---|---|---|")
+    for wl in dict.fromkeys(x["wl"] for x in solo):
+        rs = [x for x in solo if x["wl"] == wl]
+        base = [x for x in rs if x["cfg"] == "baseline"]
+        print(f"| {wl} | baseline | median {med([x['wall'] for x in base]):.0f} ms | median {med([x['cpu'] for x in base]):.0f} ms |")
+        for cfg in ("agent", "xlog", "jfr", "asyncprof"):
+            if any(x["cfg"] == cfg for x in rs):
+                print(f"| {wl} | {names[cfg]} | {spread(paired(rs, cfg, 'wall'), pct)} | {spread(paired(rs, cfg, 'cpu'), pct)} |")
+
+ms = lambda v: f"{v:.0f} ms"
+att = [x for x in rows if x["cfg"] in ("agent", "baseline")]
+if any(x["cfg"] == "agent" for x in att):
+    print("\nAttach (one-time, before the measured part, not in the slowdowns): JVM start -> READY, -> attached (first /metrics"
+          " listing the pid, polled every 50 ms), -> go; JVM CPU from its start to the go; JVM CPU while it idled (READY -> go)")
+    print("| scenario | workload | configuration | -> READY | -> attached | -> go | JVM CPU start -> go | JVM CPU idling (per s idle) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for scen in dict.fromkeys(x["scen"] for x in att):
+        for wl in dict.fromkeys(x["wl"] for x in att if x["scen"] == scen):
+            for cfg in ("baseline", "agent"):
+                rs = [x for x in att if x["scen"] == scen and x["wl"] == wl and x["cfg"] == cfg]
+                if not rs:
+                    continue
+                a = [x["att"] for x in rs if x["att"] is not None]
+                per_s = [x["wait_cpu"] / x["wait"] * 1000 for x in rs if x["wait"] > 0]
+                print(f"| {scen} | {wl} | {cfg} | {spread([x['ready'] for x in rs], ms)} | {spread(a, ms) if a else '-'} | "
+                      f"{spread([x['go'] for x in rs], ms)} | {spread([x['pre_cpu'] for x in rs], ms)} | "
+                      f"{spread([x['wait_cpu'] for x in rs], ms)} ({med(per_s):.0f} ms/s) |")
+
+shared = [x for x in rows if x["scen"].startswith("shared-")]
+if shared:
+    print(f"\nShared JDK: thread storm ({threads} threads) beside N idle JVMs, each JVM from its own overlay mount of {jdk};"
+          " baseline = the same idle JVMs, no agent; thread starts counted for the storm's pid (expected: threads + 4 starters)")
+    print("| other JVMs | baseline median | agent: wall slowdown median (min..max) | agent: process CPU median (min..max) | storm's thread starts counted | thread__start hits | libjvm files / BPF links |")
+    print("|---|---|---|---|---|---|---|")
+    for scen in dict.fromkeys(x["scen"] for x in shared):
+        rs = [x for x in shared if x["scen"] == scen]
+        ag = [x for x in rs if x["cfg"] == "agent"]
+        base = [x["wall"] for x in rs if x["cfg"] == "baseline"]
+        counted = sorted(set(x["counted"] for x in ag))
+        exact = sum(1 for x in ag if x["counted"] == x["expected"])
+        fl = sorted(set(f"{x['files']} / {x['links']}" for x in ag))
+        print(f"| {scen.split('-')[1]} | {med(base):.0f} ms | {spread(paired(rs, 'agent', 'wall'), pct)} | {spread(paired(rs, 'agent', 'cpu'), pct)} | "
+              f"{exact} of {len(ag)} runs exactly {ag[0]['expected'] if ag else '?'} (seen: {', '.join(counted)}; "
+              f"JVM's own threads besides: {', '.join(sorted(set(x['jvm_own'] for x in ag)))}) | "
+              f"{', '.join(sorted(set(x['hits'] for x in ag)))} | {', '.join(fl)} |")
+
+c = [x for x in solo if x["cfg"] == "agent" and x["wl"] == "ThreadStorm"]
+if c:
+    exact = sum(1 for x in c if x["counted"] == x["expected"])
+    print(f"\nthread starts of the storm counted by the agent (alone): {exact} of {len(c)} runs exactly {c[0]['expected']} (no event lost or multiplied)"
+          + ("" if exact == len(c) else f"; seen {', '.join(sorted(set(x['counted'] for x in c)))}")
+          + f"; threads the JVM started itself after the attach: {', '.join(sorted(set(x['jvm_own'] for x in c)))}")
+usage = os.path.join(work, "agent-usage.txt")
+u = [l.split() for l in open(usage)] if os.path.exists(usage) else []
+u = [(f[0], [int(x) for x in f[1:]]) for f in u if len(f) == 7]
 if u:
-    mib = lambda i: max(r[i] for r in u) / 1024
-    cpu = [r[1] / int(hz) for r in u]
-    print(f"\nagent: peak RSS (VmHWM: start, BPF load, attach, the storm's scrape) max {mib(0):.1f} MiB; "
-          f"RSS after a run max {mib(2):.1f} MiB (anonymous {mib(3):.1f}, file-backed {mib(4):.1f}); "
-          f"agent CPU time per run (start, attach, one scrape): median {statistics.median(cpu):.2f} s, max {max(cpu):.2f} s")
+    print("\nagent footprint per run: peak RSS (VmHWM: start, BPF load, attach, scrapes) + BPF map memory (memlock of the maps it holds) = whole footprint")
+    for scen in dict.fromkeys(s for s, _ in u):
+        v = [x for s, x in u if s == scen]
+        mib = lambda i: max(x[i] for x in v) / 1024
+        maps = max(x[5] for x in v) / 2**20
+        cpu = [x[1] / hz for x in v]
+        print(f"  {scen}: peak RSS max {mib(0):.1f} MiB + BPF maps {maps:.1f} MiB = whole footprint {mib(0) + maps:.1f} MiB; "
+              f"RSS after a run max {mib(2):.1f} MiB (anonymous {mib(3):.1f}, file-backed {mib(4):.1f}); "
+              f"agent CPU per run (start, attach, polls, final scrape) median {med(cpu):.2f} s, max {max(cpu):.2f} s")
 PY

@@ -1,16 +1,34 @@
 /**
  * Benchmark workload: start and join N platform threads (default 100,000), 4 starters in
- * parallel, and print the elapsed milliseconds of the storm only. Waits DELAY ms first so
- * an agent polling /proc has attached before the measured part (every configuration waits).
- * Prints "WALL_MS CPU_MS" (CPU: the whole process, user + system, over the storm).
+ * parallel, and print the wall and CPU time of the storm only.
+ *
+ * Arguments: N, then how to start the measured part:
+ * <ul>
+ *   <li>{@code stdin} (what {@code hack/bench.d/agent.sh} uses): print {@code READY <pid>} once
+ *       the JVM is up, then wait for a line on standard input. The benchmark sends it after the
+ *       same minimum idle time in every configuration and, with the agent, only once the agent
+ *       reports this JVM attached, so attaching never overlaps the measured part.</li>
+ *   <li>a number of milliseconds (default 800): print {@code READY <pid>}, sleep that long, then
+ *       run. With a long sleep this is the idle JVM the benchmark runs beside a storm.</li>
+ * </ul>
+ * Prints "WALL_MS CPU_MS PRE_CPU_MS WAIT_CPU_MS WAIT_MS": wall and process CPU time (user +
+ * system, every thread) of the storm; the process CPU time from the JVM's start to the start of
+ * the storm; the part of it spent while waiting (READY to go); and the wait's length.
  */
 public class ThreadStorm {
     public static void main(String[] args) throws Exception {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
-        long delay = args.length > 1 ? Long.parseLong(args[1]) : 800;
-        Thread.sleep(delay);
+        String start = args.length > 1 ? args[1] : "800";
         int starters = 4;
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        System.out.println("READY " + ProcessHandle.current().pid());
+        System.out.flush();
+        long w0 = System.nanoTime(), cw0 = os.getProcessCpuTime();
+        if (start.equals("stdin")) {
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        } else {
+            Thread.sleep(Long.parseLong(start));
+        }
         long c0 = os.getProcessCpuTime();
         long t0 = System.nanoTime();
         Thread[] s = new Thread[starters];
@@ -26,6 +44,7 @@ public class ThreadStorm {
             s[k].start();
         }
         for (Thread t : s) t.join();
-        System.out.println((System.nanoTime() - t0) / 1_000_000 + " " + (os.getProcessCpuTime() - c0) / 1_000_000);
+        long ms = (System.nanoTime() - t0) / 1_000_000, cpu = (os.getProcessCpuTime() - c0) / 1_000_000;
+        System.out.println(ms + " " + cpu + " " + c0 / 1_000_000 + " " + (c0 - cw0) / 1_000_000 + " " + (t0 - w0) / 1_000_000);
     }
 }
