@@ -18,7 +18,8 @@
 #
 # Knobs: BENCH_ROUNDS (10), BENCH_THREADS (100000), BENCH_SAFEPOINT_ROUNDS (300), BENCH_JDK ($JDK17),
 # BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent xlog jfr asyncprof"),
-# BENCH_IDLE_MS (1000), BENCH_SHARED ("0 1 8"; "" skips the scenario), BENCH_AGENT (an agent
+# BENCH_IDLE_MS (1000), BENCH_SHARED ("0 1 8"; "" skips the scenario, as do BENCH_WORKLOADS
+# without ThreadStorm and BENCH_CONFIGS without agent), BENCH_AGENT (an agent
 # binary to measure instead of building node-agent, e.g. to compare two builds).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -213,7 +214,8 @@ for wl in "${WORKLOADS[@]}"; do
 done
 
 # Shared JDK: the storm and N idle JVMs, each from its own overlay mount of the same JDK files.
-if [ ${#SHARED_NS[@]} -gt 0 ]; then
+# (a thread-storm scenario about the agent: run when both are selected)
+if [ ${#SHARED_NS[@]} -gt 0 ] && [[ " ${WORKLOADS[*]} " == *" ThreadStorm "* && " ${CONFIGS[*]} " == *" agent "* ]]; then
   JDK_REAL="$(readlink -f "$JDK")"
   max=0; for k in "${SHARED_NS[@]}"; do [ "$k" -le "$max" ] || max=$k; done
   mount_jdk() {  # mount_jdk NAME -> the merged directory
