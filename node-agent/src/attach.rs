@@ -1,7 +1,9 @@
 //! Attach manager: per-JVM state, one set of links per distinct libjvm.so file.
 //!
-//! JVMs are grouped by the (device, inode) of their libjvm.so; each distinct file is
-//! attached once for every process (pid -1), and the BPF programs count only processes
+//! JVMs are grouped by the (device, inode) of their libjvm.so as the kernel's uprobes see
+//! it (`file_identity`: the real file under an overlay or bind mount, so every container of
+//! one image shares one group); each distinct file is attached once for every process
+//! (pid -1), and the BPF programs count only processes
 //! in `traced_pids` (host tgid -> slot and the collectors it wants, `traced_pids_value`).
 //! A JVM's entry is added when it is found and removed when it exits; its series are
 //! exposed once more, then its map entries and slot are released, and the links go with
@@ -9,7 +11,10 @@
 //!
 //! The container's libjvm.so path is untrusted: it is opened inside the process's root
 //! (`ProcRoot::open_file`, no escape through symlinks), its (dev, inode) must equal the
-//! mapping's, and libbpf gets `/proc/self/fd/N` — the very file the JVM maps.
+//! mapping's, and libbpf gets `/proc/self/fd/N` — the very file the JVM maps. After the
+//! attach, the real file behind that open file must still be the group's: a container that
+//! copied its libjvm.so up into its own layer since the JVM mapped it would otherwise put
+//! the group's probes on a file no other container maps.
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -23,6 +28,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
 use crate::collector::{Collector, ProbeMode, REGISTRY};
 use crate::discovery::{self, FileId, Found};
+use crate::file_identity::FileIdentity;
 use crate::labels::JvmLabels;
 
 /// Slots of the per-JVM arrays (src/bpf/jvm.h); a `traced_pids` value holds the slot in
@@ -48,6 +54,8 @@ pub enum JvmState {
 
 pub struct Jvm {
     pub found: Found,
+    /// Its libjvm.so as the kernel sees it: the key of its attach group.
+    pub file: FileId,
     pub slot: u32,
     pub labels: JvmLabels,
     pub state: JvmState,
@@ -71,6 +79,8 @@ pub struct AttachManager {
     pub collectors: Vec<Box<dyn Collector>>,
     traced_pids: MapHandle,
     groups: HashMap<FileId, Group>,
+    /// Names a mapping's real file; None where the kernel cannot (then `maps` identities).
+    identity: Option<FileIdentity>,
     pub jvms: BTreeMap<u32, Jvm>,
     free_slots: Vec<u32>,
     /// Attach failures by reason (and collector where one failed alone).
@@ -98,6 +108,16 @@ impl AttachManager {
             collectors,
             traced_pids,
             groups: HashMap::new(),
+            identity: match FileIdentity::load() {
+                Ok(fi) => Some(fi),
+                Err(e) => {
+                    log::warn(&format!(
+                        "{e:#}: JVMs are grouped by the device and inode /proc/PID/maps shows, so containers \
+                         sharing a JDK image layer are attached (and counted) once each"
+                    ));
+                    None
+                }
+            },
             jvms: BTreeMap::new(),
             free_slots: (0..MAX_JVMS).rev().collect(),
             failures: BTreeMap::new(),
@@ -150,8 +170,12 @@ impl AttachManager {
         let Some(&slot) = self.free_slots.last() else {
             return self.fail(pid, "slots_exhausted", "");
         };
-        if !self.groups.contains_key(&found.libjvm) {
-            let attached = self.attach_file(&found);
+        let file = match self.kernel_identity(&found) {
+            Ok(file) => file,
+            Err(reason) => return self.fail(pid, reason, ""),
+        };
+        if !self.groups.contains_key(&file) {
+            let attached = self.attach_file(&found, file);
             release_freed_heap();
             match attached {
                 Ok((g, failed)) => {
@@ -159,7 +183,7 @@ impl AttachManager {
                     for (c, reason) in failed {
                         *self.failures.entry((reason.into(), c.into())).or_default() += 1;
                     }
-                    self.groups.insert(found.libjvm, g);
+                    self.groups.insert(file, g);
                 }
                 Err((reason, collector)) => return self.fail(pid, reason, &collector),
             }
@@ -167,18 +191,18 @@ impl AttachManager {
         let pidfd = pidfd_open(pid);
         if pidfd.is_none() {
             // Gone already (or no pidfd support): do not trace what we cannot see exit.
-            self.release_group(found.libjvm);
+            self.release_group(file);
             return self.fail(pid, "exited_before_attach", "");
         }
         let value = traced_pids_value(slot, wanted);
         if let Err(e) = self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY) {
             log::warn(&format!("pid {pid}: traced_pids update: {e}"));
-            self.release_group(found.libjvm);
+            self.release_group(file);
             return self.fail(pid, "map_error", "");
         }
         self.free_slots.pop();
         self.seen += 1;
-        let group = self.groups.get_mut(&found.libjvm).expect("group inserted above");
+        let group = self.groups.get_mut(&file).expect("group inserted above");
         group.users += 1;
         let probe_mode = match group.mode {
             ProbeMode::Usdt => "usdt",
@@ -189,19 +213,38 @@ impl AttachManager {
         let labels = JvmLabels::standalone(&self.host, pid, &found.name);
         self.jvms.insert(
             pid,
-            Jvm { found, slot, labels, state: JvmState::Live, probe_mode, info: None, missing, pidfd, attached_at: Instant::now() },
+            Jvm { found, file, slot, labels, state: JvmState::Live, probe_mode, info: None, missing, pidfd, attached_at: Instant::now() },
         );
     }
 
-    /// Attaches every collector to one libjvm.so file. Err((reason, collector)); Ok also
-    /// lists the collectors that could not attach, with their failure reason.
-    fn attach_file(&self, found: &Found) -> std::result::Result<(Group, Vec<FailedCollector>), (&'static str, String)> {
+    /// The JVM's libjvm.so as the kernel sees it (`maps`' identity where it cannot say).
+    fn kernel_identity(&mut self, found: &Found) -> std::result::Result<FileId, &'static str> {
+        let Some(fi) = self.identity.as_mut() else { return Ok(found.libjvm) };
+        match fi.of_mapping(found.pid, found.libjvm_start) {
+            Ok(Some(file)) => Ok(file),
+            Ok(None) => Err("libjvm_not_found"), // unmapped since discovery
+            Err(_) if !Path::new(&format!("/proc/{}", found.pid)).exists() => Err("exited_before_attach"),
+            Err(e) => {
+                log::warn(&format!("pid {}: the file behind libjvm.so: {e:#}", found.pid));
+                Err("no_access")
+            }
+        }
+    }
+
+    /// Attaches every collector to one libjvm.so file, `file` as the kernel sees it.
+    /// Err((reason, collector)); Ok also lists the collectors that could not attach, with
+    /// their failure reason.
+    fn attach_file(&mut self, found: &Found, file_id: FileId) -> std::result::Result<(Group, Vec<FailedCollector>), (&'static str, String)> {
         let root = ProcRoot::open(found.pid).map_err(|_| ("no_access", String::new()))?;
         let file = root
             .open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES)
             .map_err(|e| if e.raw_os_error() == Some(libc::ENOENT) { ("libjvm_not_found", String::new()) } else { ("no_access", String::new()) })?;
-        let meta = file.metadata().map_err(|_| ("no_access", String::new()))?;
-        if !found.libjvm.matches(&meta) {
+        // The opened path must be the file the JVM maps: the same real file where the kernel
+        // can say (before the attach, so libbpf never reads another file), else the same
+        // (dev, inode) as the mapping.
+        if self.identity.is_some() {
+            self.same_real_file(found, &file, file_id)?;
+        } else if !file.metadata().is_ok_and(|m| found.libjvm.matches(&m)) {
             return Err(("identity_mismatch", String::new()));
         }
         let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
@@ -221,6 +264,13 @@ impl AttachManager {
                 }
             }
         }
+        // The uprobes went on the file the path resolves to now; the JVM maps the file it
+        // resolved to then. They differ when the container replaced or copied up its
+        // libjvm.so in between (a file's real inode only ever moves up, so checking after
+        // the attach leaves no window).
+        if self.identity.is_some() {
+            self.same_real_file(found, &file, file_id)?; // Err drops the links
+        }
         drop(file); // the uprobes hold the inode now
         if links.is_empty() {
             // No USDT notes and no symbols: the JVM falls back to hsperfdata (or to nothing).
@@ -228,6 +278,19 @@ impl AttachManager {
         }
         let names = failed.iter().map(|(c, _)| *c).collect();
         Ok((Group { links, users: 0, mode, failed: names }, failed))
+    }
+
+    /// Err(identity_mismatch) unless the real file behind `file` is `want`.
+    fn same_real_file(&mut self, found: &Found, file: &std::fs::File, want: FileId) -> std::result::Result<(), (&'static str, String)> {
+        let Some(fi) = self.identity.as_mut() else { return Ok(()) };
+        match fi.of_open_file(file) {
+            Ok(Some(now)) if now == want => Ok(()),
+            Ok(_) => Err(("identity_mismatch", String::new())),
+            Err(e) => {
+                log::warn(&format!("pid {}: the file behind {}: {e:#}", found.pid, found.libjvm_path));
+                Err(("no_access", String::new()))
+            }
+        }
     }
 
     fn release_group(&mut self, id: FileId) {
@@ -289,10 +352,10 @@ impl AttachManager {
             }
         }
         self.free_slots.push(j.slot);
-        if let Some(g) = self.groups.get_mut(&j.found.libjvm) {
+        if let Some(g) = self.groups.get_mut(&j.file) {
             g.users = g.users.saturating_sub(1);
         }
-        self.release_group(j.found.libjvm);
+        self.release_group(j.file);
     }
 
     /// Reads a live JVM's hsperfdata (inside its root): threads live and version info.

@@ -18,7 +18,9 @@ use jvmdiag_inspect::root::read_host_file;
 /// How long after exec a process is re-checked for a libjvm.so mapping.
 const YOUNG: Duration = Duration::from_secs(5);
 
-/// Identity of a mapped file as /proc/PID/maps reports it.
+/// Identity of a file: (device, inode). As /proc/PID/maps reports it, it names the path
+/// the process opened (under overlayfs, the container's overlay); `file_identity` gives the
+/// file underneath, which is what uprobes attach to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FileId {
     pub dev_major: u32,
@@ -46,6 +48,8 @@ pub struct Found {
     #[allow(dead_code)]
     pub nspid: u32,
     pub libjvm: FileId,
+    /// Start address of that mapping (names it to the kernel: `file_identity`).
+    pub libjvm_start: u64,
     /// Path of libjvm.so inside the process's root (mount namespace).
     pub libjvm_path: String,
     /// The JVM's mapped hsperfdata file, when mapped already.
@@ -128,6 +132,7 @@ pub fn inspect(pid: u32) -> Result<Option<Found>, jvmdiag_inspect::Error> {
         pid,
         nspid: status.innermost_pid(),
         libjvm: FileId::of(lib),
+        libjvm_start: lib.start,
         libjvm_path,
         hsperfdata: hsperfdata_mapping(&maps),
         name: procfs::jvm_short_name(&args),

@@ -6,6 +6,7 @@ mod collector;
 mod discovery;
 mod exposition;
 mod fallback;
+mod file_identity;
 #[cfg(test)]
 mod golden_test;
 mod kube;

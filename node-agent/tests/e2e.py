@@ -142,10 +142,14 @@ def jdk_nostapsdt(jdk):
     return d
 
 
+AGENT_PIDS = {}  # port -> the agent's pid (the wrapper execs it)
+
+
 def start_agent(port, *extra, wrap=None):
     p = subprocess.Popen([*(wrap or []), AGENT, "--standalone", "--listen", f"127.0.0.1:{port}", "--exit-after", "900", *extra],
                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, f"agent-{port}.log"), "w"))
     procs.append(p)
+    AGENT_PIDS[port] = p.pid
     for _ in range(100):
         try:
             scrape(port)
@@ -222,6 +226,50 @@ def check_collectors(text, pid, mode):
     return problems
 
 
+def storm_problems(tag, pid, h0, a0, h1, a1, expected, budget=None, min_started=10_000):
+    """Agent against hsperfdata over one Storm run (h0/a0 before go, h1/a1 after done)."""
+    problems = []
+    d_started = h1["java.threads.started"] - h0["java.threads.started"]
+    d_agent = sum(a1["starts"].values()) - sum(a0["starts"].values())
+    if d_started != d_agent:
+        problems.append(f"thread starts: agent {d_agent} != hsperfdata {d_started}")
+    if budget is None and d_started < min_started:
+        problems.append(f"only {d_started} threads started")
+    if budget is None:
+        for name, n in expected.items():
+            got = a1["starts"].get(name, 0) - a0["starts"].get(name, 0)
+            if got != int(n):
+                problems.append(f"thread_name {name}: agent {got} != started {n}")
+    else:
+        names = set(a1["starts"])
+        if len(names - {"other"}) > budget or "other" not in names:
+            problems.append(f"--max-thread-names {budget}: agent shows names {sorted(names)}")
+    d_sp = h1["sun.rt.safepoints"] - h0["sun.rt.safepoints"]
+    d_asp = a1["sp_count"] - a0["sp_count"]
+    if d_sp != d_asp:
+        problems.append(f"safepoints: agent {d_asp} != hsperfdata {d_sp}")
+    hz = h1["sun.os.hrt.frequency"]
+    d_time = (h1["sun.rt.safepointTime"] - h0["sun.rt.safepointTime"]) / hz
+    d_atime = a1["sp_sum"] - a0["sp_sum"]
+    if abs(d_atime - d_time) > 0.01 * d_time:
+        problems.append(f"safepoint time: agent {d_atime:.6f}s vs hsperfdata {d_time:.6f}s (> 1%)")
+    d_sync = (h1["sun.rt.safepointSyncTime"] - h0["sun.rt.safepointSyncTime"]) / hz
+    d_async = a1["sync_sum"] - a0["sync_sum"]
+    if abs(d_async - d_sync) > 0.01 * max(d_sync, 1e-9):
+        problems.append(f"time to safepoint: agent {d_async:.6f}s vs hsperfdata {d_sync:.6f}s (> 1%)")
+    for op in ("ThreadDump",):
+        if op not in a1["ops"]:
+            problems.append(f"no {op} safepoint seen (ops: {sorted(a1['ops'])})")
+    if not any(o.startswith("G1") for o in a1["ops"]):
+        problems.append(f"no G1 safepoint seen (ops: {sorted(a1['ops'])})")
+    live_h = hsperf(pid)["java.threads.live"]
+    if a1["live"] != live_h:
+        problems.append(f"threads_live: agent {a1['live']} != hsperfdata {live_h}")
+    log(f"{tag}: starts {d_agent}/{d_started}, safepoints {d_asp}/{d_sp}, pause {d_atime:.6f}/{d_time:.6f}s, "
+        f"sync {d_async:.6f}/{d_sync:.6f}s, ops {sorted(a1['ops'])}")
+    return problems
+
+
 def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None):
     """Runs Storm (optionally wrapped, e.g. in namespaces) and compares agent and hsperfdata."""
     classes = os.path.join(WORK, f"classes-{tag}")
@@ -245,45 +293,7 @@ def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None):
         wait_file(os.path.join(d, "done"), 300, p)
         h1, a1, text = snapshot(port, pid)
         expected = dict(l.split(" ") for l in open(os.path.join(d, "expected")).read().split("\n") if l)
-        problems = []
-        d_started = h1["java.threads.started"] - h0["java.threads.started"]
-        d_agent = sum(a1["starts"].values()) - sum(a0["starts"].values())
-        if d_started != d_agent:
-            problems.append(f"thread starts: agent {d_agent} != hsperfdata {d_started}")
-        if budget is None and d_started < 10_000:
-            problems.append(f"only {d_started} threads started")
-        if budget is None:
-            for name, n in expected.items():
-                got = a1["starts"].get(name, 0) - a0["starts"].get(name, 0)
-                if got != int(n):
-                    problems.append(f"thread_name {name}: agent {got} != started {n}")
-        else:
-            names = set(a1["starts"])
-            if len(names - {"other"}) > budget or "other" not in names:
-                problems.append(f"--max-thread-names {budget}: agent shows names {sorted(names)}")
-        d_sp = h1["sun.rt.safepoints"] - h0["sun.rt.safepoints"]
-        d_asp = a1["sp_count"] - a0["sp_count"]
-        if d_sp != d_asp:
-            problems.append(f"safepoints: agent {d_asp} != hsperfdata {d_sp}")
-        hz = h1["sun.os.hrt.frequency"]
-        d_time = (h1["sun.rt.safepointTime"] - h0["sun.rt.safepointTime"]) / hz
-        d_atime = a1["sp_sum"] - a0["sp_sum"]
-        if abs(d_atime - d_time) > 0.01 * d_time:
-            problems.append(f"safepoint time: agent {d_atime:.6f}s vs hsperfdata {d_time:.6f}s (> 1%)")
-        d_sync = (h1["sun.rt.safepointSyncTime"] - h0["sun.rt.safepointSyncTime"]) / hz
-        d_async = a1["sync_sum"] - a0["sync_sum"]
-        if abs(d_async - d_sync) > 0.01 * max(d_sync, 1e-9):
-            problems.append(f"time to safepoint: agent {d_async:.6f}s vs hsperfdata {d_sync:.6f}s (> 1%)")
-        for op in ("ThreadDump",):
-            if op not in a1["ops"]:
-                problems.append(f"no {op} safepoint seen (ops: {sorted(a1['ops'])})")
-        if not any(o.startswith("G1") for o in a1["ops"]):
-            problems.append(f"no G1 safepoint seen (ops: {sorted(a1['ops'])})")
-        live_h = hsperf(pid)["java.threads.live"]
-        if a1["live"] != live_h:
-            problems.append(f"threads_live: agent {a1['live']} != hsperfdata {live_h}")
-        log(f"{tag}: starts {d_agent}/{d_started}, safepoints {d_asp}/{d_sp}, pause {d_atime:.6f}/{d_time:.6f}s, "
-            f"sync {d_async:.6f}/{d_sync:.6f}s, ops {sorted(a1['ops'])}")
+        problems = storm_problems(tag, pid, h0, a0, h1, a1, expected, budget)
         return problems, text, pid
     finally:
         open(os.path.join(d, "stop"), "w").close()
@@ -303,6 +313,99 @@ def ns_wrap(cmd, jdk, classes):
              "mount -t tmpfs tmpfs /tmp && "
              f"exec /mnt/jdk/bin/java {cmd[1]} -cp /mnt/classes Storm {cmd[5]} /mnt/ctl")
     return ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", inner]
+
+
+def libjvm_device(pid):
+    """The device of libjvm.so as the JVM's /proc/PID/maps shows it."""
+    for line in open(f"/proc/{pid}/maps"):
+        if line.rstrip().endswith("/libjvm.so"):
+            return line.split()[3]
+    return None
+
+
+def mount_wrap(kind, jdk, marker, classes, ctl, per_name):
+    """java as a container would run it: in its own mount namespace, its JDK at /mnt/jdk
+    through its own mount of `jdk` — an overlay (an image layer under a container's
+    writable layer, with its own device number) or a bind mount. `overlay` keeps the
+    writable layer on the JDK's filesystem, as containerd's snapshotter does (the overlay
+    then reports the real inode numbers); `overlay-tmpfs` puts it on a tmpfs."""
+    if kind == "overlay":
+        up = f"{ctl}/layer"
+        prep = f"mkdir -p {up}/up {up}/work /mnt/jdk"
+    elif kind == "overlay-tmpfs":
+        up = "/mnt"
+        prep = "mkdir -p /mnt/up /mnt/work /mnt/jdk"
+    if kind.startswith("overlay"):
+        mnt = (f"{prep} && mount -t overlay overlay -o "
+               f"lowerdir={os.path.realpath(jdk)},upperdir={up}/up,workdir={up}/work /mnt/jdk")
+    else:
+        mnt = f"mkdir -p /mnt/jdk && mount --bind {os.path.realpath(jdk)} /mnt/jdk"
+    inner = f"mount -t tmpfs tmpfs /mnt && {mnt} && exec /mnt/jdk/bin/java {marker} -cp {classes} Storm {per_name} {ctl}"
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", inner]
+
+
+def test_shared_jdk_counted_once(port, jdk):
+    """JVMs of one JDK through separate overlay and bind mounts (as the containers of one
+    image map it) plus one from the JDK's own path, and one whose /mnt/jdk holds a different
+    libjvm.so: every JVM is counted exactly (its own hsperfdata), the shared file is attached
+    once (one libjvm file, the links of one JVM), the different file once more."""
+    per_name = 600
+    classes = os.path.join(WORK, "classes-shared")
+    compile_workloads(jdk, classes)
+    other = jdk_nostapsdt(jdk)  # same path in its container, a different file
+    runs = [("host", None, jdk), ("overlay0", "overlay-tmpfs", jdk), ("overlay1", "overlay", jdk), ("overlay2", "overlay", jdk),
+            ("bind", "bind", jdk), ("different", "overlay", other)]
+    started, link_counts, problems = [], [], []
+    try:
+        for tag, kind, src in runs:
+            d = os.path.join(WORK, f"shared-{tag}")
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            marker = f"-Djvmdiag.test=shared-{tag}"
+            cmd = ([f"{src}/bin/java", marker, "-cp", classes, "Storm", str(per_name), d] if kind is None
+                   else mount_wrap(kind, src, marker, classes, d, per_name))
+            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"), start_new_session=True)
+            procs.append(p)
+            wait_file(os.path.join(d, "ready"), 60, p)
+            pid = host_pid_of(marker)
+            wait_attached(port, pid, timeout=30)
+            started.append((tag, p, pid, d))
+            _, links = bpf_objects_of(AGENT_PIDS[port])
+            link_counts.append((tag, len(links)))
+        text = scrape(port)
+        files = agent_scalar(text, "jvmdiag_agent_libjvm_files")
+        devices = {libjvm_device(pid) for _, _, pid, _ in started}
+        log(f"shared: {len(started)} JVMs; libjvm.so devices in their maps {sorted(devices)}; agent: {files} libjvm files; "
+            f"its links (bpftool) after each attach: {link_counts}")
+        if len(devices) < 4:
+            problems.append(f"the mounts did not give libjvm.so distinct devices in maps ({devices}): the test proves nothing")
+        if files != 2:
+            problems.append(f"jvmdiag_agent_libjvm_files = {files}, expected 2 (the shared JDK's and the different one)")
+        shared_links = link_counts[0][1]
+        if shared_links == 0 or any(n != shared_links for t, n in link_counts if t != "different"):
+            problems.append(f"links after each JVM of the shared JDK: {link_counts} (expected one set for all)")
+        if link_counts[-1][1] <= shared_links:
+            problems.append(f"the different libjvm.so got no links of its own: {link_counts}")
+        before = {tag: snapshot(port, pid)[:2] for tag, _, pid, _ in started}
+        for _, _, _, d in started:
+            open(os.path.join(d, "go"), "w").close()
+        for _, p, _, d in started:
+            wait_file(os.path.join(d, "done"), 300, p)
+        for tag, _, pid, d in started:
+            h1, a1, _ = snapshot(port, pid)
+            expected = dict(l.split(" ") for l in open(os.path.join(d, "expected")).read().split("\n") if l)
+            h0, a0 = before[tag]
+            problems += [f"{tag}: {x}" for x in storm_problems(f"shared-{tag}", pid, h0, a0, h1, a1, expected,
+                                                                min_started=4 * per_name)]
+    finally:
+        for _, p, _, d in started:
+            open(os.path.join(d, "stop"), "w").close()
+        for _, p, _, _ in started:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+    return problems
 
 
 def test_metrics_contract(text):
@@ -488,6 +591,8 @@ def main():
         run("storm_jdk25_counts_equal_hsperfdata", storm, JDK25, "25")
         run("storm_jdk25_no_usdt_notes_uprobe_mode", lambda: storm(jdk_nostapsdt(JDK25), "up25", mode="uprobe"))
         run("storm_in_pid_and_mount_namespace_jdk17", storm, JDK17, "ns17", ns_wrap)
+        run("shared_jdk_through_overlay_and_bind_mounts_counted_once_jdk17", test_shared_jdk_counted_once, port, JDK17)
+        run("shared_jdk_through_overlay_and_bind_mounts_counted_once_jdk25", test_shared_jdk_counted_once, port, JDK25)
         run("churn_leaves_no_links_or_map_entries", test_churn, JDK17)
         run("perf_event_uprobes_without_cap_sys_admin_are_named", lambda: test_perf_event_uprobes_need_sys_admin(jdk_nostapsdt(JDK25)))
 
