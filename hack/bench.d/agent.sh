@@ -278,7 +278,10 @@ def paired(rs, cfg, key):
 names = {"agent": "jvmdiag-agent (eBPF)", "xlog": "-Xlog to a file", "jfr": "JFR (default settings)",
          "asyncprof": "async-profiler -e JVM_StartThread"}
 solo = [x for x in rows if x["scen"] == "solo"]
-print(f"\nJDK {jdk}; {rounds} rounds; thread storm = {threads} threads, safepoint storm = {sp} rounds of 2 thread dumps (+ a full GC every 10th);"
+wls = set(x["wl"] for x in rows)
+what = ([f"thread storm = {threads} threads"] if "ThreadStorm" in wls else []) + \
+       ([f"safepoint storm = {sp} rounds of 2 thread dumps (+ a full GC every 10th)"] if "SafepointStorm" in wls else [])
+print(f"\nJDK {jdk}; {rounds} rounds; {', '.join(what)};"
       f" the measured part starts {idle} ms after READY at the earliest and, with the agent, once /metrics lists the JVM")
 if solo:
     print("| workload | configuration | wall: slowdown median (min..max) | process CPU: increase median (min..max) |")
