@@ -2,12 +2,16 @@
 # End to end, Kubernetes mode and sidecar mode on the local single-node cluster (real
 # kubelet + containerd), its own instance (CLUSTER_INDEX=7). Run by hack/suites/45-agent-kube.sh.
 #
-# Node-agent mode: JVM Deployments on the JDK 17 and 25 base images, two instrumented by the
-# operator (a JvmDiagnostics each; its webhook stamps the pods), one not; the agent runs ON
-# THE HOST (root, eBPF) with --node-name and the cluster's kubeconfig. Checks: series carry
-# namespace, pod, container and jvmdiagnostics; the safepoint count equals `kubectl exec …
-# jcmd 1 PerfCounter.print`; the pod without the annotation is not traced; a deleted pod's
-# series are shown once more, then gone.
+# Node-agent mode: JVM Deployments on the JDK 17 and 25 base images as a node runs them,
+# many containers of one image: per JDK a Deployment of 3 replicas and a second one of 1,
+# all instrumented by the operator (a JvmDiagnostics each; its webhook stamps the pods), plus
+# one pod not instrumented and the sidecar pods, all from the same two images. The agent runs
+# ON THE HOST (root, eBPF) with --node-name and the cluster's kubeconfig. Checks, per pod:
+# series carry namespace, pod, container and jvmdiagnostics; in a window the test opens, each
+# pod's JVM starts a different known number of threads and runs known safepoints, and the
+# pod's thread starts and safepoints equal `kubectl exec … jcmd 1 PerfCounter.print` exactly
+# (counted once however many containers map the image's libjvm.so); the pod without the
+# annotation is not traced; a deleted pod's series are shown once more, then gone.
 # Sidecar mode: a JvmDiagnostics with `collection: Sidecar` per JDK; the webhook adds the
 # unprivileged jvmdiag-sidecar (this tree's agent binary, image built here) and the shared
 # /tmp volume; its /metrics, scraped through the pod IP, carries the contract's labels and
@@ -97,8 +101,8 @@ AGENT_PID=$!
 scrape() { curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics"; }
 
 MARK="e2e-$$"
-deploy() {  # name version injected(0/1) [pod securityContext]
-  local meta="labels: {app: $1}" sc="${4:-}"
+deploy() {  # name version injected(0/1) [pod securityContext [replicas]]
+  local meta="labels: {app: $1}" sc="${4:-}" replicas="${5:-1}"
   [ -n "$sc" ] || sc='{}'
   [ "$3" = 1 ] && [ "$E2E_OPERATOR" = 0 ] && meta="labels: {app: $1, jvm.diagnostics.dev/inject: res-$1}
       annotations: {jvm.diagnostics.dev/injected: \"h\", jvm.diagnostics.dev/collectors: \"threads,safepoints,vmOperations,compilation\", jvm.diagnostics.dev/containers: app}"
@@ -107,7 +111,7 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: $1, namespace: default}
 spec:
-  replicas: 1
+  replicas: $replicas
   selector: {matchLabels: {app: $1}}
   template:
     metadata:
@@ -120,7 +124,7 @@ spec:
       - name: app
         image: jvmdiag/agent-kube-e2e$2:dev
         imagePullPolicy: Never
-        args: ["40", "5", "20", "3000", "$MARK-$1"]
+        args: ["40", "5", "20", "3000", "/tmp/burst-$MARK-$1"]
         resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
 EOF
 }
@@ -135,7 +139,8 @@ spec:
   rollout: Automatic
 EOF
 }
-INJECTED=(jdk17 jdk25) SIDECARS=()
+INJECTED=(jdk17 jdk17b jdk25 jdk25b) SIDECARS=()
+declare -A REPLICAS=([jdk17]=3 [jdk17b]=1 [jdk25]=3 [jdk25b]=1)
 if [ "$E2E_OPERATOR" = 1 ]; then
   step "operator on the host (webhook on loopback, sidecar image $SIDECAR_IMAGE)"
   # The CRD first, until Established: up.sh's `kubectl wait` fails at once when the new
@@ -149,30 +154,35 @@ if [ "$E2E_OPERATOR" = 1 ]; then
   ok "operator up (webhook on loopback)"
   SIDECARS=(side17 side25)
 fi
-deploy jdk17 17 1; deploy jdk25 25 1; deploy plain 17 0
+for d in "${INJECTED[@]}"; do v=${d#jdk}; deploy "$d" "${v%b}" 1 '' "${REPLICAS[$d]}"; done
+deploy plain 17 0
 # The sidecar reads the app's 0600 hsperfdata: both run as the app's (non-root) user.
 for d in "${SIDECARS[@]}"; do deploy "$d" "${d#side}" 1 '{runAsUser: 65534, runAsGroup: 65534}'; done
 if [ "$E2E_OPERATOR" = 1 ]; then
-  for d in jdk17 jdk25; do resource "$d" NodeAgent; done
+  for d in "${INJECTED[@]}"; do resource "$d" NodeAgent; done
   for d in "${SIDECARS[@]}"; do resource "$d" Sidecar; done
 fi
-# One pod per Deployment, Ready, stamped by the webhook when instrumented (the reconciler
-# labels the template; the rollout's new pod is the stamped one) and the JVM at IDLE.
-settled() {  # deployment injected(0/1)
-  local pods ann
+# The Deployment's pods (as many as its replicas, none terminating) Ready, stamped by the
+# webhook when instrumented (the reconciler labels the template; the rollout's new pods are
+# the stamped ones) and their JVMs at IDLE.
+settled() {  # deployment injected(0/1) replicas
+  local pods ann p
   pods=$(kc get pods -l "app=$1" -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.metadata.deletionTimestamp}{"\n"}{end}')
-  [ "$(grep -c . <<<"$pods")" -eq 1 ] && [ "$(awk '{print $2 $3}' <<<"$pods")" = True ] || return 1
-  if [ "$2" = 1 ]; then
-    ann=$(kc get pod "${pods%% *}" -o jsonpath='{.metadata.annotations.jvm\.diagnostics\.dev/injected}')
-    [ -n "$ann" ] || return 1
-  fi
-  kc logs "${pods%% *}" -c app | grep -q IDLE
+  [ "$(grep -c . <<<"$pods")" -eq "$3" ] && [ -z "$(awk '$2 $3 != "True"' <<<"$pods")" ] || return 1
+  for p in $(awk '{print $1}' <<<"$pods"); do
+    if [ "$2" = 1 ]; then
+      ann=$(kc get pod "$p" -o jsonpath='{.metadata.annotations.jvm\.diagnostics\.dev/injected}')
+      [ -n "$ann" ] || return 1
+    fi
+    kc logs "$p" -c app | grep -q IDLE || return 1
+  done
 }
 step "waiting for the pods (bound to $NODE_NAME, JVMs at IDLE)"
-for d in jdk17:1 jdk25:1 plain:0 "${SIDECARS[@]/%/:1}"; do
-  if until_ok 150 "deployment ${d%:*}: one Ready pod$([ "${d#*:}" = 1 ] && echo ', stamped by the webhook'), its JVM printed IDLE" settled "${d%:*}" "${d#*:}"; then
-    ok "${d%:*}: pod running$([ "${d#*:}" = 1 ] && echo ', instrumented by the operator')"
-  else bad "${d%:*}: pod running" "$(explain "app=${d%:*}")"; fi
+for d in "${INJECTED[@]/%/:1}" plain:0 "${SIDECARS[@]/%/:1}"; do
+  n=${REPLICAS[${d%:*}]:-1}
+  if until_ok 180 "deployment ${d%:*}: $n Ready pod(s)$([ "${d#*:}" = 1 ] && echo ', stamped by the webhook'), their JVMs printed IDLE" settled "${d%:*}" "${d#*:}" "$n"; then
+    ok "${d%:*}: $n pod(s) running$([ "${d#*:}" = 1 ] && echo ', instrumented by the operator')"
+  else bad "${d%:*}: pods running" "$(explain "app=${d%:*}")"; fi
 done
 step "checking the node agent's series"
 
@@ -197,38 +207,64 @@ counter() { sed -n "s/^$1=//p" "$WORK/jcmd"; }
 msum() { grep -F "$2" "$3" | awk -v m="$1" '$1 ~ "^"m"[{]" {s+=$NF} END{printf "%.9g\n", s+0}'; }
 
 # eBPF sees only what happens after the attach, which on a loaded machine may come after
-# the workload's first safepoints: the exact comparison is over a window that starts once
-# the agent traces the pod and both counters stand still, and ends after 5 `jcmd 1 GC.run`
-# (each a safepoint in the pod's JVM).
+# the workload's start-up: the exact comparison is over a window that opens once the agent
+# traces the pod and both counters stand still. In the window every pod's JVM starts its own
+# number of threads and runs its own number of System.gc() safepoints (SafepointBurst's
+# request file), all pods at once; the window closes when each has printed BURST and both
+# counters stand still again. A pod counted once per container of its image would show a
+# multiple of its number.
+declare -A SEL BEFORE_S BEFORE_P C0_S C0_P WANT_T WANT_G
+PODS=() i=0
 for d in "${INJECTED[@]}"; do
-  pod=$(kc get pods -l "app=$d" -o jsonpath='{.items[0].metadata.name}')
-  sel="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-$d\""
+  for pod in $(kc get pods -l "app=$d" -o jsonpath='{.items[*].metadata.name}'); do
+    PODS+=("$pod"); SEL[$pod]="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-$d\""
+    WANT_T[$pod]=$((100 + 37 * i)); WANT_G[$pod]=$((3 + i % 4)); i=$((i + 1))
+  done
+done
+[ "${#PODS[@]}" -eq 8 ] || bad "8 instrumented pods (3 + 1 per JDK)" "found ${#PODS[@]}: ${PODS[*]}"
+WINDOW=()
+for pod in "${PODS[@]}"; do
+  sel=${SEL[$pod]}
   # jvm_info appears once every probe is attached and the pid is in traced_pids. Not the
   # safepoint series: when the attach comes after the workload's bursts (a loaded machine),
-  # an idle JVM has none until the window's first GC.run.
+  # an idle JVM has none until the window's first GC.
   traced() { scrape | grep -F "$sel" | grep -q '^jvmdiag_jvm_info{'; }
   if ! until_ok 60 "the agent to trace $pod (jvmdiag_jvm_info with its labels)" traced; then
-    bad "$d: series labelled {$sel}" "$(grep -c "pod=\"$pod\"" <(scrape)) series of the pod; agent log: $(tail -n 3 "$WORK/agent.log" | tr '\n' ' ')"; continue
+    bad "$pod: series labelled {$sel}" "$(grep -c "pod=\"$pod\"" <(scrape)) series of the pod; agent log: $(tail -n 3 "$WORK/agent.log" | tr '\n' ' ')"; continue
   fi
-  if stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/scrape0-$d"; then
-    a0=$(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/scrape0-$d"); c0=$(counter sun.rt.safepoints)
-    for _ in 1 2 3 4 5; do kc exec "$pod" -c app -- sh -c 'unset JAVA_TOOL_OPTIONS; exec jcmd 1 GC.run' >/dev/null 2>&1; done
-    if stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/scrape-$d"; then
-      a1=$(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/scrape-$d"); c1=$(counter sun.rt.safepoints)
-      if [ "$((a1 - a0))" -eq "$((c1 - c0))" ] && [ "$((c1 - c0))" -ge 5 ]; then
-        ok "$d: series labelled {$sel}; safepoints +$((a1 - a0)) = jcmd sun.rt.safepoints +$((c1 - c0)) (totals $a1 / $c1)"
-      else bad "$d: safepoint count by pod labels" "agent $a0 -> $a1, jcmd sun.rt.safepoints $c0 -> $c1"; fi
-    else bad "$d: JVM counters stand still after GC.run"; fi
-  else bad "$d: JVM counters stand still for a comparison"; fi
+  if ! stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/before-$pod"; then bad "$pod: JVM counters stand still for a comparison"; continue; fi
+  BEFORE_S[$pod]=$(msum jvmdiag_thread_starts_total "$sel" "$WORK/before-$pod")
+  BEFORE_P[$pod]=$(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/before-$pod")
+  C0_S[$pod]=$(counter java.threads.started); C0_P[$pod]=$(counter sun.rt.safepoints)
+  WINDOW+=("$pod")
 done
+step "window open in ${#WINDOW[@]} pods: thread starts and safepoints of their own number in each"
+for pod in "${WINDOW[@]}"; do
+  d=$(kc get pod "$pod" -o jsonpath='{.metadata.labels.app}')
+  kc exec "$pod" -c app -- sh -c "echo '${WANT_T[$pod]} ${WANT_G[$pod]}' > /tmp/burst-$MARK-$d" || bad "$pod: burst requested"
+done
+for pod in "${WINDOW[@]}"; do
+  sel=${SEL[$pod]}
+  burst_done() { kc logs "$pod" -c app | grep -q "^BURST ${WANT_T[$pod]} ${WANT_G[$pod]}\$"; }
+  if ! until_ok 60 "$pod: its JVM to print BURST ${WANT_T[$pod]} ${WANT_G[$pod]}" burst_done; then bad "$pod: burst ran"; continue; fi
+  if ! stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/after-$pod"; then bad "$pod: JVM counters stand still after the burst"; continue; fi
+  ds=$(( $(msum jvmdiag_thread_starts_total "$sel" "$WORK/after-$pod") - BEFORE_S[$pod] )); dcs=$(( $(counter java.threads.started) - C0_S[$pod] ))
+  dp=$(( $(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/after-$pod") - BEFORE_P[$pod] )); dcp=$(( $(counter sun.rt.safepoints) - C0_P[$pod] ))
+  if [ "$ds" -eq "$dcs" ] && [ "$dcs" -eq "${WANT_T[$pod]}" ] && [ "$dp" -eq "$dcp" ] && [ "$dcp" -ge "${WANT_G[$pod]}" ]; then
+    ok "$pod: thread starts +$ds = jcmd java.threads.started +$dcs = the ${WANT_T[$pod]} it started; safepoints +$dp = jcmd sun.rt.safepoints +$dcp"
+  else bad "$pod: counts by pod labels equal the JVM's own" "thread starts: agent +$ds, jcmd +$dcs, started ${WANT_T[$pod]}; safepoints: agent +$dp, jcmd +$dcp (>= ${WANT_G[$pod]} GCs)"; fi
+done
+files=$(scrape | awk '$1 == "jvmdiag_agent_libjvm_files" {print $2 + 0}')
+if [ "$files" = 2 ]; then ok "agent: 2 libjvm.so files attached (one per JDK image) for ${#PODS[@]} instrumented pods"
+else bad "agent: one attachment per JDK image" "jvmdiag_agent_libjvm_files=$files"; fi
 plain=$(kc get pods -l app=plain -o jsonpath='{.items[0].metadata.name}')
 if [ -z "$plain" ]; then bad "pod without the annotation exists"
 elif scrape | grep -q "pod=\"$plain\""; then bad "pod without the annotation ($plain) not traced"
 else ok "pod without the annotation ($plain) not traced"; fi
 
-# Delete the JDK 17 pod: the kubelet stops its JVM; one more scrape shows it, the next does not.
-pod=$(kc get pods -l app=jdk17 -o jsonpath='{.items[0].metadata.name}')
-hpid=$(pgrep -f "SafepointBurst 40 5 20 3000 $MARK-jdk17" | head -n1)
+# Delete the pod of jdk17b: the kubelet stops its JVM; one more scrape shows it, the next does not.
+pod=$(kc get pods -l app=jdk17b -o jsonpath='{.items[0].metadata.name}')
+hpid=$(pgrep -f "SafepointBurst 40 5 20 3000 /tmp/burst-$MARK-jdk17b\$" | head -n1)
 kc delete pod "$pod" --wait=false >/dev/null
 gone() { [ -z "$hpid" ] || ! kill -0 "$hpid"; }
 until_ok 30 "the JVM of deleted pod $pod (host pid ${hpid:-?}) to exit" gone

@@ -53,7 +53,7 @@ grep -E '^agent RSS' "$OUT/kube.log" || true
 # AGENT_KUBE_E2E=0 skips it (e.g. a machine without a kubelet's needs).
 [ "${AGENT_KUBE_E2E:-1}" = 1 ] || finish
 log "end to end on the local cluster with a real kubelet, instrumented by the operator; sidecar mode in real pods (hack/e2e/agent-kube.sh)"
-timeout -k 30 480 "$REPO_ROOT/hack/e2e/agent-kube.sh" >"$OUT/e2e.log" 2>&1
+timeout -k 30 720 "$REPO_ROOT/hack/e2e/agent-kube.sh" >"$OUT/e2e.log" 2>&1
 grep -E '^(ok|FAIL) |^       |^>> \[' "$OUT/e2e.log"
 line=$(grep -E '^suite agent-kube-e2e: [0-9]+ passed, [0-9]+ failed' "$OUT/e2e.log" | tail -n1)
 if [ -n "$line" ]; then

@@ -95,7 +95,7 @@ impl FileIdentity {
 fn decode(buf: &[u8]) -> Option<FileId> {
     buf.chunks_exact(size_of::<mapped_file>()).find_map(|c| {
         let rec: mapped_file = *plain::from_bytes(c).ok()?;
-        (rec.inode != 0).then(|| FileId {
+        (rec.inode != 0).then_some(FileId {
             dev_major: rec.dev >> KDEV_MINOR_BITS,
             dev_minor: rec.dev & ((1 << KDEV_MINOR_BITS) - 1),
             inode: rec.inode,

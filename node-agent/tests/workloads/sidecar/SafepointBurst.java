@@ -1,8 +1,11 @@
 /**
- * Usage: SafepointBurst GCS THREADS [PAUSE_MS [START_DELAY_MS]].
+ * Usage: SafepointBurst GCS THREADS [PAUSE_MS [START_DELAY_MS [REQUEST_FILE]]].
  * Sidecar and Kubernetes-mode test workload: N safepoints (System.gc(), each a G1 full-GC VM operation) spread
  * over time so the -Xlog:safepoint file rotates several times, plus T thread starts; then
  * prints IDLE and sleeps, so its counters stand still while the test compares them.
+ * With REQUEST_FILE, it then runs one more burst whenever that file appears holding
+ * "THREADS GCS" (the file is deleted, then "BURST THREADS GCS" printed when done), so a
+ * test can make a known number of thread starts and safepoints happen in a window it chose.
  */
 public class SafepointBurst {
     public static void main(String[] args) throws Exception {
@@ -22,6 +25,22 @@ public class SafepointBurst {
         }
         System.out.println("IDLE");
         System.out.flush();
-        Thread.sleep(Long.MAX_VALUE);
+        if (args.length <= 4) Thread.sleep(Long.MAX_VALUE);
+        java.nio.file.Path request = java.nio.file.Path.of(args[4]);
+        while (true) {
+            Thread.sleep(100);
+            if (!java.nio.file.Files.exists(request)) continue;
+            String[] want = java.nio.file.Files.readString(request).trim().split("\\s+");
+            java.nio.file.Files.delete(request);
+            int more = Integer.parseInt(want[0]), moreGcs = Integer.parseInt(want[1]);
+            for (int i = 0; i < more; i++) {
+                Thread t = new Thread(() -> {}, "more-" + i);
+                t.start();
+                t.join();
+            }
+            for (int i = 0; i < moreGcs; i++) System.gc();
+            System.out.println("BURST " + more + " " + moreGcs);
+            System.out.flush();
+        }
     }
 }
