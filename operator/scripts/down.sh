@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stops the operator started by up.sh (this CLUSTER_INDEX) and removes its webhook registration,
-# so pods are no longer sent to a webhook that is gone.
+# Stops the operator started by up.sh (this CLUSTER_INDEX) and removes its webhook registrations,
+# so pods and JvmDiagnostics are no longer sent to a webhook that is gone.
 set -euo pipefail
 . "$(dirname "$0")/../../hack/lib.sh"
 . "$REPO_ROOT/operator/scripts/lib.sh"
@@ -15,5 +15,7 @@ rm -f "$OPERATOR_STATE/operator.pid"
 if [ -z "${KUBECONFIG:-}" ]; then . "$REPO_ROOT/hack/cluster/lib.sh"; KUBECONFIG="$KUBECONFIG_ADMIN"; fi
 if [ -f "$KUBECONFIG" ] && [ "${KEEP_WEBHOOK:-0}" != 1 ]; then
   KUBECONFIG="$KUBECONFIG" timeout 10 "$KUBECTL" delete mutatingwebhookconfiguration jvmdiag-operator --ignore-not-found >/dev/null 2>&1 || true
+  # the JvmDiagnostics validating webhook fails closed: without the operator, nothing could be applied
+  KUBECONFIG="$KUBECONFIG" timeout 10 "$KUBECTL" delete validatingwebhookconfiguration jvmdiag-operator --ignore-not-found >/dev/null 2>&1 || true
 fi
 exit 0

@@ -141,13 +141,17 @@ if k get events -n "$NS" -o json | jq -e '.items | any(.reason == "HealRollout")
 bad_apply() {  # spec-yaml expected-substring
   local out
   out=$(printf 'apiVersion: jvm.diagnostics.dev/v1alpha1\nkind: JvmDiagnostics\nmetadata: {name: bad, namespace: %s}\nspec:\n%s\n' "$NS" "$1" | k apply -f - 2>&1)
-  if [ $? -ne 0 ] && grep -qF "$2" <<<"$out"; then ok "refused: $2"; else bad "refused: $2" "$out"; fi
+  if [ $? -ne 0 ] && grep -qF -- "$2" <<<"$out"; then ok "refused: $2"; else bad "refused: $2" "$out"; fi
 }
 bad_apply "  targetRef: {kind: Job, name: x}" 'spec.targetRef.kind: Unsupported value: "Job"'
 bad_apply "  targetRef: {kind: Deployment, name: x}
   jvmOptions: {extra: ['-Xmx1g -Xms1g']}" "spec.jvmOptions.extra: Invalid value"
 bad_apply "  targetRef: {kind: Deployment, name: x}
   alerts: {safepointPause: {threshold: 300ms}}" "round to the nearest, e.g. 500ms"
+bad_apply "  targetRef: {kind: Deployment, name: x}
+  jvmOptions: {extra: ['-XX:OnOutOfMemoryError=/bin/sh']}" "-XX:OnOutOfMemoryError=/bin/sh runs a shell command"
+bad_apply "  targetRef: {kind: Deployment, name: x}
+  jvmOptions: {extra: ['-javaagent:/tmp/a.jar'], allowJavaAgents: true}" "-javaagent:/tmp/a.jar loads code into every JVM of the workload"
 
 # --- leader election: a lost Lease or a failed start ends the process (exit 1) -------------------
 # Extra replicas with their own Lease, reconciling an empty namespace only (no webhook), so they

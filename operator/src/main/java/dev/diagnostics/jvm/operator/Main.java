@@ -106,6 +106,12 @@ public final class Main implements Callable<Integer> {
       description = "name of the Lease (default: ${DEFAULT-VALUE})")
   String leaderElectionLease;
 
+  @Option(names = "--allow-jvm-option", paramLabel = "PREFIX",
+      description = "the cluster administrator's exception to the diagnostic-options allowlist: JvmDiagnostics may put options "
+          + "starting with PREFIX into spec.jvmOptions.extra; only Java agents (-javaagent:, -agentpath:, -agentlib:) and system "
+          + "properties (-D) can be allowed, e.g. --allow-jvm-option=-javaagent:/opt/otel/opentelemetry-javaagent.jar (repeatable; default: none)")
+  List<String> allowJvmOptions;
+
   static final Path SA_NAMESPACE = Path.of("/var/run/secrets/kubernetes.io/serviceaccount/namespace");
 
   /** The pod's own namespace: the service account's file, $POD_NAMESPACE, else "default". */
@@ -148,6 +154,13 @@ public final class Main implements Callable<Integer> {
     if (webhookWarmup < 0) {
       throw new CommandLine.ParameterException(new CommandLine(new Main()), "--webhook-warmup must be 0 or more (0: no warm-up), got " + webhookWarmup);
     }
+    List<String> allowed = allowJvmOptions == null ? List.of() : List.copyOf(allowJvmOptions);
+    for (String prefix : allowed) {
+      String problem = dev.diagnostics.jvm.operator.api.JvmOptionPolicy.adminPrefixProblem(prefix);
+      if (problem != null) {
+        throw new CommandLine.ParameterException(new CommandLine(new Main()), "--allow-jvm-option=" + prefix + ": " + problem);
+      }
+    }
     KubernetesClient client = connect(kubeconfig);
     String target = webhookUrl != null ? webhookUrl : "service:" + webhookService + "." + namespace + ":443";
     List<String> hosts = webhookUrl != null
@@ -160,7 +173,7 @@ public final class Main implements Callable<Integer> {
         watchNamespaces == null ? Set.of() : new LinkedHashSet<>(watchNamespaces), certCheckInterval,
         leaderElection && reconciler ? OperatorApp.LeaderElection.defaults(
             leaderElectionNamespace != null ? leaderElectionNamespace : podNamespace(), leaderElectionLease, identity()) : null,
-        webhookWarmup);
+        webhookWarmup, allowed);
     OperatorApp app = new OperatorApp(client, settings).start();
     CountDownLatch stop = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -8,6 +8,7 @@ import dev.diagnostics.jvm.operator.reconciler.JvmDiagnosticsReconciler;
 import dev.diagnostics.jvm.operator.webhook.AdmissionHandler;
 import dev.diagnostics.jvm.operator.webhook.AdmissionWarmup;
 import dev.diagnostics.jvm.operator.webhook.MetricsServer;
+import dev.diagnostics.jvm.operator.webhook.ResourceValidator;
 import dev.diagnostics.jvm.operator.webhook.WebhookMetrics;
 import dev.diagnostics.jvm.operator.webhook.WebhookRegistration;
 import dev.diagnostics.jvm.operator.webhook.WebhookServer;
@@ -54,7 +55,23 @@ public final class OperatorApp implements AutoCloseable {
       Set<String> watchNamespaces,
       Duration certCheckInterval,
       LeaderElection leaderElection,
-      int webhookWarmup) {
+      int webhookWarmup,
+      List<String> allowedJvmOptions) {
+    /** allowedJvmOptions: prefixes the cluster administrator allows in jvmOptions.extra beyond the diagnostic options. */
+    public Settings {
+      allowedJvmOptions = allowedJvmOptions == null ? List.of() : List.copyOf(allowedJvmOptions);
+    }
+
+    /** Without exceptions of the cluster administrator's to the diagnostic-options allowlist. */
+    public Settings(String agentImage, String namespace, InetSocketAddress webhookBind, String webhookTarget,
+        List<String> webhookHosts, String webhookSecret, String webhookConfigName, boolean manageWebhookConfig,
+        boolean webhook, boolean reconciler, InetSocketAddress metricsBind, Set<String> watchNamespaces,
+        Duration certCheckInterval, LeaderElection leaderElection, int webhookWarmup) {
+      this(agentImage, namespace, webhookBind, webhookTarget, webhookHosts, webhookSecret, webhookConfigName,
+          manageWebhookConfig, webhook, reconciler, metricsBind, watchNamespaces, certCheckInterval, leaderElection,
+          webhookWarmup, List.of());
+    }
+
     /** Without a start-up warm-up of the admission path (tests). */
     public Settings(String agentImage, String namespace, InetSocketAddress webhookBind, String webhookTarget,
         List<String> webhookHosts, String webhookSecret, String webhookConfigName, boolean manageWebhookConfig,
@@ -115,7 +132,8 @@ public final class OperatorApp implements AutoCloseable {
       operator = new Operator(o -> o.withKubernetesClient(client).withCloseClientOnStop(false)
           .withStopOnInformerErrorDuringStartup(true).withCacheSyncTimeout(Duration.ofSeconds(60))
           .withConcurrentReconciliationThreads(RECONCILE_THREADS));
-      operator.register(new JvmDiagnosticsReconciler(s.agentImage(), alerts, new MissingInjectionMetric(registry)), o -> {
+      operator.register(new JvmDiagnosticsReconciler(s.agentImage(), s.allowedJvmOptions(), alerts,
+          new MissingInjectionMetric(registry)), o -> {
         if (s.watchNamespaces() != null && !s.watchNamespaces().isEmpty()) o.settingNamespaces(s.watchNamespaces());
       });
       if (s.leaderElection() == null) {
@@ -239,15 +257,14 @@ public final class OperatorApp implements AutoCloseable {
     AdmissionHandler handler = new AdmissionHandler((ns, name) -> {
       JvmDiagnostics r = resources.getStore().getByKey(ns + "/" + name);
       return r != null ? r : client.resources(JvmDiagnostics.class).inNamespace(ns).withName(name).get();
-    }, s.agentImage(), new WebhookMetrics(registry));
+    }, s.agentImage(), s.allowedJvmOptions(), new WebhookMetrics(registry));
+    ResourceValidator validator = new ResourceValidator(s.allowedJvmOptions(), registry);
     warmUp();
-    webhookServer = new WebhookServer(s.webhookBind(), material, handler);
+    webhookServer = new WebhookServer(s.webhookBind(), material, handler, validator);
     webhookServer.start();
     String target = s.webhookTarget().endsWith(":0")
         ? s.webhookTarget().substring(0, s.webhookTarget().length() - 1) + webhookServer.port() : s.webhookTarget();
-    if (s.manageWebhookConfig()) {
-      WebhookRegistration.apply(client, WebhookRegistration.build(s.webhookConfigName(), target, material.caPem(), s.namespace()));
-    }
+    if (s.manageWebhookConfig()) register(target, material.caPem());
     LOG.info("webhook serving on port {} ({})", webhookServer.port(), target);
     rotation = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("cert-rotation").daemon(true).factory());
     long every = s.certCheckInterval().toSeconds();
@@ -255,13 +272,17 @@ public final class OperatorApp implements AutoCloseable {
       try {
         WebhookCertificates.Material m = certs.ensure();
         webhookServer.reload(m);
-        if (s.manageWebhookConfig()) {
-          WebhookRegistration.apply(client, WebhookRegistration.build(s.webhookConfigName(), target, m.caPem(), s.namespace()));
-        }
+        if (s.manageWebhookConfig()) register(target, m.caPem());
       } catch (RuntimeException e) {
         LOG.warn("certificate check failed, retrying in {}s: {}", every, e.getMessage());
       }
     }, every, every, TimeUnit.SECONDS);
+  }
+
+  /** Both registrations (pods: mutating; JvmDiagnostics: validating), with the CA that signs what we serve. */
+  private void register(String target, String caPem) {
+    WebhookRegistration.apply(client, WebhookRegistration.build(s.webhookConfigName(), target, caPem, s.namespace()));
+    WebhookRegistration.apply(client, WebhookRegistration.buildValidating(s.webhookConfigName(), target, caPem));
   }
 
   /** Before the webhook listens (so before the pod is Ready): see AdmissionWarmup. */

@@ -18,7 +18,9 @@ public record Finding(String container, Reason reason, String message) {
     /** A known proxy sidecar was skipped by the default container choice. */
     ProxySkipped(false),
     /** Sidecar mode: the app's user is unknown, the sidecar may not read its hsperfdata. */
-    SidecarUserUnknown(false);
+    SidecarUserUnknown(false),
+    /** An entry of jvmOptions.extra is not allowed (JvmOptionPolicy): left out, the rest injected. */
+    OptionRefused(false);
 
     public final boolean blocking;
 

@@ -3,6 +3,7 @@ package dev.diagnostics.jvm.operator.mutator;
 import dev.diagnostics.jvm.operator.Contract;
 import dev.diagnostics.jvm.operator.api.Collectors;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
+import dev.diagnostics.jvm.operator.api.JvmOptionPolicy;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec.Collection;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -14,6 +15,11 @@ import java.util.List;
 /**
  * The part of a spec that changes what is injected into a pod, and its hash. Alerts and the
  * rollout mode are not in it: changing them must not restart pods.
+ *
+ * <p>{@code refusedOptions} are the entries of {@code jvmOptions.extra} that {@link JvmOptionPolicy}
+ * refuses ("option: why"): never injected and not in the hash. The API server refuses them
+ * already; this is the last line for a resource that got in another way (no validating webhook,
+ * or an administrator's exception withdrawn since).
  */
 public record InjectionConfig(
     List<String> containers,
@@ -22,16 +28,30 @@ public record InjectionConfig(
     int maxMethods,
     Collection collection,
     List<String> flags,
-    String agentImage) {
+    String agentImage,
+    List<String> refusedOptions) {
 
+  /** Without any exception of the cluster administrator's. */
   public static InjectionConfig of(JvmDiagnosticsSpec spec, String agentImage) {
+    return of(spec, agentImage, List.of());
+  }
+
+  /** allowedOptions: the option prefixes the cluster administrator allowed (--allow-jvm-option). */
+  public static InjectionConfig of(JvmDiagnosticsSpec spec, String agentImage, List<String> allowedOptions) {
     Collectors c = spec.collectors == null ? new Collectors() : spec.collectors;
     var opts = spec.jvmOptions == null ? new dev.diagnostics.jvm.operator.api.JvmOptions() : spec.jvmOptions;
     Collection collection = spec.collection == null ? Collection.NodeAgent : spec.collection;
     List<String> flags = new ArrayList<>();
     if (opts.preserveFramePointer) flags.add("-XX:+PreserveFramePointer");
     if (opts.safepointLog || collection == Collection.Sidecar) flags.add(Contract.SAFEPOINT_LOG_FLAG);
-    if (opts.extra != null) flags.addAll(opts.extra);
+    List<String> refused = new ArrayList<>();
+    if (opts.extra != null) {
+      for (String o : opts.extra) {
+        String why = JvmOptionPolicy.refusal(o, allowedOptions);
+        if (why == null) flags.add(o);
+        else refused.add(o + ": " + why);
+      }
+    }
     return new InjectionConfig(
         spec.containers == null ? List.of() : List.copyOf(spec.containers),
         List.copyOf(c.enabledNames()),
@@ -40,7 +60,8 @@ public record InjectionConfig(
         collection,
         List.copyOf(flags),
         // the image only matters when it runs in the pod
-        collection == Collection.Sidecar ? agentImage : "");
+        collection == Collection.Sidecar ? agentImage : "",
+        List.copyOf(refused));
   }
 
   /** The flags as appended to JAVA_TOOL_OPTIONS ("" when none). */

@@ -46,6 +46,9 @@ public final class PodMutator {
     Pod pod = new PodBuilder(input).build();
     List<Finding> findings = new ArrayList<>();
     List<Container> selected = select(pod.getSpec().getContainers(), config, findings);
+    for (String refused : config.refusedOptions()) {
+      findings.add(new Finding(null, Reason.OptionRefused, "spec.jvmOptions.extra: not injected: " + refused));
+    }
     boolean sidecar = config.collection() == Collection.Sidecar;
     List<String> injected = new ArrayList<>();
 

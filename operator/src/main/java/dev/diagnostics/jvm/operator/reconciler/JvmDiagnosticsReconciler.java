@@ -51,14 +51,18 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
   static final Duration HEAL_INTERVAL = Duration.ofSeconds(60);
 
   private final String agentImage;
+  private final List<String> allowedJvmOptions;
   private final AlertRuleApplier alerts;
   private final Map<ResourceID, Long> lastHeal = new ConcurrentHashMap<>();
   private static final KubernetesSerialization JSON = new KubernetesSerialization();
 
   private final MissingInjectionMetric missingMetric;
 
-  public JvmDiagnosticsReconciler(String agentImage, AlertRuleApplier alerts, MissingInjectionMetric missingMetric) {
+  /** allowedJvmOptions: the cluster administrator's exceptions, as the webhook has them (the same hash). */
+  public JvmDiagnosticsReconciler(String agentImage, List<String> allowedJvmOptions, AlertRuleApplier alerts,
+      MissingInjectionMetric missingMetric) {
     this.agentImage = agentImage;
+    this.allowedJvmOptions = List.copyOf(allowedJvmOptions);
     this.alerts = alerts;
     this.missingMetric = missingMetric;
   }
@@ -111,7 +115,7 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
     String name = r.getMetadata().getName();
     long gen = r.getMetadata().getGeneration() == null ? 0 : r.getMetadata().getGeneration();
     List<Condition> prev = r.getStatus() == null ? List.of() : r.getStatus().conditions;
-    InjectionConfig config = InjectionConfig.of(r.getSpec(), agentImage);
+    InjectionConfig config = InjectionConfig.of(r.getSpec(), agentImage, allowedJvmOptions);
     boolean automatic = r.getSpec().rollout != Rollout.Manual;
 
     JvmDiagnosticsStatus st = new JvmDiagnosticsStatus();
@@ -145,7 +149,14 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
       st.desiredPods = target.desiredPods();
       st.injectedPods = report.injected();
       st.podsMissingInjection = report.missing();
-      conds.add(injectedCondition(report, target, automatic, gen, prev));
+      Condition injected = injectedCondition(report, target, automatic, gen, prev);
+      if (!config.refusedOptions().isEmpty()) {
+        // the API server refuses these already; a resource that got in anyway says why its options are missing
+        injected = Conditions.of(Conditions.INJECTED, false, "OptionsRefused", "not injected (the rest is): "
+            + String.join("; ", config.refusedOptions()) + "; remove the entries from spec.jvmOptions.extra"
+            + ("True".equals(injected.getStatus()) ? "" : "; " + injected.getMessage()), gen, prev);
+      }
+      conds.add(injected);
 
       if (!report.missing().isEmpty()) requeue = Duration.ofSeconds(30);
       // pods the webhook missed (down, unreachable) get one more rollout once the last one settled,

@@ -34,12 +34,20 @@ public final class AdmissionHandler {
   private final ObjectMapper mapper = MAPPER;
   private final BiFunction<String, String, JvmDiagnostics> lookup;
   private final String agentImage;
+  private final List<String> allowedOptions;
   private final WebhookMetrics metrics;
 
   /** lookup: (namespace, name) → the JvmDiagnostics or null. */
   public AdmissionHandler(BiFunction<String, String, JvmDiagnostics> lookup, String agentImage, WebhookMetrics metrics) {
+    this(lookup, agentImage, List.of(), metrics);
+  }
+
+  /** allowedOptions: the JVM option prefixes the cluster administrator allowed (--allow-jvm-option). */
+  public AdmissionHandler(BiFunction<String, String, JvmDiagnostics> lookup, String agentImage, List<String> allowedOptions,
+      WebhookMetrics metrics) {
     this.lookup = lookup;
     this.agentImage = agentImage;
+    this.allowedOptions = List.copyOf(allowedOptions);
     this.metrics = metrics;
   }
 
@@ -84,9 +92,9 @@ public final class AdmissionHandler {
     if (r == null || r.getSpec() == null || r.getSpec().targetRef == null) return skip(resp, "ResourceNotFound");
     if (r.getMetadata().getDeletionTimestamp() != null) return skip(resp, "ResourceDeleting");
 
-    MutationResult result = PodMutator.mutate(pod, InjectionConfig.of(r.getSpec(), agentImage));
+    MutationResult result = PodMutator.mutate(pod, InjectionConfig.of(r.getSpec(), agentImage, allowedOptions));
     for (Finding f : result.findings()) metrics.findings.labelValues(f.reason().name()).inc();
-    List<String> warnings = result.findings().stream().filter(Finding::blocking)
+    List<String> warnings = result.findings().stream().filter(f -> f.blocking() || f.reason() == Finding.Reason.OptionRefused)
         .map(f -> "jvm-diagnostics: " + f.message()).toList();
     if (!warnings.isEmpty()) resp.setWarnings(warnings);
     if (!result.changed()) return skip(resp, "AlreadyInjected");

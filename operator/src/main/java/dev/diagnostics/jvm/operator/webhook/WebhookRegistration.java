@@ -3,6 +3,8 @@ package dev.diagnostics.jvm.operator.webhook;
 import dev.diagnostics.jvm.operator.Contract;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfigurationBuilder;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfigurationBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -24,16 +26,7 @@ public final class WebhookRegistration {
 
   /** target: "https://host:port" (a URL) or "service:NAME.NAMESPACE:PORT". */
   public static MutatingWebhookConfiguration build(String configName, String target, String caPem, String operatorNamespace) {
-    WebhookClientConfig cc;
-    String ca = Base64.getEncoder().encodeToString(caPem.getBytes(StandardCharsets.UTF_8));
-    if (target.startsWith("service:")) {
-      String[] parts = target.substring("service:".length()).split("[.:]");
-      cc = new WebhookClientConfigBuilder().withCaBundle(ca).withNewService()
-          .withName(parts[0]).withNamespace(parts[1]).withPort(Integer.parseInt(parts[2])).withPath(WebhookServer.PATH)
-          .endService().build();
-    } else {
-      cc = new WebhookClientConfigBuilder().withCaBundle(ca).withUrl(stripSlash(target) + WebhookServer.PATH).build();
-    }
+    WebhookClientConfig cc = clientConfig(target, caPem, WebhookServer.PATH);
     List<String> excluded = new ArrayList<>(SYSTEM_NAMESPACES);
     if (operatorNamespace != null && !excluded.contains(operatorNamespace)) excluded.add(operatorNamespace);
     return new MutatingWebhookConfigurationBuilder()
@@ -53,6 +46,63 @@ public final class WebhookRegistration {
           .addNewRule().withOperations("CREATE").withApiGroups("").withApiVersions("v1").withResources("pods").withScope("Namespaced").endRule()
         .endWebhook()
         .build();
+  }
+
+  private static WebhookClientConfig clientConfig(String target, String caPem, String path) {
+    String ca = Base64.getEncoder().encodeToString(caPem.getBytes(StandardCharsets.UTF_8));
+    if (target.startsWith("service:")) {
+      String[] parts = target.substring("service:".length()).split("[.:]");
+      return new WebhookClientConfigBuilder().withCaBundle(ca).withNewService()
+          .withName(parts[0]).withNamespace(parts[1]).withPort(Integer.parseInt(parts[2])).withPath(path)
+          .endService().build();
+    }
+    return new WebhookClientConfigBuilder().withCaBundle(ca).withUrl(stripSlash(target) + path).build();
+  }
+
+  public static final String VALIDATING_WEBHOOK = "jvmdiagnostics.jvm.diagnostics.dev";
+  public static final int VALIDATING_TIMEOUT_SECONDS = 5;
+
+  /**
+   * The validating webhook for JvmDiagnostics themselves (ResourceValidator): on CREATE and on
+   * UPDATEs that change the spec (a matchCondition, so finalizer and status writes never wait on
+   * it), failurePolicy Fail: a resource that was not checked is not stored. Same name as the pod
+   * webhook's configuration (they are different kinds).
+   */
+  public static ValidatingWebhookConfiguration buildValidating(String configName, String target, String caPem) {
+    return new ValidatingWebhookConfigurationBuilder()
+        .withNewMetadata().withName(configName).addToLabels(MANAGED_BY, Contract.FIELD_MANAGER).endMetadata()
+        .addNewWebhook()
+          .withName(VALIDATING_WEBHOOK)
+          .withAdmissionReviewVersions("v1")
+          .withSideEffects("None")
+          .withFailurePolicy("Fail")
+          .withTimeoutSeconds(VALIDATING_TIMEOUT_SECONDS)
+          .withMatchPolicy("Equivalent")
+          .withClientConfig(clientConfig(target, caPem, ResourceValidator.PATH))
+          .addNewRule().withOperations("CREATE", "UPDATE").withApiGroups("jvm.diagnostics.dev").withApiVersions("*")
+              .withResources("jvmdiagnostics").withScope("Namespaced").endRule()
+          .addNewMatchCondition().withName("spec-written")
+              .withExpression("request.operation == 'CREATE' || object.spec != oldObject.spec").endMatchCondition()
+        .endWebhook()
+        .build();
+  }
+
+  /** As {@link #apply(KubernetesClient, MutatingWebhookConfiguration)}, for the validating registration. */
+  public static void apply(KubernetesClient client, ValidatingWebhookConfiguration vwc) {
+    var existing = client.admissionRegistration().v1().validatingWebhookConfigurations()
+        .withName(vwc.getMetadata().getName()).get();
+    boolean ours = existing == null || Contract.FIELD_MANAGER.equals(
+        existing.getMetadata().getLabels() == null ? null : existing.getMetadata().getLabels().get(MANAGED_BY));
+    if (!ours) {
+      ValidatingWebhookConfigurationBuilder b = new ValidatingWebhookConfigurationBuilder()
+          .withNewMetadata().withName(vwc.getMetadata().getName()).endMetadata();
+      for (var w : vwc.getWebhooks()) {
+        b.addNewWebhook().withName(w.getName())
+            .withNewClientConfig().withCaBundle(w.getClientConfig().getCaBundle()).endClientConfig().endWebhook();
+      }
+      vwc = b.build();
+    }
+    client.resource(vwc).fieldManager(Contract.FIELD_MANAGER).forceConflicts().serverSideApply();
   }
 
   /**

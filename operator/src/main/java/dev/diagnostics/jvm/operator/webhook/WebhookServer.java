@@ -31,6 +31,12 @@ public final class WebhookServer implements AutoCloseable {
   private final SwappableKeyManager keys = new SwappableKeyManager();
 
   public WebhookServer(InetSocketAddress bind, Material material, AdmissionHandler handler) throws IOException {
+    this(bind, material, handler, null);
+  }
+
+  /** validator: the JvmDiagnostics validating webhook, served at {@link ResourceValidator#PATH} (null: not served). */
+  public WebhookServer(InetSocketAddress bind, Material material, AdmissionHandler handler, ResourceValidator validator)
+      throws IOException {
     reload(material);
     try {
       SSLContext ssl = SSLContext.getInstance("TLS");
@@ -40,7 +46,8 @@ public final class WebhookServer implements AutoCloseable {
     } catch (GeneralSecurityException e) {
       throw new IOException("cannot set up TLS for the webhook: " + e.getMessage(), e);
     }
-    server.createContext(PATH, ex -> serve(ex, handler));
+    server.createContext(PATH, ex -> serve(ex, handler::handle));
+    if (validator != null) server.createContext(ResourceValidator.PATH, ex -> serve(ex, validator::handle));
     server.createContext("/healthz", ex -> reply(ex, 200, "ok\n".getBytes(), "text/plain"));
     executor = Executors.newFixedThreadPool(Math.max(4, Runtime.getRuntime().availableProcessors() * 2),
         Thread.ofPlatform().name("webhook-", 0).daemon(true).factory());
@@ -69,7 +76,7 @@ public final class WebhookServer implements AutoCloseable {
     }
   }
 
-  private static void serve(HttpExchange ex, AdmissionHandler handler) throws IOException {
+  private static void serve(HttpExchange ex, java.util.function.UnaryOperator<byte[]> handler) throws IOException {
     if (!"POST".equals(ex.getRequestMethod())) {
       reply(ex, 405, "POST an AdmissionReview\n".getBytes(), "text/plain");
       return;
@@ -78,7 +85,7 @@ public final class WebhookServer implements AutoCloseable {
     try (InputStream in = ex.getRequestBody()) {
       body = in.readNBytes(MAX_BODY);
     }
-    reply(ex, 200, handler.handle(body), "application/json");
+    reply(ex, 200, handler.apply(body), "application/json");
   }
 
   private static void reply(HttpExchange ex, int code, byte[] body, String type) throws IOException {

@@ -7,6 +7,10 @@ import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import dev.diagnostics.jvm.operator.api.JvmOptionPolicy;
+import dev.diagnostics.jvm.operator.api.JvmOptionPolicyTest;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -52,10 +56,13 @@ class CrdValidationIT {
         Arguments.of(TARGET + "rollout: Sometimes", "spec.rollout", "supported values: \"Automatic\", \"Manual\""),
         Arguments.of(TARGET + "containers: [App]", "spec.containers[0]", "should match"),
         Arguments.of(TARGET + "jvmOptions: {extra: ['-Xmx1g -Xms1g']}", "spec.jvmOptions.extra", "as two entries"),
-        Arguments.of(TARGET + "jvmOptions: {extra: ['--add-opens=java.base/java.lang=ALL-UNNAMED']}", "spec.jvmOptions.extra", "single JVM option such as -XX:ReservedCodeCacheSize=256m"),
-        Arguments.of(TARGET + "jvmOptions: {extra: ['-javaagent:/opt/agent.jar']}", "spec.jvmOptions.extra", "set jvmOptions.allowJavaAgents: true"),
-        Arguments.of(TARGET + "jvmOptions: {extra: ['-XX:+UseSerialGC']}", "spec.jvmOptions.extra", "must not select a garbage collector"),
-        Arguments.of(TARGET + "jvmOptions: {extra: ['-XX:-UsePerfData']}", "spec.jvmOptions.extra", "blind the collectors"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['--add-opens=java.base/java.lang=ALL-UNNAMED']}", "spec.jvmOptions.extra", "--add-opens=java.base/java.lang=ALL-UNNAMED opens the internals of the JDK"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-Xlog:gc', '-XX:OnOutOfMemoryError=/bin/sh']}", "spec.jvmOptions.extra", "-XX:OnOutOfMemoryError=/bin/sh runs a shell command"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-Xrunjdwp:transport=dt_socket,server=y,address=*:5005']}", "spec.jvmOptions.extra", "address=*:5005 opens a debugger or JMX/RMI port"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-Xbootclasspath/a:/tmp/x.jar']}", "spec.jvmOptions.extra", "-Xbootclasspath/a:/tmp/x.jar changes where the JVM loads classes"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-XX:VMOptionsFile=/tmp/o']}", "spec.jvmOptions.extra", "-XX:VMOptionsFile=/tmp/o reads further options from a file"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-XX:+UseSerialGC']}", "spec.jvmOptions.extra", "-XX:+UseSerialGC is not a diagnostic option: allowed are -Xlog:"),
+        Arguments.of(TARGET + "jvmOptions: {extra: ['-XX:-UsePerfData']}", "spec.jvmOptions.extra", "-XX:-UsePerfData blinds the collectors"),
         Arguments.of(TARGET + "alerts: {safepointPause: {threshold: 300ms}}", "spec.alerts.safepointPause.threshold", "round to the nearest, e.g. 500ms"),
         Arguments.of(TARGET + "alerts: {timeToSafepoint: {threshold: 100ms, for: 5 minutes}}", "spec.alerts.timeToSafepoint.for", "Prometheus duration such as 0m, 30s, 5m or 1h"),
         Arguments.of(TARGET + "alerts: {codeCacheUsage: {threshold: 150}}", "spec.alerts.codeCacheUsage.threshold", "at most 100"),
@@ -76,6 +83,35 @@ class CrdValidationIT {
     assertThat(e.getStatus().getMessage()).contains(field).contains(fix);
   }
 
+  /**
+   * The CRD's CEL rules and JvmOptionPolicy (the webhook's and the mutation's check) agree on
+   * every option of JvmOptionPolicyTest's corpus: the CRD lets through exactly what the policy
+   * accepts when an administrator allowed every agent and property (the webhook decides on
+   * those), and its message names the option and gives the policy's reason.
+   */
+  @Test
+  void celRulesAgreeWithTheJavaPolicy() {
+    List<String> everyException = List.of("-javaagent:", "-agentpath:", "-agentlib:", "-D");
+    List<String> corpus = new ArrayList<>(JvmOptionPolicyTest.DIAGNOSTIC_OPTIONS);
+    corpus.addAll(JvmOptionPolicyTest.REFUSED_OPTIONS.keySet());
+    corpus.addAll(JvmOptionPolicyTest.NOT_DIAGNOSTIC);
+    corpus.addAll(JvmOptionPolicyTest.ADMIN_ONLY_OPTIONS);
+    List<String> disagreements = new ArrayList<>();
+    for (String o : corpus) {
+      String why = JvmOptionPolicy.refusal(o, everyException);
+      GenericKubernetesResource r = ApiServer.yaml(client, GenericKubernetesResource.class,
+          resource(TARGET + "jvmOptions: {extra: ['" + o + "']}"));
+      KubernetesClientException e = catchThrowableOfType(KubernetesClientException.class,
+          () -> client.resource(r).inNamespace(ns).dryRun().create());
+      if (why == null && e != null) disagreements.add(o + ": the API server refused what the policy accepts: " + e.getStatus().getMessage());
+      if (why != null && e == null) disagreements.add(o + ": the API server accepted what the policy refuses (" + why + ")");
+      if (why != null && e != null && !e.getStatus().getMessage().contains(o + " " + why)) {
+        disagreements.add(o + ": message lacks \"" + o + " " + why + "\": " + e.getStatus().getMessage());
+      }
+    }
+    assertThat(disagreements).isEmpty();
+  }
+
   @Test
   void everyExampleIsAccepted() throws Exception {
     java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("crds.dir", "../crds")).resolveSibling("examples");
@@ -93,7 +129,7 @@ class CrdValidationIT {
   @Test
   void goodResourceIsAcceptedWithDefaults() {
     GenericKubernetesResource r = ApiServer.yaml(client, GenericKubernetesResource.class, resource(TARGET
-        + "jvmOptions: {extra: ['-XX:ReservedCodeCacheSize=256m', '-Xlog:gc:stderr', '-Dapp.mode=prod', '-javaagent:/a.jar'], allowJavaAgents: true}\n"
+        + "jvmOptions: {extra: ['-XX:ReservedCodeCacheSize=256m', '-Xlog:gc:stderr', '-XX:+UnlockDiagnosticVMOptions', '-XX:+DebugNonSafepoints']}\n"
         + "alerts: {safepointPause: {threshold: 2.5s}, codeCacheUsage: {threshold: 90}}"));
     r.getMetadata().setName("good");
     client.resource(r).inNamespace(ns).create();

@@ -73,16 +73,24 @@ class OperatorIT {
     });
   }
 
+  /** The cluster administrator's exception in this test: the OpenTelemetry agent from /opt/otel/, nothing else. */
+  static final List<String> ALLOWED = List.of("-javaagent:/opt/otel/");
+
   static OperatorApp.Settings settings(boolean webhook, boolean reconciler) {
     return new OperatorApp.Settings(IMAGE, ChartRbac.NAMESPACE, new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0",
         List.of("127.0.0.1", "localhost"), "jvmdiag-webhook-tls", "jvmdiag-it", true, webhook, reconciler,
-        new InetSocketAddress("127.0.0.1", 0), Set.of(), Duration.ofHours(1));
+        new InetSocketAddress("127.0.0.1", 0), Set.of(), Duration.ofHours(1), null, 0, ALLOWED);
   }
 
   @AfterAll
   static void stop() {
     if (reconciler != null) reconciler.close();
     if (webhook != null) webhook.close();
+    // the validating registration fails closed: leave none behind for the other IT classes
+    if (admin != null) {
+      admin.admissionRegistration().v1().validatingWebhookConfigurations().withName("jvmdiag-it").delete();
+      admin.admissionRegistration().v1().mutatingWebhookConfigurations().withName("jvmdiag-it").delete();
+    }
     if (operatorClient != null) operatorClient.close();
     if (admin != null) admin.close();
   }
@@ -111,15 +119,16 @@ class OperatorIT {
         """.formatted(name, ns, name, name));
   }
 
+  /** extraSpec may set its own jvmOptions; otherwise the resource asks for one code-cache option. */
   static JvmDiagnostics resource(String ns, String name, String target, String extraSpec) {
+    String options = extraSpec.contains("jvmOptions:") ? "" : "  jvmOptions: {extra: [\"-XX:ReservedCodeCacheSize=256m\"]}\n";
     return ApiServer.yaml(admin, JvmDiagnostics.class, """
         apiVersion: jvm.diagnostics.dev/v1alpha1
         kind: JvmDiagnostics
         metadata: {name: %s, namespace: %s}
         spec:
           targetRef: {kind: Deployment, name: %s}
-          jvmOptions: {extra: ["-XX:ReservedCodeCacheSize=256m"]}
-        """.formatted(name, ns, target) + extraSpec.indent(2));
+        """.formatted(name, ns, target) + options + extraSpec.indent(2));
   }
 
   /** A pod made from the Deployment's current template, as its ReplicaSet would make it. */
@@ -330,6 +339,45 @@ class OperatorIT {
     await("rule deleted when spec.alerts is emptied", WAIT, () -> admin.genericKubernetesResources("monitoring.coreos.com/v1", "PrometheusRule")
         .inNamespace(ns).withName("jvmdiag-pay").get() == null);
     await("AlertsReady=True NoAlerts", WAIT, () -> conditionIs(ns, "pay", "AlertsReady", "True", "NoAlerts"));
+  }
+
+  /** A user's edit the API server must refuse: retried on 409 (the operator writes the resource too); the refusal. */
+  static KubernetesClientException editRefused(KubernetesClient as, String ns, String name, java.util.function.Consumer<JvmDiagnostics> change) {
+    for (int i = 0; i < 50; i++) {
+      KubernetesClientException e = catchThrowableOfType(KubernetesClientException.class, () -> as.resources(JvmDiagnostics.class)
+          .inNamespace(ns).withName(name).edit(r -> { change.accept(r); return r; }));
+      assertThat(e).as("the edit of %s/%s was accepted", ns, name).isNotNull();
+      if (e.getCode() != 409) return e;
+    }
+    throw new AssertionError("the edit of " + ns + "/" + name + " kept conflicting");
+  }
+
+  static KubernetesClientException refused(JvmDiagnostics r) {
+    KubernetesClientException e = catchThrowableOfType(KubernetesClientException.class, () -> admin.resource(r).create());
+    assertThat(e).as("the API server accepted %s", r.getMetadata().getName()).isNotNull();
+    return e;
+  }
+
+  @Test
+  void javaAgentsOnlyWithTheClusterAdministratorsException() {
+    String ns = ApiServer.namespace(admin, "agents");
+    admin.resource(deployment(ns, "otel")).create();
+    // the author's own allowJavaAgents grants nothing
+    JvmDiagnostics own = resource(ns, "otel", "otel", "jvmOptions: {extra: ['-javaagent:/tmp/mine.jar'], allowJavaAgents: true}");
+    KubernetesClientException e = refused(own);
+    assertThat(e.getMessage()).contains("spec.jvmOptions.extra[0]: -javaagent:/tmp/mine.jar loads code into every JVM")
+        .contains("only the cluster administrator can allow it");
+    // a system property is the administrator's to allow too
+    assertThat(refused(resource(ns, "otel", "otel", "jvmOptions: {extra: ['-Dotel.service.name=x']}")).getMessage())
+        .contains("-Dotel.service.name=x loads code into every JVM of the workload (a Java agent) or sets a system property");
+
+    // the agent the administrator allowed (--allow-jvm-option=-javaagent:/opt/otel/) is accepted and injected
+    admin.resource(resource(ns, "otel", "otel", "jvmOptions: {extra: ['-javaagent:/opt/otel/opentelemetry-javaagent.jar']}")).create();
+    await("hash written", WAIT, () -> templateAnnotations(ns, "otel").containsKey(CONFIG_HASH));
+    assertThat(jto(podFromTemplate(ns, "otel", "a"), "app")).isEqualTo("-Xmx256m -javaagent:/opt/otel/opentelemetry-javaagent.jar");
+    // and an edit to another agent is refused like a create
+    KubernetesClientException edit = editRefused(admin, ns, "otel", r -> r.getSpec().jvmOptions.extra = List.of("-agentpath:/tmp/lib.so"));
+    assertThat(edit.getMessage()).contains("-agentpath:/tmp/lib.so loads code");
   }
 
   static void installPrometheusRuleCrd() {

@@ -45,4 +45,21 @@ class InjectionConfigTest {
     assertThat(InjectionConfig.of(PodMutatorTest.sidecarSpec(), "img:2").hash())
         .isNotEqualTo(InjectionConfig.of(PodMutatorTest.sidecarSpec(), "img:1").hash());
   }
+
+  @Test
+  void refusedOptionsAreNeverInjectedNorHashed() {
+    String base = hash(PodMutatorTest.spec());
+    JvmDiagnosticsSpec s = PodMutatorTest.spec();
+    s.jvmOptions.extra = List.of("-XX:ReservedCodeCacheSize=256m", "-XX:OnOutOfMemoryError=/bin/sh", "-javaagent:/tmp/a.jar");
+    InjectionConfig c = InjectionConfig.of(s, "img:1");
+    assertThat(c.flags()).doesNotContain("-XX:OnOutOfMemoryError=/bin/sh", "-javaagent:/tmp/a.jar");
+    assertThat(c.refusedOptions()).satisfiesExactly(
+        o -> assertThat(o).startsWith("-XX:OnOutOfMemoryError=/bin/sh: runs a shell command"),
+        o -> assertThat(o).startsWith("-javaagent:/tmp/a.jar: loads code"));
+    assertThat(c.hash()).isEqualTo(base);
+    // the administrator's exception makes the agent part of the injection (and of the hash)
+    InjectionConfig allowed = InjectionConfig.of(s, "img:1", List.of("-javaagent:/tmp/"));
+    assertThat(allowed.flags()).contains("-javaagent:/tmp/a.jar").doesNotContain("-XX:OnOutOfMemoryError=/bin/sh");
+    assertThat(allowed.hash()).isNotEqualTo(base);
+  }
 }

@@ -218,4 +218,18 @@ public class PodMutatorTest {
     assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(COLLECTORS, "threads,safepoints,vmOperations")
         .containsEntry(CONTAINERS, "app");
   }
+
+  @Test
+  void aRefusedOptionIsLeftOutAndReported() {
+    JvmDiagnosticsSpec s = spec();
+    s.jvmOptions.extra = List.of(FLAG, "-agentlib:jdwp=transport=dt_socket,server=y,address=*:5005");
+    Pod in = pod().editSpec().addNewContainer().withName("app").withImage("x").endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(s));
+    assertThat(container(r.pod(), "app").getEnv()).singleElement()
+        .satisfies(e -> assertThat(e.getValue()).isEqualTo("-XX:+PreserveFramePointer " + FLAG));
+    assertThat(r.findings()).singleElement().satisfies(f -> {
+      assertThat(f.reason()).isEqualTo(Reason.OptionRefused);
+      assertThat(f.message()).contains("-agentlib:jdwp").contains("opens a debugger");
+    });
+  }
 }

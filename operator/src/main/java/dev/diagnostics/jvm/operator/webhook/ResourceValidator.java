@@ -1,0 +1,124 @@
+package dev.diagnostics.jvm.operator.webhook;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
+import dev.diagnostics.jvm.operator.api.JvmOptionPolicy;
+import io.fabric8.kubernetes.api.model.Status;
+import io.fabric8.kubernetes.api.model.StatusBuilder;
+import io.fabric8.kubernetes.api.model.admission.v1.AdmissionRequest;
+import io.fabric8.kubernetes.api.model.admission.v1.AdmissionResponse;
+import io.fabric8.kubernetes.api.model.admission.v1.AdmissionReview;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The validating webhook for JvmDiagnostics itself (path {@link #PATH}): what the CRD's own rules
+ * cannot know. A resource asks for diagnostics and nothing more, so on CREATE and on every UPDATE
+ * that changes the spec it refuses:
+ * <ul>
+ *   <li>entries of {@code jvmOptions.extra} that {@link JvmOptionPolicy} refuses, given the cluster
+ *       administrator's exceptions ({@code --allow-jvm-option}); the CRD refuses the rest already.</li>
+ * </ul>
+ * Updates that leave the spec alone (finalizers, labels, deletion) are always allowed, so the
+ * operator never waits on its own webhook to clean up. Unlike the pod webhook this one fails
+ * closed (failurePolicy Fail): a resource that was not checked is not stored.
+ */
+public final class ResourceValidator {
+  public static final String PATH = "/validate-jvmdiagnostics";
+  private static final Logger LOG = LoggerFactory.getLogger(ResourceValidator.class);
+  private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization(new ObjectMapper(), true);
+
+  private final List<String> allowedOptions;
+  private final Counter decisions;
+
+  public ResourceValidator(List<String> allowedOptions, PrometheusRegistry registry) {
+    this.allowedOptions = List.copyOf(allowedOptions);
+    this.decisions = Counter.builder().name("jvmdiag_operator_resource_admissions_total")
+        .help("JvmDiagnostics admission requests answered by the validating webhook, by result (allowed, denied, error).")
+        .labelNames("result").register(registry);
+  }
+
+  public byte[] handle(byte[] body) {
+    String uid = "";
+    String apiVersion = "admission.k8s.io/v1";
+    AdmissionResponse resp;
+    try {
+      AdmissionReview review = SERIALIZATION.unmarshal(new String(body, StandardCharsets.UTF_8), AdmissionReview.class);
+      if (review.getApiVersion() != null) apiVersion = review.getApiVersion();
+      uid = review.getRequest().getUid();
+      resp = decide(review.getRequest());
+      decisions.labelValues(Boolean.TRUE.equals(resp.getAllowed()) ? "allowed" : "denied").inc();
+    } catch (RuntimeException | LinkageError e) {
+      // fail closed, as the registration does when we cannot be reached: nothing unchecked is stored
+      LOG.warn("JvmDiagnostics admission {} failed, refusing it: {}", uid, e.toString());
+      decisions.labelValues("error").inc();
+      resp = deny(uid, "the jvm-diagnostics operator could not check this JvmDiagnostics (" + e.getClass().getSimpleName()
+          + ": " + e.getMessage() + "); retry, and see the operator's log if it persists");
+    }
+    AdmissionReview out = new AdmissionReview();
+    out.setApiVersion(apiVersion);
+    out.setKind("AdmissionReview");
+    out.setResponse(resp);
+    return SERIALIZATION.asJson(out).getBytes(StandardCharsets.UTF_8);
+  }
+
+  AdmissionResponse decide(AdmissionRequest req) {
+    AdmissionResponse resp = new AdmissionResponse();
+    resp.setUid(req.getUid());
+    resp.setAllowed(true);
+    boolean create = "CREATE".equals(req.getOperation());
+    if (!create && !"UPDATE".equals(req.getOperation())) return resp;
+    JvmDiagnostics r = resource(req.getObject());
+    if (r == null || r.getSpec() == null) return resp; // the CRD's schema requires a spec
+    if (!create) {
+      JvmDiagnostics old = resource(req.getOldObject());
+      if (old != null && Objects.equals(SERIALIZATION.asJson(old.getSpec()), SERIALIZATION.asJson(r.getSpec()))) return resp;
+    }
+    List<String> problems = new ArrayList<>();
+    List<String> warnings = new ArrayList<>();
+    checkOptions(r.getSpec(), problems, warnings);
+    if (!warnings.isEmpty()) resp.setWarnings(warnings);
+    if (problems.isEmpty()) return resp;
+    AdmissionResponse denied = deny(req.getUid(), "JvmDiagnostics " + r.getMetadata().getName() + " refused: "
+        + String.join("; ", problems));
+    denied.setWarnings(resp.getWarnings());
+    return denied;
+  }
+
+  @SuppressWarnings("deprecation")
+  private void checkOptions(JvmDiagnosticsSpec spec, List<String> problems, List<String> warnings) {
+    if (spec.jvmOptions == null) return;
+    if (spec.jvmOptions.allowJavaAgents != null) {
+      warnings.add("spec.jvmOptions.allowJavaAgents is deprecated and grants nothing: Java agents are allowed only by the"
+          + " cluster administrator (chart value operator.allowedJvmOptions); remove the field");
+    }
+    if (spec.jvmOptions.extra == null) return;
+    for (int i = 0; i < spec.jvmOptions.extra.size(); i++) {
+      String o = spec.jvmOptions.extra.get(i);
+      String why = JvmOptionPolicy.refusal(o, allowedOptions);
+      if (why != null) problems.add("spec.jvmOptions.extra[" + i + "]: " + o + " " + why);
+    }
+  }
+
+  private static JvmDiagnostics resource(Object o) {
+    if (o == null) return null;
+    return o instanceof JvmDiagnostics j ? j : SERIALIZATION.convertValue(o, JvmDiagnostics.class);
+  }
+
+  static AdmissionResponse deny(String uid, String message) {
+    AdmissionResponse resp = new AdmissionResponse();
+    resp.setUid(uid == null ? "" : uid);
+    resp.setAllowed(false);
+    Status status = new StatusBuilder().withCode(422).withReason("Invalid").withMessage(message).build();
+    resp.setStatus(status);
+    return resp;
+  }
+}
