@@ -376,12 +376,12 @@ impl AttachManager {
         let bytes = read_all(f, HSPERFDATA_MAX_BYTES)?;
         let pd = hsperfdata::parse(&bytes).ok()?;
         if j.info.is_none() {
-            let v = pd.string("java.property.java.version").unwrap_or("").to_string();
+            let v = crate::labels::bounded_info(pd.string("java.property.java.version").unwrap_or(""));
             let vendor = pd
                 .string("java.property.java.vendor")
                 .or_else(|| pd.string("java.property.java.vm.vendor"))
-                .unwrap_or("")
-                .to_string();
+                .map(crate::labels::bounded_info)
+                .unwrap_or_default();
             if !v.is_empty() {
                 j.info = Some((v, vendor));
             }

@@ -111,11 +111,36 @@ impl PcCollector for Snapshot {
                     None => Vec::new(),
                 };
                 labels.extend(s.labels.iter().cloned());
+                for (_, v) in &mut labels {
+                    if let std::borrow::Cow::Owned(e) = escape_label_value(v) {
+                        *v = e;
+                    }
+                }
                 One(&s.value).encode(me.encode_family(&labels)?)?;
             }
         }
         Ok(())
     }
+}
+
+/// A label value as the text formats require it (`\\`, `\"` and `\n` escaped): values come
+/// from containers (thread, method and jar names, hsperfdata strings), and `prometheus-client`
+/// writes label values as given, so a quote or a newline would end the value and let a
+/// container write lines of its choosing into the node's scrape.
+pub fn escape_label_value(v: &str) -> std::borrow::Cow<'_, str> {
+    if !v.contains(['\\', '"', '\n']) {
+        return std::borrow::Cow::Borrowed(v);
+    }
+    let mut out = String::with_capacity(v.len() + 8);
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Renders families; `jvms` maps slot -> that JVM's labels. Samples of slots without labels

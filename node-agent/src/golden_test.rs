@@ -104,3 +104,23 @@ fn openmetrics_keeps_eof_and_prometheus_text_drops_it() {
     assert!(!text.contains("# EOF"));
     assert!(text.contains("# TYPE jvmdiag_thread_starts_total counter"));
 }
+
+#[test]
+fn label_values_from_containers_are_escaped_and_forge_nothing() {
+    let mut jvms = HashMap::new();
+    jvms.insert(0, JvmLabels::standalone("h", 1, "app\"\n# TYPE x counter\\.jar"));
+    let mut t = threads::family();
+    let hostile = ["x\"y", "back\\slash", "nl\nforged_total{namespace=\"kube-system\"} 1", "# TYPE jvmdiag_forged counter"];
+    for name in hostile {
+        t.jvm(0, vec![("thread_name", name.into())], Value::Counter(1));
+    }
+    let text = to_prometheus_text(&render(vec![t], &jvms));
+    let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(samples.len(), hostile.len(), "one line per sample, none forged:\n{text}");
+    assert!(samples.iter().all(|l| l.starts_with("jvmdiag_thread_starts_total{") && l.ends_with("} 1")), "{text}");
+    assert!(text.contains(r#"thread_name="x\"y""#), "{text}");
+    assert!(text.contains(r#"thread_name="back\\slash""#), "{text}");
+    assert!(text.contains(r#"thread_name="nl\nforged_total{namespace=\"kube-system\"} 1""#), "{text}");
+    assert!(text.contains(r#"jvm="app\"\n# TYPE x counter\\.jar""#), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("# TYPE")).count(), 1, "{text}");
+}

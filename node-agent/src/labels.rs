@@ -60,9 +60,26 @@ impl JvmLabels {
     }
 }
 
+/// Longest label value taken from a JVM's hsperfdata strings (version, vendor), in characters.
+pub const INFO_MAX_CHARS: usize = 64;
+
+/// A string a container controls, as a label value: at most `INFO_MAX_CHARS` characters,
+/// control characters dropped (the exposition escapes what remains).
+pub fn bounded_info(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(INFO_MAX_CHARS).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn info_strings_are_bounded_and_lose_control_characters() {
+        assert_eq!(bounded_info("Eclipse Adoptium"), "Eclipse Adoptium");
+        assert_eq!(bounded_info("a\nb\u{0}c"), "abc");
+        assert_eq!(bounded_info(&"v".repeat(65_536)).chars().count(), INFO_MAX_CHARS);
+        assert_eq!(bounded_info(&"中".repeat(100)), "中".repeat(INFO_MAX_CHARS));
+    }
 
     #[test]
     fn standalone_has_host_jvm_pid_and_empty_kube_labels() {

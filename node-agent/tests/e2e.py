@@ -164,7 +164,7 @@ def start_agent(port, *extra, wrap=None):
 def compile_workloads(jdk, out):
     os.makedirs(out, exist_ok=True)
     src = os.path.join(REPO, "node-agent", "tests", "workloads")
-    subprocess.run([f"{jdk}/bin/javac", "-d", out, f"{src}/Storm.java", f"{src}/Tiny.java"], check=True)
+    subprocess.run([f"{jdk}/bin/javac", "-d", out, f"{src}/Storm.java", f"{src}/Tiny.java", f"{src}/HostileNames.java"], check=True)
 
 
 def wait_file(path, timeout, proc=None):
@@ -408,6 +408,51 @@ def test_shared_jdk_counted_once(port, jdk):
     return problems
 
 
+def test_hostile_thread_names(jdk):
+    """A JVM whose thread names hold the text format's quote, backslash and newline, forged
+    series and TYPE lines: the whole scrape passes promtool, holds no series the agent did
+    not make, and the JVM's thread starts still equal its own java.threads.started."""
+    port = 19471
+    agent = start_agent(port, "--match-jvm", "HostileNames")
+    classes = os.path.join(WORK, "classes-hostile")
+    compile_workloads(jdk, classes)
+    d = os.path.join(WORK, "hostile-names")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    p = subprocess.Popen([f"{jdk}/bin/java", "-cp", classes, "HostileNames", d], stdout=subprocess.DEVNULL,
+                         stderr=open(os.path.join(d, "stderr"), "w"))
+    procs.append(p)
+    problems = []
+    try:
+        wait_file(os.path.join(d, "ready"), 60, p)
+        wait_attached(port, p.pid)
+        h0, a0, _ = snapshot(port, p.pid)
+        open(os.path.join(d, "go"), "w").close()
+        wait_file(os.path.join(d, "done"), 60, p)
+        h1, a1, text = snapshot(port, p.pid)
+        open(os.path.join(WORK, "hostile-names-metrics.txt"), "w").write(text)
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        if r.returncode != 0 or "error" in (r.stdout + r.stderr):
+            problems.append(f"promtool: {(r.stdout + r.stderr).strip()[:400]}")
+        forged = [l for l in text.splitlines() if "forged" in l.split("{")[0] or l.startswith("other_forged")]
+        if forged:
+            problems.append(f"forged lines in the scrape: {forged[:3]}")
+        if any(l.get("namespace") == "kube-system" for _, l, _ in samples(text)):
+            problems.append("a series claims namespace kube-system")
+        d_started = h1["java.threads.started"] - h0["java.threads.started"]
+        d_agent = sum(a1["starts"].values()) - sum(a0["starts"].values())
+        if d_started != d_agent or d_started != 6:
+            problems.append(f"thread starts: agent {d_agent}, hsperfdata {d_started}, started 6")
+        if 'thread_name="x\\"y"' not in text or 'thread_name="back\\\\slash"' not in text:
+            problems.append("quote and backslash names not shown escaped")
+        log(f"hostile names: {d_agent}/{d_started} starts; names {sorted(a1['starts'])}")
+    finally:
+        open(os.path.join(d, "stop"), "w").close()
+        p.wait(timeout=20)
+        agent.terminate()
+    return problems
+
+
 def test_metrics_contract(text):
     path = os.path.join(WORK, "live-metrics.txt")
     open(path, "w").write(text)
@@ -604,6 +649,7 @@ def main():
             return problems
 
         run("thread_name_budget_caps_names_per_jvm", budget)
+        run("hostile_thread_names_escaped_nothing_forged", test_hostile_thread_names, JDK17)
         run("bad_environment_one_line_errors", test_bad_env)
     finally:
         for p in procs:

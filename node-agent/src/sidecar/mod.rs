@@ -177,8 +177,8 @@ impl Sidecar {
                 "A traced JVM: its version, vendor and how it is probed (usdt, uprobe, hsperfdata, sidecar).",
                 Kind::Gauge,
             );
-            let version = d.string("java.property.java.version").unwrap_or("").to_string();
-            let vendor = d.string("java.property.java.vendor").or_else(|| d.string("java.property.java.vm.vendor")).unwrap_or("").to_string();
+            let version = crate::labels::bounded_info(d.string("java.property.java.version").unwrap_or(""));
+            let vendor = d.string("java.property.java.vendor").or_else(|| d.string("java.property.java.vm.vendor")).map(crate::labels::bounded_info).unwrap_or_default();
             info.jvm(SLOT, vec![("java_version", version), ("vendor", vendor), ("probe_mode", "sidecar".to_string())], Value::Gauge(1.0));
             fams.push(info);
         }
