@@ -152,6 +152,7 @@ bad_apply "  targetRef: {kind: Deployment, name: x}
   jvmOptions: {extra: ['-XX:OnOutOfMemoryError=/bin/sh']}" "-XX:OnOutOfMemoryError=/bin/sh runs a shell command"
 bad_apply "  targetRef: {kind: Deployment, name: x}
   jvmOptions: {extra: ['-javaagent:/tmp/a.jar'], allowJavaAgents: true}" "-javaagent:/tmp/a.jar loads code into every JVM of the workload"
+bad_apply "  targetRef: {kind: Deployment, name: cart}" "Deployment/cart already has a JvmDiagnostics: $NS/cart owns it"
 
 # --- leader election: a lost Lease or a failed start ends the process (exit 1) -------------------
 # Extra replicas with their own Lease, reconciling an empty namespace only (no webhook), so they

@@ -258,7 +258,9 @@ public final class OperatorApp implements AutoCloseable {
       JvmDiagnostics r = resources.getStore().getByKey(ns + "/" + name);
       return r != null ? r : client.resources(JvmDiagnostics.class).inNamespace(ns).withName(name).get();
     }, s.agentImage(), s.allowedJvmOptions(), new WebhookMetrics(registry));
-    ResourceValidator validator = new ResourceValidator(s.allowedJvmOptions(), registry);
+    // a LIST, not the cache: a resource created a moment ago must count (JvmDiagnostics writes are rare)
+    ResourceValidator validator = new ResourceValidator(s.allowedJvmOptions(),
+        ns -> client.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems(), registry);
     warmUp();
     webhookServer = new WebhookServer(s.webhookBind(), material, handler, validator);
     webhookServer.start();

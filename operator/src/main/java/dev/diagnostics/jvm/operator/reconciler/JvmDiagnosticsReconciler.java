@@ -126,7 +126,17 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
     String healMessage = null;
 
     Target target = cachedTarget(ctx, ns, r.getSpec().targetRef);
-    if (target == null) {
+    JvmDiagnostics owner = owner(ctx, r);
+    if (owner != r && owner != null) {
+      // the admission refuses a second resource per workload; two created at the same instant can
+      // both get in: only the oldest writes, or the two would flip the template's hash forever
+      String msg = r.getSpec().targetRef + " already has a JvmDiagnostics: " + ns + "/" + owner.getMetadata().getName()
+          + " owns it; this resource changes nothing: delete it, or edit " + owner.getMetadata().getName() + " instead";
+      conds.add(Conditions.of(Conditions.TARGET_FOUND, false, "TargetOwnedByAnother", msg, gen, prev));
+      conds.add(Conditions.of(Conditions.INJECTED, false, "TargetOwnedByAnother", "not injected by this resource", gen, prev));
+      st.desiredPods = 0;
+      st.injectedPods = 0;
+    } else if (target == null) {
       String msg = r.getSpec().targetRef + " does not exist in namespace " + ns
           + ": create it or fix spec.targetRef (it is picked up as soon as it appears)";
       conds.add(Conditions.of(Conditions.TARGET_FOUND, false, "TargetNotFound", msg, gen, prev));
@@ -216,6 +226,30 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
       control = UpdateControl.patchStatus(patch);
     }
     return requeue == null ? control : control.rescheduleAfter(requeue);
+  }
+
+  /**
+   * Of the resources that target the same workload, the one that may write its template: the
+   * oldest (then by name); resources being deleted do not count.
+   */
+  static JvmDiagnostics owner(Context<JvmDiagnostics> ctx, JvmDiagnostics r) {
+    TargetRef ref = r.getSpec().targetRef;
+    List<JvmDiagnostics> all = ctx.getPrimaryCache().byIndex(TARGET_INDEX,
+        targetKey(r.getMetadata().getNamespace(), ref.kind.name(), ref.name));
+    JvmDiagnostics best = r;
+    for (JvmDiagnostics o : all) {
+      if (o.getMetadata().getDeletionTimestamp() != null || o.getMetadata().getName().equals(r.getMetadata().getName())) continue;
+      if (olderThan(o, best)) best = o;
+    }
+    return best;
+  }
+
+  private static boolean olderThan(JvmDiagnostics a, JvmDiagnostics b) {
+    String ta = a.getMetadata().getCreationTimestamp();
+    String tb = b.getMetadata().getCreationTimestamp();
+    // RFC 3339 in UTC with second precision: compares as text
+    int c = ta == null || tb == null ? 0 : ta.compareTo(tb);
+    return c < 0 || (c == 0 && a.getMetadata().getName().compareTo(b.getMetadata().getName()) < 0);
   }
 
   /**

@@ -16,6 +16,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Function;
+import dev.diagnostics.jvm.operator.api.TargetRef;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,6 +28,10 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>entries of {@code jvmOptions.extra} that {@link JvmOptionPolicy} refuses, given the cluster
  *       administrator's exceptions ({@code --allow-jvm-option}); the CRD refuses the rest already.</li>
+ *   <li>a second resource for a workload that already has one (naming the one that owns it): two
+ *       owners would flip the pod template's config hash, restarting the pods on every reconcile.
+ *       Two resources created at the same instant can both get past this check; the reconciler
+ *       then lets only the oldest one write ({@code TargetOwnedByAnother}).</li>
  * </ul>
  * Updates that leave the spec alone (finalizers, labels, deletion) are always allowed, so the
  * operator never waits on its own webhook to clean up. Unlike the pod webhook this one fails
@@ -37,10 +43,14 @@ public final class ResourceValidator {
   private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization(new ObjectMapper(), true);
 
   private final List<String> allowedOptions;
+  private final Function<String, List<JvmDiagnostics>> inNamespace;
   private final Counter decisions;
 
-  public ResourceValidator(List<String> allowedOptions, PrometheusRegistry registry) {
+  /** inNamespace: the JvmDiagnostics of a namespace, as the API server has them now (a LIST, not a cache). */
+  public ResourceValidator(List<String> allowedOptions, Function<String, List<JvmDiagnostics>> inNamespace,
+      PrometheusRegistry registry) {
     this.allowedOptions = List.copyOf(allowedOptions);
+    this.inNamespace = inNamespace;
     this.decisions = Counter.builder().name("jvmdiag_operator_resource_admissions_total")
         .help("JvmDiagnostics admission requests answered by the validating webhook, by result (allowed, denied, error).")
         .labelNames("result").register(registry);
@@ -85,6 +95,8 @@ public final class ResourceValidator {
     List<String> problems = new ArrayList<>();
     List<String> warnings = new ArrayList<>();
     checkOptions(r.getSpec(), problems, warnings);
+    String ns = req.getNamespace() != null ? req.getNamespace() : r.getMetadata().getNamespace();
+    checkSingleOwner(r, ns, problems);
     if (!warnings.isEmpty()) resp.setWarnings(warnings);
     if (problems.isEmpty()) return resp;
     AdmissionResponse denied = deny(req.getUid(), "JvmDiagnostics " + r.getMetadata().getName() + " refused: "
@@ -105,6 +117,23 @@ public final class ResourceValidator {
       String o = spec.jvmOptions.extra.get(i);
       String why = JvmOptionPolicy.refusal(o, allowedOptions);
       if (why != null) problems.add("spec.jvmOptions.extra[" + i + "]: " + o + " " + why);
+    }
+  }
+
+  /** One JvmDiagnostics per workload. */
+  private void checkSingleOwner(JvmDiagnostics r, String ns, List<String> problems) {
+    TargetRef ref = r.getSpec().targetRef;
+    if (ref == null || ref.kind == null || ref.name == null) return; // the CRD requires both
+    for (JvmDiagnostics other : inNamespace.apply(ns)) {
+      if (other.getMetadata().getName().equals(r.getMetadata().getName())) continue;
+      if (other.getMetadata().getDeletionTimestamp() != null || other.getSpec() == null || other.getSpec().targetRef == null) continue;
+      TargetRef o = other.getSpec().targetRef;
+      if (ref.kind == o.kind && ref.name.equals(o.name)) {
+        problems.add("spec.targetRef: " + ref + " already has a JvmDiagnostics: " + ns + "/" + other.getMetadata().getName()
+            + " owns it (one JvmDiagnostics per workload, or both would restart its pods in turn); edit "
+            + other.getMetadata().getName() + " instead, or delete it first");
+        return;
+      }
     }
   }
 

@@ -380,6 +380,48 @@ class OperatorIT {
     assertThat(edit.getMessage()).contains("-agentpath:/tmp/lib.so loads code");
   }
 
+  @Test
+  void oneResourcePerWorkload() throws Exception {
+    String ns = ApiServer.namespace(admin, "single-owner");
+    admin.resource(deployment(ns, "ledger")).create();
+    admin.resource(deployment(ns, "audit")).create();
+    admin.resource(resource(ns, "ledger-diag", "ledger", "")).create();
+    await("first resource writes the template", WAIT, () -> "ledger-diag".equals(templateLabels(ns, "ledger").get(INJECT_LABEL)));
+
+    assertThat(refused(resource(ns, "ledger-again", "ledger", "")).getMessage())
+        .contains("spec.targetRef: Deployment/ledger already has a JvmDiagnostics: single-owner/ledger-diag owns it")
+        .contains("edit ledger-diag instead, or delete it first");
+    assertThat(get(ns, "ledger-again")).isNull();
+    // moving another resource onto the same workload is refused like a create
+    admin.resource(resource(ns, "audit-diag", "audit", "")).create();
+    KubernetesClientException move = editRefused(admin, ns, "audit-diag", r -> r.getSpec().targetRef.name = "ledger");
+    assertThat(move.getMessage()).contains("already has a JvmDiagnostics: single-owner/ledger-diag owns it");
+
+    // two created at once can both pass the admission: then only the oldest writes (no hash flipping)
+    admin.admissionRegistration().v1().validatingWebhookConfigurations().withName("jvmdiag-it").delete();
+    await("validating registration gone", WAIT, () -> {
+      try {
+        admin.resource(resource(ns, "ledger-race", "ledger", "")).dryRun().create();
+        return true;
+      } catch (KubernetesClientException e) {
+        return false;
+      }
+    });
+    try {
+      admin.resource(resource(ns, "ledger-race", "ledger", "jvmOptions: {extra: ['-XX:ReservedCodeCacheSize=512m']}")).create();
+      await("the younger resource says who owns the target", WAIT,
+          () -> conditionIs(ns, "ledger-race", "TargetFound", "False", "TargetOwnedByAnother"));
+      assertThat(condition(ns, "ledger-race", "TargetFound").getMessage()).contains("ledger-diag owns it");
+      String ownerHash = InjectionConfig.of(get(ns, "ledger-diag").getSpec(), IMAGE).hash();
+      Thread.sleep(2000); // a few reconciles of both
+      assertThat(templateLabels(ns, "ledger")).containsEntry(INJECT_LABEL, "ledger-diag");
+      assertThat(templateAnnotations(ns, "ledger")).containsEntry(CONFIG_HASH, ownerHash);
+    } finally {
+      webhook.close();
+      webhook = startWebhook(); // registers the validating webhook again
+    }
+  }
+
   static void installPrometheusRuleCrd() {
     admin.apiextensions().v1().customResourceDefinitions().resource(ApiServer.yaml(admin,
         io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition.class, """
