@@ -10,12 +10,17 @@
 #      once the operator labelled them and the webhook injects; then waits (with progress)
 #      until the pods are injected and the agent traces the JVMs;
 #   6. a live summary until Ctrl-C, or for DEMO_DURATION seconds (then exits: 0 when every
-#      incident was named).
+#      incident was named and the rate check passed). Once the incidents are named, the
+#      summary checks itself once, beside the live view: the TLS storm's thread-start rate it
+#      shows against the JVM's own java.threads.started over the same minute
+#      (hack/demo/rate-check.py); a multiplied count shows as FAIL.
 # Everything it started is stopped on exit (a cluster that was already up is kept; only
 # the demo's release and namespace are removed from it).
 #   DEMO_DURATION=120   run non-interactively for 120 s
 #   DEMO_JDKS="17 25"   run every workload on both JDKs (default: tls-storm and codecache on
 #                       17, retransform on 25)
+#   DEMO_RATE_CHECK=0   no rate check (it takes a minute and two jcmd runs in the storm's pod;
+#                       with DEMO_DURATION the demo waits for it at the end)
 set -Eeuo pipefail
 . "$(dirname "$0")/../lib.sh"
 # Its own instance (6): never touches a developer's cluster (0) nor the suites' (1-5).
@@ -59,6 +64,7 @@ wait_for() {
 exec 7>"$JVMDIAG_CACHE/demo-$CLUSTER_INDEX.lock"
 flock -n 7 || die "another make demo is running on cluster instance $CLUSTER_INDEX; wait for it, or run this one on another instance: DEMO_CLUSTER_INDEX=N make demo"
 case "$DURATION" in ''|*[!0-9]*) die "DEMO_DURATION must be a number of seconds, got '$DURATION'";; esac
+case "${DEMO_RATE_CHECK:-1}" in 0|1) ;; *) die "DEMO_RATE_CHECK must be 0 or 1, got '$DEMO_RATE_CHECK'";; esac
 
 # A JvmDiagnostics keeps a finalizer until the operator has undone its changes; without the
 # operator (gone, or an earlier run interrupted) the demo namespace would never go away.
@@ -294,9 +300,12 @@ fi
 say "set-up took $(($(date +%s) - T_START))s"
 
 # --- 6. live summary ----------------------------------------------------------------------------
+summary_args=(--prometheus "$PROMETHEUS_URL" --since "$T_WORKLOADS" --selector "$SELECTOR")
+# The rate check needs the pod labels (kubectl exec into the storm's pod).
+[ "${DEMO_RATE_CHECK:-1}" = 1 ] && [ "$SELECTOR" = "namespace=\"$DEMO_NS\"" ] && summary_args+=(--rate-check)
 if [ "$DURATION" -gt 0 ]; then
   say "summary for ${DURATION}s (DEMO_DURATION)"
-  python3 "$REPO_ROOT/hack/demo/summary.py" --prometheus "$PROMETHEUS_URL" --since "$T_WORKLOADS" --selector "$SELECTOR" --duration "$DURATION"
+  python3 "$REPO_ROOT/hack/demo/summary.py" "${summary_args[@]}" --duration "$DURATION"
 else
-  python3 "$REPO_ROOT/hack/demo/summary.py" --prometheus "$PROMETHEUS_URL" --since "$T_WORKLOADS" --selector "$SELECTOR" || true
+  python3 "$REPO_ROOT/hack/demo/summary.py" "${summary_args[@]}" || true
 fi

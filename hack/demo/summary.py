@@ -11,11 +11,19 @@ culprit label. It also records when each seed incident was first *named* by the 
   2. safepoints    - a RedefineClasses safepoint pause over 0.5 s
   3. code cache    - the code cache full (or over 90 %) of a JVM, or its methods recompiled
 With --duration it stops after that many seconds and exits 1 unless all three were named.
+
+With --rate-check, once the incidents are named (or 30 s after the thread storm was, if
+another one is slow), it runs rate-check.py once beside the summary: the thread-start rate
+shown for the TLS storm's pod against its JVM's own java.threads.started over the same
+window (>= 60 s). Its result stays on screen; with --duration a failed (or unmeasurable)
+check makes the exit status 1 too, and the summary waits for a check under way at the end.
 """
 import argparse
 import json
 import os
+import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -90,7 +98,7 @@ def key(m):
     return (m.get("namespace", ""), m.get("pod", ""), m.get("jvm", ""), m.get("pid", ""))
 
 
-def render(s, elapsed, named):
+def render(s, elapsed, named, check=None):
     out = []
     out.append(f"jvm-diagnostics demo — {elapsed:4.0f}s since the workloads were applied, {len(s['jvms'])} JVM(s) traced")
     out.append("")
@@ -144,7 +152,57 @@ def render(s, elapsed, named):
     labels = ["thread storm (HandshakeCompletedNotify-Thread)", "long safepoints (RedefineClasses > 0.5 s)", "code cache full / recompilation"]
     for i, name in enumerate(labels):
         out.append(f"  incident {i + 1}: {name:<50} " + (f"named after {named[i]:.0f}s" if named[i] is not None else "not yet"))
+    if check is not None:
+        out.append("")
+        out.extend(check.render())
     return "\n".join(out)
+
+
+class RateCheck:
+    """rate-check.py run once in the background; its lines collected as they come."""
+
+    def __init__(self, prometheus, selector):
+        self.args = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "rate-check.py"),
+                     "--prometheus", prometheus, "--selector", selector]
+        self.proc = None
+        self.reader = None
+        self.started_at = None
+        self.lines = []
+        self.shown = 0   # lines already printed (non-interactive output)
+
+    def start(self, elapsed):
+        self.started_at = elapsed
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     stdin=subprocess.DEVNULL)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def new_lines(self):
+        out = self.lines[self.shown:]
+        self.shown += len(out)
+        return out
+
+    def render(self):
+        if self.proc is None:
+            return ["  rate check: starts once the incidents are named (the storm's rate vs its JVM's own counter)"]
+        if self.running() and not self.lines:
+            return [f"  rate check: under way since {self.started_at:.0f}s (the storm's rate vs its JVM's own java.threads.started, >= 60 s)"]
+        return ["  " + l for l in self.lines]
+
+    def stop(self):
+        if self.running():
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
 
 
 def update_named(s, elapsed, named):
@@ -170,7 +228,18 @@ def main():
     ap.add_argument("--selector", default="", help='label matchers for the demo JVMs, e.g. namespace="jvmdiag-demo"')
     ap.add_argument("--duration", type=float, default=0)
     ap.add_argument("--interval", type=float, default=5)
+    ap.add_argument("--rate-check", action="store_true",
+                    help="once the incidents are named, check the storm's thread-start rate against its JVM's own counter")
     a = ap.parse_args()
+    check = RateCheck(a.prometheus, a.selector) if a.rate_check else None
+    try:
+        run(a, check)
+    finally:
+        if check is not None:
+            check.stop()
+
+
+def run(a, check):
     tty = sys.stdout.isatty()
     named = [None, None, None]
     end = time.time() + a.duration if a.duration else None
@@ -179,22 +248,46 @@ def main():
         s = snapshot(a.prometheus, a.selector)
         elapsed = time.time() - a.since
         update_named(s, elapsed, named)
-        text = render(s, elapsed, named)
+        if check is not None and check.proc is None and named[0] is not None \
+                and (all(t is not None for t in named) or elapsed - named[0] >= 30):
+            check.start(elapsed)
+        n_check = len(check.lines) if check is not None else 0
+        text = render(s, elapsed, named, check)
         if tty:
             sys.stdout.write("\033[H\033[2J" + text + "\n\n(Ctrl-C stops the demo and everything it started)\n")
             sys.stdout.flush()
-        elif time.time() - last_print >= 30 or (end and time.time() + a.interval >= end):
-            print(text + "\n", flush=True)
-            last_print = time.time()
+        else:
+            if time.time() - last_print >= 30 or (end and time.time() + a.interval >= end):
+                print(text + "\n", flush=True)
+                last_print = time.time()
+                if check is not None:   # those lines were just printed within the summary
+                    check.shown = max(check.shown, n_check)
+            for line in check.new_lines() if check is not None else []:
+                print(line, flush=True)
         if end and time.time() >= end:
             break
         time.sleep(a.interval)
-    print(render(s, time.time() - a.since, named))
+    if check is not None and check.running():
+        print("demo: waiting for the rate check under way (up to 150 s)", file=sys.stderr, flush=True)
+        try:
+            check.proc.wait(timeout=150)
+        except subprocess.TimeoutExpired:
+            check.stop()
+    if check is not None and check.reader is not None:
+        check.reader.join(timeout=5)   # its last lines
+    print(render(s, time.time() - a.since, named, check))
+    failed = False
     missing = [i + 1 for i, t in enumerate(named) if t is None]
     if missing:
         print(f"demo: incident(s) {missing} not named within {a.duration:.0f}s", file=sys.stderr)
+        failed = True
+    else:
+        print("demo: all three incidents named: " + ", ".join(f"{t:.0f}s" for t in named))
+    if check is not None and check.proc is not None and check.proc.returncode != 0:
+        print(f"demo: the rate check failed (exit {check.proc.returncode}): see the rate check lines above", file=sys.stderr)
+        failed = True
+    if failed:
         sys.exit(1)
-    print("demo: all three incidents named: " + ", ".join(f"{t:.0f}s" for t in named))
 
 
 if __name__ == "__main__":

@@ -3,14 +3,17 @@
 # `make demo` runs in its own session (as in a terminal); SIGINT goes to its whole process
 # group, twice:
 #   1. mid-set-up: while the chart is being installed (cluster up, images imported);
-#   2. mid-run: once the live summary runs (operator, agent, three JVM pods, Prometheus,
-#      Alertmanager all up).
+#   2. mid-run: once the live summary has named the incidents and checked itself (operator,
+#      agent, three JVM pods, Prometheus, Alertmanager all up): the thread-start rate it shows
+#      for the TLS storm's pod must match that JVM's own java.threads.started over the same
+#      minute (hack/demo/rate-check.py; a count multiplied by the agent fails it).
 # After each: no process the demo started (sampled every second while it ran: its session,
 # the cluster daemons, shims and pod processes), no listening port of theirs, no mount, no
 # cgroup, no network link, no iptables chain, no state directory of the demo remains.
 # The checks are those of suite cluster for `cluster down`. Runs the demo on its own cluster
-# instance (DEMO_CLUSTER_INDEX=9), never the developer's demo (6). Budget ≈ 5 min: each
-# phase has a deadline after which the demo is interrupted anyway (and the checks still run).
+# instance (DEMO_CLUSTER_INDEX=9), never the developer's demo (6). Budget ≈ 7 min (the rate
+# check's minute included): each phase has a deadline after which the demo is interrupted
+# anyway (and the checks still run).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 export CLUSTER_INDEX=9 DEMO_CLUSTER_INDEX=9
@@ -162,7 +165,21 @@ run_demo() {
   check "$phase: no state directory (/tmp/jvmdiag-demo.*) of its own" [ -z "$(grep -o '/tmp/jvmdiag-demo\.[A-Za-z0-9]*' "$WORK/seen.$phase" "$log" | cut -d: -f2 | sort -u | xargs -r ls -d 2>/dev/null)" ]
 }
 
+# The rate check's verdict itself: whole multiples fail, scrape jitter passes.
+st=$(python3 "$REPO_ROOT/hack/demo/rate-check.py" --self-test 2>&1) && ok "$st" || bad "rate-check.py --self-test" "$st"
+
 run_demo setup "installing the chart" 150
-run_demo running "incident 1:" 240
+# The summary starts ~2-4 min in; the rate check once the incidents are named (≤ 45 s after
+# the workloads start, or 30 s after the thread storm was), then takes 60-80 s.
+run_demo running "rate check: (ok|FAIL|could not)" 420
+rc_lines=$(grep -oE 'rate check: (ok|FAIL|could not).*' "$WORK/demo-running.log" | sort -u)
+if [ -z "$rc_lines" ]; then
+  bad "running: the summary's thread-start rate checked against the JVM's own counter" \
+    "no result of the rate check in the demo's output; last: $(grep -E 'rate check|incident [0-9]:' "$WORK/demo-running.log" | tail -n 4 | tr '\n' ' ')"
+elif grep -qvE '^rate check: ok' <<<"$rc_lines"; then
+  bad "running: the summary's thread-start rate matches the JVM's own java.threads.started" "$(tr '\n' ' ' <<<"$rc_lines")"
+else
+  while read -r l; do ok "running: ${l#rate check: ok: }"; done <<<"$rc_lines"
+fi
 echo "elapsed $(($(date +%s) - T0))s"
 finish
