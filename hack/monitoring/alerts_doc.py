@@ -17,7 +17,9 @@ threshold, window, severity and selector; one module per area under `alerts/`):
   Both sets can fire for one JVM: lower the chart defaults' reach with
   `prometheusRule.enabled=false` if every workload has its own resource.
 
-Every alert carries `severity` (`page` or `ticket`), a `summary`, a `description` that
+Every alert carries `severity` (`critical`, `warning` or `info`: the values kube-prometheus-stack's
+Alertmanager routes and inhibits by; `spec.alerts.*.severity` also accepts `page` and `ticket`,
+written as `critical` and `warning`), a `summary`, a `description` that
 names the workload (JvmDiagnostics, or the JVM and host when standalone), the pod and
 the culprit label (VM operation, thread name, method, reason), and a `runbook_url`.
 

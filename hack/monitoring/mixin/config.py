@@ -21,17 +21,19 @@ CONFIG = {
     "recompileWindow": "30m",
     # Defaults of the chart rules; per-resource rules take these from spec.alerts.
     # threshold: base units (seconds, per second, percent); le: the bucket bound, exactly
-    # as the agent prints it (docs/metrics.md); for/severity: Prometheus `for` and label.
-    "safepointPause": {"threshold": "0.5", "le": "0.5", "for": "0m", "severity": "page"},
-    "timeToSafepoint": {"threshold": "0.1", "le": "0.1", "for": "5m", "severity": "ticket"},
-    "threadStartRate": {"threshold": "50", "for": "10m", "severity": "ticket"},
-    "compilationRate": {"threshold": "100", "for": "15m", "severity": "ticket"},
-    "recompilationStorm": {"threshold": "10", "for": "15m", "severity": "ticket"},
-    "codeCacheUsage": {"threshold": "90", "for": "15m", "severity": "ticket"},
-    "codeCacheFull": {"for": "0m", "severity": "page"},
-    "agentDown": {"for": "5m", "severity": "ticket"},
-    "jvmNotTraced": {"for": "15m", "severity": "ticket"},
-    "podsMissingInjection": {"for": "15m", "severity": "ticket"},
+    # as the agent prints it (docs/metrics.md); for/severity: Prometheus `for` and label
+    # (critical, warning or info: the values kube-prometheus-stack's Alertmanager routes and
+    # inhibits by).
+    "safepointPause": {"threshold": "0.5", "le": "0.5", "for": "0m", "severity": "critical"},
+    "timeToSafepoint": {"threshold": "0.1", "le": "0.1", "for": "5m", "severity": "warning"},
+    "threadStartRate": {"threshold": "50", "for": "10m", "severity": "warning"},
+    "compilationRate": {"threshold": "100", "for": "15m", "severity": "warning"},
+    "recompilationStorm": {"threshold": "10", "for": "15m", "severity": "warning"},
+    "codeCacheUsage": {"threshold": "90", "for": "15m", "severity": "warning"},
+    "codeCacheFull": {"for": "0m", "severity": "critical"},
+    "agentDown": {"for": "5m", "severity": "warning"},
+    "jvmNotTraced": {"for": "15m", "severity": "warning"},
+    "podsMissingInjection": {"for": "15m", "severity": "warning"},
 }
 
 # The bucket bounds every histogram has (docs/metrics.md); a pause threshold must be one.

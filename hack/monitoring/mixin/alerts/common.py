@@ -9,7 +9,7 @@ class Params:
     threshold: str = ""
     le: str = ""
     for_: str = "0m"
-    severity: str = "ticket"
+    severity: str = "warning"
     windows: dict = field(default_factory=dict)
 
 

@@ -101,7 +101,7 @@ public final class RuleRenderer {
       vars.put("thresholdLe", t);
     }
     vars.put("for", alert.forDuration);
-    vars.put("severity", alert.severity);
+    vars.put("severity", alert.severityLabel());
     @SuppressWarnings("unchecked")
     Map<String, Object> out = (Map<String, Object>) substitute(template, vars);
     Map<String, Object> ordered = new LinkedHashMap<>();

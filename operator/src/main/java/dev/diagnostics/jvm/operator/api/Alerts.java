@@ -55,12 +55,28 @@ public class Alerts {
     @JsonPropertyDescription("How long the condition must hold before the alert fires (Prometheus duration).")
     public String forDuration = "5m";
 
-    @Default("ticket")
+    @Default("warning")
     @Size(max = 32)
-    @ValidationRule(value = "self.matches('^[a-z][a-z0-9_-]*$')",
-        message = "severity must be a lowercase label value such as page or ticket (it becomes the alert's severity label)")
-    @JsonPropertyDescription("The alert's severity label, e.g. page or ticket.")
-    public String severity = "ticket";
+    @ValidationRule(value = "self in ['critical', 'warning', 'info', 'page', 'ticket']",
+        message = "severity must be critical, warning or info (the severity label kube-prometheus-stack's Alertmanager routes and inhibits by); page and ticket are accepted as aliases of critical and warning")
+    @JsonPropertyDescription("The alert's severity label: critical, warning (default) or info; page and ticket are aliases of critical and warning.")
+    public String severity = "warning";
+
+    /** The severity label the rule gets: page and ticket are written as critical and warning. */
+    @JsonIgnore
+    public String severityLabel() {
+      return severityLabel(severity);
+    }
+
+    /** critical, warning or info, whatever alias the spec used. */
+    public static String severityLabel(String severity) {
+      if (severity == null) return "warning";
+      return switch (severity) {
+        case "page" -> "critical";
+        case "ticket" -> "warning";
+        default -> severity;
+      };
+    }
 
     /** The threshold as written in the spec. */
     @JsonIgnore

@@ -23,8 +23,8 @@ class RuleRendererTest {
     r.setSpec(PodMutatorTest.spec());
     r.getSpec().alerts.safepointPause = new Alerts.DurationAlert("500ms", "0m", "page");
     r.getSpec().alerts.timeToSafepoint = new Alerts.DurationAlert("1s", "5m", "ticket");
-    r.getSpec().alerts.threadStartRate = new Alerts.NumberAlert(50, "10m", "ticket");
-    r.getSpec().alerts.codeCacheUsage = new Alerts.NumberAlert(90.5, "15m", "ticket");
+    r.getSpec().alerts.threadStartRate = new Alerts.NumberAlert(50, "10m", "info");
+    r.getSpec().alerts.codeCacheUsage = new Alerts.NumberAlert(90.5, "15m", "critical");
     return r;
   }
 
@@ -51,7 +51,9 @@ class RuleRendererTest {
     assertThat((String) rules.get(0).get("expr")).contains("le=\"0.5\"").contains("namespace=\"shop\", jvmdiagnostics=\"checkout\"")
         .doesNotContain("${");
     assertThat(rules.get(0).get("for")).isEqualTo("0m");
-    assertThat(rules.get(0).get("labels")).isEqualTo(Map.of("severity", "page"));
+    // page and ticket are aliases: the label is what kube-prometheus-stack's routes and inhibit rules speak
+    assertThat(rules).extracting(m -> (Object) ((Map<?, ?>) m.get("labels")).get("severity"))
+        .containsExactly("critical", "warning", "info", "critical");
     assertThat((String) rules.get(1).get("expr")).contains("le=\"1.0\"");
     assertThat(((Map<?, ?>) rules.get(1).get("annotations")).get("summary")).isEqualTo("Time to safepoint above 1s");
     assertThat((String) rules.get(2).get("expr")).endsWith("> 50");

@@ -67,7 +67,8 @@ class CrdValidationIT {
         Arguments.of(TARGET + "alerts: {timeToSafepoint: {threshold: 100ms, for: 5 minutes}}", "spec.alerts.timeToSafepoint.for", "Prometheus duration such as 0m, 30s, 5m or 1h"),
         Arguments.of(TARGET + "alerts: {codeCacheUsage: {threshold: 150}}", "spec.alerts.codeCacheUsage.threshold", "at most 100"),
         Arguments.of(TARGET + "alerts: {threadStartRate: {threshold: 0}}", "spec.alerts.threadStartRate.threshold", "must be above 0"),
-        Arguments.of(TARGET + "alerts: {safepointPause: {threshold: 1s, severity: 'Page!'}}", "spec.alerts.safepointPause.severity", "such as page or ticket"),
+        Arguments.of(TARGET + "alerts: {safepointPause: {threshold: 1s, severity: 'Page!'}}", "spec.alerts.safepointPause.severity", "must be critical, warning or info"),
+        Arguments.of(TARGET + "alerts: {threadStartRate: {threshold: 5, severity: sev1}}", "spec.alerts.threadStartRate.severity", "page and ticket are accepted as aliases of critical and warning"),
         Arguments.of(TARGET + "alerts: {safepointPause: {for: 1m}}", "spec.alerts.safepointPause.threshold", "Required value"),
         Arguments.of(TARGET + "collectors: {threads: {maxThreadNames: 0}}", "spec.collectors.threads.maxThreadNames", "greater than or equal to 1"));
   }
@@ -137,6 +138,6 @@ class CrdValidationIT {
     assertThat(got.getSpec().collection.name()).isEqualTo("NodeAgent");
     assertThat(got.getSpec().rollout.name()).isEqualTo("Automatic");
     assertThat(got.getSpec().alerts.safepointPause.forDuration).isEqualTo("5m");
-    assertThat(got.getSpec().alerts.safepointPause.severity).isEqualTo("ticket");
+    assertThat(got.getSpec().alerts.safepointPause.severity).isEqualTo("warning");
   }
 }

@@ -321,19 +321,19 @@ class OperatorIT {
   void alertRulesFollowSpecAlertsAndSayWhenThePrometheusOperatorIsMissing() {
     String ns = ApiServer.namespace(admin, "alerts");
     admin.resource(deployment(ns, "pay")).create();
-    admin.resource(resource(ns, "pay", "pay", "alerts: {safepointPause: {threshold: 500ms, for: 0m, severity: page}}")).create();
+    admin.resource(resource(ns, "pay", "pay", "alerts: {safepointPause: {threshold: 500ms, for: 0m, severity: critical}}")).create();
     await("AlertsReady=False PrometheusOperatorMissing", WAIT, () -> conditionIs(ns, "pay", "AlertsReady", "False", "PrometheusOperatorMissing"));
     assertThat(condition(ns, "pay", "AlertsReady").getMessage()).contains("install the Prometheus Operator");
 
     installPrometheusRuleCrd();
     // the next reconcile (here: a spec change) creates the rule
-    edit(ns, "pay", r -> r.getSpec().alerts.safepointPause.severity = "ticket");
+    edit(ns, "pay", r -> r.getSpec().alerts.safepointPause.severity = "ticket"); // an alias, written as warning
     await("AlertsReady=True", WAIT, () -> conditionIs(ns, "pay", "AlertsReady", "True", "RuleApplied"));
     GenericKubernetesResource rule = admin.genericKubernetesResources("monitoring.coreos.com/v1", "PrometheusRule")
         .inNamespace(ns).withName("jvmdiag-pay").get();
     assertThat(rule.getMetadata().getOwnerReferences()).singleElement().satisfies(o -> assertThat(o.getName()).isEqualTo("pay"));
     String spec = rule.getAdditionalProperties().get("spec").toString();
-    assertThat(spec).contains("jvmdiag-alerts-pay").contains("JvmDiagSafepointPauseHigh").contains("le=\"0.5\"").contains("severity=ticket");
+    assertThat(spec).contains("jvmdiag-alerts-pay").contains("JvmDiagSafepointPauseHigh").contains("le=\"0.5\"").contains("severity=warning");
 
     edit(ns, "pay", r -> r.getSpec().alerts.safepointPause = null);
     await("rule deleted when spec.alerts is emptied", WAIT, () -> admin.genericKubernetesResources("monitoring.coreos.com/v1", "PrometheusRule")
