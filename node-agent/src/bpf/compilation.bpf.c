@@ -31,6 +31,7 @@ const volatile __u32 max_heaps = 8;       /* distinct code heaps per JVM */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* resized by the loader: MAX_JVMS * (max_compilers + 1) */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* memory for what is traced, not the worst case */
 	__type(key, struct name_key);
 	__type(value, struct comp_stats);
 } comp_stats SEC(".maps");
@@ -72,6 +73,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* resized by the loader: MAX_JVMS * max_heaps */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* memory for what is traced, not the worst case */
 	__type(key, struct name_key);
 	__type(value, struct heap_value);
 } heap_usage SEC(".maps");

@@ -25,6 +25,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* resized by the loader */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* memory for what is traced, not the worst case */
 	__type(key, struct name_key);
 	__type(value, struct hist);
 } sp_pause SEC(".maps");
@@ -32,6 +33,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* resized by the loader */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* memory for what is traced, not the worst case */
 	__type(key, struct name_key);
 	__type(value, struct hist);
 } sp_sync SEC(".maps");

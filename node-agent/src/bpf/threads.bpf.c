@@ -19,6 +19,7 @@ const volatile __u64 hidden_hashes[HIDDEN_MAX] = {};
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* resized by the loader: MAX_JVMS * (max_names + 1) */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* memory for what is traced, not the worst case */
 	__type(key, struct name_hkey);
 	__type(value, __u64);
 } threads_counts SEC(".maps");
@@ -26,6 +27,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* resized by the loader, as threads_counts */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* memory for what is traced, not the worst case */
 	__type(key, struct name_hkey);
 	__type(value, struct name_text);
 } threads_names SEC(".maps");
