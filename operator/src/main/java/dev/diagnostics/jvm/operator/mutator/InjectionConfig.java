@@ -74,7 +74,14 @@ public record InjectionConfig(
     return flags.contains(Contract.SAFEPOINT_LOG_FLAG);
   }
 
-  /** 16 hex digits of SHA-256 over a canonical text of the config; stable across releases. */
+  /**
+   * 16 hex digits of SHA-256 over a canonical text of the config; stable across releases.
+   *
+   * <p>The agent image is not in it: the hash is what rolls a workload, and a new agent image
+   * (a `helm upgrade`) must not restart every Sidecar workload of the cluster at once. Pods get
+   * the new sidecar image at their next rollout. The line stays, always empty, so hashes written
+   * before the image was left out stay the same for NodeAgent resources.
+   */
   public String hash() {
     String canonical = "v1\ncontainers=" + String.join(",", containers)
         + "\ncollectors=" + String.join(",", collectors)
@@ -82,7 +89,7 @@ public record InjectionConfig(
         + "\nmaxMethods=" + maxMethods
         + "\ncollection=" + collection
         + "\nflags=" + String.join("\u0000", flags)
-        + "\nagentImage=" + agentImage;
+        + "\nagentImage=";
     try {
       byte[] d = MessageDigest.getInstance("SHA-256").digest(canonical.getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(d, 0, 8);

@@ -422,6 +422,46 @@ class OperatorIT {
     }
   }
 
+  @Test
+  void anAgentImageUpgradeRestartsNoSidecarWorkload() {
+    String ns = ApiServer.namespace(admin, "agent-upgrade");
+    admin.resource(deployment(ns, "inventory")).create();
+    admin.resource(resource(ns, "inventory", "inventory", "collection: Sidecar")).create();
+    await("hash written", WAIT, () -> templateAnnotations(ns, "inventory").containsKey(CONFIG_HASH));
+    String hash = templateAnnotations(ns, "inventory").get(CONFIG_HASH);
+    Deployment before = admin.apps().deployments().inNamespace(ns).withName("inventory").get();
+
+    // the upgrade: the operator restarts with a new --agent-image (what a helm upgrade of agent.image does)
+    reconciler.close();
+    OperatorApp.Settings upgraded = new OperatorApp.Settings("jvmdiag/agent:it-upgraded", ChartRbac.NAMESPACE,
+        new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0", List.of("127.0.0.1", "localhost"), "jvmdiag-webhook-tls",
+        "jvmdiag-it", true, false, true, new InetSocketAddress("127.0.0.1", 0), Set.of(), Duration.ofHours(1), null, 0, ALLOWED);
+    try {
+      reconciler = startReconciler(upgraded);
+      // an alert edit: a new generation the upgraded reconciler must have seen once the status says so
+      edit(ns, "inventory", r -> r.getSpec().alerts.codeCacheUsage = new dev.diagnostics.jvm.operator.api.Alerts.NumberAlert(90, "15m", "warning"));
+      long gen = get(ns, "inventory").getMetadata().getGeneration();
+      await("the upgraded operator reconciled generation " + gen, WAIT, () -> {
+        JvmDiagnostics r = get(ns, "inventory");
+        return r.getStatus() != null && Long.valueOf(gen).equals(r.getStatus().observedGeneration);
+      });
+      Deployment after = admin.apps().deployments().inNamespace(ns).withName("inventory").get();
+      assertThat(after.getMetadata().getGeneration()).as("the pod template was not written: no rollout").isEqualTo(before.getMetadata().getGeneration());
+      assertThat(templateAnnotations(ns, "inventory").get(CONFIG_HASH)).isEqualTo(hash);
+    } finally {
+      reconciler.close();
+      reconciler = startReconciler(settings(false, true));
+    }
+  }
+
+  static OperatorApp startReconciler(OperatorApp.Settings s) {
+    try {
+      return new OperatorApp(operatorClient, s).start();
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   static void installPrometheusRuleCrd() {
     admin.apiextensions().v1().customResourceDefinitions().resource(ApiServer.yaml(admin,
         io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition.class, """

@@ -40,10 +40,23 @@ class InjectionConfigTest {
     s.alerts.safepointPause = new Alerts.DurationAlert("500ms", "0m", "page");
     s.targetRef.name = "other";
     assertThat(hash(s)).isEqualTo(base);
-    // the agent image only matters for the sidecar
-    assertThat(InjectionConfig.of(PodMutatorTest.spec(), "img:2").hash()).isEqualTo(base);
-    assertThat(InjectionConfig.of(PodMutatorTest.sidecarSpec(), "img:2").hash())
-        .isNotEqualTo(InjectionConfig.of(PodMutatorTest.sidecarSpec(), "img:1").hash());
+  }
+
+  @Test
+  void theAgentImageNeverRestartsPods() {
+    // a helm upgrade that changes only the agent image must not roll the Sidecar workloads
+    assertThat(InjectionConfig.of(PodMutatorTest.sidecarSpec(), "jvmdiag/agent:2").hash())
+        .isEqualTo(InjectionConfig.of(PodMutatorTest.sidecarSpec(), "jvmdiag/agent:1").hash());
+    assertThat(InjectionConfig.of(PodMutatorTest.spec(), "jvmdiag/agent:2").hash())
+        .isEqualTo(InjectionConfig.of(PodMutatorTest.spec(), "jvmdiag/agent:1").hash());
+    // the sidecar still runs the image it is given
+    assertThat(InjectionConfig.of(PodMutatorTest.sidecarSpec(), "jvmdiag/agent:2").agentImage()).isEqualTo("jvmdiag/agent:2");
+  }
+
+  @Test
+  void nodeAgentHashesAreTheOnesEarlierReleasesWrote() {
+    // a changed canonical text would restart every injected workload at the operator's upgrade
+    assertThat(hash(PodMutatorTest.spec())).isEqualTo("659d9e4c7045b292");
   }
 
   @Test
