@@ -10,11 +10,11 @@
 //! the last JVM using the file.
 //!
 //! The container's libjvm.so path is untrusted: it is opened inside the process's root
-//! (`ProcRoot::open_file`, no escape through symlinks), its (dev, inode) must equal the
-//! mapping's, and libbpf gets `/proc/self/fd/N` — the very file the JVM maps. After the
-//! attach, the real file behind that open file must still be the group's: a container that
-//! copied its libjvm.so up into its own layer since the JVM mapped it would otherwise put
-//! the group's probes on a file no other container maps.
+//! (`ProcRoot::open_file`, no escape through symlinks), the real file behind it must be the
+//! one the mapping names (its (dev, inode) the mapping's where the kernel cannot say), and
+//! libbpf gets `/proc/self/fd/N` — the very file the JVM maps. The check is made again after
+//! the attach: a container that copied its libjvm.so up into its own layer since the JVM
+//! mapped it would otherwise put the group's probes on a file no other container maps.
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
