@@ -40,11 +40,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let server = tiny_http::Server::http(cfg.cli.listen)
         .map_err(|e| Fatal(format!("cannot listen on {} ({e}): choose a free address with --listen", cfg.cli.listen)))?;
     let host = cfg.cli.host.clone().unwrap_or_else(hostname);
-    eprintln!(
-        "jvmdiag-agent: serving http://{}/metrics, collectors: {}",
-        cfg.cli.listen,
-        cfg.collectors.join(",")
-    );
+    tracing::info!(listen = %cfg.cli.listen, collectors = %cfg.collectors.join(","), "jvmdiag-agent: serving http://{}/metrics", cfg.cli.listen);
 
     let mut mgr = AttachManager::new(collectors, traced, host);
     mgr.match_jvm = cfg.cli.match_jvm.clone();
@@ -70,7 +66,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
                         }
                     }
                 }
-                Err(e) => attach::log::warn(&format!("scanning /proc: {e}")),
+                Err(e) => crate::log::warn(&format!("scanning /proc: {e}")),
             }
             if let Some(k) = stats.kube.as_mut() {
                 k.resolve(&mut mgr);
@@ -81,7 +77,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         match server.recv_timeout(wait) {
             Ok(Some(req)) => serve(req, &mut mgr, &mut stats),
             Ok(None) => {}
-            Err(e) => attach::log::warn(&format!("http: {e}")),
+            Err(e) => crate::log::warn(&format!("http: {e}")),
         }
     }
 }
@@ -117,7 +113,7 @@ fn scrape(mgr: &mut AttachManager, stats: &AgentStats) -> String {
         let t0 = Instant::now();
         let r = c.collect(&mut fams);
         if let Err(e) = &r {
-            attach::log::warn(&format!("collector {}: {e:#}", c.name()));
+            crate::log::warn(&format!("collector {}: {e:#}", c.name()));
         }
         report.collectors.push(CollectorReport {
             name: c.name(),

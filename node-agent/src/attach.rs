@@ -111,7 +111,7 @@ impl AttachManager {
             identity: match FileIdentity::load() {
                 Ok(fi) => Some(fi),
                 Err(e) => {
-                    log::warn(&format!(
+                    crate::log::warn(&format!(
                         "{e:#}: JVMs are grouped by the device and inode /proc/PID/maps shows, so containers \
                          sharing a JDK image layer are attached (and counted) once each"
                     ));
@@ -196,7 +196,7 @@ impl AttachManager {
         }
         let value = traced_pids_value(slot, wanted);
         if let Err(e) = self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY) {
-            log::warn(&format!("pid {pid}: traced_pids update: {e}"));
+            crate::log::warn(&format!("pid {pid}: traced_pids update: {e}"));
             self.release_group(file);
             return self.fail(pid, "map_error", "");
         }
@@ -225,7 +225,7 @@ impl AttachManager {
             Ok(None) => Err("libjvm_not_found"), // unmapped since discovery
             Err(_) if !Path::new(&format!("/proc/{}", found.pid)).exists() => Err("exited_before_attach"),
             Err(e) => {
-                log::warn(&format!("pid {}: the file behind libjvm.so: {e:#}", found.pid));
+                crate::log::warn(&format!("pid {}: the file behind libjvm.so: {e:#}", found.pid));
                 Err("no_access")
             }
         }
@@ -258,7 +258,7 @@ impl AttachManager {
                     mode = mode.max(a.mode);
                 }
                 Err(e) => {
-                    log::warn(&format!("pid {} ({}): collector {}: {e:#}", found.pid, found.libjvm_path, c.name()));
+                    crate::log::warn(&format!("pid {} ({}): collector {}: {e:#}", found.pid, found.libjvm_path, c.name()));
                     let reason = if crate::collector::needs_sys_admin(&e) { "needs_cap_sys_admin" } else { "collector_failed" };
                     failed.push((c.name(), reason));
                 }
@@ -287,7 +287,7 @@ impl AttachManager {
             Ok(Some(now)) if now == want => Ok(()),
             Ok(_) => Err(("identity_mismatch", String::new())),
             Err(e) => {
-                log::warn(&format!("pid {}: the file behind {}: {e:#}", found.pid, found.libjvm_path));
+                crate::log::warn(&format!("pid {}: the file behind {}: {e:#}", found.pid, found.libjvm_path));
                 Err(("no_access", String::new()))
             }
         }
@@ -348,7 +348,7 @@ impl AttachManager {
         let _ = self.traced_pids.delete(&pid.to_ne_bytes());
         for c in &self.collectors {
             if let Err(e) = c.forget(j.slot) {
-                log::warn(&format!("forget slot {} in {}: {e:#}", j.slot, c.name()));
+                crate::log::warn(&format!("forget slot {} in {}: {e:#}", j.slot, c.name()));
             }
         }
         self.free_slots.push(j.slot);
@@ -425,13 +425,6 @@ fn release_freed_heap() {
     // SAFETY: malloc_trim only returns free heap pages to the kernel.
     unsafe {
         libc::malloc_trim(0);
-    }
-}
-
-pub mod log {
-    /// Warnings go to stderr, one line each.
-    pub fn warn(msg: &str) {
-        eprintln!("warning: {msg}");
     }
 }
 

@@ -57,6 +57,14 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
 
+    /// Log filter: a level (error, warn, info, debug, trace) or RUST_LOG's syntax (warn,jvmdiag_agent=debug).
+    #[arg(long, value_name = "FILTER", env = "RUST_LOG", default_value = "info")]
+    pub log_level: String,
+
+    /// Log line format on stderr.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = crate::log::Format::Logfmt)]
+    pub log_format: crate::log::Format,
+
     /// Stop after this many seconds (tests, demos); 0 runs until killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub exit_after: u64,

@@ -11,6 +11,7 @@ mod file_identity;
 mod golden_test;
 mod kube;
 mod labels;
+mod log;
 mod model;
 mod preflight;
 mod report;
@@ -22,9 +23,13 @@ fn main() {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
+    if let Err(e) = log::init(&cfg.cli.log_level, cfg.cli.log_format) {
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    }
     let run = if cfg.cli.sidecar { sidecar::run } else { agent::run };
     if let Err(e) = run(cfg) {
-        eprintln!("error: {e}");
+        tracing::error!("{e}");
         std::process::exit(1);
     }
 }

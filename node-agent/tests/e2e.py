@@ -592,6 +592,25 @@ def test_bad_env():
     lines = r.stderr.strip().splitlines()
     if r.returncode == 0 or len(lines) != 1 or "no kernel BTF at /nonexistent" not in lines[0] or "--btf" not in lines[0]:
         problems.append(f"--btf /nonexistent: rc={r.returncode} stderr={r.stderr!r}")
+    r = subprocess.run([AGENT, "--standalone", "--listen", "127.0.0.1:19467", "--exit-after", "1", "--log-format", "json"],
+                       capture_output=True, text=True, timeout=30)
+    try:
+        lines = [json.loads(l) for l in r.stderr.splitlines() if l.strip()]
+        if r.returncode != 0 or not lines or not all(l.get("level") and l.get("timestamp") and "message" in l for l in lines):
+            problems.append(f"--log-format json: rc={r.returncode} lines={lines[:2]}")
+    except ValueError:
+        problems.append(f"--log-format json printed a line that is not JSON: {r.stderr[:300]!r}")
+    r = subprocess.run([AGENT, "--standalone", "--listen", "127.0.0.1:19467", "--exit-after", "1"], capture_output=True,
+                       text=True, timeout=30, env={**os.environ, "RUST_LOG": "error"})
+    if r.returncode != 0 or r.stderr.strip():
+        problems.append(f"RUST_LOG=error (the chart's agent.logLevel) still logged: {r.stderr[:300]!r}")
+    r = subprocess.run([AGENT, "--standalone", "--listen", "127.0.0.1:19467", "--exit-after", "1"], capture_output=True,
+                       text=True, timeout=30)
+    if not re.match(r"^ts=\S+ level=info target=\S+ msg=\"jvmdiag-agent: serving ", r.stderr):
+        problems.append(f"default logfmt line: {r.stderr[:300]!r}")
+    r = subprocess.run([AGENT, "--standalone", "--log-level", "info,["], capture_output=True, text=True, timeout=30)
+    if r.returncode == 0 or "--log-level" not in r.stderr:
+        problems.append(f"bad --log-level: rc={r.returncode} stderr={r.stderr!r}")
     r = subprocess.run([AGENT, "--max-thread-names", "0"], capture_output=True, text=True, timeout=30)
     if r.returncode == 0 or "--max-thread-names" not in r.stderr:
         problems.append(f"bad flag value: rc={r.returncode} stderr={r.stderr!r}")

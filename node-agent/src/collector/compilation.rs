@@ -192,7 +192,7 @@ impl Collector for Compilation {
         // The code cache parts are extras: a failure there leaves the compilations traced.
         let extra = |r: Result<Link>, links: &mut Vec<Link>| match r {
             Ok(l) => links.push(l),
-            Err(e) => crate::attach::log::warn(&format!("{}: compilation: {e:#}", binary.display())),
+            Err(e) => crate::log::warn(&format!("{}: compilation: {e:#}", binary.display())),
         };
         if let Some(sym) = find_symbol(&syms, SYM_FULL) {
             extra(uprobe(&p.codemem_full, binary, &sym, false), &mut links);
@@ -208,7 +208,7 @@ impl Collector for Compilation {
                     i as u64 + 1
                 }
                 None => {
-                    crate::attach::log::warn(&format!(
+                    crate::log::warn(&format!(
                         "{}: code heap layout not recognised: jvmdiag_code_cache_used_bytes is as of the JVM's last code allocation",
                         binary.display()
                     ));

@@ -105,7 +105,7 @@ impl Collector for Safepoints {
             (Ok(s), Ok(e)) => links.extend([s, e]),
             (s, e) => {
                 if let Some(err) = [s.as_ref().err(), e.as_ref().err()].into_iter().flatten().next() {
-                    crate::attach::log::warn(&format!(
+                    crate::log::warn(&format!(
                         "{}: safepoints: {err:#}; timing safepoints with the agent's own clock",
                         binary.display()
                     ));

@@ -244,7 +244,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
             settings.tmp.display()
         )));
     }
-    eprintln!(
+    tracing::info!(
         "jvmdiag-agent: sidecar serving http://{}/metrics, reading {} and {}/hsperfdata_*",
         cfg.cli.listen,
         settings.safepoint_log.display(),
@@ -265,7 +265,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         match server.recv_timeout(next_poll.saturating_duration_since(Instant::now())) {
             Ok(Some(req)) => serve(req, &mut sc),
             Ok(None) => {}
-            Err(e) => eprintln!("warning: http: {e}"),
+            Err(e) => tracing::warn!("http: {e}"),
         }
     }
 }
