@@ -9,6 +9,7 @@ import dev.diagnostics.jvm.operator.webhook.AdmissionHandler;
 import dev.diagnostics.jvm.operator.webhook.AdmissionWarmup;
 import dev.diagnostics.jvm.operator.webhook.MetricsServer;
 import dev.diagnostics.jvm.operator.webhook.ResourceValidator;
+import dev.diagnostics.jvm.operator.webhook.TargetPermission;
 import dev.diagnostics.jvm.operator.webhook.WebhookMetrics;
 import dev.diagnostics.jvm.operator.webhook.WebhookRegistration;
 import dev.diagnostics.jvm.operator.webhook.WebhookServer;
@@ -260,7 +261,8 @@ public final class OperatorApp implements AutoCloseable {
     }, s.agentImage(), s.allowedJvmOptions(), new WebhookMetrics(registry));
     // a LIST, not the cache: a resource created a moment ago must count (JvmDiagnostics writes are rare)
     ResourceValidator validator = new ResourceValidator(s.allowedJvmOptions(),
-        ns -> client.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems(), registry);
+        ns -> client.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems(),
+        new TargetPermission(client).asCheck(), registry);
     warmUp();
     webhookServer = new WebhookServer(s.webhookBind(), material, handler, validator);
     webhookServer.start();

@@ -32,6 +32,8 @@ import org.slf4j.LoggerFactory;
  *       owners would flip the pod template's config hash, restarting the pods on every reconcile.
  *       Two resources created at the same instant can both get past this check; the reconciler
  *       then lets only the oldest one write ({@code TargetOwnedByAnother}).</li>
+ *   <li>an author who may not {@code patch} the target workload themselves ({@link TargetPermission}):
+ *       the resource would let them change it through the operator's rights.</li>
  * </ul>
  * Updates that leave the spec alone (finalizers, labels, deletion) are always allowed, so the
  * operator never waits on its own webhook to clean up. Unlike the pod webhook this one fails
@@ -44,13 +46,18 @@ public final class ResourceValidator {
 
   private final List<String> allowedOptions;
   private final Function<String, List<JvmDiagnostics>> inNamespace;
+  private final TargetPermission.Check permission;
   private final Counter decisions;
 
-  /** inNamespace: the JvmDiagnostics of a namespace, as the API server has them now (a LIST, not a cache). */
+  /**
+   * inNamespace: the JvmDiagnostics of a namespace, as the API server has them now (a LIST, not a
+   * cache); permission: whether the request's user may patch the target.
+   */
   public ResourceValidator(List<String> allowedOptions, Function<String, List<JvmDiagnostics>> inNamespace,
-      PrometheusRegistry registry) {
+      TargetPermission.Check permission, PrometheusRegistry registry) {
     this.allowedOptions = List.copyOf(allowedOptions);
     this.inNamespace = inNamespace;
+    this.permission = permission;
     this.decisions = Counter.builder().name("jvmdiag_operator_resource_admissions_total")
         .help("JvmDiagnostics admission requests answered by the validating webhook, by result (allowed, denied, error).")
         .labelNames("result").register(registry);
@@ -97,6 +104,11 @@ public final class ResourceValidator {
     checkOptions(r.getSpec(), problems, warnings);
     String ns = req.getNamespace() != null ? req.getNamespace() : r.getMetadata().getNamespace();
     checkSingleOwner(r, ns, problems);
+    TargetRef ref = r.getSpec().targetRef;
+    if (ref != null && ref.kind != null && ref.name != null && req.getUserInfo() != null) {
+      String missing = permission.missing(req.getUserInfo(), ns, ref);
+      if (missing != null) problems.add(missing);
+    }
     if (!warnings.isEmpty()) resp.setWarnings(warnings);
     if (problems.isEmpty()) return resp;
     AdmissionResponse denied = deny(req.getUid(), "JvmDiagnostics " + r.getMetadata().getName() + " refused: "

@@ -462,6 +462,62 @@ class OperatorIT {
     }
   }
 
+  /** A namespace user: a Role with these rules, bound to them; returns a client acting as them. */
+  static KubernetesClient actingAs(String ns, String user, String roleYaml) {
+    admin.resource(ApiServer.yaml(admin, io.fabric8.kubernetes.api.model.rbac.Role.class, """
+        apiVersion: rbac.authorization.k8s.io/v1
+        kind: Role
+        metadata: {name: %s, namespace: %s}
+        rules:
+        """.formatted(user, ns) + roleYaml.indent(2))).serverSideApply();
+    admin.resource(new io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder().withNewMetadata().withName(user).withNamespace(ns).endMetadata()
+        .withNewRoleRef("rbac.authorization.k8s.io", "Role", user)
+        .addNewSubject().withKind("User").withName(user).withApiGroup("rbac.authorization.k8s.io").endSubject().build()).serverSideApply();
+    return ApiServer.client(new io.fabric8.kubernetes.client.ConfigBuilder(ApiServer.adminConfig()).withImpersonateUsername(user)
+        .withImpersonateGroups("system:authenticated").build());
+  }
+
+  static final String MAY_WRITE_JVMDIAG = """
+      - {apiGroups: [jvm.diagnostics.dev], resources: [jvmdiagnostics], verbs: [get, list, watch, create, update, patch]}
+      """;
+
+  @Test
+  void theAuthorMustBeAllowedToPatchTheTarget() {
+    String ns = ApiServer.namespace(admin, "authors");
+    admin.resource(deployment(ns, "payments")).create();
+    // may write JvmDiagnostics and read Deployments, but not change them
+    try (KubernetesClient dev = actingAs(ns, "dev", MAY_WRITE_JVMDIAG + "- {apiGroups: [apps], resources: [deployments], verbs: [get, list]}\n")) {
+      KubernetesClientException e = catchThrowableOfType(KubernetesClientException.class,
+          () -> dev.resource(resource(ns, "payments", "payments", "")).create());
+      assertThat(e).as("a user without patch on the Deployment created a JvmDiagnostics for it").isNotNull();
+      assertThat(e.getMessage()).contains("spec.targetRef: user \"dev\" may not patch deployments.apps \"payments\" in namespace \"authors\"")
+          .contains("missing permission: patch on deployments.apps");
+      assertThat(get(ns, "payments")).isNull();
+    }
+    // with patch on exactly that Deployment the same user may
+    try (KubernetesClient dev = actingAs(ns, "dev", MAY_WRITE_JVMDIAG
+        + "- {apiGroups: [apps], resources: [deployments], verbs: [get, list]}\n"
+        + "- {apiGroups: [apps], resources: [deployments], resourceNames: [payments], verbs: [patch]}\n")) {
+      dev.resource(resource(ns, "payments", "payments", "")).create();
+      await("hash written", WAIT, () -> templateAnnotations(ns, "payments").containsKey(CONFIG_HASH));
+      // but not move the resource onto a workload they may not patch
+      admin.resource(deployment(ns, "ledger")).create();
+      KubernetesClientException move = editRefused(dev, ns, "payments", r -> r.getSpec().targetRef.name = "ledger");
+      assertThat(move.getMessage()).contains("user \"dev\" may not patch deployments.apps \"ledger\"");
+    }
+    // an editor of the resource alone changes nothing of it
+    try (KubernetesClient editor = actingAs(ns, "editor", MAY_WRITE_JVMDIAG)) {
+      KubernetesClientException e = editRefused(editor, ns, "payments", r -> r.getSpec().jvmOptions.extra = List.of("-Xlog:gc"));
+      assertThat(e.getMessage()).contains("user \"editor\" may not patch deployments.apps \"payments\"");
+      // a change that leaves the spec alone (a label) is not the webhook's business
+      await("a label edit by the editor", WAIT, () -> {
+        editor.resources(JvmDiagnostics.class).inNamespace(ns).withName("payments")
+            .edit(r -> { r.getMetadata().setLabels(Map.of("team", "payments")); return r; });
+        return true;
+      });
+    }
+  }
+
   static void installPrometheusRuleCrd() {
     admin.apiextensions().v1().customResourceDefinitions().resource(ApiServer.yaml(admin,
         io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition.class, """

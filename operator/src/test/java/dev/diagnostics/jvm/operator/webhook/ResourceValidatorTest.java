@@ -1,0 +1,93 @@
+package dev.diagnostics.jvm.operator.webhook;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The JvmDiagnostics validating webhook's decisions, without a cluster (OperatorIT runs it through the API server). */
+class ResourceValidatorTest {
+  final ObjectMapper json = new ObjectMapper();
+  final List<JvmDiagnostics> existing = new ArrayList<>();
+  final List<String> asked = new ArrayList<>();
+  String deny; // what the permission check answers (null: allowed)
+  final ResourceValidator validator = new ResourceValidator(List.of("-javaagent:/opt/otel/"), ns -> existing, (user, ns, ref) -> {
+    asked.add(user.getUsername() + " " + ns + " " + ref);
+    return deny;
+  }, new PrometheusRegistry());
+
+  static String resource(String name, String target, String extra) {
+    return """
+        {"apiVersion":"jvm.diagnostics.dev/v1alpha1","kind":"JvmDiagnostics","metadata":{"name":"%s","namespace":"shop"},
+         "spec":{"targetRef":{"kind":"Deployment","name":"%s"},"jvmOptions":{"extra":[%s]}}}""".formatted(name, target, extra);
+  }
+
+  static String review(String operation, String object, String oldObject) {
+    return """
+        {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",
+         "kind":{"group":"jvm.diagnostics.dev","version":"v1alpha1","kind":"JvmDiagnostics"},
+         "resource":{"group":"jvm.diagnostics.dev","version":"v1alpha1","resource":"jvmdiagnostics"},
+         "namespace":"shop","operation":"%s","userInfo":{"username":"dev","groups":["team-a"]},"object":%s,"oldObject":%s}}"""
+        .formatted(operation, object, oldObject);
+  }
+
+  JsonNode call(String body) throws Exception {
+    return json.readTree(validator.handle(body.getBytes(StandardCharsets.UTF_8))).get("response");
+  }
+
+  @Test
+  void aDiagnosticResourceOfAPermittedAuthorIsAllowed() throws Exception {
+    JsonNode r = call(review("CREATE", resource("a", "checkout", "\"-Xlog:gc\", \"-javaagent:/opt/otel/agent.jar\""), "null"));
+    assertThat(r.get("allowed").asBoolean()).isTrue();
+    assertThat(r.get("uid").asText()).isEqualTo("u-1");
+    assertThat(asked).containsExactly("dev shop Deployment/checkout");
+  }
+
+  @Test
+  void eachProblemIsNamed() throws Exception {
+    existing.add(new KubernetesSerialization().unmarshal(resource("owner", "checkout", ""), JvmDiagnostics.class));
+    deny = "spec.targetRef: user \"dev\" may not patch deployments.apps \"checkout\"";
+    JsonNode r = call(review("CREATE", resource("a", "checkout", "\"-javaagent:/tmp/x.jar\""), "null"));
+    assertThat(r.get("allowed").asBoolean()).isFalse();
+    assertThat(r.at("/status/code").asInt()).isEqualTo(422);
+    assertThat(r.at("/status/message").asText())
+        .contains("spec.jvmOptions.extra[0]: -javaagent:/tmp/x.jar loads code")
+        .contains("already has a JvmDiagnostics: shop/owner owns it")
+        .contains("may not patch deployments.apps \"checkout\"");
+  }
+
+  @Test
+  void anUpdateThatLeavesTheSpecAloneIsNotChecked() throws Exception {
+    deny = "no";
+    String old = resource("a", "checkout", "\"-Xlog:gc\"");
+    String labelled = old.replace("\"namespace\":\"shop\"}", "\"namespace\":\"shop\",\"labels\":{\"x\":\"y\"}}");
+    assertThat(call(review("UPDATE", labelled, old)).get("allowed").asBoolean()).isTrue();
+    assertThat(asked).isEmpty();
+    assertThat(call(review("UPDATE", resource("a", "checkout", "\"-Xlog:safepoint\""), old)).get("allowed").asBoolean()).isFalse();
+  }
+
+  @Test
+  void theDeprecatedFieldWarnsAndGrantsNothing() throws Exception {
+    String r = resource("a", "checkout", "\"-javaagent:/tmp/x.jar\"").replace("\"jvmOptions\":{", "\"jvmOptions\":{\"allowJavaAgents\":true,");
+    JsonNode resp = call(review("CREATE", r, "null"));
+    assertThat(resp.get("allowed").asBoolean()).isFalse();
+    assertThat(resp.get("warnings").toString()).contains("allowJavaAgents is deprecated and grants nothing");
+  }
+
+  @Test
+  void failsClosedWhenItCannotCheck() throws Exception {
+    ResourceValidator broken = new ResourceValidator(List.of(), ns -> { throw new IllegalStateException("API server gone"); },
+        (u, n, t) -> null, new PrometheusRegistry());
+    JsonNode r = json.readTree(broken.handle(review("CREATE", resource("a", "checkout", ""), "null").getBytes(StandardCharsets.UTF_8)))
+        .get("response");
+    assertThat(r.get("allowed").asBoolean()).isFalse();
+    assertThat(r.at("/status/message").asText()).contains("could not check this JvmDiagnostics").contains("API server gone");
+  }
+}
