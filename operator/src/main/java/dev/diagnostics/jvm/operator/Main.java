@@ -112,6 +112,11 @@ public final class Main implements Callable<Integer> {
           + "properties (-D) can be allowed, e.g. --allow-jvm-option=-javaagent:/opt/otel/opentelemetry-javaagent.jar (repeatable; default: none)")
   List<String> allowJvmOptions;
 
+  @Option(names = "--max-rollouts-per-minute", paramLabel = "N", defaultValue = "60",
+      description = "cluster-wide limit on pod-template writes that restart pods (a new config hash, a heal, a removal): "
+          + "1,000 resources changed at once restart their workloads N per minute; 0: no limit (default: ${DEFAULT-VALUE})")
+  int maxRolloutsPerMinute;
+
   static final Path SA_NAMESPACE = Path.of("/var/run/secrets/kubernetes.io/serviceaccount/namespace");
 
   /** The pod's own namespace: the service account's file, $POD_NAMESPACE, else "default". */
@@ -154,6 +159,9 @@ public final class Main implements Callable<Integer> {
     if (webhookWarmup < 0) {
       throw new CommandLine.ParameterException(new CommandLine(new Main()), "--webhook-warmup must be 0 or more (0: no warm-up), got " + webhookWarmup);
     }
+    if (maxRolloutsPerMinute < 0) {
+      throw new CommandLine.ParameterException(new CommandLine(new Main()), "--max-rollouts-per-minute must be 0 (no limit) or more, got " + maxRolloutsPerMinute);
+    }
     List<String> allowed = allowJvmOptions == null ? List.of() : List.copyOf(allowJvmOptions);
     for (String prefix : allowed) {
       String problem = dev.diagnostics.jvm.operator.api.JvmOptionPolicy.adminPrefixProblem(prefix);
@@ -173,7 +181,7 @@ public final class Main implements Callable<Integer> {
         watchNamespaces == null ? Set.of() : new LinkedHashSet<>(watchNamespaces), certCheckInterval,
         leaderElection && reconciler ? OperatorApp.LeaderElection.defaults(
             leaderElectionNamespace != null ? leaderElectionNamespace : podNamespace(), leaderElectionLease, identity()) : null,
-        webhookWarmup, allowed);
+        webhookWarmup, allowed, maxRolloutsPerMinute);
     OperatorApp app = new OperatorApp(client, settings).start();
     CountDownLatch stop = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -23,6 +23,7 @@ import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
 import io.javaoperatorsdk.operator.Operator;
 import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
 import dev.diagnostics.jvm.operator.reconciler.MissingInjectionMetric;
+import dev.diagnostics.jvm.operator.reconciler.RolloutLimiter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -57,10 +58,25 @@ public final class OperatorApp implements AutoCloseable {
       Duration certCheckInterval,
       LeaderElection leaderElection,
       int webhookWarmup,
-      List<String> allowedJvmOptions) {
-    /** allowedJvmOptions: prefixes the cluster administrator allows in jvmOptions.extra beyond the diagnostic options. */
+      List<String> allowedJvmOptions,
+      int maxRolloutsPerMinute) {
+    /**
+     * allowedJvmOptions: prefixes the cluster administrator allows in jvmOptions.extra beyond the
+     * diagnostic options; maxRolloutsPerMinute: the cluster-wide limit on pod-template writes that
+     * restart pods (0: none).
+     */
     public Settings {
       allowedJvmOptions = allowedJvmOptions == null ? List.of() : List.copyOf(allowedJvmOptions);
+    }
+
+    /** Without a limit on rollouts. */
+    public Settings(String agentImage, String namespace, InetSocketAddress webhookBind, String webhookTarget,
+        List<String> webhookHosts, String webhookSecret, String webhookConfigName, boolean manageWebhookConfig,
+        boolean webhook, boolean reconciler, InetSocketAddress metricsBind, Set<String> watchNamespaces,
+        Duration certCheckInterval, LeaderElection leaderElection, int webhookWarmup, List<String> allowedJvmOptions) {
+      this(agentImage, namespace, webhookBind, webhookTarget, webhookHosts, webhookSecret, webhookConfigName,
+          manageWebhookConfig, webhook, reconciler, metricsBind, watchNamespaces, certCheckInterval, leaderElection,
+          webhookWarmup, allowedJvmOptions, 0);
     }
 
     /** Without exceptions of the cluster administrator's to the diagnostic-options allowlist. */
@@ -134,7 +150,7 @@ public final class OperatorApp implements AutoCloseable {
           .withStopOnInformerErrorDuringStartup(true).withCacheSyncTimeout(Duration.ofSeconds(60))
           .withConcurrentReconciliationThreads(RECONCILE_THREADS));
       operator.register(new JvmDiagnosticsReconciler(s.agentImage(), s.allowedJvmOptions(), alerts,
-          new MissingInjectionMetric(registry)), o -> {
+          new MissingInjectionMetric(registry), new RolloutLimiter(s.maxRolloutsPerMinute(), registry)), o -> {
         if (s.watchNamespaces() != null && !s.watchNamespaces().isEmpty()) o.settingNamespaces(s.watchNamespaces());
       });
       if (s.leaderElection() == null) {

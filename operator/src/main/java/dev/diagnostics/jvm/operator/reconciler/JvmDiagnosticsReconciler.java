@@ -47,7 +47,11 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
   static final String TARGET_INDEX = "jvmdiag-target";
   static final String POD_INDEX = "jvmdiag-pods";
   static final String PODS = "pods";
-  /** Heal a workload with uninjected pods at most this often. */
+  /**
+   * Between two heals of one resource (each for another config hash) at least this long, so a
+   * spec edited again and again while the webhook is unreachable does not restart the workload at
+   * every edit. Within one hash there is at most one heal anyway.
+   */
   static final Duration HEAL_INTERVAL = Duration.ofSeconds(60);
 
   private final String agentImage;
@@ -57,10 +61,12 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
   private static final KubernetesSerialization JSON = new KubernetesSerialization();
 
   private final MissingInjectionMetric missingMetric;
+  private final RolloutLimiter limiter;
 
   /** allowedJvmOptions: the cluster administrator's exceptions, as the webhook has them (the same hash). */
   public JvmDiagnosticsReconciler(String agentImage, List<String> allowedJvmOptions, AlertRuleApplier alerts,
-      MissingInjectionMetric missingMetric) {
+      MissingInjectionMetric missingMetric, RolloutLimiter limiter) {
+    this.limiter = limiter;
     this.agentImage = agentImage;
     this.allowedJvmOptions = List.copyOf(allowedJvmOptions);
     this.alerts = alerts;
@@ -152,7 +158,15 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
         hashValue = current != null && (current.equals(config.hash()) || current.startsWith(config.hash() + "."))
             ? current : config.hash();
       }
-      new PodTemplateApplier(client).apply(target, name, hashValue);
+      boolean throttled = false;
+      if (PodTemplateApplier.needsWrite(target, name, hashValue)) {
+        if (limiter.tryAcquire("config")) {
+          new PodTemplateApplier(client).apply(target, name, hashValue);
+        } else {
+          throttled = true;
+          requeue = limiter.untilNext();
+        }
+      }
 
       List<Pod> pods = pods(ctx, client, target, ns, name);
       PodInspector.Report report = PodInspector.inspect(pods, name, r.getMetadata().getCreationTimestamp(), config);
@@ -166,28 +180,58 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
             + String.join("; ", config.refusedOptions()) + "; remove the entries from spec.jvmOptions.extra"
             + ("True".equals(injected.getStatus()) ? "" : "; " + injected.getMessage()), gen, prev);
       }
-      conds.add(injected);
+      if (throttled) {
+        injected = Conditions.of(Conditions.INJECTED, false, "RolloutThrottled", "the pod template of " + r.getSpec().targetRef
+            + " waits for the cluster-wide limit of " + limiter.perMinute() + " rollouts per minute (--max-rollouts-per-minute,"
+            + " chart value operator.maxRolloutsPerMinute) so that many changed resources never restart their workloads at once;"
+            + " it is written within about " + limiter.untilNext().toSeconds() + " s", gen, prev);
+      }
 
-      if (!report.missing().isEmpty()) requeue = Duration.ofSeconds(30);
+      conds.add(injected);
+      if (!report.missing().isEmpty() && requeue == null) requeue = Duration.ofSeconds(30);
       // pods the webhook missed (down, unreachable) get one more rollout once the last one settled,
       // after the status has named them (report first, then heal on the next pass)
       Set<String> missed = report.missing().stream().filter(m -> m.reason.equals(PodInspector.Reason.WebhookUnavailable.name()))
           .map(m -> m.name).collect(Collectors.toSet());
       Set<String> reported = r.getStatus() == null || r.getStatus().podsMissingInjection == null ? Set.of()
           : r.getStatus().podsMissingInjection.stream().map(m -> m.name).collect(Collectors.toSet());
-      if (automatic && !missed.isEmpty() && !reported.containsAll(missed)) requeue = Duration.ofSeconds(3);
-      if (automatic && !missed.isEmpty() && reported.containsAll(missed) && target.rolloutComplete()) {
+      if (automatic && !throttled && !missed.isEmpty() && !reported.containsAll(missed)) requeue = Duration.ofSeconds(3);
+      // at most one heal per config hash: the template's "<hash>.1" says it happened (it survives
+      // restarts of the operator); pods missed after it would be missed again, so stop and say why
+      boolean healedOnce = hashValue != null && hashValue.startsWith(config.hash() + ".");
+      String workload = target.kind().name().toLowerCase() + "/" + target.resource().getMetadata().getName();
+      // missed by the webhook although made from the healed template: it is still unreachable
+      String healedHash = hashValue;
+      List<String> missedAfterHeal = !healedOnce ? List.of() : pods.stream()
+          .filter(p -> missed.contains(p.getMetadata().getName()))
+          .filter(p -> p.getMetadata().getAnnotations() != null && healedHash.equals(p.getMetadata().getAnnotations().get(CONFIG_HASH)))
+          .map(p -> p.getMetadata().getName()).sorted().toList();
+      if (automatic && !throttled && healedOnce) {
+        if (!missedAfterHeal.isEmpty()) {
+          injected = Conditions.of(Conditions.INJECTED, false, "HealStopped", missedAfterHeal.size() + " pod(s) still lack the injection ("
+            + missedAfterHeal.stream().limit(10).collect(Collectors.joining(", ")) + ") after the operator restarted " + workload
+            + " once for this configuration (config-hash " + hashValue + "): the API server could not call the webhook when they"
+            + " were created (operator pods down or not ready, its Service or a NetworkPolicy, the "
+            + dev.diagnostics.jvm.operator.webhook.WebhookRegistration.TIMEOUT_SECONDS + " s timeout). The"
+            + " operator restarts a workload at most once per configuration; fix the cause, then: kubectl rollout restart "
+            + workload, gen, prev);
+          conds.set(conds.size() - 1, injected);
+        }
+        // else: the heal's rollout is still replacing the pods missed before it
+      } else if (automatic && !throttled && !missed.isEmpty() && reported.containsAll(missed) && target.rolloutComplete()) {
         ResourceID id = ResourceID.fromResource(r);
         long now = System.currentTimeMillis();
         Long last = lastHeal.get(id);
-        if (last == null || now - last >= HEAL_INTERVAL.toMillis()) {
+        if (last != null && now - last < HEAL_INTERVAL.toMillis()) {
+          requeue = Duration.ofMillis(HEAL_INTERVAL.toMillis() - (now - last));
+        } else if (!limiter.tryAcquire("heal")) {
+          requeue = limiter.untilNext();
+        } else {
           lastHeal.put(id, now);
           String healed = nextHeal(hashValue, config.hash());
           new PodTemplateApplier(client).apply(Target.get(client, ns, r.getSpec().targetRef), name, healed);
-          healMessage = "restarting " + target.kind() + "/" + target.resource().getMetadata().getName()
-              + " to inject pods the webhook missed: " + report.missing().stream()
-                  .filter(m -> m.reason.equals(PodInspector.Reason.WebhookUnavailable.name()))
-                  .map(m -> m.name).collect(Collectors.joining(", "));
+          healMessage = "restarting " + workload + " once to inject pods the webhook missed: "
+              + missed.stream().sorted().collect(Collectors.joining(", "));
         }
       }
     }
@@ -351,7 +395,10 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
   public DeleteControl cleanup(JvmDiagnostics r, Context<JvmDiagnostics> ctx) {
     Target target = Target.get(ctx.getClient(), r.getMetadata().getNamespace(), r.getSpec().targetRef);
     // only our own label: another JvmDiagnostics may have taken over the target
-    if (target != null && r.getMetadata().getName().equals(target.templateLabel(INJECT_LABEL))) {
+    if (target != null && r.getMetadata().getName().equals(target.templateLabel(INJECT_LABEL))
+        && PodTemplateApplier.needsRemoval(target)) {
+      // the removal restarts the pods too: a deleted namespace of resources rolls within the limit
+      if (!limiter.tryAcquire("removal")) return DeleteControl.noFinalizerRemoval().rescheduleAfter(limiter.untilNext().toMillis());
       new PodTemplateApplier(ctx.getClient()).remove(target);
     }
     alerts.delete(r);

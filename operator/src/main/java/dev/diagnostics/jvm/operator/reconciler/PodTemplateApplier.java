@@ -20,12 +20,20 @@ public final class PodTemplateApplier {
     this.client = client;
   }
 
+  /** True when the template does not carry this label and hash yet: a write, so a rollout. */
+  public static boolean needsWrite(Target target, String resourceName, String hashValue) {
+    return !(resourceName.equals(target.templateLabel(INJECT_LABEL))
+        && java.util.Objects.equals(hashValue, target.templateAnnotation(CONFIG_HASH)));
+  }
+
+  /** True when the template still carries our label or hash: removing them is a rollout. */
+  public static boolean needsRemoval(Target target) {
+    return target.templateLabel(INJECT_LABEL) != null || target.templateAnnotation(CONFIG_HASH) != null;
+  }
+
   /** hashValue null: label only (Manual rollout). */
   public void apply(Target target, String resourceName, String hashValue) {
-    if (resourceName.equals(target.templateLabel(INJECT_LABEL))
-        && java.util.Objects.equals(hashValue, target.templateAnnotation(CONFIG_HASH))) {
-      return; // already as wanted; skip a write per reconcile
-    }
+    if (!needsWrite(target, resourceName, hashValue)) return; // already as wanted; skip a write per reconcile
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("labels", Map.of(INJECT_LABEL, resourceName));
     if (hashValue != null) meta.put("annotations", Map.of(CONFIG_HASH, hashValue));
@@ -34,7 +42,7 @@ public final class PodTemplateApplier {
 
   /** Gives up our fields: the label and the annotation go away (a rollout when the hash was set). */
   public void remove(Target target) {
-    if (target.templateLabel(INJECT_LABEL) == null && target.templateAnnotation(CONFIG_HASH) == null) return;
+    if (!needsRemoval(target)) return;
     send(target, null);
   }
 

@@ -315,6 +315,20 @@ class OperatorIT {
     assertThat(healed.getMetadata().getAnnotations()).containsEntry(INJECTED, hash);
     await("a HealRollout event naming the pod", WAIT, () -> admin.v1().events().inNamespace(ns).list().getItems().stream()
         .anyMatch(e -> e.getReason().equals("HealRollout") && e.getMessage().contains("cart-missed")));
+
+    // missed again, from the healed template: no second restart for this configuration, and the status says why
+    webhook.close();
+    try {
+      podFromTemplate(ns, "cart", "missed-again");
+      await("Injected=False HealStopped", WAIT, () -> conditionIs(ns, "cart", "Injected", "False", "HealStopped"));
+      assertThat(condition(ns, "cart", "Injected").getMessage()).contains("(cart-missed-again)")
+          .contains("restarted deployment/cart once for this configuration (config-hash " + hash + ".1)")
+          .contains("could not call the webhook").contains("kubectl rollout restart deployment/cart");
+      Thread.sleep(3000);
+      assertThat(templateAnnotations(ns, "cart").get(CONFIG_HASH)).as("no second heal").isEqualTo(hash + ".1");
+    } finally {
+      webhook = startWebhook();
+    }
   }
 
   @Test
