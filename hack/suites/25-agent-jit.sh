@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node agent, JIT and fallback (issue 5 parts 1-2), against real JVMs on JDK 17 and 25:
+# Node agent, JIT and fallback modes, against real JVMs on JDK 17 and 25:
 #  - tests/jit.rs: a recompilation storm named in jvmdiag_method_compilations_total with the
 #    count -XX:+PrintCompilation shows; code cache used vs jcmd Compiler.codecache (10 %);
 #    a 4 MB code cache filling up: full events vs jcmd full_count and the JVM's warning.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Alerts and dashboards (issue 7): generated files fresh; promtool check + unit tests of the
+# Alerts and dashboards: generated files fresh; promtool check + unit tests of the
 # rules exactly as the chart (helm template) and the operator (render-rules) produce them;
 # dashboards type-checked against @grafana/schema and linted; then a real Prometheus and
 # Alertmanager on loopback scrape the real agent while a JVM makes a long safepoint and a

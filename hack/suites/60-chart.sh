@@ -129,8 +129,8 @@ fi
 "$REPO_ROOT/hack/images/import.sh" --cluster-dir "$CLUSTER_DIR" "$JVMDIAG_CACHE"/images/jvmdiag_{agent,operator}_dev.tar >"$WORK/import.log" 2>&1 \
   && ok "images imported into the node's containerd" || { bad "images imported" "$(tail -n 3 "$WORK/import.log")"; finish; }
 extra=()
-# The agent's Kubernetes mode (--node-name) is its issue 6; until its binary has it, the
-# DaemonSet runs the agent in its standalone mode so the pod can still prove the privileges.
+# An agent binary without Kubernetes mode (--node-name) runs in the DaemonSet in its
+# standalone mode, so the pod can still prove the privileges.
 if ! "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | grep -q -- '--node-name'; then
   echo "(agent has no --node-name yet: the DaemonSet runs it with --standalone)"
   extra=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464}')

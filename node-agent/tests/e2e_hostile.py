@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end test of issue 5 part 3: hostile "containers" next to a normal JVM.
+"""End-to-end test: hostile "containers" next to a normal JVM.
 
 Each hostile container is a pid + mount namespace chrooted into a private root made here,
 whose only process (pid 1, a tiny static C program) maps a crafted `/lib/server/libjvm.so`

@@ -1,4 +1,4 @@
-//! `/proc/PID/cgroup` (v1 and v2) → which container a process runs in (issue 6).
+//! `/proc/PID/cgroup` (v1 and v2) → which container a process runs in (pod attribution).
 //!
 //! The path's last container-looking component wins, so nested layouts
 //! (`…/crio-<id>.scope/container`, kind's `/kubelet.slice/…`, paths relative to the reader's

@@ -1,4 +1,4 @@
-//! Lines of the JVM's `-Xlog:safepoint` output (the sidecar's source, issue 6).
+//! Lines of the JVM's `-Xlog:safepoint` output (the sidecar's source of safepoint times).
 //!
 //! Formats (checked against real JVM output for 17 and 25, HotSpot sources for 11 and 21):
 //!

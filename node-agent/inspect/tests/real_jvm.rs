@@ -84,7 +84,7 @@ fn hsperfdata_matches_jcmd() {
             }
         }
         assert!(compared > 100, "only {compared} stable counters compared");
-        // The counters the fallback mode (issue 5) uses, read by name.
+        // The counters the hsperfdata fallback mode uses, read by name.
         let started = pd.long("java.threads.started").unwrap();
         assert!(started > 5, "java.threads.started = {started}");
         assert!(pd.long("sun.rt.safepoints").unwrap() >= 5);
@@ -194,7 +194,7 @@ fn safepoint_log_matches_jvm_counters() {
 
 #[test]
 fn jvm_without_perf_data_has_no_file() {
-    // -XX:-UsePerfData (issue 5's "nothing" mode): the file is absent, reported as not found
+    // -XX:-UsePerfData (the fallback chain's "none" mode): the file is absent, reported as not found
     // (the agent's reason for "not traced"), not as a hostile input.
     let jdk = &common::jdks()[common::jdks().len() - 1];
     let jvm = common::start_jvm(jdk, MAIN, &["-Xmx64m", "-XX:-UsePerfData"]);
