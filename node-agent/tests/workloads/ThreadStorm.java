@@ -2,7 +2,7 @@
  * Benchmark workload: start and join N platform threads (default 100,000), 4 starters in
  * parallel, and print the wall and CPU time of the storm only.
  *
- * Arguments: N, then how to start the measured part:
+ * Arguments: N, then how to start the measured part ({@code BenchStart}):
  * <ul>
  *   <li>{@code stdin} (what {@code hack/bench.d/agent.sh} uses): print {@code READY <pid>} once
  *       the JVM is up, then wait for a line on standard input. The benchmark sends it after the
@@ -20,16 +20,8 @@ public class ThreadStorm {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
         String start = args.length > 1 ? args[1] : "800";
         int starters = 4;
-        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
-        System.out.println("READY " + ProcessHandle.current().pid());
-        System.out.flush();
-        long w0 = System.nanoTime(), cw0 = os.getProcessCpuTime();
-        if (start.equals("stdin")) {
-            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
-        } else {
-            Thread.sleep(Long.parseLong(start));
-        }
-        long c0 = os.getProcessCpuTime();
+        BenchStart go = BenchStart.await(start);
+        long c0 = go.processCpuNs();
         long t0 = System.nanoTime();
         Thread[] s = new Thread[starters];
         for (int k = 0; k < starters; k++) {
@@ -44,7 +36,6 @@ public class ThreadStorm {
             s[k].start();
         }
         for (Thread t : s) t.join();
-        long ms = (System.nanoTime() - t0) / 1_000_000, cpu = (os.getProcessCpuTime() - c0) / 1_000_000;
-        System.out.println(ms + " " + cpu + " " + c0 / 1_000_000 + " " + (c0 - cw0) / 1_000_000 + " " + (t0 - w0) / 1_000_000);
+        System.out.println(go.line((System.nanoTime() - t0) / 1_000_000, (go.processCpuNs() - c0) / 1_000_000));
     }
 }

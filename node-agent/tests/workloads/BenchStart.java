@@ -1,0 +1,39 @@
+/**
+ * The benchmark workloads' start handshake (ThreadStorm, SafepointStorm): print
+ * {@code READY <pid>}, then wait for the go — a line on standard input when the argument is
+ * {@code stdin} (hack/bench.d/agent.sh sends it after the same idle time in every configuration
+ * and, with the agent, once it lists the JVM), else sleep that many milliseconds. Records the
+ * process CPU time around the wait for the workload's output line.
+ */
+final class BenchStart {
+    private final com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    private long waitStartNs, waitStartCpu, goNs, goCpu;
+
+    /** Prints READY and waits for the go as {@code how} says ("stdin" or milliseconds). */
+    static BenchStart await(String how) throws Exception {
+        BenchStart b = new BenchStart();
+        System.out.println("READY " + ProcessHandle.current().pid());
+        System.out.flush();
+        b.waitStartNs = System.nanoTime();
+        b.waitStartCpu = b.os.getProcessCpuTime();
+        if (how.equals("stdin")) {
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        } else {
+            Thread.sleep(Long.parseLong(how));
+        }
+        b.goCpu = b.os.getProcessCpuTime();
+        b.goNs = System.nanoTime();
+        return b;
+    }
+
+    long processCpuNs() {
+        return os.getProcessCpuTime();
+    }
+
+    /** "WALL_MS CPU_MS PRE_CPU_MS WAIT_CPU_MS WAIT_MS" for a storm that took these times. */
+    String line(long wallMs, long cpuMs) {
+        return wallMs + " " + cpuMs + " " + goCpu / 1_000_000 + " " + (goCpu - waitStartCpu) / 1_000_000 + " "
+                + (goNs - waitStartNs) / 1_000_000;
+    }
+}
