@@ -268,9 +268,7 @@ impl AttachManager {
         // resolved to then. They differ when the container replaced or copied up its
         // libjvm.so in between (a file's real inode only ever moves up, so checking after
         // the attach leaves no window).
-        if self.identity.is_some() {
-            self.same_real_file(found, &file, file_id)?; // Err drops the links
-        }
+        self.same_real_file(found, &file, file_id)?; // Err drops the links
         drop(file); // the uprobes hold the inode now
         if links.is_empty() {
             // No USDT notes and no symbols: the JVM falls back to hsperfdata (or to nothing).
@@ -280,7 +278,8 @@ impl AttachManager {
         Ok((Group { links, users: 0, mode, failed: names }, failed))
     }
 
-    /// Err(identity_mismatch) unless the real file behind `file` is `want`.
+    /// Err(identity_mismatch) unless the real file behind `file` is `want` (Ok where the kernel
+    /// cannot say: then the caller compares `maps`' identity).
     fn same_real_file(&mut self, found: &Found, file: &std::fs::File, want: FileId) -> std::result::Result<(), (&'static str, String)> {
         let Some(fi) = self.identity.as_mut() else { return Ok(()) };
         match fi.of_open_file(file) {
