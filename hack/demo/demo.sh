@@ -4,7 +4,7 @@
 #   1. the local cluster (hack/cluster, instance 6; DEMO_CLUSTER_INDEX=N another) with its node;
 #   2. the images: operator, agent, JDK 17/25 bases (make images) and the demo workloads;
 #   3. the chart, installed with its own privileges;
-#   4. Prometheus + Alertmanager on 127.0.0.1 scraping the agent (hack/monitoring/prom-up.sh),
+#   4. Prometheus + Alertmanager on 127.0.0.1 scraping the agent (monitoring/prom-up.sh),
 #      with the default and the per-resource alert rules;
 #   5. three JVM Deployments, each with a JvmDiagnostics (examples/workloads/k8s/): scaled up
 #      once the operator labelled them and the webhook injects; then waits (with progress)
@@ -89,7 +89,7 @@ cleanup() {
   set +e   # every step of the clean-up runs, whatever one of them returns
   say "stopping everything the demo started"
   stop_progress
-  [ -n "$PROM_DIR" ] && "$REPO_ROOT/hack/monitoring/prom-down.sh" "$PROM_DIR" >/dev/null 2>&1 || true
+  [ -n "$PROM_DIR" ] && "$REPO_ROOT/monitoring/prom-down.sh" "$PROM_DIR" >/dev/null 2>&1 || true
   if [ "$CLUSTER_STARTED" = 1 ]; then
     "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1 || true
   elif [ "$CLUSTER_WAS_UP" = 1 ]; then
@@ -224,9 +224,9 @@ start_prom() {  # (again) with the agent pods' current IPs as targets
   AGENT_IPS=$(kubectl -n "$NS" get pods -l app.kubernetes.io/component=agent -o jsonpath='{.items[*].status.podIP}' 2>/dev/null)
   for ip in $AGENT_IPS; do targets+=(--scrape "$ip:9464"); done
   [ "${#targets[@]}" -gt 0 ] || die "no agent pod IP"
-  [ -n "$PROM_DIR" ] && { "$REPO_ROOT/hack/monitoring/prom-down.sh" "$PROM_DIR" >/dev/null 2>&1 || true; rm -rf "$PROM_DIR"; }
+  [ -n "$PROM_DIR" ] && { "$REPO_ROOT/monitoring/prom-down.sh" "$PROM_DIR" >/dev/null 2>&1 || true; rm -rf "$PROM_DIR"; }
   PROM_DIR="$STATE/prom"   # set first: an interrupted prom-up is still cleaned up
-  eval "$("$REPO_ROOT/hack/monitoring/prom-up.sh" --dir "$PROM_DIR" "${targets[@]}" "${rules[@]}" --alertmanager --ttl "$ttl")"
+  eval "$("$REPO_ROOT/monitoring/prom-up.sh" --dir "$PROM_DIR" "${targets[@]}" "${rules[@]}" --alertmanager --ttl "$ttl")"
 }
 start_prom
 say "Prometheus $PROMETHEUS_URL  Alertmanager $ALERTMANAGER_URL"

@@ -1,12 +1,12 @@
-# Alerts and dashboards (hack/monitoring/): generate from the single source, previews, local Prometheus.
+# Alerts and dashboards (monitoring/): generate from the single source, previews, local Prometheus.
 MON_PY = $(JVMDIAG_CACHE)/venv-monitoring/bin/python
 
 .PHONY: monitoring-generate monitoring-previews
-monitoring-generate: ## regenerate rules, operator alert templates, docs/alerts.md and dashboards from hack/monitoring/
-	@bash hack/setup.d/monitoring.sh && $(MON_PY) hack/monitoring/generate.py
+monitoring-generate: ## regenerate rules, operator alert templates, docs/alerts.md and dashboards from monitoring/
+	@bash hack/setup.d/monitoring.sh && $(MON_PY) monitoring/generate.py
 
 monitoring-previews: ## run the alerts suite (real agent + Prometheus) and redraw docs/img/*.png from its query results
 	@bash hack/setup.d/monitoring.sh && $(MON_PY) -m pip install -q --disable-pip-version-check matplotlib==3.9.2 && \
 	  rm -rf /tmp/jvmdiag-previews && \
 	  JVMDIAG_SAVE_RESULTS=/tmp/jvmdiag-previews bash hack/suites/50-alerts.sh && \
-	  $(MON_PY) hack/monitoring/render_previews.py /tmp/jvmdiag-previews docs/img
+	  $(MON_PY) monitoring/render_previews.py /tmp/jvmdiag-previews docs/img

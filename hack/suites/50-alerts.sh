@@ -6,7 +6,7 @@
 # thread storm: every dashboard query must return data and both alerts must reach a webhook.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-MON="$REPO_ROOT/hack/monitoring"
+MON="$REPO_ROOT/monitoring"
 bash "$REPO_ROOT/hack/setup.d/monitoring.sh" || die "monitoring set-up failed"
 PY="$JVMDIAG_CACHE/venv-monitoring/bin/python"
 HELM="${HELM:-$JVMDIAG_CACHE/bin/helm}"
@@ -14,7 +14,7 @@ WORK=$(mktemp -d /tmp/jvmdiag-alerts.XXXXXX)
 P=0; F=0
 pass() { P=$((P + 1)); echo "PASS $*"; }
 fail() { F=$((F + 1)); echo "FAIL $*"; }
-# e2e_live.py stops what it started itself; this is for a kill of the suite mid-way.
+# e2e/alerts.py stops what it started itself; this is for a kill of the suite mid-way.
 cleanup() { for d in "$WORK"/e2e/*/prom; do "$MON/prom-down.sh" "$d" >/dev/null 2>&1; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 
@@ -98,7 +98,7 @@ for check in typecheck lint selftest; do
   done < <("$PY" "$MON/check_dashboards.py" "$check" 2>&1)
 done
 
-# 6. End to end with the real agent, Prometheus and Alertmanager (e2e_live.py says what it checks).
+# 6. End to end with the real agent, Prometheus and Alertmanager (e2e/alerts.py says what it checks).
 AGENT="${JVMDIAG_AGENT:-$REPO_ROOT/node-agent/target/release/jvmdiag-agent}"
 if [ ! -x "$AGENT" ] && [ -z "${JVMDIAG_AGENT:-}" ] && [ -f "$REPO_ROOT/node-agent/Cargo.toml" ]; then
   log "building the agent (cargo build --release in node-agent/)"
@@ -106,7 +106,7 @@ if [ ! -x "$AGENT" ] && [ -z "${JVMDIAG_AGENT:-}" ] && [ -f "$REPO_ROOT/node-age
 fi
 if [ -x "$AGENT" ]; then
   mkdir -p "$WORK/e2e"
-  render_resource "$MON/tests/e2e-jvmdiagnostics.yaml" >"$WORK/e2e/manifests.yaml" \
+  render_resource "$REPO_ROOT/e2e/alerts-jvmdiagnostics.yaml" >"$WORK/e2e/manifests.yaml" \
     && "$PY" "$MON/extract_rules.py" "$WORK/e2e/rules.yaml" <"$WORK/e2e/manifests.yaml" \
     || fail "e2e: operator render-rules failed: $(tail -n3 "$WORK/render.log")"
   log "end to end: rules from the operator's render-rules, agent $AGENT"
@@ -115,7 +115,7 @@ if [ -x "$AGENT" ]; then
     tag="e2e $(basename "$jdk")"
     while read -r line; do
       case "$line" in PASS\ *) pass "$tag: ${line#PASS }" ;; FAIL\ *) fail "$tag: ${line#FAIL }" ;; *) echo "$line" ;; esac
-    done < <("$PY" "$MON/e2e_live.py" --agent "$AGENT" --rules "$WORK/e2e/rules.yaml" --work "$WORK/e2e/$(basename "$jdk")" \
+    done < <("$PY" "$REPO_ROOT/e2e/alerts.py" --agent "$AGENT" --rules "$WORK/e2e/rules.yaml" --work "$WORK/e2e/$(basename "$jdk")" \
                --jdk "$jdk" --default-rules "$WORK/defaults/rules.yaml" ${JVMDIAG_SAVE_RESULTS:+--save-results "$JVMDIAG_SAVE_RESULTS"} 2>&1)
     unset JVMDIAG_SAVE_RESULTS
   done

@@ -76,7 +76,7 @@ app.kubernetes.io/component: agent
 
 {{/*
 The label whose value Prometheus takes as the scrape `job` (the monitors' jobLabel): fixed
-values, so the agent-down alert's selector (hack/monitoring/mixin/config.py agentSelector)
+values, so the agent-down alert's selector (monitoring/mixin/config.py agentSelector)
 holds whatever the release name, nameOverride or fullnameOverride.
 */}}
 {{- define "jvm-diagnostics.jobLabelKey" -}}jvm.diagnostics.dev/scrape-job{{- end }}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end against real parts: the real agent (standalone) is scraped by a real Prometheus
 (1 s scrape and rule evaluation) loaded with RULES, with an Alertmanager and a webhook receiver
-on loopback, while the SafepointStorm JVM makes long ThreadDump safepoints and a storm of
+on loopback, while the ThreadDumpStorm JVM makes long ThreadDump safepoints and a storm of
 "storm-worker-<n>" threads. Checks, printing PASS/FAIL/NOTE lines:
 
   - both alerts (pause by vm_operation=ThreadDump, thread start rate by thread_name) reach the
@@ -12,7 +12,7 @@ on loopback, while the SafepointStorm JVM makes long ThreadDump safepoints and a
     metric the agent does not expose at all is reported "no data: metric not exposed yet" and
     not counted; once the agent exposes the metric, no data is a failure.
 
-  e2e_live.py --agent BIN --rules RULES.yaml --work DIR [--jdk JAVA_HOME] [--save-results DIR] [--timeout 150]
+  alerts.py --agent BIN --rules RULES.yaml --work DIR [--jdk JAVA_HOME] [--save-results DIR] [--timeout 150]
 
 Stops everything it started, also on failure."""
 import argparse
@@ -29,9 +29,11 @@ import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(HERE)
+MON = os.path.join(ROOT, "monitoring")
+WORKLOADS = os.environ.get("JVMDIAG_WORKLOADS") or os.path.join(HERE, "workloads")
 LABELS = {"namespace": "e2e", "jvmdiagnostics": "storm", "pod": "storm-0", "container": "app"}
-PAUSE_LE = 0.05  # tests/e2e-jvmdiagnostics.yaml: safepointPause 50ms
+PAUSE_LE = 0.05  # alerts-jvmdiagnostics.yaml: safepointPause 50ms
 
 results = {"pass": 0, "fail": 0}
 
@@ -142,7 +144,7 @@ def main():
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
-        subprocess.run([os.path.join(HERE, "prom-down.sh"), prom_dir], capture_output=True)
+        subprocess.run([os.path.join(MON, "prom-down.sh"), prom_dir], capture_output=True)
 
     try:
         run(a, work, procs, prom_dir)
@@ -155,13 +157,13 @@ def main():
 def run(a, work, procs, prom_dir):
     # The workload, compiled so the agent names it by its main class.
     classes = os.path.join(work, "classes")
-    subprocess.run([f"{a.jdk}/bin/javac", "-d", classes, os.path.join(HERE, "workloads", "SafepointStorm.java")], check=True)
+    subprocess.run([f"{a.jdk}/bin/javac", "-d", classes, os.path.join(WORKLOADS, "ThreadDumpStorm.java")], check=True)
 
     port = free_port()
     agent_log = open(os.path.join(work, "agent.log"), "w")
     cmd = [a.agent, "--standalone", "--listen", f"127.0.0.1:{port}", "--exit-after", "600"]
     if "--match-jvm" in subprocess.run([a.agent, "--help"], capture_output=True, text=True).stdout:
-        cmd += ["--match-jvm", "SafepointStorm"]  # leave the other JVMs on this shared host alone
+        cmd += ["--match-jvm", "ThreadDumpStorm"]  # leave the other JVMs on this shared host alone
     procs.append(subprocess.Popen(cmd, stdout=agent_log, stderr=subprocess.STDOUT))
     metrics_url = f"http://127.0.0.1:{port}/metrics"
     if not wait_for(lambda: get(metrics_url), 60):
@@ -172,8 +174,8 @@ def run(a, work, procs, prom_dir):
     relabel = os.path.join(work, "relabel.yml")
     with open(relabel, "w") as f:
         for k, v in LABELS.items():
-            f.write(f"- {{source_labels: [jvm], regex: SafepointStorm, target_label: {k}, replacement: {v}}}\n")
-    out = subprocess.run([os.path.join(HERE, "prom-up.sh"), "--dir", prom_dir, "--scrape", f"127.0.0.1:{port}",
+            f.write(f"- {{source_labels: [jvm], regex: ThreadDumpStorm, target_label: {k}, replacement: {v}}}\n")
+    out = subprocess.run([os.path.join(MON, "prom-up.sh"), "--dir", prom_dir, "--scrape", f"127.0.0.1:{port}",
                           "--rules", a.rules, "--scrape-interval", "1s", "--eval-interval", "1s",
                           "--metric-relabel", relabel, "--alertmanager", "--ttl", "600"],
                          capture_output=True, text=True)
@@ -186,7 +188,7 @@ def run(a, work, procs, prom_dir):
     splog = os.path.join(work, "safepoint.log")
     wl_out = open(os.path.join(work, "workload.log"), "w")
     start = time.time()
-    wl = subprocess.Popen([f"{a.jdk}/bin/java", f"-Xlog:safepoint:file={splog}", "-Xss512k", "-cp", classes, "SafepointStorm",
+    wl = subprocess.Popen([f"{a.jdk}/bin/java", f"-Xlog:safepoint:file={splog}", "-Xss512k", "-cp", classes, "ThreadDumpStorm",
                            "--threads", "2000", "--depth", "150", "--dump-every", "4", "--storm-start", "6",
                            "--storm-seconds", "30", "--storm-rate", "200", "--duration", "55"],
                           stdout=wl_out, stderr=subprocess.STDOUT)
@@ -203,7 +205,7 @@ def run(a, work, procs, prom_dir):
                 for al in n.get("alerts", []):
                     l = al["labels"]
                     w = want.get(l.get("alertname"))
-                    if w and al["status"] == "firing" and l.get(w[0]) == w[1] and l.get("jvm") == "SafepointStorm" \
+                    if w and al["status"] == "firing" and l.get(w[0]) == w[1] and l.get("jvm") == "ThreadDumpStorm" \
                             and l.get("alertname") not in got:
                         got[l["alertname"]] = (time.time() - start, al)
         return len(got) == len(want)
@@ -236,17 +238,17 @@ def run(a, work, procs, prom_dir):
     names = prom(base, "label/__name__/values", **{"match[]": '{job="jvmdiag"}', "start": start, "end": end})["data"]
     exposed = set(re.sub(r"_(bucket|sum|count)$", "", n) for n in names)
     # The storm's thread count as Prometheus saw it, against the workload's own count.
-    r = prom(base, "query", query='max(max_over_time(jvmdiag_thread_starts_total{jvm="SafepointStorm", thread_name="storm-worker-N"}[5m]))',
+    r = prom(base, "query", query='max(max_over_time(jvmdiag_thread_starts_total{jvm="ThreadDumpStorm", thread_name="storm-worker-N"}[5m]))',
              time=end)["data"]["result"]
     seen = float(r[0]["value"][1]) if r else 0
     report(started and 0.95 * started <= seen <= started,
            f"Prometheus counted {seen:.0f} storm-worker-N thread starts for {started} started by the JVM")
     # Exactness hinges on the `le` strings: every bound an alert can name must be exposed as
     # exactly that string (docs/metrics.md), or an alert on it silently never fires.
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, MON)
     from mixin.config import LE_BOUNDS
     for h in ("jvmdiag_safepoint_pause_seconds", "jvmdiag_safepoint_sync_seconds"):
-        r = prom(base, "query", query=f'count by (le) ({h}_bucket{{jvm="SafepointStorm"}})', time=end)["data"]["result"]
+        r = prom(base, "query", query=f'count by (le) ({h}_bucket{{jvm="ThreadDumpStorm"}})', time=end)["data"]["result"]
         les = sorted((x["metric"]["le"] for x in r), key=float)
         report(les == LE_BOUNDS + ["+Inf"], f"{h} exposes exactly the bucket bounds alerts use: {' '.join(les)}")
     if a.default_rules:

@@ -4,6 +4,7 @@ The chart's default rules use CONFIG as is. The operator's per-resource template
 same rule shapes with placeholders (see TEMPLATE_PARAMS): `${threshold}` etc. are filled
 from `spec.alerts` of each JvmDiagnostics by the operator.
 """
+import os
 
 CONFIG = {
     # Where runbook_url points (one file per alert under docs/runbooks/).
@@ -36,9 +37,16 @@ CONFIG = {
     "podsMissingInjection": {"for": "15m", "severity": "warning"},
 }
 
-# The bucket bounds every histogram has (docs/metrics.md); a pause threshold must be one.
-LE_BOUNDS = ["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
-             "1.0", "2.5", "5.0", "10.0", "30.0", "60.0"]
+
+# The bucket bounds every histogram has, exactly as the agent prints them (`le`), read from
+# monitoring/histogram-bounds.txt (the one definition); a pause threshold must be one.
+def _le_bounds():
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "histogram-bounds.txt")
+    with open(path) as f:
+        return [line.split()[0] for line in f if line.strip() and not line.lstrip().startswith("#")]
+
+
+LE_BOUNDS = _le_bounds()
 
 # What the operator substitutes in alert-templates.yaml (agreed with the operator).
 TEMPLATE_PARAMS = {

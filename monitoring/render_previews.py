@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PNG previews of the dashboards for docs/, drawn from real query results: the JSON that
-`e2e_live.py --save-results DIR` saved (the same queries, against Prometheus scraping the
-agent under the SafepointStorm workload). Laid out like Grafana's grid.
+`e2e/alerts.py --save-results DIR` saved (the same queries, against Prometheus scraping the
+agent under the ThreadDumpStorm workload). Laid out like Grafana's grid.
 
   render_previews.py RESULTS_DIR OUT_DIR"""
 import json
@@ -90,7 +90,7 @@ def render(path, out):
     panels = d["panels"]
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
     fig = plt.figure(figsize=(16, rows * 0.33), facecolor=BG)
-    fig.suptitle(d["title"] + "  (real data: agent + SafepointStorm workload)", color=FG, fontsize=11, x=0.01, y=0.998, ha="left", va="top")
+    fig.suptitle(d["title"] + "  (real data: agent + ThreadDumpStorm workload)", color=FG, fontsize=11, x=0.01, y=0.998, ha="left", va="top")
     gs = fig.add_gridspec(rows, 24, left=0.03, right=0.99, top=1 - 2.0 / rows, bottom=0.02, hspace=2.5, wspace=1.5)
     t0 = min((float(v[0]) for p in panels for tg in p["targets"] for s in tg["series"] for v in s["values"]), default=0)
     for p in panels:

@@ -7,7 +7,7 @@ import sys
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 rules_file, test_file = sys.argv[1], sys.argv[2]
 rules = [r for g in yaml.safe_load(open(rules_file))["groups"] for r in g["rules"] if "alert" in r]
 tests = yaml.safe_load(open(test_file))["tests"]

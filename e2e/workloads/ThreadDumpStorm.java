@@ -1,6 +1,6 @@
-// Demo/test workload: long non-GC safepoints and a thread storm, on a timetable.
+// Test workload: long non-GC safepoints (thread dumps) and a thread storm, on a timetable.
 //
-//   java SafepointStorm.java [--threads 2000] [--depth 200] [--dump-every 5] [--storm-rate 200]
+//   java ThreadDumpStorm.java [--threads 2000] [--depth 200] [--dump-every 5] [--storm-rate 200]
 //                            [--storm-start 10] [--storm-seconds 30] [--duration 120]
 //
 // - parks --threads threads, each --depth frames deep, then every --dump-every seconds takes a
@@ -17,7 +17,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 
-public class SafepointStorm {
+public class ThreadDumpStorm {
     static final CountDownLatch RELEASE = new CountDownLatch(1);
     static volatile long sink;
 

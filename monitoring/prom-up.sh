@@ -8,10 +8,10 @@
 # Prints shell assignments (eval-able): PROM_DIR, PROMETHEUS_URL and, with --alertmanager,
 # ALERTMANAGER_URL, WEBHOOK_URL, WEBHOOK_LOG (one JSON notification per line).
 # Everything listens on 127.0.0.1 on free ports and stops by itself after --ttl seconds
-# (default 3600); stop it earlier with: hack/monitoring/prom-down.sh DIR.
+# (default 3600); stop it earlier with: monitoring/prom-down.sh DIR.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-. "$HERE/../lib.sh"
+. "$HERE/../hack/lib.sh"
 dir=""; scrape=(); rules=(); si=5s; ei=5s; relabel=""; am=0; ttl=3600
 while [ $# -gt 0 ]; do
   case "$1" in
