@@ -69,7 +69,7 @@ if [[ " ${CONFIGS[*]} " == *" asyncprof "* ]]; then
   AP_LIB="$WORK/linux-x64/libasyncProfiler.so"
 fi
 
-"$JDK/bin/javac" -d "$WORK/classes" "$REPO_ROOT"/node-agent/tests/workloads/{ThreadStorm,SafepointStorm,BenchStart}.java
+"$JDK/bin/javac" -d "$WORK/classes" "$JVMDIAG_WORKLOADS"/{ThreadStorm,SafepointStorm,BenchStart}.java
 
 # Processes this script started; all of them are stopped, and every mount removed, on any exit
 # (end, error, Ctrl-C).

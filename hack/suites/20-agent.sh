@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Node agent: unit + golden tests (cargo), then end-to-end tests against real JVMs on JDK 17
-# and 25 (node-agent/tests/e2e.py): accuracy against hsperfdata, a JVM in its own pid and
-# mount namespace, churn without leaks, the name budget, bad-environment errors.
+# and 25 (e2e/agent_standalone.py, e2e/agent_hostile.py): accuracy against hsperfdata, a JVM in its own pid and
+# mount namespace, churn without leaks, the name budget, bad-environment errors, hostile
+# containers next to a normal JVM.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$REPO_ROOT/node-agent"
@@ -12,7 +13,7 @@ add() { pass=$((pass + $1)); fail=$((fail + $2)); }
 
 E2E_PID=""
 cleanup() {
-  # e2e.py kills every process it started; this stops it (and them) if we are interrupted.
+  # The e2e scripts kill every process they started; this stops it (and them) if we are interrupted.
   if [ -n "$E2E_PID" ] && kill -0 "$E2E_PID" 2>/dev/null; then kill -TERM -- "-$E2E_PID" 2>/dev/null; fi
 }
 trap cleanup EXIT INT TERM
@@ -40,7 +41,7 @@ else
 fi
 
 log "end-to-end tests (real JVMs: $JDK17, $JDK25)"
-setsid python3 tests/e2e.py "$PWD/target/release/jvmdiag-agent" "$OUT/e2e" "$JDK17" "$JDK25" \
+setsid python3 "$REPO_ROOT/e2e/agent_standalone.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e" "$JDK17" "$JDK25" \
   > >(tee "$OUT/e2e.log") 2> "$OUT/e2e.stderr" &
 E2E_PID=$!
 wait "$E2E_PID"
@@ -48,8 +49,8 @@ cat "$OUT/e2e.stderr" >&2
 read -r p f < <(count_cargo "$OUT/e2e.log"); add "$p" "$f"
 [ $((p + f)) -gt 0 ] || add 0 1
 
-log "end-to-end: hostile containers next to a normal JVM (node-agent/tests/e2e_hostile.py)"
-setsid python3 tests/e2e_hostile.py "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-hostile" "$JDK17" "$JDK25" \
+log "end-to-end: hostile containers next to a normal JVM (e2e/agent_hostile.py)"
+setsid python3 "$REPO_ROOT/e2e/agent_hostile.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-hostile" "$JDK17" "$JDK25" \
   > >(tee "$OUT/e2e-hostile.log") 2> "$OUT/e2e-hostile.stderr" &
 E2E_PID=$!
 wait "$E2E_PID"

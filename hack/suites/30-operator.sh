@@ -68,7 +68,7 @@ if CLUSTER_NODE=0 "$REPO_ROOT/hack/cluster/up.sh" >"$WORK/up.out" 2>"$WORK/up.er
   ok "local control plane up (CLUSTER_INDEX=3)"
   if "$REPO_ROOT/operator/scripts/up.sh" >"$WORK/operator-up.log" 2>&1; then
     ok "make operator-up: the operator runs with the chart's RBAC, webhook on 127.0.0.1:$OPERATOR_WEBHOOK_PORT"
-    "$REPO_ROOT/operator/scripts/e2e.sh" 2>&1 | tee "$WORK/e2e.log"
+    "$REPO_ROOT/e2e/operator.sh" 2>&1 | tee "$WORK/e2e.log"
     line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$WORK/e2e.log" | tail -n1)
     if [ -n "$line" ]; then
       pass=$((pass + $(sed -E 's/e2e: ([0-9]+) passed.*/\1/' <<<"$line")))

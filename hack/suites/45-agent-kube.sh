@@ -7,7 +7,7 @@
 #   3. Kubernetes mode against a real kube-apiserver (own control plane, CLUSTER_INDEX=8,
 #      CLUSTER_NODE=0): real JVMs in runtime-shaped cgroups, pods written by the test as a
 #      kubelet would; API outage; 500 pods with flat memory and no traffic but the watch.
-#   4. end to end on the local cluster with its node (CLUSTER_INDEX=7, hack/e2e/agent-kube.sh):
+#   4. end to end on the local cluster with its node (CLUSTER_INDEX=7, e2e/agent-kube.sh):
 #      the operator injects JDK 17/25 Deployments, the agent on the host attributes them; the
 #      operator's webhook adds the sidecar to two more, scraped through the pod IP.
 #      AGENT_KUBE_E2E=0 skips it.
@@ -52,8 +52,8 @@ grep -E '^agent RSS' "$OUT/kube.log" || true
 
 # AGENT_KUBE_E2E=0 skips it (e.g. a machine without a kubelet's needs).
 [ "${AGENT_KUBE_E2E:-1}" = 1 ] || finish
-log "end to end on the local cluster with a real kubelet, instrumented by the operator; sidecar mode in real pods (hack/e2e/agent-kube.sh)"
-timeout -k 30 720 "$REPO_ROOT/hack/e2e/agent-kube.sh" >"$OUT/e2e.log" 2>&1
+log "end to end on the local cluster with a real kubelet, instrumented by the operator; sidecar mode in real pods (e2e/agent-kube.sh)"
+timeout -k 30 720 "$REPO_ROOT/e2e/agent-kube.sh" >"$OUT/e2e.log" 2>&1
 grep -E '^(ok|FAIL) |^       |^>> \[' "$OUT/e2e.log"
 line=$(grep -E '^suite agent-kube-e2e: [0-9]+ passed, [0-9]+ failed' "$OUT/e2e.log" | tail -n1)
 if [ -n "$line" ]; then

@@ -21,10 +21,10 @@
 # Pods are bound to the node by spec.nodeName: nothing here depends on the scheduler. Every
 # wait is bounded and says on timeout what it waited for, with the pods' conditions and
 # events. Everything started here is stopped by the EXIT trap, also on failure or signal.
-# Usage: hack/e2e/agent-kube.sh (root). E2E_OPERATOR=0: stamp pods by hand, no operator,
+# Usage: e2e/agent-kube.sh (root). E2E_OPERATOR=0: stamp pods by hand, no operator,
 # no sidecar part.
 set -uo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../hack/lib.sh"
 export CLUSTER_INDEX="${AGENT_KUBE_E2E_INDEX:-7}" CLUSTER_NODE=1
 . "$REPO_ROOT/hack/cluster/lib.sh"
 WORK=$(mktemp -d)

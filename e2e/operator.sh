@@ -4,7 +4,7 @@
 # operator runs as `make operator-up` starts it: the chart's RBAC, webhook on a loopback URL.
 # Prints "ok/FAIL - ..." per check and "e2e: P passed, F failed" last. Expects KUBECONFIG.
 set -uo pipefail
-. "$(dirname "$0")/../../hack/lib.sh"
+. "$(dirname "$0")/../hack/lib.sh"
 . "$REPO_ROOT/operator/scripts/lib.sh"
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); echo "ok   - $1"; }

@@ -13,15 +13,15 @@ JDK 17 Storm; the test then checks, independently of the agent's own output:
   - the agent still answers /healthz;
   - the strace log shows no successful open of /etc/shadow or the host canary, and that
     strace did see the agent open the hostile processes' files (so the check can fail).
-Usage: e2e_hostile.py AGENT_BINARY WORKDIR JDK17 JDK25 (same as e2e.py, whose helpers it uses).
+Usage: agent_hostile.py AGENT_BINARY WORKDIR JDK17 JDK25 (same as agent_standalone.py, whose helpers it uses).
 """
 import os, re, shutil, signal, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e  # noqa: E402  (reads AGENT WORKDIR JDK17 JDK25 from sys.argv)
-from e2e import log, scrape, samples, start_agent, check_storm, procs, run, results  # noqa: E402
+import agent_standalone as standalone  # noqa: E402  (reads AGENT WORKDIR JDK17 JDK25 from sys.argv)
+from agent_standalone import log, scrape, samples, start_agent, check_storm, procs, run, results  # noqa: E402
 
-WORK = e2e.WORK
+WORK = standalone.WORK
 PORT = 19469
 HOSTILE_C = r"""
 #include <fcntl.h>
@@ -111,7 +111,7 @@ def start_hostile(root, fifo_over_lib, hsperf):
     p = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--propagation", "private", *cmd],
                          stdout=subprocess.DEVNULL, stderr=open(root + ".stderr", "w"), start_new_session=True)
     procs.append(p)
-    e2e.wait_file(os.path.join(root, "ready"), 20, p)
+    standalone.wait_file(os.path.join(root, "ready"), 20, p)
     # The host pid of pid 1 in the new namespace: unshare's child.
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -154,7 +154,7 @@ def test_hostile():
     os.makedirs(canary_dir, exist_ok=True)
     canary = os.path.join(canary_dir, "1")
     open(canary, "w").write("HOST SECRET\n")
-    real_libjvm = open(f"{e2e.JDK17}/lib/server/libjvm.so", "rb").read(4096)
+    real_libjvm = open(f"{standalone.JDK17}/lib/server/libjvm.so", "rb").read(4096)
     variants = [  # name, libjvm.so bytes, FIFO bound over libjvm.so, what /tmp/hsperfdata_root/1 becomes
         ("garbage_shadow_link", os.urandom(65536), False, "link:/etc/shadow"),
         ("truncated_elf_canary_link", real_libjvm, False, "link:" + canary),
@@ -180,7 +180,7 @@ def test_hostile():
         log("hostile pids: " + ", ".join(f"{n}={p}" for n, p in hostile.items()))
 
         # The normal JVM, traced while the hostile ones are there.
-        storm_problems, _, jpid = check_storm(PORT, e2e.JDK17, "hostile17", per_name=300)
+        storm_problems, _, jpid = check_storm(PORT, standalone.JDK17, "hostile17", per_name=300)
         problems += [p for p in storm_problems if not p.startswith("only ")]  # 1,200 threads here, not 10,000
 
         # Every hostile pid reported: seen (jvm_info with probe_mode none, no counters) or untraced by reason.

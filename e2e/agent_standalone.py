@@ -3,13 +3,14 @@
 
 Accuracy is checked against each JVM's own hsperfdata counters, read here independently
 (a small reader of the hsperfdata format below), never through the agent.
-Usage: e2e.py AGENT_BINARY WORKDIR JDK17 JDK25
+Usage: agent_standalone.py AGENT_BINARY WORKDIR JDK17 JDK25
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
 import json, os, re, shutil, signal, struct, subprocess, sys, time, urllib.request
 
 AGENT, WORK, JDK17, JDK25 = sys.argv[1:5]
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.environ.get("JVMDIAG_WORKLOADS") or os.path.join(HERE, "workloads")
 CONTRACT = os.environ.get("CONTRACT_TOOL", "/work/shared/tools/check-metrics-contract.py")
 THREADS_PER_NAME = int(os.environ.get("THREADS_PER_NAME", "2600"))  # x4 names > 10,000
 CHURN = int(os.environ.get("CHURN_JVMS", "200"))
@@ -163,7 +164,7 @@ def start_agent(port, *extra, wrap=None):
 
 def compile_workloads(jdk, out):
     os.makedirs(out, exist_ok=True)
-    src = os.path.join(REPO, "node-agent", "tests", "workloads")
+    src = WORKLOADS
     subprocess.run([f"{jdk}/bin/javac", "-d", out, f"{src}/Storm.java", f"{src}/Tiny.java", f"{src}/HostileNames.java"], check=True)
 
 
