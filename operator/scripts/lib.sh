@@ -17,7 +17,7 @@ mvn25() { (cd "$OPERATOR_DIR" && JAVA_HOME="$JDK25" nice mvn -B "$@"); }
 # Builds the jar when a source is newer than it.
 operator_build() {
   [ -x "$JAVA25" ] || die "the operator needs a JDK >= 21: none at JDK25=$JDK25"
-  if [ ! -f "$OPERATOR_JAR" ] || [ -n "$(find "$OPERATOR_DIR/pom.xml" "$OPERATOR_DIR/src/main" -newer "$OPERATOR_JAR" -print -quit)" ]; then
+  if [ ! -f "$OPERATOR_JAR" ] || [ -n "$(find "$OPERATOR_DIR/pom.xml" "$OPERATOR_DIR/src/main" "$OPERATOR_DIR/src/build" "$REPO_ROOT/monitoring/histogram-bounds.txt" -newer "$OPERATOR_JAR" -print -quit)" ]; then
     log "building $OPERATOR_JAR"
     mvn25 -q package -DskipTests -DskipITs >"$OPERATOR_STATE.build.log" 2>&1 \
       || { tail -n 30 "$OPERATOR_STATE.build.log" >&2; die "operator build failed (log: $OPERATOR_STATE.build.log)"; }

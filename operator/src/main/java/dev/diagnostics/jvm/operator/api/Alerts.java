@@ -87,9 +87,10 @@ public class Alerts {
   public static class DurationAlert extends Alert {
     @Required
     @Size(max = 16)
-    @ValidationRule(value = "self in ['1ms', '2.5ms', '5ms', '10ms', '25ms', '50ms', '100ms', '250ms', '500ms', '1s', '2.5s', '5s', '10s', '30s', '60s']",
-        message = "threshold must be one of the pause histogram bounds 1ms 2.5ms 5ms 10ms 25ms 50ms 100ms 250ms 500ms 1s 2.5s 5s 10s 30s 60s (docs/metrics.md) so the alert is exact: round to the nearest, e.g. 500ms")
-    @JsonPropertyDescription("One of 1ms 2.5ms 5ms 10ms 25ms 50ms 100ms 250ms 500ms 1s 2.5s 5s 10s 30s 60s.")
+    @ValidationRule(value = HistogramBounds.CEL_ONE_OF,
+        message = "threshold must be one of the pause histogram bounds " + HistogramBounds.DURATIONS
+            + " (docs/metrics.md) so the alert is exact: round to the nearest, e.g. 500ms")
+    @JsonPropertyDescription("One of " + HistogramBounds.DURATIONS + ".")
     public String threshold;
 
     public DurationAlert() {}

@@ -19,7 +19,7 @@ public class JvmDiagnosticsSpec {
   public List<@Pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$") @Size(max = 63) String> containers = new ArrayList<>();
 
   @JsonPropertyDescription("What the agent collects; every collector is on by default.")
-  public Collectors collectors = new Collectors();
+  public CollectorsSpec collectors = new CollectorsSpec();
 
   @Default("NodeAgent")
   @JsonPropertyDescription("NodeAgent (the DaemonSet traces the JVMs) or Sidecar (an unprivileged collector container in each pod).")

@@ -1,7 +1,7 @@
 package dev.diagnostics.jvm.operator.mutator;
 
 import dev.diagnostics.jvm.operator.Contract;
-import dev.diagnostics.jvm.operator.api.Collectors;
+import dev.diagnostics.jvm.operator.api.CollectorsSpec;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
 import dev.diagnostics.jvm.operator.api.JvmOptionPolicy;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec.Collection;
@@ -38,7 +38,7 @@ public record InjectionConfig(
 
   /** allowedOptions: the option prefixes the cluster administrator allowed (--allow-jvm-option). */
   public static InjectionConfig of(JvmDiagnosticsSpec spec, String agentImage, List<String> allowedOptions) {
-    Collectors c = spec.collectors == null ? new Collectors() : spec.collectors;
+    CollectorsSpec c = spec.collectors == null ? new CollectorsSpec() : spec.collectors;
     var opts = spec.jvmOptions == null ? new dev.diagnostics.jvm.operator.api.JvmOptions() : spec.jvmOptions;
     Collection collection = spec.collection == null ? Collection.NodeAgent : spec.collection;
     List<String> flags = new ArrayList<>();

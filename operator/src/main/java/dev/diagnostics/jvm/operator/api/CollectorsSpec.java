@@ -7,8 +7,8 @@ import io.fabric8.generator.annotation.Min;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The four collectors of the agent, each on by default. */
-public class Collectors {
+/** spec.collectors: the four collectors of the agent, each on by default. */
+public class CollectorsSpec {
   public Threads threads = new Threads();
   public Toggle safepoints = new Toggle();
   public Toggle vmOperations = new Toggle();
