@@ -24,9 +24,8 @@
 # Usage: e2e/agent-kube.sh (root). E2E_OPERATOR=0: stamp pods by hand, no operator,
 # no sidecar part.
 set -uo pipefail
-. "$(dirname "$0")/../hack/lib.sh"
 export CLUSTER_INDEX="${AGENT_KUBE_E2E_INDEX:-7}" CLUSTER_NODE=1
-. "$REPO_ROOT/hack/cluster/lib.sh"
+. "$(dirname "$0")/../hack/lib.sh"
 WORK=$(mktemp -d)
 pass=0 fail=0 AGENT_PID=""
 ok()  { pass=$((pass + 1)); echo "ok   - $1"; }

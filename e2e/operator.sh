@@ -5,7 +5,6 @@
 # Prints "ok/FAIL - ..." per check and "e2e: P passed, F failed" last. Expects KUBECONFIG.
 set -uo pipefail
 . "$(dirname "$0")/../hack/lib.sh"
-. "$REPO_ROOT/operator/scripts/lib.sh"
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); echo "ok   - $1"; }
 bad() { fail=$((fail + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && echo "       $2"; return 0; }

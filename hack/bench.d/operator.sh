@@ -3,9 +3,8 @@
 # time to reconcile 1,000 resources, on its own local control plane (CLUSTER_INDEX=4,
 # CLUSTER_NODE=0), the operator started as `make operator-up` does. Results: docs/performance.md.
 set -uo pipefail
-. "$(dirname "$0")/../lib.sh"
 export CLUSTER_INDEX=4
-. "$REPO_ROOT/operator/scripts/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 cleanup() {
   "$REPO_ROOT/operator/scripts/down.sh" >/dev/null 2>&1
   CLUSTER_INDEX=4 "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1

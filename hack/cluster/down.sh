@@ -6,7 +6,6 @@
 # --quiet: no "nothing to stop" message.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$REPO_ROOT/hack/cluster/lib.sh"
 quiet=0; [ "${1:-}" = --quiet ] && quiet=1
 mkdir -p "$CLUSTER_DIR"
 exec 7>"$CLUSTER_DIR/.down.lock"; flock 7

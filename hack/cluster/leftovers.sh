@@ -1,6 +1,6 @@
 # What a local cluster instance leaves on the host (network links, iptables chains), minus
 # what other instances own; sourced by the suites that check `down` (cluster, demo).
-# Needs hack/cluster/lib.sh (CLUSTER_DIR, BRIDGE, CNI_NETWORK).
+# Needs hack/lib.sh (CLUSTER_DIR, BRIDGE, CNI_NETWORK).
 
 # A developer's cluster may start or stop while a suite runs: after `down`, none of ours may
 # have been added.

@@ -10,7 +10,6 @@
 # the step and the log to read, and undoes everything already started.
 set -Eeuo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$REPO_ROOT/hack/cluster/lib.sh"
 . "$REPO_ROOT/hack/cluster/pki.sh"
 . "$REPO_ROOT/hack/cluster/control-plane.sh"
 . "$REPO_ROOT/hack/cluster/node.sh"

@@ -22,11 +22,9 @@
 #   DEMO_RATE_CHECK=0   no rate check (it takes a minute and two jcmd runs in the storm's pod;
 #                       with DEMO_DURATION the demo waits for it at the end)
 set -Eeuo pipefail
-. "$(dirname "$0")/../lib.sh"
 # Its own instance (6): never touches a developer's cluster (0) nor the suites' (1-5).
 export CLUSTER_INDEX="${DEMO_CLUSTER_INDEX:-6}"
-. "$REPO_ROOT/hack/cluster/lib.sh"
-HELM="$JVMDIAG_CACHE/bin/helm"
+. "$(dirname "$0")/../lib.sh"
 CHART="$REPO_ROOT/charts/jvm-diagnostics"
 NS=jvm-diagnostics
 DEMO_NS=jvmdiag-demo

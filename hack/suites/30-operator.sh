@@ -4,9 +4,8 @@
 # end on its own local control plane (CLUSTER_INDEX=3, CLUSTER_NODE=0) with the operator as
 # `make operator-up` runs it. Everything started here is stopped on exit.
 set -uo pipefail
-. "$(dirname "$0")/../lib.sh"
 export CLUSTER_INDEX=3
-. "$REPO_ROOT/operator/scripts/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 WORK=$(mktemp -d)
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); echo "ok   - $1"; }

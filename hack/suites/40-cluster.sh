@@ -5,9 +5,8 @@
 # the node: a JVM Deployment, checked from the host and through the API; then down, and
 # nothing of ours may be left.
 set -uo pipefail
-. "$(dirname "$0")/../lib.sh"
 export CLUSTER_INDEX=1
-. "$REPO_ROOT/hack/cluster/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 UP="$REPO_ROOT/hack/cluster/up.sh"
 DOWN="$REPO_ROOT/hack/cluster/down.sh"
 TD="$REPO_ROOT/hack/cluster/testdata"

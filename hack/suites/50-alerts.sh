@@ -9,7 +9,6 @@ set -uo pipefail
 MON="$REPO_ROOT/monitoring"
 bash "$REPO_ROOT/hack/setup.d/monitoring.sh" || die "monitoring set-up failed"
 PY="$JVMDIAG_CACHE/venv-monitoring/bin/python"
-HELM="${HELM:-$JVMDIAG_CACHE/bin/helm}"
 WORK=$(mktemp -d /tmp/jvmdiag-alerts.XXXXXX)
 P=0; F=0
 pass() { P=$((P + 1)); echo "PASS $*"; }

@@ -11,11 +11,9 @@
 # Runs its own cluster instance (CLUSTER_INDEX=5), stopped on exit whatever happens.
 # CHART_INSTALL=0 skips step 6 (and the node).
 set -uo pipefail
-. "$(dirname "$0")/../lib.sh"
 export CLUSTER_INDEX="${CHART_CLUSTER_INDEX:-5}"
-. "$REPO_ROOT/hack/cluster/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 CHART="$REPO_ROOT/charts/jvm-diagnostics"
-HELM="$JVMDIAG_CACHE/bin/helm"
 export HELM_PLUGINS="$JVMDIAG_CACHE/helm-plugins"
 # Helm's own state (repositories, cache) stays out of $HOME and the repo.
 export HELM_CACHE_HOME="$JVMDIAG_CACHE/helm/cache" HELM_CONFIG_HOME="$JVMDIAG_CACHE/helm/config" HELM_DATA_HOME="$JVMDIAG_CACHE/helm/data"

@@ -15,9 +15,8 @@
 # check's minute included): each phase has a deadline after which the demo is interrupted
 # anyway (and the checks still run).
 set -uo pipefail
-. "$(dirname "$0")/../lib.sh"
 export CLUSTER_INDEX=9 DEMO_CLUSTER_INDEX=9
-. "$REPO_ROOT/hack/cluster/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 WORK=$(mktemp -d)
 pass=0 fail=0
 T0=$(date +%s)

@@ -3,7 +3,6 @@
 # so pods and JvmDiagnostics are no longer sent to a webhook that is gone.
 set -euo pipefail
 . "$(dirname "$0")/../../hack/lib.sh"
-. "$REPO_ROOT/operator/scripts/lib.sh"
 if operator_alive; then
   pid=$(operator_pid)
   kill "$pid"
@@ -12,7 +11,7 @@ if operator_alive; then
   log "operator stopped (pid $pid)"
 fi
 rm -f "$OPERATOR_STATE/operator.pid"
-if [ -z "${KUBECONFIG:-}" ]; then . "$REPO_ROOT/hack/cluster/lib.sh"; KUBECONFIG="$KUBECONFIG_ADMIN"; fi
+if [ -z "${KUBECONFIG:-}" ]; then KUBECONFIG="$KUBECONFIG_ADMIN"; fi
 if [ -f "$KUBECONFIG" ] && [ "${KEEP_WEBHOOK:-0}" != 1 ]; then
   KUBECONFIG="$KUBECONFIG" timeout 10 "$KUBECTL" delete mutatingwebhookconfiguration jvmdiag-operator --ignore-not-found >/dev/null 2>&1 || true
   # the JvmDiagnostics validating webhook fails closed: without the operator, nothing could be applied

@@ -7,11 +7,7 @@
 # measures the reconciler, not the limit (RolloutLimitIT tests that).
 set -euo pipefail
 . "$(dirname "$0")/../../hack/lib.sh"
-. "$REPO_ROOT/operator/scripts/lib.sh"
-if [ -z "${KUBECONFIG:-}" ]; then
-  . "$REPO_ROOT/hack/cluster/lib.sh"
-  KUBECONFIG="$KUBECONFIG_ADMIN"
-fi
+if [ -z "${KUBECONFIG:-}" ]; then KUBECONFIG="$KUBECONFIG_ADMIN"; fi
 [ -f "$KUBECONFIG" ] || die "no kubeconfig at $KUBECONFIG: start a cluster first (CLUSTER_NODE=0 make cluster-up) and export KUBECONFIG"
 export KUBECONFIG
 k() { "$KUBECTL" "$@"; }
