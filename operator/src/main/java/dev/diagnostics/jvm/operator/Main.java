@@ -2,6 +2,9 @@ package dev.diagnostics.jvm.operator;
 
 import dev.diagnostics.jvm.operator.alerts.RuleRenderer;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.election.LeaderElection;
+import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
+import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
@@ -16,7 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Callable;
@@ -175,13 +177,14 @@ public final class Main implements Callable<Integer> {
         ? List.of(java.net.URI.create(webhookUrl).getHost(), "localhost")
         : List.of(webhookService + "." + namespace + ".svc", webhookService + "." + namespace + ".svc.cluster.local",
             webhookService + "." + namespace);
-    OperatorApp.Settings settings = new OperatorApp.Settings(agentImage, namespace, address(webhookBind, "--webhook-bind"),
-        target, hosts, webhookSecret, webhookConfig, manageWebhookConfig, webhook, reconciler,
-        metricsBind.isEmpty() ? null : address(metricsBind, "--metrics-bind"),
-        watchNamespaces == null ? Set.of() : new LinkedHashSet<>(watchNamespaces), certCheckInterval,
-        leaderElection && reconciler ? OperatorApp.LeaderElection.defaults(
-            leaderElectionNamespace != null ? leaderElectionNamespace : podNamespace(), leaderElectionLease, identity()) : null,
-        webhookWarmup, allowed, maxRolloutsPerMinute);
+    LeaderElection election = leaderElection ? LeaderElection.defaults(
+        leaderElectionNamespace != null ? leaderElectionNamespace : podNamespace(), leaderElectionLease, identity()) : null;
+    OperatorApp.Settings settings = new OperatorApp.Settings(
+        webhook ? new WebhookSettings(agentImage, namespace, address(webhookBind, "--webhook-bind"), target, hosts, webhookSecret,
+            webhookConfig, manageWebhookConfig, certCheckInterval, webhookWarmup, allowed) : null,
+        reconciler ? new ReconcilerSettings(agentImage, allowed,
+            watchNamespaces == null ? Set.of() : Set.copyOf(watchNamespaces), maxRolloutsPerMinute, election) : null,
+        metricsBind.isEmpty() ? null : address(metricsBind, "--metrics-bind"));
     OperatorApp app = new OperatorApp(client, settings).start();
     CountDownLatch stop = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -191,8 +194,7 @@ public final class Main implements Callable<Integer> {
     }));
     System.err.println("jvmdiag-operator running against " + client.getMasterUrl() + " (webhook "
         + (webhook ? target : "off") + ", reconciler " + (reconciler ? "on" : "off")
-        + (settings.leaderElection() != null ? ", leader election Lease " + settings.leaderElection().namespace() + "/"
-            + settings.leaderElection().leaseName() : "") + ")");
+        + (reconciler && election != null ? ", leader election Lease " + election.lease() : "") + ")");
     stop.await();
     return 0;
   }

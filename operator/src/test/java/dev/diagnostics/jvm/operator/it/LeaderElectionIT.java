@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.diagnostics.jvm.operator.OperatorApp;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.election.LeaderElection;
+import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
@@ -48,11 +50,10 @@ class LeaderElectionIT {
       clients.put(id, c);
       // a short Lease, but with room for a loaded machine: a leader that misses its renew
       // deadline would hand over in the middle of the test
-      OperatorApp.LeaderElection le = new OperatorApp.LeaderElection(ChartRbac.NAMESPACE, LEASE, id,
+      LeaderElection le = new LeaderElection(ChartRbac.NAMESPACE, LEASE, id,
           Duration.ofSeconds(10), Duration.ofSeconds(8), Duration.ofSeconds(1), false);
-      apps.put(id, new OperatorApp(c, new OperatorApp.Settings("jvmdiag/agent:it", ChartRbac.NAMESPACE,
-          new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0", List.of("127.0.0.1"), "jvmdiag-le-tls", "jvmdiag-le-it",
-          false, false, true, new InetSocketAddress("127.0.0.1", 0), Set.of(), Duration.ofHours(1), le)).start());
+      apps.put(id, new OperatorApp(c, new OperatorApp.Settings(null,
+          new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(), 0, le), new InetSocketAddress("127.0.0.1", 0))).start());
     }
   }
 

@@ -9,6 +9,8 @@ import dev.diagnostics.jvm.operator.OperatorApp;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsStatus.PodMissingInjection;
 import dev.diagnostics.jvm.operator.mutator.InjectionConfig;
+import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
+import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
@@ -77,9 +79,15 @@ class OperatorIT {
   static final List<String> ALLOWED = List.of("-javaagent:/opt/otel/");
 
   static OperatorApp.Settings settings(boolean webhook, boolean reconciler) {
-    return new OperatorApp.Settings(IMAGE, ChartRbac.NAMESPACE, new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0",
-        List.of("127.0.0.1", "localhost"), "jvmdiag-webhook-tls", "jvmdiag-it", true, webhook, reconciler,
-        new InetSocketAddress("127.0.0.1", 0), Set.of(), Duration.ofHours(1), null, 0, ALLOWED);
+    return settings(IMAGE, webhook, reconciler);
+  }
+
+  static OperatorApp.Settings settings(String agentImage, boolean webhook, boolean reconciler) {
+    return new OperatorApp.Settings(
+        webhook ? new WebhookSettings(agentImage, ChartRbac.NAMESPACE, new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0",
+            List.of("127.0.0.1", "localhost"), "jvmdiag-webhook-tls", "jvmdiag-it", true, Duration.ofHours(1), 0, ALLOWED) : null,
+        reconciler ? new ReconcilerSettings(agentImage, ALLOWED, Set.of(), 0, null) : null,
+        new InetSocketAddress("127.0.0.1", 0));
   }
 
   @AfterAll
@@ -447,9 +455,7 @@ class OperatorIT {
 
     // the upgrade: the operator restarts with a new --agent-image (what a helm upgrade of agent.image does)
     reconciler.close();
-    OperatorApp.Settings upgraded = new OperatorApp.Settings("jvmdiag/agent:it-upgraded", ChartRbac.NAMESPACE,
-        new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0", List.of("127.0.0.1", "localhost"), "jvmdiag-webhook-tls",
-        "jvmdiag-it", true, false, true, new InetSocketAddress("127.0.0.1", 0), Set.of(), Duration.ofHours(1), null, 0, ALLOWED);
+    OperatorApp.Settings upgraded = settings("jvmdiag/agent:it-upgraded", false, true);
     try {
       reconciler = startReconciler(upgraded);
       // an alert edit: a new generation the upgraded reconciler must have seen once the status says so

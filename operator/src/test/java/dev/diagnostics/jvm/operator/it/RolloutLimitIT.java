@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.diagnostics.jvm.operator.OperatorApp;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -35,9 +36,8 @@ class RolloutLimitIT {
     admin = ApiServer.admin();
     operatorClient = ApiServer.client(ChartRbac.install(admin));
     ApiServer.namespace(admin, NS);
-    reconciler = new OperatorApp(operatorClient, new OperatorApp.Settings("jvmdiag/agent:it", ChartRbac.NAMESPACE,
-        new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0", List.of("127.0.0.1"), "jvmdiag-limit-tls", "jvmdiag-limit-it",
-        false, false, true, new InetSocketAddress("127.0.0.1", 0), Set.of(NS), Duration.ofHours(1), null, 0, List.of(), LIMIT)).start();
+    reconciler = new OperatorApp(operatorClient, new OperatorApp.Settings(null,
+        new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(NS), LIMIT, null), new InetSocketAddress("127.0.0.1", 0))).start();
   }
 
   @AfterAll

@@ -1,4 +1,4 @@
-package dev.diagnostics.jvm.operator.webhook;
+package dev.diagnostics.jvm.operator.metrics;
 
 import com.sun.net.httpserver.HttpServer;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
