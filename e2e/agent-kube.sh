@@ -15,7 +15,7 @@
 # Sidecar mode: a JvmDiagnostics with `collection: Sidecar` per JDK; the webhook adds the
 # unprivileged jvmdiag-sidecar (this tree's agent binary, image built here) and the shared
 # /tmp volume; its /metrics, scraped through the pod IP, carries the contract's labels and
-# probe_mode="sidecar", safepoint count and total time within 1 % of the JVM's counters,
+# probe_mode="hsperfdata", safepoint count and total time within 1 % of the JVM's counters,
 # thread starts equal to java.threads.started.
 #
 # Pods are bound to the node by spec.nodeName: nothing here depends on the scheduler. Every
@@ -283,7 +283,7 @@ for d in "${SIDECARS[@]}"; do
     bad "$d: sidecar /metrics at $url and JVM counters standing still" "$(kc logs "$pod" -c jvmdiag-sidecar 2>&1 | tail -3)"; continue
   fi
   sel="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-$d\""
-  if grep -F "$sel" "$WORK/side-$d" | grep -q '^jvmdiag_jvm_info{.*probe_mode="sidecar"'; then ok "$d: sidecar series labelled {$sel}, probe_mode=\"sidecar\""
+  if grep -F "$sel" "$WORK/side-$d" | grep -q '^jvmdiag_jvm_info{.*probe_mode="hsperfdata"'; then ok "$d: sidecar series labelled {$sel}, probe_mode=\"hsperfdata\""
   else bad "$d: sidecar labels" "$(grep '^jvmdiag_jvm_info' "$WORK/side-$d" | head -2)"; fi
   n=$(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/side-$d"); want_n=$(counter sun.rt.safepoints)
   t=$(msum jvmdiag_safepoint_pause_seconds_sum "$sel" "$WORK/side-$d")

@@ -1,5 +1,5 @@
-//! Wires the parts: preflight, collectors, discovery + attach manager, HTTP exposition.
-//! Single-threaded: one loop polls /proc on a timer and answers HTTP requests in between.
+//! The eBPF agent: preflight, collectors, discovery + attach manager, run by the main loop
+//! of src/serve.rs (a poll scans /proc, a scrape reads every collector).
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
@@ -10,13 +10,13 @@ use crate::collector::{Collector, LoadConfig, REGISTRY};
 use crate::discovery::Discovery;
 use crate::exposition;
 use crate::model::Family;
-use crate::report::{self, AgentReport, CollectorReport, JvmReport};
+use crate::serve::{self, Mode};
+use crate::report::{self, AgentReport, CollectorReport};
 use crate::preflight::{self, Fatal};
 
 #[derive(Default)]
 struct AgentStats {
     proc_unreadable: u64,
-    last_scrape: Option<Duration>,
     /// Kubernetes mode (`--node-name`): pod attribution (src/kube/).
     kube: Option<crate::kube::Attributor>,
     /// hsperfdata safepoint samples of JVMs without the safepoints collector.
@@ -37,48 +37,51 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         let r = REGISTRY.iter().find(|r| r.name == *name).expect("registered");
         collectors.push((r.load)(&load_cfg, traced.as_fd()).map_err(bpf_fatal)?);
     }
-    let server = tiny_http::Server::http(cfg.cli.listen)
-        .map_err(|e| Fatal(format!("cannot listen on {} ({e}): choose a free address with --listen", cfg.cli.listen)))?;
+    let server = serve::listen(&cfg)?;
     let host = cfg.cli.host.clone().unwrap_or_else(hostname);
     tracing::info!(listen = %cfg.cli.listen, collectors = %cfg.collectors.join(","), "jvmdiag-agent: serving http://{}/metrics", cfg.cli.listen);
 
     let mut mgr = AttachManager::new(collectors, traced, host);
     mgr.match_jvm = cfg.cli.match_jvm.clone();
-    let mut disc = Discovery::default();
-    let mut stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
-    let started = Instant::now();
-    let mut next_poll = Instant::now();
-    loop {
-        let now = Instant::now();
-        if cfg.cli.exit_after > 0 && now.duration_since(started).as_secs() >= cfg.cli.exit_after {
-            return Ok(());
-        }
-        if now >= next_poll {
-            mgr.reap();
-            stats.fallback.poll(&mut mgr);
-            match disc.poll(&mgr.known()) {
-                Ok(p) => {
-                    stats.proc_unreadable += p.unreadable;
-                    for f in p.found {
-                        match stats.kube.as_mut() {
-                            Some(k) => k.offer(f),
-                            None => mgr.add(f, None),
-                        }
+    let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
+    let mut agent = Agent { mgr, disc: Discovery::default(), stats };
+    serve::run(&cfg, server, &mut agent)
+}
+
+struct Agent {
+    mgr: AttachManager,
+    disc: Discovery,
+    stats: AgentStats,
+}
+
+impl Mode for Agent {
+    fn banner(&self) -> &'static str {
+        "jvmdiag-agent"
+    }
+
+    fn poll(&mut self) {
+        let (mgr, stats) = (&mut self.mgr, &mut self.stats);
+        mgr.reap();
+        stats.fallback.poll(mgr);
+        match self.disc.poll(&mgr.known()) {
+            Ok(p) => {
+                stats.proc_unreadable += p.unreadable;
+                for f in p.found {
+                    match stats.kube.as_mut() {
+                        Some(k) => k.offer(f),
+                        None => mgr.add(f, None),
                     }
                 }
-                Err(e) => crate::log::warn(&format!("scanning /proc: {e}")),
             }
-            if let Some(k) = stats.kube.as_mut() {
-                k.resolve(&mut mgr);
-            }
-            next_poll = now + cfg.poll_interval();
+            Err(e) => crate::log::warn(&format!("scanning /proc: {e}")),
         }
-        let wait = next_poll.saturating_duration_since(Instant::now());
-        match server.recv_timeout(wait) {
-            Ok(Some(req)) => serve(req, &mut mgr, &mut stats),
-            Ok(None) => {}
-            Err(e) => crate::log::warn(&format!("http: {e}")),
+        if let Some(k) = stats.kube.as_mut() {
+            k.resolve(mgr);
         }
+    }
+
+    fn scrape(&mut self, previous: Option<Duration>) -> String {
+        scrape(&mut self.mgr, &self.stats, previous)
     }
 }
 
@@ -95,16 +98,8 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
-fn serve(req: tiny_http::Request, mgr: &mut AttachManager, stats: &mut AgentStats) {
-    let mut took = None;
-    exposition::respond(req, "jvmdiag-agent", &mut took, || scrape(mgr, stats));
-    if took.is_some() {
-        stats.last_scrape = took;
-    }
-}
-
 /// One scrape: every collector, the per-JVM hsperfdata gauges, the agent's own health.
-fn scrape(mgr: &mut AttachManager, stats: &AgentStats) -> String {
+fn scrape(mgr: &mut AttachManager, stats: &AgentStats, previous: Option<Duration>) -> String {
     mgr.reap();
     let exited_before = mgr.exited();
     let mut fams: Vec<Family> = Vec::new();
@@ -126,13 +121,11 @@ fn scrape(mgr: &mut AttachManager, stats: &AgentStats) -> String {
     let mut jvms = Vec::with_capacity(pids.len());
     for pid in pids {
         let pd = mgr.read_perfdata(pid);
-        let live = pd.as_ref().and_then(|p| p.long("java.threads.live"));
         if let Some(j) = mgr.jvms.get_mut(&pid) {
             crate::fallback::scrape_jvm(j, pd.as_ref(), &stats.fallback, pid, &mut fams);
         }
         let j = &mgr.jvms[&pid];
-        let (java_version, vendor) = j.info.clone().unwrap_or_default();
-        jvms.push(JvmReport { slot: j.slot, threads_live: live, java_version, vendor, probe_mode: j.probe_mode });
+        jvms.push(crate::perfdata::jvm_report(j.slot, pd.as_ref(), j.info.clone(), j.probe_mode));
     }
     fams.extend(report::jvm_families(&jvms));
     report.traced_pids_entries = mgr.traced_pids_entries() as u64;
@@ -142,7 +135,7 @@ fn scrape(mgr: &mut AttachManager, stats: &AgentStats) -> String {
     report.links = mgr.links() as u64;
     report.proc_unreadable = stats.proc_unreadable;
     report.failures = mgr.failures.clone();
-    report.last_scrape_seconds = stats.last_scrape.map(|d| d.as_secs_f64());
+    report.last_scrape_seconds = previous.map(|d| d.as_secs_f64());
     fams.extend(report::agent_families(&report));
     fams.extend(crate::fallback::agent_families(mgr, &stats.fallback));
 

@@ -26,7 +26,8 @@ use jvmdiag_inspect::limits::{ELF_MAX_BYTES, HSPERFDATA_MAX_BYTES};
 use jvmdiag_inspect::root::ProcRoot;
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
-use crate::collector::{Collector, ProbeMode, REGISTRY};
+use crate::collector::{Collector, REGISTRY};
+use crate::metrics::ProbeMode;
 use crate::discovery::{self, FileId, Found};
 use crate::file_identity::FileIdentity;
 use crate::labels::JvmLabels;
@@ -59,7 +60,7 @@ pub struct Jvm {
     pub slot: u32,
     pub labels: JvmLabels,
     pub state: JvmState,
-    pub probe_mode: &'static str,
+    pub probe_mode: ProbeMode,
     /// (java_version, vendor) from hsperfdata, once read.
     pub info: Option<(String, String)>,
     /// Collectors that could not attach to this JVM's libjvm.so (src/fallback.rs fills in).
@@ -204,11 +205,7 @@ impl AttachManager {
         self.seen += 1;
         let group = self.groups.get_mut(&file).expect("group inserted above");
         group.users += 1;
-        let probe_mode = match group.mode {
-            ProbeMode::Usdt => "usdt",
-            ProbeMode::Uprobe => "uprobe",
-            ProbeMode::Hsperfdata => "hsperfdata",
-        };
+        let probe_mode = group.mode;
         let missing = group.failed.clone();
         let labels = JvmLabels::standalone(&self.host, pid, &found.name);
         self.jvms.insert(
@@ -259,7 +256,7 @@ impl AttachManager {
                 }
                 Err(e) => {
                     crate::log::warn(&format!("pid {} ({}): collector {}: {e:#}", found.pid, found.libjvm_path, c.name()));
-                    let reason = if crate::collector::needs_sys_admin(&e) { "needs_cap_sys_admin" } else { "collector_failed" };
+                    let reason = if crate::probe::needs_sys_admin(&e) { "needs_cap_sys_admin" } else { "collector_failed" };
                     failed.push((c.name(), reason));
                 }
             }
@@ -375,15 +372,7 @@ impl AttachManager {
         let bytes = read_all(f, HSPERFDATA_MAX_BYTES)?;
         let pd = hsperfdata::parse(&bytes).ok()?;
         if j.info.is_none() {
-            let v = crate::labels::bounded_info(pd.string("java.property.java.version").unwrap_or(""));
-            let vendor = pd
-                .string("java.property.java.vendor")
-                .or_else(|| pd.string("java.property.java.vm.vendor"))
-                .map(crate::labels::bounded_info)
-                .unwrap_or_default();
-            if !v.is_empty() {
-                j.info = Some((v, vendor));
-            }
+            j.info = crate::perfdata::version_vendor(&pd);
         }
         Some(pd)
     }

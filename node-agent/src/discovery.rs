@@ -43,8 +43,8 @@ impl FileId {
 #[derive(Debug, Clone)]
 pub struct Found {
     pub pid: u32,
-    /// The pid inside the JVM's own pid namespace (names its hsperfdata file; for the
-    /// hsperfdata fallback and pod attribution, which build on this).
+    /// The pid inside the JVM's own pid namespace (what its hsperfdata file is named). Not
+    /// read yet: the hsperfdata file is found through the JVM's mappings instead.
     #[allow(dead_code)]
     pub nspid: u32,
     pub libjvm: FileId,

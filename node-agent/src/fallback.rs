@@ -11,6 +11,9 @@
 //! | compilation | `jvmdiag_compilations_total{compiler="unknown"}` = `sun.ci.totalCompiles` |
 //! | vmops       | nothing (hsperfdata has no VM operation counters)                       |
 //!
+//! The counters are mapped by src/perfdata.rs (as in the sidecar); the safepoint sampling
+//! below is this module's own.
+//!
 //! Safepoint histograms: count and sum always equal the JVM's counters. The counters are
 //! sampled at every discovery poll (200 ms); a poll interval with one new safepoint gives its
 //! exact duration, one with n > 1 gives n observations of the mean (counted in
@@ -23,8 +26,9 @@ use std::collections::{BTreeMap, HashMap};
 use jvmdiag_inspect::hsperfdata::PerfData;
 
 use crate::attach::{AttachManager, Jvm, JvmState};
-use crate::collector::{compilation, safepoints, threads};
-use crate::model::{Family, Hist, Kind, Value, BOUNDS_SECONDS};
+use crate::metrics::{self, ProbeMode};
+use crate::model::{Family, Hist, Value};
+use crate::perfdata;
 
 /// Safepoint counters of the JVMs that lack the safepoints collector, sampled at each poll.
 #[derive(Default)]
@@ -44,27 +48,11 @@ struct SafepointSeries {
     sync: Hist,
 }
 
-/// The histogram slot of a duration (bounds of docs/metrics.md; last = +Inf).
-fn slot_of(ns: u64) -> usize {
-    let s = ns as f64 / 1e9;
-    BOUNDS_SECONDS.iter().position(|&b| s <= b).unwrap_or(BOUNDS_SECONDS.len())
-}
-
 /// Moves `n` observations that summed to `old_ns` to their bucket for `new_ns` (>= old_ns).
 fn amend(h: &mut Hist, n: u64, old_ns: u64, new_ns: u64) {
-    h.buckets[slot_of(old_ns / n)] -= n;
-    h.buckets[slot_of(new_ns / n)] += n;
+    h.buckets[Hist::slot_of(old_ns / n)] -= n;
+    h.buckets[Hist::slot_of(new_ns / n)] += n;
     h.sum_ns += new_ns - old_ns;
-}
-
-/// Adds `n` observations summing to `total_ns`: exact for n == 1, the mean otherwise.
-fn observe(h: &mut Hist, n: u64, total_ns: u64) {
-    if n == 0 {
-        return;
-    }
-    h.buckets[slot_of(total_ns / n)] += n;
-    h.count += n;
-    h.sum_ns += total_ns;
 }
 
 fn ticks_to_ns(ticks: i64, hz: i64) -> u64 {
@@ -122,8 +110,8 @@ impl SafepointSeries {
             if dn > 1 {
                 *merged += dn;
             }
-            observe(&mut self.pause, dn, pause_ns);
-            observe(&mut self.sync, dn, sync_ns);
+            self.pause.observe(dn, pause_ns);
+            self.sync.observe(dn, sync_ns);
             self.newest = (dn, pause_ns, sync_ns);
         }
         self.last = now;
@@ -133,32 +121,15 @@ impl SafepointSeries {
 /// At a scrape, for one JVM: settles `hsperfdata` vs `none` for a JVM without probes, and
 /// adds the hsperfdata-derived series of the collectors that could not attach.
 pub fn scrape_jvm(j: &mut Jvm, pd: Option<&PerfData>, sampler: &Sampler, pid: u32, out: &mut Vec<Family>) {
-    if j.state == JvmState::Live && (j.probe_mode == "hsperfdata" || j.probe_mode == "none") {
-        j.probe_mode = if pd.is_some() { "hsperfdata" } else { "none" };
+    if j.state == JvmState::Live && matches!(j.probe_mode, ProbeMode::Hsperfdata | ProbeMode::None) {
+        j.probe_mode = if pd.is_some() { ProbeMode::Hsperfdata } else { ProbeMode::None };
     }
-    let slot = j.slot;
-    if j.missing.contains(&"threads") {
-        if let Some(n) = pd.and_then(|p| p.long("java.threads.started")) {
-            let mut f = threads::family();
-            f.jvm(slot, vec![("thread_name", "unknown".into())], Value::Counter(n.max(0) as u64));
-            out.push(f);
-        }
-    }
-    if j.missing.contains(&"compilation") {
-        if let Some(n) = pd.and_then(|p| p.long("sun.ci.totalCompiles")) {
-            let mut f = compilation::compilations_family();
-            f.jvm(slot, vec![("compiler", "unknown".into())], Value::Counter(n.max(0) as u64));
-            out.push(f);
-        }
+    if let Some(pd) = pd {
+        perfdata::counter_families(j.slot, pd, &j.missing, out);
     }
     if j.missing.contains(&"safepoints") {
         if let Some(s) = sampler.jvms.get(&pid) {
-            let op = || vec![("vm_operation", "unknown".to_string())];
-            let mut pause = safepoints::pause_family();
-            pause.jvm(slot, op(), Value::Histogram(s.pause.clone()));
-            let mut sync = safepoints::sync_family();
-            sync.jvm(slot, op(), Value::Histogram(s.sync.clone()));
-            out.extend([pause, sync]);
+            out.extend(perfdata::safepoint_families(j.slot, [(perfdata::UNNAMED, &s.pause, &s.sync)]));
         }
     }
 }
@@ -169,25 +140,15 @@ pub fn agent_families(mgr: &AttachManager, sampler: &Sampler) -> Vec<Family> {
     for r in mgr.untraced.values() {
         *by_reason.entry(r.clone()).or_default() += 1;
     }
-    let none = mgr.jvms.values().filter(|j| j.state == JvmState::Live && j.probe_mode == "none").count() as u64;
+    let none = mgr.jvms.values().filter(|j| j.state == JvmState::Live && j.probe_mode == ProbeMode::None).count() as u64;
     if none > 0 {
         *by_reason.entry("no_probes_no_hsperfdata".into()).or_default() += none;
     }
-    let mut untraced = Family::new(
-        "jvmdiag_agent_jvms_untraced",
-        "JVMs seen but not traced now, by reason (no_probes_no_hsperfdata, no_access, not_selected, ...).",
-        Kind::Gauge,
-    );
+    let mut untraced = metrics::AGENT_JVMS_UNTRACED.family();
     for (reason, n) in by_reason {
         untraced.agent(vec![("reason", reason)], Value::Gauge(n as f64));
     }
-    let mut merged = Family::new(
-        "jvmdiag_agent_hsperfdata_merged_safepoints_total",
-        "Safepoints of hsperfdata-mode JVMs recorded at the mean duration of their poll interval (more than one per interval).",
-        Kind::Counter,
-    );
-    merged.agent(vec![], Value::Counter(sampler.merged));
-    vec![untraced, merged]
+    vec![untraced, metrics::scalar(&metrics::AGENT_HSPERFDATA_MERGED, sampler.merged as f64)]
 }
 
 #[cfg(test)]
@@ -197,11 +158,11 @@ mod tests {
     #[test]
     fn one_safepoint_per_interval_is_exact_and_many_are_the_mean() {
         let mut h = Hist::default();
-        observe(&mut h, 1, 3_000_000); // 3 ms -> le 0.005
+        h.observe(1, 3_000_000); // 3 ms -> le 0.005
         assert_eq!(h.buckets[2], 1);
-        observe(&mut h, 4, 400_000_000); // 4 x 100 ms -> le 0.1
+        h.observe(4, 400_000_000); // 4 x 100 ms -> le 0.1
         assert_eq!(h.buckets[6], 4);
-        observe(&mut h, 1, 61_000_000_000); // +Inf
+        h.observe(1, 61_000_000_000); // +Inf
         assert_eq!(h.buckets[15], 1);
         assert_eq!(h.count, 6);
         assert_eq!(h.sum_ns, 61_403_000_000);

@@ -3,7 +3,8 @@
 //! golden file through `promtool check metrics` and the metrics contract checker.
 use std::collections::{BTreeMap, HashMap};
 
-use crate::collector::{safepoints, threads, vmops, Health};
+use crate::collector::Health;
+use crate::metrics::{self, ProbeMode};
 use crate::exposition::{render, to_prometheus_text};
 use crate::labels::JvmLabels;
 use crate::model::{Hist, Value};
@@ -21,25 +22,25 @@ fn hist(per_bucket: &[(usize, u64)], sum_ns: u64) -> Value {
 
 fn fixture() -> String {
     let mut fams = Vec::new();
-    let mut t = threads::family();
+    let mut t = metrics::THREAD_STARTS.family();
     t.jvm(0, vec![("thread_name", "pool-N-thread-N".into())], Value::Counter(10_400));
     t.jvm(0, vec![("thread_name", "other".into())], Value::Counter(3));
     t.jvm(1, vec![("thread_name", "HandshakeCompletedNotify-Thread".into())], Value::Counter(1_000_000));
     fams.push(t);
-    let mut p = safepoints::pause_family();
+    let mut p = metrics::SAFEPOINT_PAUSE.family();
     p.jvm(0, vec![("vm_operation", "ThreadDump".into())], hist(&[(0, 20)], 4_000_000));
     p.jvm(1, vec![("vm_operation", "RedefineClasses".into())], hist(&[(12, 1), (15, 1)], 71_500_000_000));
     fams.push(p);
-    let mut s = safepoints::sync_family();
+    let mut s = metrics::SAFEPOINT_SYNC.family();
     s.jvm(0, vec![("vm_operation", "ThreadDump".into())], hist(&[(0, 20)], 200_000));
     fams.push(s);
-    let mut v = vmops::family();
+    let mut v = metrics::VM_OPERATION.family();
     v.jvm(0, vec![("vm_operation", "G1CollectFull".into()), ("at_safepoint", "true".into())], hist(&[(3, 5)], 41_000_000));
     v.jvm(0, vec![("vm_operation", "HandshakeAllThreads".into()), ("at_safepoint", "false".into())], hist(&[(0, 4)], 312_000));
     fams.push(v);
     fams.extend(jvm_families(&[
-        JvmReport { slot: 0, threads_live: Some(12), java_version: "17.0.15".into(), vendor: "Debian".into(), probe_mode: "usdt" },
-        JvmReport { slot: 1, threads_live: None, java_version: "25.0.3".into(), vendor: "Eclipse Adoptium".into(), probe_mode: "uprobe" },
+        JvmReport { slot: 0, threads_live: Some(12), java_version: "17.0.15".into(), vendor: "Debian".into(), probe_mode: ProbeMode::Usdt },
+        JvmReport { slot: 1, threads_live: None, java_version: "25.0.3".into(), vendor: "Eclipse Adoptium".into(), probe_mode: ProbeMode::Uprobe },
     ]));
     let health = Health {
         events: vec![("thread__start", 10_403), ("JVM_StartThread", 0)],
@@ -63,7 +64,7 @@ fn fixture() -> String {
         last_scrape_seconds: Some(0.0015),
     }));
     // Slot 2 has no labels (released JVM): its samples must not appear.
-    let mut gone = threads::family();
+    let mut gone = metrics::THREAD_STARTS.family();
     gone.jvm(2, vec![("thread_name", "x".into())], Value::Counter(1));
     fams.push(gone);
     let mut jvms = HashMap::new();
@@ -84,9 +85,9 @@ fn metrics_page_matches_golden_file() {
 }
 
 #[test]
-fn bucket_bounds_are_printed_as_docs_metrics_md_says() {
+fn bucket_bounds_are_printed_as_monitoring_histogram_bounds_txt_writes_them() {
     let page = fixture();
-    for le in ["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "30.0", "60.0", "+Inf"] {
+    for le in crate::model::BOUNDS_LE.iter().copied().chain(["+Inf"]) {
         assert!(page.contains(&format!("le=\"{le}\"")), "missing le={le}");
     }
 }
@@ -95,7 +96,7 @@ fn bucket_bounds_are_printed_as_docs_metrics_md_says() {
 fn openmetrics_keeps_eof_and_prometheus_text_drops_it() {
     let mut jvms = HashMap::new();
     jvms.insert(0, JvmLabels::standalone("h", 1, "M"));
-    let mut t = threads::family();
+    let mut t = metrics::THREAD_STARTS.family();
     t.jvm(0, vec![("thread_name", "a".into())], Value::Counter(1));
     let om = render(vec![t], &jvms);
     assert!(om.ends_with("# EOF\n"));
@@ -109,7 +110,7 @@ fn openmetrics_keeps_eof_and_prometheus_text_drops_it() {
 fn label_values_from_containers_are_escaped_and_forge_nothing() {
     let mut jvms = HashMap::new();
     jvms.insert(0, JvmLabels::standalone("h", 1, "app\"\n# TYPE x counter\\.jar"));
-    let mut t = threads::family();
+    let mut t = metrics::THREAD_STARTS.family();
     let hostile = ["x\"y", "back\\slash", "nl\nforged_total{namespace=\"kube-system\"} 1", "# TYPE jvmdiag_forged counter"];
     for name in hostile {
         t.jvm(0, vec![("thread_name", name.into())], Value::Counter(1));
@@ -123,4 +124,136 @@ fn label_values_from_containers_are_escaped_and_forge_nothing() {
     assert!(text.contains(r#"thread_name="nl\nforged_total{namespace=\"kube-system\"} 1""#), "{text}");
     assert!(text.contains(r#"jvm="app\"\n# TYPE x counter\\.jar""#), "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("# TYPE")).count(), 1, "{text}");
+}
+
+/// Map entries as the kernel writes them (the layouts of src/bpf/*.h, little-endian as on
+/// x86-64 and arm64), decoded by src/maps.rs and the collectors, rendered, and compared with
+/// tests/golden/maps.prom: a header change the decoding does not follow fails here.
+mod raw_maps {
+    use super::*;
+    use crate::collector::{compilation, threads};
+    use crate::maps;
+
+    fn name_key(slot: u32, flags: u32, name: &str) -> Vec<u8> {
+        let mut k = [slot.to_le_bytes(), flags.to_le_bytes()].concat();
+        let mut n = [0u8; 64];
+        n[..name.len()].copy_from_slice(name.as_bytes());
+        k.extend(n);
+        k
+    }
+
+    /// A VM operation named by its vtable (struct vtable_name in name_key.name).
+    fn vtable_key(slot: u32, file: u32, rel: u64) -> Vec<u8> {
+        let mut k = [slot.to_le_bytes(), 0u32.to_le_bytes(), [1, 0, 0, 0], file.to_le_bytes()].concat();
+        k.extend(rel.to_le_bytes());
+        k.resize(72, 0);
+        k
+    }
+
+    fn hist(buckets: &[(usize, u64)], sum_ns: u64) -> Vec<u8> {
+        let mut b = [0u64; 16];
+        for &(i, n) in buckets {
+            b[i] = n;
+        }
+        let count: u64 = b.iter().sum();
+        b.iter().chain([sum_ns, count].iter()).flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    fn u64s(v: &[u64]) -> Vec<u8> {
+        v.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    fn page() -> String {
+        let mut fams = Vec::new();
+
+        // threads_counts: struct name_hkey {slot, pad, hash} -> __u64; threads_names -> name_text.
+        let hkey = |slot: u32, hash: u64| [slot.to_le_bytes(), 0u32.to_le_bytes()].concat().into_iter().chain(hash.to_le_bytes()).collect::<Vec<u8>>();
+        let counts = vec![(hkey(0, 0xabc), u64s(&[10_400])), (hkey(1, 7), u64s(&[3])), (hkey(1, 8), u64s(&[5]))];
+        let names = |k: &[u8]| -> Option<Vec<u8>> {
+            let text = match k {
+                k if k == hkey(0, 0xabc) => "pool-N-thread-N",
+                k if k == hkey(1, 7) => "other",
+                _ => return None, // a name not stored (yet): no series
+            };
+            let mut t = text.as_bytes().to_vec();
+            t.resize(64, 0);
+            Some(t)
+        };
+        fams.push(threads::starts_family(&counts, names));
+
+        // sp_pause: struct name_key -> struct hist; one name, one vtable nobody resolves.
+        let mut pause = metrics::SAFEPOINT_PAUSE.family();
+        let pause_entries = vec![
+            (name_key(0, 0, "G1CollectForAllocation"), hist(&[(2, 3), (15, 1)], 61_010_000_000)),
+            (vtable_key(1, 0, 0x1234), hist(&[(0, 2)], 1_500_000)),
+        ];
+        maps::hist_family(&pause_entries, &mut pause, None, |k| vec![("vm_operation", k.name.clone())]);
+        fams.push(pause);
+
+        // vmops_hist: flags = at_safepoint.
+        let mut vm = metrics::VM_OPERATION.family();
+        let vm_entries = vec![
+            (name_key(0, 1, "G1CollectFull"), hist(&[(9, 1)], 800_000_000)),
+            (name_key(0, 0, "HandshakeAllThreads"), hist(&[(0, 4)], 312_000)),
+        ];
+        maps::hist_family(&vm_entries, &mut vm, None, |k| {
+            vec![("vm_operation", k.name.clone()), ("at_safepoint", (k.flags != 0).to_string())]
+        });
+        fams.push(vm);
+
+        // compilation: comp_stats {struct hist timed; __u64 untimed}, method_hot -> __u64,
+        // heap_usage -> heap_value {memory_usage {init, used, committed, max}, pool, tgid, layout},
+        // code_full: slot -> __u64.
+        let comp = |b: &[(usize, u64)], sum: u64, untimed: u64| [hist(b, sum), u64s(&[untimed])].concat();
+        let heap = |used: u64, max: u64| [u64s(&[2_555_904, used, 2_555_904, max, 0x7f00_0000_1000]), 4242u32.to_le_bytes().to_vec(), 0u32.to_le_bytes().to_vec()].concat();
+        let tables = compilation::Tables {
+            comp_stats: vec![
+                (name_key(0, 1, "C2"), comp(&[(0, 90), (3, 10)], 150_000_000, 2)),
+                (name_key(0, 1, "c2"), comp(&[(0, 1)], 500_000, 0)),
+                (name_key(0, 1, "C1"), comp(&[(0, 400)], 40_000_000, 0)),
+            ],
+            method_hot: vec![
+                (name_key(0, 0, "java/lang/String.hashCode"), u64s(&[7])),
+                (name_key(0, 0, "app/Main$$Lambda/0x0000000800c03000.apply"), u64s(&[5])),
+            ],
+            heap_usage: vec![(name_key(0, 0, "CodeHeap 'non-profiled nmethods'"), heap(1_048_576, 122_912_768))],
+            code_full: vec![(0u32.to_le_bytes().to_vec(), u64s(&[0])), (1u32.to_le_bytes().to_vec(), u64s(&[2]))],
+        };
+        fams.extend(compilation::families(&tables, 1, &|_| None));
+
+        let mut jvms = HashMap::new();
+        jvms.insert(0, JvmLabels::standalone("node-1", 4242, "Storm"));
+        jvms.insert(1, JvmLabels::standalone("node-1", 77, "app.jar"));
+        to_prometheus_text(&render(fams, &jvms))
+    }
+
+    #[test]
+    fn raw_map_bytes_decode_to_the_golden_page() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/maps.prom");
+        let got = page();
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(path, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(path).expect("golden file (UPDATE_GOLDEN=1 creates it)");
+        assert_eq!(got, want, "decoding changed; if intended, regenerate with UPDATE_GOLDEN=1");
+    }
+
+    #[test]
+    fn raw_map_bytes_decode_to_the_values_written() {
+        let p = page();
+        for line in [
+            r#"jvmdiag_thread_starts_total{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",thread_name="pool-N-thread-N"} 10400"#,
+            r#"le="0.001",host="node-1",jvm="app.jar",pid="77",namespace="",pod="",container="",vm_operation="unknown"} 2"#,
+            r#"vm_operation="G1CollectForAllocation"} 61.01"#,
+            r#"le="1.0",host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",vm_operation="G1CollectFull",at_safepoint="true"} 1"#,
+            r#"compiler="c2"} 103"#,
+            r#"method="java.lang.String.hashCode"} 7"#,
+            r#"method="other"} 496"#,
+            r#"jvmdiag_code_cache_used_bytes{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",code_heap="non-profiled nmethods"} 1048576.0"#,
+            r#"jvmdiag_code_cache_max_bytes{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",code_heap="non-profiled nmethods"} 122912768.0"#,
+            r#"jvmdiag_code_cache_full_total{host="node-1",jvm="app.jar",pid="77",namespace="",pod="",container=""} 2"#,
+        ] {
+            assert!(p.contains(line), "missing {line} in:\n{p}");
+        }
+    }
 }

@@ -20,8 +20,7 @@ pub enum Scope {
     /// `--standalone`: the host name and the host pid.
     Standalone { host: String, pid: u32 },
     /// A JVM in a pod traced because of a `JvmDiagnostics` resource (filled by the pod
-    /// watch of Kubernetes mode).
-    #[allow(dead_code)]
+    /// watch of Kubernetes mode, or the sidecar's environment).
     Kubernetes { jvmdiagnostics: String },
 }
 

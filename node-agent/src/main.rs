@@ -12,11 +12,17 @@ mod golden_test;
 mod kube;
 mod labels;
 mod log;
+mod maps;
+mod metrics;
 mod model;
+mod perfdata;
 mod preflight;
+mod probe;
 mod report;
+mod serve;
 mod sidecar;
 mod skel;
+mod symbols;
 
 fn main() {
     let cfg = match cli::parse_from(std::env::args_os()) {

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use crate::collector::Health;
-use crate::model::{Family, Kind, Value};
+use crate::metrics::{self, scalar, ProbeMode};
+use crate::model::{Family, Value};
 
 /// What a scrape learned about one JVM outside the kernel maps.
 #[derive(Debug, Clone)]
@@ -12,7 +13,7 @@ pub struct JvmReport {
     pub threads_live: Option<i64>,
     pub java_version: String,
     pub vendor: String,
-    pub probe_mode: &'static str,
+    pub probe_mode: ProbeMode,
 }
 
 #[derive(Debug, Clone)]
@@ -38,12 +39,8 @@ pub struct AgentReport {
 }
 
 pub fn jvm_families(jvms: &[JvmReport]) -> Vec<Family> {
-    let mut live = Family::new("jvmdiag_threads_live", "Live platform threads (hsperfdata java.threads.live).", Kind::Gauge);
-    let mut info = Family::new(
-        "jvmdiag_jvm_info",
-        "A traced JVM: its version, vendor and how it is probed (usdt, uprobe, hsperfdata).",
-        Kind::Gauge,
-    );
+    let mut live = metrics::THREADS_LIVE.family();
+    let mut info = metrics::JVM_INFO.family();
     for j in jvms {
         if let Some(n) = j.threads_live {
             live.jvm(j.slot, vec![], Value::Gauge(n as f64));
@@ -53,7 +50,7 @@ pub fn jvm_families(jvms: &[JvmReport]) -> Vec<Family> {
             vec![
                 ("java_version", j.java_version.clone()),
                 ("vendor", j.vendor.clone()),
-                ("probe_mode", j.probe_mode.to_string()),
+                ("probe_mode", j.probe_mode.as_str().to_string()),
             ],
             Value::Gauge(1.0),
         );
@@ -62,27 +59,13 @@ pub fn jvm_families(jvms: &[JvmReport]) -> Vec<Family> {
 }
 
 pub fn agent_families(r: &AgentReport) -> Vec<Family> {
-    let mut dur = Family::new(
-        "jvmdiag_agent_collector_duration_seconds",
-        "Time this scrape spent reading each collector's kernel maps.",
-        Kind::Gauge,
-    );
-    let mut ok = Family::new("jvmdiag_agent_collector_success", "1 if the collector's maps were read at this scrape.", Kind::Gauge);
-    let mut events = Family::new("jvmdiag_agent_probe_events_total", "Probe hits from traced JVMs, by collector and probe.", Kind::Counter);
-    let mut map_errors =
-        Family::new("jvmdiag_agent_map_errors_total", "Kernel map updates that failed (a full map); those events were not counted.", Kind::Counter);
-    let mut overflow = Family::new(
-        "jvmdiag_agent_names_overflow_total",
-        "Events counted under \"other\" because the JVM had used its name budget.",
-        Kind::Counter,
-    );
-    let mut filtered = Family::new(
-        "jvmdiag_agent_filtered_events_total",
-        "Events deliberately not counted (threads: JVM-internal hidden threads).",
-        Kind::Counter,
-    );
-    let mut entries =
-        Family::new("jvmdiag_agent_map_entries", "Entries in the agent's kernel maps (per-JVM tables and traced_pids).", Kind::Gauge);
+    let mut dur = metrics::AGENT_COLLECTOR_DURATION.family();
+    let mut ok = metrics::AGENT_COLLECTOR_SUCCESS.family();
+    let mut events = metrics::AGENT_PROBE_EVENTS.family();
+    let mut map_errors = metrics::AGENT_MAP_ERRORS.family();
+    let mut overflow = metrics::AGENT_NAMES_OVERFLOW.family();
+    let mut filtered = metrics::AGENT_FILTERED_EVENTS.family();
+    let mut entries = metrics::AGENT_MAP_ENTRIES.family();
     for c in &r.collectors {
         let cl = || vec![("collector", c.name.to_string())];
         dur.agent(cl(), Value::Gauge(c.seconds));
@@ -98,20 +81,16 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
         }
     }
     entries.agent(vec![("map", "traced_pids".into())], Value::Gauge(r.traced_pids_entries as f64));
-    let mut fails = Family::new(
-        "jvmdiag_agent_attach_failures_total",
-        "JVMs (or collectors on a JVM) that could not be attached, by reason.",
-        Kind::Counter,
-    );
+    let mut fails = metrics::AGENT_ATTACH_FAILURES.family();
     for ((reason, collector), n) in &r.failures {
         fails.agent(vec![("reason", reason.clone()), ("collector", collector.clone())], Value::Counter(*n));
     }
     let mut out = vec![
-        gauge("jvmdiag_agent_jvms_attached", "JVMs traced now.", r.jvms_attached as f64),
-        counter("jvmdiag_agent_jvms_seen_total", "JVMs attached since the agent started.", r.jvms_seen),
-        gauge("jvmdiag_agent_libjvm_files", "Distinct libjvm.so files the probes are attached to.", r.libjvm_files as f64),
-        gauge("jvmdiag_agent_bpf_links", "BPF links (attached probes) the agent holds.", r.links as f64),
-        counter("jvmdiag_agent_proc_unreadable_total", "Processes whose /proc entries could not be read during discovery.", r.proc_unreadable),
+        scalar(&metrics::AGENT_JVMS_ATTACHED, r.jvms_attached as f64),
+        scalar(&metrics::AGENT_JVMS_SEEN, r.jvms_seen as f64),
+        scalar(&metrics::AGENT_LIBJVM_FILES, r.libjvm_files as f64),
+        scalar(&metrics::AGENT_BPF_LINKS, r.links as f64),
+        scalar(&metrics::AGENT_PROC_UNREADABLE, r.proc_unreadable as f64),
         fails,
         dur,
         ok,
@@ -122,19 +101,7 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
         entries,
     ];
     if let Some(d) = r.last_scrape_seconds {
-        out.push(gauge("jvmdiag_agent_scrape_duration_seconds", "Duration of the previous scrape.", d));
+        out.push(scalar(&metrics::AGENT_SCRAPE_DURATION, d));
     }
     out
-}
-
-fn gauge(name: &'static str, help: &'static str, v: f64) -> Family {
-    let mut f = Family::new(name, help, Kind::Gauge);
-    f.agent(vec![], Value::Gauge(v));
-    f
-}
-
-fn counter(name: &'static str, help: &'static str, v: u64) -> Family {
-    let mut f = Family::new(name, help, Kind::Counter);
-    f.agent(vec![], Value::Counter(v));
-    f
 }

@@ -223,7 +223,7 @@ fn check_jdk(jdk: &str, tag: &str, per_pid: bool) {
 
     // Labels per the contract.
     let info = s.iter().find(|(n, _, _)| n == "jvmdiag_jvm_info").expect("jvm_info").1.clone();
-    for want in ["namespace=\"ns1\"", "pod=\"pod-1\"", "container=\"app\"", "jvm=\"SafepointBurst\"", "jvmdiagnostics=\"burst\"", "probe_mode=\"sidecar\""] {
+    for want in ["namespace=\"ns1\"", "pod=\"pod-1\"", "container=\"app\"", "jvm=\"SafepointBurst\"", "jvmdiagnostics=\"burst\"", "probe_mode=\"hsperfdata\""] {
         assert!(info.contains(want), "{want} missing in {info}");
     }
     assert!(s.iter().any(|(n, l, _)| n == "jvmdiag_safepoint_pause_seconds_count" && l.contains("vm_operation=\"G1CollectFull\"")), "{text}");

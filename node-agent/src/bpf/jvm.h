@@ -18,9 +18,10 @@
 #define COLLECTOR_COMPILATION 3
 #define WANTS(collector) (1u << (SLOT_BITS + (collector)))
 
-/* Duration histogram: bounds in docs/metrics.md (0.001 ... 60 s) plus +Inf.
- * Counts are per bucket (not cumulative); the exposition accumulates. Nanoseconds in u64. */
-#define HIST_BOUNDS 15
+/* Duration histogram: the bounds of monitoring/histogram-bounds.txt plus +Inf (HIST_BOUNDS
+ * is generated from that file by build.rs). Counts are per bucket (not cumulative); the
+ * exposition accumulates. Nanoseconds in u64. */
+#include "hist_bounds.h"
 #define HIST_SLOTS (HIST_BOUNDS + 1)
 struct hist {
 	__u64 buckets[HIST_SLOTS];
@@ -45,6 +46,7 @@ struct vtable_name {
 	__u32 file; /* the loader's index of the libjvm.so (high 32 bits of the cookie) */
 	__u64 rel;  /* vtable pointer minus the file's load bias */
 };
+_Static_assert(sizeof(struct vtable_name) <= NAME_LEN, "a vtable name must fit a name");
 
 /* Agent-health counters, one per-CPU array per collector (index = enum value). */
 enum stat_id {

@@ -16,12 +16,20 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use jvmdiag_inspect::elf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::{Link, MapCore};
 
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
-use crate::model::{Family, Hist, Kind, Value};
+use crate::maps::{self, decode};
+use crate::metrics;
+use crate::model::{Family, Hist, Value};
+use crate::probe;
+use crate::skel::compilation::types::{comp_stats, heap_value};
 use crate::skel::compilation::{CompilationSkel, CompilationSkelBuilder};
 use crate::skel::consts;
+
+// SAFETY: plain C structs of integers (generated from src/bpf/compilation.h).
+unsafe impl plain::Plain for comp_stats {}
+unsafe impl plain::Plain for heap_value {}
 
 const PROBES: [&str; 6] = super::probe_names([
     (consts::COMP_PROBE_BEGIN, "method__compile__begin"),
@@ -54,50 +62,6 @@ pub struct Compilation {
     layouts: RefCell<Vec<code_heap::Layout>>,
 }
 
-pub fn compilations_family() -> Family {
-    Family::new(
-        "jvmdiag_compilations_total",
-        "JIT compilations finished (successful or not), by compiler.",
-        Kind::Counter,
-    )
-}
-
-pub fn seconds_family() -> Family {
-    Family::new(
-        "jvmdiag_compilation_seconds",
-        "Duration of JIT compilations, by compiler (compilations in flight when the agent attached are counted but not timed).",
-        Kind::Histogram,
-    )
-}
-
-pub fn methods_family() -> Family {
-    Family::new(
-        "jvmdiag_method_compilations_total",
-        "JIT compilations of the JVM's most-compiled methods (pkg.Class.method); the rest are \"other\". Needs USDT probes.",
-        Kind::Counter,
-    )
-}
-
-pub fn used_family() -> Family {
-    Family::new(
-        "jvmdiag_code_cache_used_bytes",
-        "Code cache bytes in use per code heap (jcmd Compiler.codecache used). Needs .symtab.",
-        Kind::Gauge,
-    )
-}
-
-pub fn max_family() -> Family {
-    Family::new("jvmdiag_code_cache_max_bytes", "Code cache size reserved per code heap. Needs .symtab.", Kind::Gauge)
-}
-
-pub fn full_family() -> Family {
-    Family::new(
-        "jvmdiag_code_cache_full_total",
-        "Times the JVM found a code heap full (\"CodeCache is full. Compiler has been disabled\"; jcmd Compiler.codecache full_count). Needs .symtab.",
-        Kind::Counter,
-    )
-}
-
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open =
         CompilationSkelBuilder::default().open(super::object_storage()).context("open compilation.bpf.o")?;
@@ -108,7 +72,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.hot_threshold = HOT_THRESHOLD;
     ro.max_heaps = MAX_HEAPS;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
-    super::prepare_uprobes(open.open_object_mut());
+    probe::prepare_uprobes(open.open_object_mut());
     open.maps.comp_stats.set_max_entries(super::table_size(MAX_COMPILERS))?;
     open.maps.method_hot.set_max_entries(super::table_size(hot_budget))?;
     open.maps.heap_usage.set_max_entries(super::table_size(MAX_HEAPS))?;
@@ -121,7 +85,7 @@ fn uprobe(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool) ->
 }
 
 fn uprobe_cookie(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool, cookie: u64) -> Result<Link> {
-    super::uprobe_sym(p, binary, sym, ret, cookie)
+    probe::uprobe_sym(p, binary, sym, ret, cookie)
 }
 
 /// The first function in `.symtab` whose mangled name starts with `prefix` (no `.cold`
@@ -226,100 +190,37 @@ impl Collector for Compilation {
     }
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
-        let maps = &self.skel.maps;
-        // Compilers: merge names that normalise alike ("C2" and "c2").
-        let mut comp: BTreeMap<(u32, String), (Hist, u64)> = BTreeMap::new();
-        let mut named_total: HashMap<u32, u64> = HashMap::new();
-        for k in maps.comp_stats.keys() {
-            let (Some(nk), Some(v)) = (super::parse_name_key(&k), maps.comp_stats.lookup(&k, MapFlags::ANY)?) else {
-                continue;
-            };
-            let Some(h) = super::parse_hist(&v) else { continue };
-            let untimed = v.get(18 * 8..19 * 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
-            let e = comp.entry((nk.slot, compiler_label(&nk.name))).or_default();
-            add_hist(&mut e.0, &h);
-            e.1 += untimed;
-            if nk.flags == consts::COMP_FLAG_USDT {
-                *named_total.entry(nk.slot).or_default() += h.count + untimed;
-            }
-        }
-        let mut total = compilations_family();
-        let mut secs = seconds_family();
-        for ((slot, c), (h, untimed)) in &comp {
-            total.jvm(*slot, vec![("compiler", c.clone())], Value::Counter(h.count + untimed));
-            secs.jvm(*slot, vec![("compiler", c.clone())], Value::Histogram(h.clone()));
-        }
-
-        // Methods: top K per JVM by count; "other" is the rest of that JVM's compilations.
-        let mut per_jvm: HashMap<u32, Vec<(String, u64)>> = HashMap::new();
-        for k in maps.method_hot.keys() {
-            let (Some(nk), Some(v)) = (super::parse_name_key(&k), maps.method_hot.lookup(&k, MapFlags::ANY)?) else {
-                continue;
-            };
-            let n = u64::from_ne_bytes(v.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
-            per_jvm.entry(nk.slot).or_default().push((method_label(&nk.name), n));
-        }
-        let mut methods = methods_family();
-        let slots: HashSet<u32> = per_jvm.keys().chain(named_total.keys()).copied().collect();
-        for slot in slots {
-            let Some(&all) = named_total.get(&slot) else { continue }; // uprobe mode: no names
-            let top = top_k(per_jvm.remove(&slot).unwrap_or_default(), self.max_methods);
-            let named: u64 = top.iter().map(|(_, n)| n).sum();
-            for (m, n) in top {
-                methods.jvm(slot, vec![("method", m)], Value::Counter(n));
-            }
-            methods.jvm(slot, vec![("method", "other".into())], Value::Counter(all.saturating_sub(named)));
-        }
-
-        // Code heaps.
-        let mut used = used_family();
-        let mut max = max_family();
-        let mut heap_slots = HashSet::new();
-        for k in maps.heap_usage.keys() {
-            let (Some(nk), Some(v)) = (super::parse_name_key(&k), maps.heap_usage.lookup(&k, MapFlags::ANY)?) else {
-                continue;
-            };
-            let u = |i: usize| v.get(i * 8..i * 8 + 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
-            let (tgid, layout) = (u(5) & 0xffff_ffff, u(5) >> 32);
-            let layout = (layout as usize).checked_sub(1).and_then(|i| self.layouts.borrow().get(i).copied());
+        let m = &self.skel.maps;
+        let layouts = self.layouts.borrow();
+        let tables = Tables {
+            comp_stats: maps::entries(&m.comp_stats)?,
+            method_hot: maps::entries(&m.method_hot)?,
+            heap_usage: maps::entries(&m.heap_usage)?,
+            code_full: maps::entries(&m.code_full)?,
+        };
+        out.extend(families(&tables, self.max_methods, &|heap| {
             // Now, from the JVM's memory; else as of its last code allocation.
-            let now = layout.and_then(|l| code_heap::used_now(tgid as u32, u(4), &l, u(3)));
-            let heap = heap_label(&nk.name);
-            used.jvm(nk.slot, vec![("code_heap", heap.clone())], Value::Gauge(now.unwrap_or(u(1)) as f64));
-            max.jvm(nk.slot, vec![("code_heap", heap)], Value::Gauge(u(3) as f64));
-            heap_slots.insert(nk.slot);
-        }
-        // A JVM whose code heaps we see has the symbols of the full path too: report 0s.
-        let mut full = full_family();
-        for slot in 0..crate::attach::MAX_JVMS {
-            let n = maps
-                .code_full
-                .lookup(&slot.to_ne_bytes(), MapFlags::ANY)?
-                .and_then(|v| v.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_ne_bytes))
-                .unwrap_or(0);
-            if n > 0 || heap_slots.contains(&slot) {
-                full.jvm(slot, vec![], Value::Counter(n));
-            }
-        }
-        out.extend([total, secs, methods, used, max, full]);
+            let layout = (heap.layout as usize).checked_sub(1).and_then(|i| layouts.get(i).copied())?;
+            code_heap::used_now(heap.tgid, heap.pool, &layout, heap.mu.max)
+        }));
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
         let m = &self.skel.maps;
-        super::forget_slot(&m.comp_stats, slot)?;
-        super::forget_slot(&m.method_hot, slot)?;
-        super::forget_slot(&m.method_seen, slot)?;
-        super::forget_slot(&m.heap_usage, slot)?;
-        super::reset_slot(&m.code_full, slot)?;
-        super::reset_slot(&m.method_budget, slot)?;
-        super::reset_slot(&m.heap_budget, slot)?;
-        super::reset_slot(&m.name_budget, slot)
+        maps::forget_slot(&m.comp_stats, slot)?;
+        maps::forget_slot(&m.method_hot, slot)?;
+        maps::forget_slot(&m.method_seen, slot)?;
+        maps::forget_slot(&m.heap_usage, slot)?;
+        maps::reset_slot(&m.code_full, slot)?;
+        maps::reset_slot(&m.method_budget, slot)?;
+        maps::reset_slot(&m.heap_budget, slot)?;
+        maps::reset_slot(&m.name_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
         let m = &self.skel.maps;
-        let mut h = super::health_from(&super::read_stats(&m.stats)?, &PROBES);
+        let mut h = super::health_from(&maps::read_stats(&m.stats)?, &PROBES);
         h.entries = [m.comp_stats.keys().count(), m.method_hot.keys().count(), m.heap_usage.keys().count()]
             .iter()
             .sum::<usize>() as u64;
@@ -327,12 +228,85 @@ impl Collector for Compilation {
     }
 }
 
-fn add_hist(into: &mut Hist, h: &Hist) {
-    for (a, b) in into.buckets.iter_mut().zip(h.buckets.iter()) {
-        *a += b;
+/// The collector's tables as (key, value) bytes.
+pub struct Tables {
+    /// name_key (compiler) -> struct comp_stats
+    pub comp_stats: Vec<(Vec<u8>, Vec<u8>)>,
+    /// name_key (method) -> __u64 compilations
+    pub method_hot: Vec<(Vec<u8>, Vec<u8>)>,
+    /// name_key (code heap) -> struct heap_value
+    pub heap_usage: Vec<(Vec<u8>, Vec<u8>)>,
+    /// slot -> __u64 code cache full events
+    pub code_full: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The collector's families from its tables; `used_now` reads a code heap's current use
+/// from the JVM (None: keep the value of its last code allocation).
+pub fn families(t: &Tables, max_methods: usize, used_now: &dyn Fn(&heap_value) -> Option<u64>) -> [Family; 6] {
+    // Compilers: merge names that normalise alike ("C2" and "c2").
+    let mut comp: BTreeMap<(u32, String), (Hist, u64)> = BTreeMap::new();
+    let mut named_total: HashMap<u32, u64> = HashMap::new();
+    for (k, v) in &t.comp_stats {
+        let (Some(nk), Some(cs)) = (maps::name_key(k), decode::<comp_stats>(v)) else { continue };
+        let h = Hist { buckets: cs.timed.buckets, sum_ns: cs.timed.sum_ns, count: cs.timed.count };
+        let e = comp.entry((nk.slot, compiler_label(&nk.name))).or_default();
+        e.0.merge(&h);
+        e.1 += cs.untimed;
+        if nk.flags == consts::COMP_FLAG_USDT {
+            *named_total.entry(nk.slot).or_default() += h.count + cs.untimed;
+        }
     }
-    into.sum_ns += h.sum_ns;
-    into.count += h.count;
+    let mut total = metrics::COMPILATIONS.family();
+    let mut secs = metrics::COMPILATION_SECONDS.family();
+    for ((slot, c), (h, untimed)) in &comp {
+        total.jvm(*slot, vec![("compiler", c.clone())], Value::Counter(h.count + untimed));
+        secs.jvm(*slot, vec![("compiler", c.clone())], Value::Histogram(h.clone()));
+    }
+
+    // Methods: top K per JVM by count; "other" is the rest of that JVM's compilations.
+    let mut per_jvm: HashMap<u32, Vec<(String, u64)>> = HashMap::new();
+    for (k, v) in &t.method_hot {
+        let (Some(nk), Some(n)) = (maps::name_key(k), maps::counter(v)) else { continue };
+        per_jvm.entry(nk.slot).or_default().push((method_label(&nk.name), n));
+    }
+    let mut methods = metrics::METHOD_COMPILATIONS.family();
+    let mut slots: Vec<u32> = per_jvm.keys().chain(named_total.keys()).copied().collect::<HashSet<_>>().into_iter().collect();
+    slots.sort();
+    for slot in slots {
+        let Some(&all) = named_total.get(&slot) else { continue }; // uprobe mode: no names
+        let top = top_k(per_jvm.remove(&slot).unwrap_or_default(), max_methods);
+        let named: u64 = top.iter().map(|(_, n)| n).sum();
+        for (m, n) in top {
+            methods.jvm(slot, vec![("method", m)], Value::Counter(n));
+        }
+        methods.jvm(slot, vec![("method", "other".into())], Value::Counter(all.saturating_sub(named)));
+    }
+
+    // Code heaps.
+    let mut used = metrics::CODE_CACHE_USED.family();
+    let mut max = metrics::CODE_CACHE_MAX.family();
+    let mut heap_slots = HashSet::new();
+    for (k, v) in &t.heap_usage {
+        let (Some(nk), Some(hv)) = (maps::name_key(k), decode::<heap_value>(v)) else { continue };
+        let heap = heap_label(&nk.name);
+        let now = used_now(&hv).unwrap_or(hv.mu.used);
+        used.jvm(nk.slot, vec![("code_heap", heap.clone())], Value::Gauge(now as f64));
+        max.jvm(nk.slot, vec![("code_heap", heap)], Value::Gauge(hv.mu.max as f64));
+        heap_slots.insert(nk.slot);
+    }
+    // A JVM whose code heaps we see has the symbols of the full path too: report 0s.
+    let mut full = metrics::CODE_CACHE_FULL.family();
+    let mut fulls: BTreeMap<u32, u64> = heap_slots.into_iter().map(|s| (s, 0)).collect();
+    for (k, v) in &t.code_full {
+        let (Some(slot), Some(n)) = (decode::<u32>(k), maps::counter(v)) else { continue };
+        if n > 0 {
+            fulls.insert(slot, n);
+        }
+    }
+    for (slot, n) in fulls {
+        full.jvm(slot, vec![], Value::Counter(n));
+    }
+    [total, secs, methods, used, max, full]
 }
 
 /// "C2" -> "c2", "JVMCI" -> "jvmci"; anything odd a JVM reports is kept short and plain.

@@ -10,7 +10,10 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::MapCore;
 
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
-use crate::model::{Family, Kind};
+use crate::maps;
+use crate::metrics;
+use crate::model::Family;
+use crate::{probe, symbols};
 use crate::skel::consts;
 use crate::skel::safepoints::{SafepointsSkel, SafepointsSkelBuilder};
 
@@ -29,25 +32,7 @@ const END_SYM: &str = "_ZN14RuntimeService20record_safepoint_endEl";
 
 pub struct Safepoints {
     skel: SafepointsSkel<'static>,
-    vtables: super::VtableNames,
-}
-
-/// `jvmdiag_safepoint_pause_seconds{vm_operation}`, empty.
-pub fn pause_family() -> Family {
-    Family::new(
-        "jvmdiag_safepoint_pause_seconds",
-        "Time at safepoint (all threads stopped), by VM operation; sums to sun.rt.safepointTime.",
-        Kind::Histogram,
-    )
-}
-
-/// `jvmdiag_safepoint_sync_seconds{vm_operation}`, empty.
-pub fn sync_family() -> Family {
-    Family::new(
-        "jvmdiag_safepoint_sync_seconds",
-        "Time to safepoint (from the request until all threads stopped), by VM operation.",
-        Kind::Histogram,
-    )
+    vtables: symbols::VtableNames,
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
@@ -58,7 +43,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     // HotSpot on Linux counts these in ns (os::elapsed_frequency() == 1e9).
     ro.ticks_per_sec = 1_000_000_000;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
-    super::prepare_uprobes(open.open_object_mut());
+    probe::prepare_uprobes(open.open_object_mut());
     open.maps.sp_pause.set_max_entries(super::table_size(cfg.max_vmop_names))?;
     open.maps.sp_sync.set_max_entries(super::table_size(cfg.max_vmop_names))?;
     let skel = open.load().context("load safepoints.bpf.o")?;
@@ -66,7 +51,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
 }
 
 fn uprobe(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str) -> Result<libbpf_rs::Link> {
-    super::uprobe_sym(p, binary, sym, false, 0)
+    probe::uprobe_sym(p, binary, sym, false, 0)
 }
 
 impl Collector for Safepoints {
@@ -86,14 +71,14 @@ impl Collector for Safepoints {
             Err(e) => {
                 // No USDT notes: SafepointSynchronize::begin() and the operation evaluated
                 // inside, named by its vtable.
-                let (file, eval) = self.vtables.register(binary, super::SYM_EVALUATE)?;
+                let (file, eval) = self.vtables.register(binary, symbols::SYM_EVALUATE)?;
                 let Some(eval) = eval else {
                     return Err(e.context("and no VMThread::evaluate_operation in .symtab"));
                 };
-                let cookie = super::vtable_cookie(file, &eval)?;
+                let cookie = symbols::vtable_cookie(file, &eval)?;
                 let links = vec![
-                    super::uprobe_sym(&p.safepoint_begin_sym, binary, super::SYM_SP_BEGIN, false, 0)?,
-                    super::uprobe_sym(&p.safepoint_vmop_sym, binary, super::SYM_EVALUATE, false, cookie)?,
+                    probe::uprobe_sym(&p.safepoint_begin_sym, binary, symbols::SYM_SP_BEGIN, false, 0)?,
+                    probe::uprobe_sym(&p.safepoint_vmop_sym, binary, symbols::SYM_EVALUATE, false, cookie)?,
                 ];
                 (links, ProbeMode::Uprobe)
             }
@@ -118,7 +103,7 @@ impl Collector for Safepoints {
                         .attach_usdt(-1, binary, "hs_private", "safepoint__end")
                         .context("USDT hs_private:safepoint__end")?
                 } else {
-                    super::uprobe_sym(&p.safepoint_end_sym, binary, super::SYM_SP_END, false, 0)?
+                    probe::uprobe_sym(&p.safepoint_end_sym, binary, symbols::SYM_SP_END, false, 0)?
                 });
             }
         }
@@ -126,25 +111,25 @@ impl Collector for Safepoints {
     }
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
-        let op = |k: &super::NameKey| vec![("vm_operation", k.name.clone())];
-        let mut pause = pause_family();
-        super::hist_family(&self.skel.maps.sp_pause, &mut pause, Some(&self.vtables), op)?;
-        let mut sync = sync_family();
-        super::hist_family(&self.skel.maps.sp_sync, &mut sync, Some(&self.vtables), op)?;
+        let op = |k: &maps::NameKey| vec![("vm_operation", k.name.clone())];
+        let mut pause = metrics::SAFEPOINT_PAUSE.family();
+        maps::hist_family(&maps::entries(&self.skel.maps.sp_pause)?, &mut pause, Some(&self.vtables), op);
+        let mut sync = metrics::SAFEPOINT_SYNC.family();
+        maps::hist_family(&maps::entries(&self.skel.maps.sp_sync)?, &mut sync, Some(&self.vtables), op);
         out.push(pause);
         out.push(sync);
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
-        super::forget_slot(&self.skel.maps.sp_pause, slot)?;
-        super::forget_slot(&self.skel.maps.sp_sync, slot)?;
-        super::reset_slot(&self.skel.maps.sp_state, slot)?;
-        super::reset_slot(&self.skel.maps.name_budget, slot)
+        maps::forget_slot(&self.skel.maps.sp_pause, slot)?;
+        maps::forget_slot(&self.skel.maps.sp_sync, slot)?;
+        maps::reset_slot(&self.skel.maps.sp_state, slot)?;
+        maps::reset_slot(&self.skel.maps.name_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
-        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, &PROBES);
+        let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
         h.entries = self.skel.maps.sp_pause.keys().count() as u64 + self.skel.maps.sp_sync.keys().count() as u64;
         Ok(h)
     }

@@ -7,9 +7,13 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
-use crate::model::{Family, Kind, Value};
+use crate::maps::{self, decode};
+use crate::metrics;
+use crate::model::{c_name, Family, Value};
 use crate::skel::consts;
+use crate::skel::threads::types::{name_hkey, name_text};
 use crate::skel::threads::{ThreadsSkel, ThreadsSkelBuilder};
+use crate::{probe, symbols};
 
 const PROBES: [&str; 3] = super::probe_names([
     (consts::THREADS_PROBE_START, "thread__start"),
@@ -55,23 +59,18 @@ pub fn fnv1a_folded(name: &str) -> u64 {
     }
 }
 
-/// Key of threads_counts / threads_names (struct name_hkey in src/bpf/threads.h).
-fn parse_hkey(k: &[u8]) -> Option<(u32, u64)> {
-    Some((u32::from_ne_bytes(k.get(0..4)?.try_into().ok()?), u64::from_ne_bytes(k.get(8..16)?.try_into().ok()?)))
+// SAFETY: plain C structs of integers (generated from src/bpf/threads.h).
+unsafe impl plain::Plain for name_hkey {}
+unsafe impl plain::Plain for name_text {}
+
+/// The slot of a threads_counts / threads_names key.
+fn slot_of(k: &[u8]) -> Option<u32> {
+    decode::<name_hkey>(k).map(|k| k.slot)
 }
 
 pub struct Threads {
     skel: ThreadsSkel<'static>,
     jvm_start_thread: bool,
-}
-
-/// `jvmdiag_thread_starts_total{thread_name}`, empty.
-pub fn family() -> Family {
-    Family::new(
-        "jvmdiag_thread_starts_total",
-        "Platform threads started, by thread name with digit runs folded to N.",
-        Kind::Counter,
-    )
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
@@ -82,7 +81,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
         *slot = fnv1a_folded(name);
     }
     open.maps.traced_pids.reuse_fd(traced_pids)?;
-    super::prepare_uprobes(open.open_object_mut());
+    probe::prepare_uprobes(open.open_object_mut());
     open.maps.threads_counts.set_max_entries(super::table_size(cfg.max_thread_names))?;
     open.maps.threads_names.set_max_entries(super::table_size(cfg.max_thread_names))?;
     let skel = open.load().context("load threads.bpf.o")?;
@@ -96,15 +95,15 @@ impl Collector for Threads {
 
     fn attach(&self, binary: &Path) -> Result<Attached> {
         if self.jvm_start_thread {
-            let l = super::uprobe_sym(&self.skel.progs.jvm_start_thread, binary, "JVM_StartThread", false, 0)?;
+            let l = probe::uprobe_sym(&self.skel.progs.jvm_start_thread, binary, "JVM_StartThread", false, 0)?;
             return Ok(Attached { links: vec![l], mode: ProbeMode::Uprobe });
         }
         let usdt = match self.skel.progs.thread_start.attach_usdt(-1, binary, "hotspot", "thread__start") {
             Ok(l) => return Ok(Attached { links: vec![l], mode: ProbeMode::Usdt }),
             Err(e) => anyhow::Error::from(e).context("USDT hotspot:thread__start"),
         };
-        let syms = super::read_symbols(binary, &|n: &str| n == SYM_SET_NAME || n == SYM_MAIN_INNER)?;
-        let (Some(set), Some(inner)) = (super::function(&syms, SYM_SET_NAME), super::function(&syms, SYM_MAIN_INNER)) else {
+        let syms = symbols::read_symbols(binary, &|n: &str| n == SYM_SET_NAME || n == SYM_MAIN_INNER)?;
+        let (Some(set), Some(inner)) = (symbols::function(&syms, SYM_SET_NAME), symbols::function(&syms, SYM_MAIN_INNER)) else {
             return Err(usdt.context("and no os::set_native_thread_name / JavaThread::thread_main_inner in .symtab"));
         };
         // Cookie: thread_main_inner's distance from set_native_thread_name (signed, low
@@ -112,40 +111,41 @@ impl Collector for Threads {
         let delta = i32::try_from(inner.value as i64 - set.value as i64).context("thread_main_inner too far away")?;
         let size = u32::try_from(inner.size).context("thread_main_inner too large")?;
         let cookie = u64::from(size) << 32 | u64::from(delta as u32);
-        let l = super::uprobe_sym(&self.skel.progs.native_thread_name, binary, SYM_SET_NAME, false, cookie)?;
+        let l = probe::uprobe_sym(&self.skel.progs.native_thread_name, binary, SYM_SET_NAME, false, cookie)?;
         Ok(Attached { links: vec![l], mode: ProbeMode::Uprobe })
     }
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
-        let mut f = family();
-        let counts = &self.skel.maps.threads_counts;
         let names = &self.skel.maps.threads_names;
-        for k in counts.keys() {
-            let (Some((slot, _)), Some(v)) = (parse_hkey(&k), counts.lookup(&k, MapFlags::ANY)?) else { continue };
-            let n = u64::from_ne_bytes(v[..8].try_into()?);
-            let Some(text) = names.lookup(&k, MapFlags::ANY)? else { continue };
-            let raw: Vec<i8> = text.iter().map(|&b| b as i8).collect();
-            f.jvm(slot, vec![("thread_name", crate::model::c_name(&raw))], Value::Counter(n));
-        }
-        out.push(f);
+        let counts = maps::entries(&self.skel.maps.threads_counts)?;
+        out.push(starts_family(&counts, |k| names.lookup(k, MapFlags::ANY).ok().flatten()));
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
         for m in [&self.skel.maps.threads_counts, &self.skel.maps.threads_names] {
-            let doomed: Vec<Vec<u8>> = m.keys().filter(|k| parse_hkey(k).is_some_and(|(s, _)| s == slot)).collect();
-            for k in doomed {
-                let _ = m.delete(&k);
-            }
+            maps::forget_where(m, |k| slot_of(k) == Some(slot))?;
         }
-        super::reset_slot(&self.skel.maps.name_budget, slot)
+        maps::reset_slot(&self.skel.maps.name_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
-        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, &PROBES);
+        let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
         h.entries = (self.skel.maps.threads_counts.keys().count() + self.skel.maps.threads_names.keys().count()) as u64;
         Ok(h)
     }
+}
+
+/// `jvmdiag_thread_starts_total` from threads_counts entries (name_hkey -> __u64), the text
+/// of each name from threads_names (name_hkey -> name_text).
+pub fn starts_family(counts: &[(Vec<u8>, Vec<u8>)], name: impl Fn(&[u8]) -> Option<Vec<u8>>) -> Family {
+    let mut f = metrics::THREAD_STARTS.family();
+    for (k, v) in counts {
+        let (Some(key), Some(n)) = (decode::<name_hkey>(k), maps::counter(v)) else { continue };
+        let Some(text) = name(k).and_then(|t| decode::<name_text>(&t)) else { continue };
+        f.jvm(key.slot, vec![("thread_name", c_name(&text.name))], Value::Counter(n));
+    }
+    f
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::MapCore;
 
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
-use crate::model::{Family, Kind};
+use crate::maps;
+use crate::metrics;
+use crate::model::Family;
+use crate::{probe, symbols};
 use crate::skel::consts;
 use crate::skel::vmops::{VmopsSkel, VmopsSkelBuilder};
 
@@ -20,16 +23,7 @@ const PROBES: [&str; 4] = super::probe_names([
 
 pub struct Vmops {
     skel: VmopsSkel<'static>,
-    vtables: super::VtableNames,
-}
-
-/// `jvmdiag_vm_operation_seconds{vm_operation,at_safepoint}`, empty.
-pub fn family() -> Family {
-    Family::new(
-        "jvmdiag_vm_operation_seconds",
-        "Duration of VM operations, by operation and whether it ran at a safepoint.",
-        Kind::Histogram,
-    )
+    vtables: symbols::VtableNames,
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
@@ -37,7 +31,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let ro = open.maps.rodata_data.as_deref_mut().context("vmops: no rodata")?;
     ro.max_names = cfg.max_vmop_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
-    super::prepare_uprobes(open.open_object_mut());
+    probe::prepare_uprobes(open.open_object_mut());
     // Twice the budget: each name may appear at and not at a safepoint.
     open.maps.vmops_hist.set_max_entries(super::table_size(cfg.max_vmop_names.saturating_mul(2)))?;
     let skel = open.load().context("load vmops.bpf.o")?;
@@ -62,37 +56,37 @@ impl Collector for Vmops {
         };
         // No USDT notes: VMThread::evaluate_operation and its return, names by vtable,
         // at_safepoint from SafepointSynchronize::begin()/end().
-        let (file, eval) = self.vtables.register(binary, super::SYM_EVALUATE)?;
+        let (file, eval) = self.vtables.register(binary, symbols::SYM_EVALUATE)?;
         let Some(eval) = eval else {
             return Err(usdt.context("and no VMThread::evaluate_operation in .symtab"));
         };
-        let cookie = super::vtable_cookie(file, &eval)?;
+        let cookie = symbols::vtable_cookie(file, &eval)?;
         let links = vec![
-            super::uprobe_sym(&p.vmop_sp_begin, binary, super::SYM_SP_BEGIN, false, 0)?,
-            super::uprobe_sym(&p.vmop_sp_end, binary, super::SYM_SP_END, false, 0)?,
-            super::uprobe_sym(&p.vmop_begin_sym, binary, super::SYM_EVALUATE, false, cookie)?,
-            super::uprobe_sym(&p.vmop_end_sym, binary, super::SYM_EVALUATE, true, 0)?,
+            probe::uprobe_sym(&p.vmop_sp_begin, binary, symbols::SYM_SP_BEGIN, false, 0)?,
+            probe::uprobe_sym(&p.vmop_sp_end, binary, symbols::SYM_SP_END, false, 0)?,
+            probe::uprobe_sym(&p.vmop_begin_sym, binary, symbols::SYM_EVALUATE, false, cookie)?,
+            probe::uprobe_sym(&p.vmop_end_sym, binary, symbols::SYM_EVALUATE, true, 0)?,
         ];
         Ok(Attached { links, mode: ProbeMode::Uprobe })
     }
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
-        let mut f = family();
-        super::hist_family(&self.skel.maps.vmops_hist, &mut f, Some(&self.vtables), |k| {
+        let mut f = metrics::VM_OPERATION.family();
+        maps::hist_family(&maps::entries(&self.skel.maps.vmops_hist)?, &mut f, Some(&self.vtables), |k| {
             vec![("vm_operation", k.name.clone()), ("at_safepoint", (k.flags != 0).to_string())]
-        })?;
+        });
         out.push(f);
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
-        super::forget_slot(&self.skel.maps.vmops_hist, slot)?;
-        super::reset_slot(&self.skel.maps.vmop_state, slot)?;
-        super::reset_slot(&self.skel.maps.name_budget, slot)
+        maps::forget_slot(&self.skel.maps.vmops_hist, slot)?;
+        maps::reset_slot(&self.skel.maps.vmop_state, slot)?;
+        maps::reset_slot(&self.skel.maps.name_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
-        let mut h = super::health_from(&super::read_stats(&self.skel.maps.stats)?, &PROBES);
+        let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
         h.entries = self.skel.maps.vmops_hist.keys().count() as u64;
         Ok(h)
     }

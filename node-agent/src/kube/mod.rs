@@ -25,7 +25,8 @@ use crate::cli::Config;
 use crate::collector::REGISTRY;
 use crate::discovery::Found;
 use crate::labels::{JvmLabels, Scope};
-use crate::model::{Family, Kind, Value};
+use crate::metrics::{self, scalar};
+use crate::model::{Family, Value};
 use crate::preflight::Fatal;
 use attribution::Decision;
 
@@ -155,17 +156,7 @@ impl Attributor {
 
     fn families(&self) -> Vec<Family> {
         let sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        let g = |name: &'static str, help: &'static str, v: f64| {
-            let mut f = Family::new(name, help, Kind::Gauge);
-            f.agent(vec![], Value::Gauge(v));
-            f
-        };
-        let c = |name: &'static str, help: &'static str, v: u64| {
-            let mut f = Family::new(name, help, Kind::Counter);
-            f.agent(vec![], Value::Counter(v));
-            f
-        };
-        let mut pending = Family::new("jvmdiag_agent_kube_jvms_pending", "JVMs waiting for their pod (or its container ID) to appear in the watch, by reason.", Kind::Gauge);
+        let mut pending = metrics::KUBE_JVMS_PENDING.family();
         let mut by: BTreeMap<&str, u64> = BTreeMap::new();
         for (_, _, why) in self.pending.values() {
             *by.entry(why).or_default() += 1;
@@ -173,20 +164,16 @@ impl Attributor {
         for why in ["pod_unknown", "container_unknown"] {
             pending.agent(vec![("reason", why.to_string())], Value::Gauge(by.get(why).copied().unwrap_or(0) as f64));
         }
-        let mut skipped = Family::new(
-            "jvmdiag_agent_kube_jvms_skipped_total",
-            "JVMs not traced by the pod contract, by reason (not_injected, container_not_selected, not_in_pod).",
-            Kind::Counter,
-        );
+        let mut skipped = metrics::KUBE_JVMS_SKIPPED.family();
         for (why, n) in &self.skipped_total {
             skipped.agent(vec![("reason", why.to_string())], Value::Counter(*n));
         }
         vec![
-            g("jvmdiag_agent_kube_api_up", "1 while the pod watch is connected and listed; 0: the API server is unreachable and the last known pods are used.", if sh.api_up { 1.0 } else { 0.0 }),
-            g("jvmdiag_agent_kube_pods", "Pods on this node known to the agent.", sh.table.len() as f64),
-            c("jvmdiag_agent_kube_watch_events_total", "Pod watch events received.", sh.watch_events),
-            c("jvmdiag_agent_kube_watch_errors_total", "Pod watch errors (each retried with backoff).", sh.watch_errors),
-            c("jvmdiag_agent_kube_pending_dropped_total", "JVMs not waited for because too many were waiting.", self.pending_dropped),
+            scalar(&metrics::KUBE_API_UP, if sh.api_up { 1.0 } else { 0.0 }),
+            scalar(&metrics::KUBE_PODS, sh.table.len() as f64),
+            scalar(&metrics::KUBE_WATCH_EVENTS, sh.watch_events as f64),
+            scalar(&metrics::KUBE_WATCH_ERRORS, sh.watch_errors as f64),
+            scalar(&metrics::KUBE_PENDING_DROPPED, self.pending_dropped as f64),
             pending,
             skipped,
         ]
@@ -207,7 +194,7 @@ fn drop_unwanted<'a>(fams: &mut [Family], wanted: impl Iterator<Item = (u32, &'a
     for (slot, wanted) in wanted {
         for r in REGISTRY.iter().filter(|r| !wanted.contains(&r.name)) {
             for family in r.families {
-                off.entry(family().name).or_default().insert(slot);
+                off.entry(family.name).or_default().insert(slot);
             }
         }
     }
@@ -221,7 +208,6 @@ fn drop_unwanted<'a>(fams: &mut [Family], wanted: impl Iterator<Item = (u32, &'a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collector::{safepoints, threads};
     use crate::model::Sample;
 
     fn with_slots(mut f: Family, slots: &[Option<u32>]) -> Family {
@@ -237,9 +223,9 @@ mod tests {
     fn a_jvm_loses_only_the_series_of_collectors_its_pod_did_not_ask_for() {
         let all = [Some(1), Some(2), None];
         let mut fams = vec![
-            with_slots(threads::family(), &all),
-            with_slots(safepoints::pause_family(), &all),
-            with_slots(safepoints::sync_family(), &all),
+            with_slots(metrics::THREAD_STARTS.family(), &all),
+            with_slots(metrics::SAFEPOINT_PAUSE.family(), &all),
+            with_slots(metrics::SAFEPOINT_SYNC.family(), &all),
         ];
         let only_threads: &[&str] = &["threads"];
         let both: &[&str] = &["threads", "safepoints"];
@@ -251,7 +237,7 @@ mod tests {
 
     #[test]
     fn every_collector_names_families_of_its_own() {
-        let names: Vec<&str> = REGISTRY.iter().flat_map(|r| r.families.iter().map(|f| f().name)).collect();
+        let names: Vec<&str> = REGISTRY.iter().flat_map(|r| r.families.iter().map(|f| f.name)).collect();
         let distinct: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(distinct.len(), names.len(), "a family listed under two collectors: {names:?}");
         assert!(REGISTRY.iter().all(|r| !r.families.is_empty()), "a collector without families");

@@ -1,7 +1,7 @@
 //! What the agent keeps of this node's pods: only the fields attribution needs, indexed by
 //! container ID (the watch delivers whole Pod objects; they are not kept, so 500 pods cost
 //! a few hundred kilobytes, not the API objects' megabytes).
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -118,11 +118,5 @@ impl PodTable {
 
     pub fn len(&self) -> usize {
         self.pods.len()
-    }
-
-    /// Pods by namespace/name (tests, debugging).
-    #[allow(dead_code)]
-    pub fn names(&self) -> BTreeMap<String, String> {
-        self.pods.values().map(|p| (format!("{}/{}", p.namespace, p.name), p.uid.clone())).collect()
     }
 }

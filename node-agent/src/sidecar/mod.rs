@@ -4,15 +4,15 @@
 //! It reads what the application JVM writes into the volume both containers mount at /tmp:
 //! its hsperfdata (`/tmp/hsperfdata_<user>/<pid>`) and the `-Xlog:safepoint` file the
 //! operator's flag asks for (`/tmp/jvmdiag/safepoint-%p.log`, rotated by the JVM). It exports
-//! the agent's metric names with `probe_mode="sidecar"`:
+//! the agent's metric names with `probe_mode="hsperfdata"` (what it reads): the hsperfdata
+//! counters as src/perfdata.rs maps them for the agent's fallback (thread starts, live
+//! threads, compilations with `compiler="unknown"`, version and vendor), and safepoints by
+//! VM operation from the log:
 //!
 //! | metric | source |
 //! |---|---|
-//! | `jvmdiag_thread_starts_total{thread_name="unknown"}` | hsperfdata `java.threads.started` (no names) |
-//! | `jvmdiag_threads_live` | `java.threads.live` |
 //! | `jvmdiag_safepoint_pause_seconds{vm_operation}` | log: "Total" − "Reaching safepoint" (sums to `sun.rt.safepointTime`) |
 //! | `jvmdiag_safepoint_sync_seconds{vm_operation}` | log: "Reaching safepoint" (`sun.rt.safepointSyncTime`) |
-//! | `jvmdiag_compilations_total{compiler="all"}` | `sun.ci.totalCompiles` (no per-compiler split in hsperfdata) |
 //!
 //! Labels: `namespace`/`pod` from the downward-API env the operator sets
 //! (`JVMDIAG_POD_NAMESPACE`, `JVMDIAG_POD_NAME`), `container` from `JVMDIAG_CONTAINER` (or
@@ -31,14 +31,16 @@ mod safepoints;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cli::Config;
-use crate::collector::{safepoints as sp_collector, threads};
 use crate::exposition;
 use crate::labels::{JvmLabels, Scope};
-use crate::model::{Family, Kind, Value};
+use crate::metrics::{self, scalar, ProbeMode};
+use crate::model::{Family, Value};
+use crate::perfdata;
 use crate::preflight::Fatal;
+use crate::serve::{self, Mode};
 
 use logtail::{LogTail, TailStats};
 use safepoints::Safepoints;
@@ -92,14 +94,13 @@ pub struct Sidecar {
     past: TailStats,
     sp: Safepoints,
     perf_unreadable: u64,
-    last_scrape: Option<Duration>,
 }
 
 impl Sidecar {
     pub fn new(s: Settings) -> Sidecar {
         let tail = LogTail::new(&s.safepoint_log);
         let sp = Safepoints::new(s.max_vm_operations);
-        Sidecar { s, tail, tail_pid: None, past: TailStats::default(), sp, perf_unreadable: 0, last_scrape: None }
+        Sidecar { s, tail, tail_pid: None, past: TailStats::default(), sp, perf_unreadable: 0 }
     }
 
     /// With `%p` in the log path, follows the log of the JVM reported: the one followed
@@ -132,7 +133,7 @@ impl Sidecar {
         self.tail.poll(&mut |l: &str| sp.line(l));
     }
 
-    pub fn scrape(&mut self) -> String {
+    pub fn scrape(&mut self, previous: Option<Duration>) -> String {
         self.poll();
         let jvm = perf::find(&self.s.tmp, &mut self.perf_unreadable, self.tail_pid);
         let name = jvm
@@ -147,77 +148,36 @@ impl Sidecar {
             scope: Scope::Kubernetes { jvmdiagnostics: self.s.jvmdiagnostics.clone() },
         };
         let mut fams = Vec::new();
-        let mut pause = sp_collector::pause_family();
-        let mut sync = sp_collector::sync_family();
-        for (op, (p, s)) in &self.sp.by_op {
-            pause.jvm(SLOT, vec![("vm_operation", op.clone())], Value::Histogram(p.clone()));
-            sync.jvm(SLOT, vec![("vm_operation", op.clone())], Value::Histogram(s.clone()));
-        }
-        fams.push(pause);
-        fams.push(sync);
+        fams.extend(perfdata::safepoint_families(SLOT, self.sp.by_op.iter().map(|(op, (p, s))| (op.as_str(), p, s))));
         if let Some(j) = &jvm {
-            let d = &j.data;
-            if let Some(n) = d.long("java.threads.started") {
-                let mut f = threads::family();
-                f.jvm(SLOT, vec![("thread_name", "unknown".to_string())], Value::Counter(n.max(0) as u64));
-                fams.push(f);
-            }
-            if let Some(n) = d.long("java.threads.live") {
-                let mut f = Family::new("jvmdiag_threads_live", "Live platform threads (hsperfdata java.threads.live).", Kind::Gauge);
-                f.jvm(SLOT, vec![], Value::Gauge(n as f64));
-                fams.push(f);
-            }
-            if let Some(n) = d.long("sun.ci.totalCompiles") {
-                let mut f = Family::new("jvmdiag_compilations_total", "JIT compilations finished (successful or not), by compiler.", Kind::Counter);
-                f.jvm(SLOT, vec![("compiler", "all".to_string())], Value::Counter(n.max(0) as u64));
-                fams.push(f);
-            }
-            let mut info = Family::new(
-                "jvmdiag_jvm_info",
-                "A traced JVM: its version, vendor and how it is probed (usdt, uprobe, hsperfdata, sidecar).",
-                Kind::Gauge,
-            );
-            let version = crate::labels::bounded_info(d.string("java.property.java.version").unwrap_or(""));
-            let vendor = d.string("java.property.java.vendor").or_else(|| d.string("java.property.java.vm.vendor")).map(crate::labels::bounded_info).unwrap_or_default();
-            info.jvm(SLOT, vec![("java_version", version), ("vendor", vendor), ("probe_mode", "sidecar".to_string())], Value::Gauge(1.0));
-            fams.push(info);
+            perfdata::counter_families(SLOT, &j.data, &["threads", "compilation"], &mut fams);
+            fams.extend(crate::report::jvm_families(&[perfdata::jvm_report(SLOT, Some(&j.data), None, ProbeMode::Hsperfdata)]));
         }
-        fams.extend(self.health(jvm.is_some()));
+        fams.extend(self.health(jvm.is_some(), previous));
         let jvms: HashMap<u32, JvmLabels> = [(SLOT, labels)].into_iter().collect();
         exposition::render(fams, &jvms)
     }
 
-    fn health(&self, found: bool) -> Vec<Family> {
+    fn health(&self, found: bool, previous: Option<Duration>) -> Vec<Family> {
         let mut st = self.past.clone();
         st.add(&self.tail.stats);
-        let g = |name: &'static str, help: &'static str, v: f64| {
-            let mut f = Family::new(name, help, Kind::Gauge);
-            f.agent(vec![], Value::Gauge(v));
-            f
-        };
-        let c = |name: &'static str, help: &'static str, v: u64| {
-            let mut f = Family::new(name, help, Kind::Counter);
-            f.agent(vec![], Value::Counter(v));
-            f
-        };
-        let mut lines = Family::new(
-            "jvmdiag_agent_sidecar_log_lines_total",
-            "Lines read from the safepoint log, by result (record, ignored: not a safepoint record, too_long: skipped).",
-            Kind::Counter,
-        );
+        let mut lines = metrics::SIDECAR_LOG_LINES.family();
         lines.agent(vec![("result", "record".into())], Value::Counter(self.sp.count()));
         lines.agent(vec![("result", "ignored".into())], Value::Counter(self.sp.ignored_lines));
         lines.agent(vec![("result", "too_long".into())], Value::Counter(st.too_long));
+        // The sidecar's only name budget is the safepoint log's VM operation names.
+        let mut overflow = metrics::AGENT_NAMES_OVERFLOW.family();
+        overflow.agent(vec![("collector", "safepoints".into())], Value::Counter(self.sp.names_overflow));
         let mut v = vec![
-            g("jvmdiag_agent_jvms_attached", "JVMs traced now.", if found { 1.0 } else { 0.0 }),
+            scalar(&metrics::AGENT_JVMS_ATTACHED, if found { 1.0 } else { 0.0 }),
             lines,
-            c("jvmdiag_agent_sidecar_log_rotations_total", "Times the followed safepoint log was replaced by a new file (JVM rotation or restart).", st.rotations),
-            c("jvmdiag_agent_sidecar_log_errors_total", "Errors opening or reading the safepoint log files.", st.errors),
-            c("jvmdiag_agent_sidecar_perfdata_unreadable_total", "hsperfdata files that could not be read or parsed (another user's, half-written).", self.perf_unreadable),
-            c("jvmdiag_agent_names_overflow_total", "Events counted under \"other\" because the JVM had used its name budget.", self.sp.names_overflow),
+            scalar(&metrics::SIDECAR_LOG_ROTATIONS, st.rotations as f64),
+            scalar(&metrics::SIDECAR_LOG_ERRORS, st.errors as f64),
+            scalar(&metrics::SIDECAR_PERFDATA_UNREADABLE, self.perf_unreadable as f64),
+            overflow,
         ];
-        if let Some(d) = self.last_scrape {
-            v.push(g("jvmdiag_agent_scrape_duration_seconds", "Duration of the previous scrape.", d.as_secs_f64()));
+        if let Some(d) = previous {
+            v.push(scalar(&metrics::AGENT_SCRAPE_DURATION, d.as_secs_f64()));
         }
         v
     }
@@ -236,8 +196,7 @@ fn with_pid(path: &std::path::Path, pid: u32) -> PathBuf {
 /// Runs the sidecar until killed (or `--exit-after`). Never loads BPF, needs no capability.
 pub fn run(cfg: Config) -> Result<(), Fatal> {
     let settings = Settings::from(&cfg, &|k| std::env::var(k).ok());
-    let server = tiny_http::Server::http(cfg.cli.listen)
-        .map_err(|e| Fatal(format!("cannot listen on {} ({e}): choose a free address with --listen", cfg.cli.listen)))?;
+    let server = serve::listen(&cfg)?;
     if !settings.tmp.is_dir() {
         return Err(Fatal(format!(
             "--sidecar-tmp {} is not a directory: mount the volume the application writes /tmp to (the operator's jvmdiag-tmp emptyDir) there",
@@ -250,31 +209,18 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         settings.safepoint_log.display(),
         settings.tmp.display()
     );
-    let mut sc = Sidecar::new(settings);
-    let started = Instant::now();
-    let mut next_poll = Instant::now();
-    loop {
-        let now = Instant::now();
-        if cfg.cli.exit_after > 0 && now.duration_since(started).as_secs() >= cfg.cli.exit_after {
-            return Ok(());
-        }
-        if now >= next_poll {
-            sc.poll();
-            next_poll = now + cfg.poll_interval();
-        }
-        match server.recv_timeout(next_poll.saturating_duration_since(Instant::now())) {
-            Ok(Some(req)) => serve(req, &mut sc),
-            Ok(None) => {}
-            Err(e) => tracing::warn!("http: {e}"),
-        }
-    }
+    serve::run(&cfg, server, &mut Sidecar::new(settings))
 }
 
-fn serve(req: tiny_http::Request, sc: &mut Sidecar) {
-    let mut took = None;
-    exposition::respond(req, "jvmdiag-agent --sidecar", &mut took, || sc.scrape());
-    if took.is_some() {
-        sc.last_scrape = took;
+impl Mode for Sidecar {
+    fn banner(&self) -> &'static str {
+        "jvmdiag-agent --sidecar"
+    }
+    fn poll(&mut self) {
+        Sidecar::poll(self)
+    }
+    fn scrape(&mut self, previous: Option<Duration>) -> String {
+        Sidecar::scrape(self, previous)
     }
 }
 

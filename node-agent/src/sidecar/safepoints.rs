@@ -6,18 +6,7 @@ use std::collections::BTreeMap;
 
 use jvmdiag_inspect::safepoint_log::{Parser, SafepointRecord};
 
-use crate::model::{Hist, BOUNDS_SECONDS};
-
-/// The bucket of a duration: the first bound it is not above (`le`), else +Inf.
-pub fn bucket(ns: u64) -> usize {
-    BOUNDS_SECONDS.iter().position(|b| ns as f64 <= b * 1e9).unwrap_or(BOUNDS_SECONDS.len())
-}
-
-fn observe(h: &mut Hist, ns: u64) {
-    h.buckets[bucket(ns)] += 1;
-    h.sum_ns = h.sum_ns.saturating_add(ns);
-    h.count += 1;
-}
+use crate::model::Hist;
 
 /// Per VM operation: (pause, time to safepoint). At most `max_names` names, the rest "other".
 pub struct Safepoints {
@@ -48,8 +37,8 @@ impl Safepoints {
             op = "other";
         }
         let e = self.by_op.entry(op.to_string()).or_default();
-        observe(&mut e.0, r.total_ns.saturating_sub(r.reaching_ns));
-        observe(&mut e.1, r.reaching_ns);
+        e.0.observe(1, r.total_ns.saturating_sub(r.reaching_ns));
+        e.1.observe(1, r.reaching_ns);
     }
 
     pub fn count(&self) -> u64 {
@@ -63,11 +52,11 @@ mod tests {
 
     #[test]
     fn buckets_are_le_bounds() {
-        assert_eq!(bucket(0), 0);
-        assert_eq!(bucket(1_000_000), 0);
-        assert_eq!(bucket(1_000_001), 1);
-        assert_eq!(bucket(60_000_000_000), 14);
-        assert_eq!(bucket(60_000_000_001), 15);
+        assert_eq!(Hist::slot_of(0), 0);
+        assert_eq!(Hist::slot_of(1_000_000), 0);
+        assert_eq!(Hist::slot_of(1_000_001), 1);
+        assert_eq!(Hist::slot_of(60_000_000_000), 14);
+        assert_eq!(Hist::slot_of(60_000_000_001), 15);
     }
 
     #[test]

@@ -1,0 +1,336 @@
+//! The metric catalog: every family the agent and the sidecar export, with its name, help,
+//! type and labels beyond the common per-JVM ones (namespace, pod, container, jvm, …),
+//! defined once. Names follow the metrics contract (../shared/DESIGN.md, docs/metrics.md);
+//! a family is built from here (`Desc::family`), never from a literal name elsewhere.
+use crate::model::{Family, Kind};
+
+/// What a family is: name (counters with `_total`), one-sentence help, type, labels.
+#[derive(Debug)]
+pub struct Desc {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: Kind,
+    /// Label names of its samples beyond the JVM's common labels, in order.
+    pub labels: &'static [&'static str],
+}
+
+impl Desc {
+    /// An empty family of this description.
+    pub fn family(&'static self) -> Family {
+        Family::of(self)
+    }
+}
+
+const fn desc(name: &'static str, help: &'static str, kind: Kind, labels: &'static [&'static str]) -> Desc {
+    Desc { name, help, kind, labels }
+}
+
+use Kind::{Counter, Gauge, Histogram};
+
+// Per JVM.
+pub static THREAD_STARTS: Desc =
+    desc("jvmdiag_thread_starts_total", "Platform threads started, by thread name with digit runs folded to N.", Counter, &["thread_name"]);
+pub static THREADS_LIVE: Desc = desc("jvmdiag_threads_live", "Live platform threads (hsperfdata java.threads.live).", Gauge, &[]);
+pub static SAFEPOINT_PAUSE: Desc = desc(
+    "jvmdiag_safepoint_pause_seconds",
+    "Time at safepoint (all threads stopped), by VM operation; sums to sun.rt.safepointTime.",
+    Histogram,
+    &["vm_operation"],
+);
+pub static SAFEPOINT_SYNC: Desc = desc(
+    "jvmdiag_safepoint_sync_seconds",
+    "Time to safepoint (from the request until all threads stopped), by VM operation.",
+    Histogram,
+    &["vm_operation"],
+);
+pub static VM_OPERATION: Desc = desc(
+    "jvmdiag_vm_operation_seconds",
+    "Duration of VM operations, by operation and whether it ran at a safepoint.",
+    Histogram,
+    &["vm_operation", "at_safepoint"],
+);
+pub static COMPILATIONS: Desc =
+    desc("jvmdiag_compilations_total", "JIT compilations finished (successful or not), by compiler.", Counter, &["compiler"]);
+pub static COMPILATION_SECONDS: Desc = desc(
+    "jvmdiag_compilation_seconds",
+    "Duration of JIT compilations, by compiler (compilations in flight when the agent attached are counted but not timed).",
+    Histogram,
+    &["compiler"],
+);
+pub static METHOD_COMPILATIONS: Desc = desc(
+    "jvmdiag_method_compilations_total",
+    "JIT compilations of the JVM's most-compiled methods (pkg.Class.method); the rest are \"other\". Needs USDT probes.",
+    Counter,
+    &["method"],
+);
+pub static CODE_CACHE_USED: Desc = desc(
+    "jvmdiag_code_cache_used_bytes",
+    "Code cache bytes in use per code heap (jcmd Compiler.codecache used). Needs .symtab.",
+    Gauge,
+    &["code_heap"],
+);
+pub static CODE_CACHE_MAX: Desc =
+    desc("jvmdiag_code_cache_max_bytes", "Code cache size reserved per code heap. Needs .symtab.", Gauge, &["code_heap"]);
+pub static CODE_CACHE_FULL: Desc = desc(
+    "jvmdiag_code_cache_full_total",
+    "Times the JVM found a code heap full (\"CodeCache is full. Compiler has been disabled\"; jcmd Compiler.codecache full_count). Needs .symtab.",
+    Counter,
+    &[],
+);
+pub static JVM_INFO: Desc = desc(
+    "jvmdiag_jvm_info",
+    "A traced JVM: its version, vendor and how it is probed (usdt, uprobe, hsperfdata).",
+    Gauge,
+    &["java_version", "vendor", "probe_mode"],
+);
+
+// The agent's own health.
+pub static AGENT_JVMS_ATTACHED: Desc = desc("jvmdiag_agent_jvms_attached", "JVMs traced now.", Gauge, &[]);
+pub static AGENT_JVMS_SEEN: Desc = desc("jvmdiag_agent_jvms_seen_total", "JVMs attached since the agent started.", Counter, &[]);
+pub static AGENT_LIBJVM_FILES: Desc =
+    desc("jvmdiag_agent_libjvm_files", "Distinct libjvm.so files the probes are attached to.", Gauge, &[]);
+pub static AGENT_BPF_LINKS: Desc = desc("jvmdiag_agent_bpf_links", "BPF links (attached probes) the agent holds.", Gauge, &[]);
+pub static AGENT_PROC_UNREADABLE: Desc = desc(
+    "jvmdiag_agent_proc_unreadable_total",
+    "Processes whose /proc entries could not be read during discovery.",
+    Counter,
+    &[],
+);
+pub static AGENT_ATTACH_FAILURES: Desc = desc(
+    "jvmdiag_agent_attach_failures_total",
+    "JVMs (or collectors on a JVM) that could not be attached, by reason.",
+    Counter,
+    &["reason", "collector"],
+);
+pub static AGENT_COLLECTOR_DURATION: Desc = desc(
+    "jvmdiag_agent_collector_duration_seconds",
+    "Time this scrape spent reading each collector's kernel maps.",
+    Gauge,
+    &["collector"],
+);
+pub static AGENT_COLLECTOR_SUCCESS: Desc =
+    desc("jvmdiag_agent_collector_success", "1 if the collector's maps were read at this scrape.", Gauge, &["collector"]);
+pub static AGENT_PROBE_EVENTS: Desc = desc(
+    "jvmdiag_agent_probe_events_total",
+    "Probe hits from traced JVMs, by collector and probe.",
+    Counter,
+    &["collector", "probe"],
+);
+pub static AGENT_MAP_ERRORS: Desc = desc(
+    "jvmdiag_agent_map_errors_total",
+    "Kernel map updates that failed (a full map); those events were not counted.",
+    Counter,
+    &["collector"],
+);
+/// Per collector in the agent; without labels in the sidecar (one source of names).
+pub static AGENT_NAMES_OVERFLOW: Desc = desc(
+    "jvmdiag_agent_names_overflow_total",
+    "Events counted under \"other\" because the JVM had used its name budget.",
+    Counter,
+    &["collector"],
+);
+pub static AGENT_FILTERED_EVENTS: Desc = desc(
+    "jvmdiag_agent_filtered_events_total",
+    "Events deliberately not counted (threads: JVM-internal hidden threads).",
+    Counter,
+    &["collector"],
+);
+pub static AGENT_MAP_ENTRIES: Desc = desc(
+    "jvmdiag_agent_map_entries",
+    "Entries in the agent's kernel maps (per-JVM tables and traced_pids).",
+    Gauge,
+    &["map"],
+);
+pub static AGENT_SCRAPE_DURATION: Desc =
+    desc("jvmdiag_agent_scrape_duration_seconds", "Duration of the previous scrape.", Gauge, &[]);
+pub static AGENT_JVMS_UNTRACED: Desc = desc(
+    "jvmdiag_agent_jvms_untraced",
+    "JVMs seen but not traced now, by reason (no_probes_no_hsperfdata, no_access, not_selected, ...).",
+    Gauge,
+    &["reason"],
+);
+pub static AGENT_HSPERFDATA_MERGED: Desc = desc(
+    "jvmdiag_agent_hsperfdata_merged_safepoints_total",
+    "Safepoints of hsperfdata-mode JVMs recorded at the mean duration of their poll interval (more than one per interval).",
+    Counter,
+    &[],
+);
+
+// Sidecar mode.
+pub static SIDECAR_LOG_LINES: Desc = desc(
+    "jvmdiag_agent_sidecar_log_lines_total",
+    "Lines read from the safepoint log, by result (record, ignored: not a safepoint record, too_long: skipped).",
+    Counter,
+    &["result"],
+);
+pub static SIDECAR_LOG_ROTATIONS: Desc = desc(
+    "jvmdiag_agent_sidecar_log_rotations_total",
+    "Times the followed safepoint log was replaced by a new file (JVM rotation or restart).",
+    Counter,
+    &[],
+);
+pub static SIDECAR_LOG_ERRORS: Desc =
+    desc("jvmdiag_agent_sidecar_log_errors_total", "Errors opening or reading the safepoint log files.", Counter, &[]);
+pub static SIDECAR_PERFDATA_UNREADABLE: Desc = desc(
+    "jvmdiag_agent_sidecar_perfdata_unreadable_total",
+    "hsperfdata files that could not be read or parsed (another user's, half-written).",
+    Counter,
+    &[],
+);
+
+// Kubernetes mode.
+pub static KUBE_API_UP: Desc = desc(
+    "jvmdiag_agent_kube_api_up",
+    "1 while the pod watch is connected and listed; 0: the API server is unreachable and the last known pods are used.",
+    Gauge,
+    &[],
+);
+pub static KUBE_PODS: Desc = desc("jvmdiag_agent_kube_pods", "Pods on this node known to the agent.", Gauge, &[]);
+pub static KUBE_WATCH_EVENTS: Desc = desc("jvmdiag_agent_kube_watch_events_total", "Pod watch events received.", Counter, &[]);
+pub static KUBE_WATCH_ERRORS: Desc =
+    desc("jvmdiag_agent_kube_watch_errors_total", "Pod watch errors (each retried with backoff).", Counter, &[]);
+pub static KUBE_PENDING_DROPPED: Desc = desc(
+    "jvmdiag_agent_kube_pending_dropped_total",
+    "JVMs not waited for because too many were waiting.",
+    Counter,
+    &[],
+);
+pub static KUBE_JVMS_PENDING: Desc = desc(
+    "jvmdiag_agent_kube_jvms_pending",
+    "JVMs waiting for their pod (or its container ID) to appear in the watch, by reason.",
+    Gauge,
+    &["reason"],
+);
+pub static KUBE_JVMS_SKIPPED: Desc = desc(
+    "jvmdiag_agent_kube_jvms_skipped_total",
+    "JVMs not traced by the pod contract, by reason (not_injected, container_not_selected, not_in_pod).",
+    Counter,
+    &["reason"],
+);
+
+/// Every family, for checks and docs.
+pub static ALL: &[&Desc] = &[
+    &THREAD_STARTS,
+    &THREADS_LIVE,
+    &SAFEPOINT_PAUSE,
+    &SAFEPOINT_SYNC,
+    &VM_OPERATION,
+    &COMPILATIONS,
+    &COMPILATION_SECONDS,
+    &METHOD_COMPILATIONS,
+    &CODE_CACHE_USED,
+    &CODE_CACHE_MAX,
+    &CODE_CACHE_FULL,
+    &JVM_INFO,
+    &AGENT_JVMS_ATTACHED,
+    &AGENT_JVMS_SEEN,
+    &AGENT_LIBJVM_FILES,
+    &AGENT_BPF_LINKS,
+    &AGENT_PROC_UNREADABLE,
+    &AGENT_ATTACH_FAILURES,
+    &AGENT_COLLECTOR_DURATION,
+    &AGENT_COLLECTOR_SUCCESS,
+    &AGENT_PROBE_EVENTS,
+    &AGENT_MAP_ERRORS,
+    &AGENT_NAMES_OVERFLOW,
+    &AGENT_FILTERED_EVENTS,
+    &AGENT_MAP_ENTRIES,
+    &AGENT_SCRAPE_DURATION,
+    &AGENT_JVMS_UNTRACED,
+    &AGENT_HSPERFDATA_MERGED,
+    &SIDECAR_LOG_LINES,
+    &SIDECAR_LOG_ROTATIONS,
+    &SIDECAR_LOG_ERRORS,
+    &SIDECAR_PERFDATA_UNREADABLE,
+    &KUBE_API_UP,
+    &KUBE_PODS,
+    &KUBE_WATCH_EVENTS,
+    &KUBE_WATCH_ERRORS,
+    &KUBE_PENDING_DROPPED,
+    &KUBE_JVMS_PENDING,
+    &KUBE_JVMS_SKIPPED,
+];
+
+/// A family of one agent-wide sample without labels.
+pub fn scalar(d: &'static Desc, v: f64) -> Family {
+    let mut f = d.family();
+    let value = match d.kind {
+        Kind::Counter => crate::model::Value::Counter(v as u64),
+        _ => crate::model::Value::Gauge(v),
+    };
+    f.agent(vec![], value);
+    f
+}
+
+/// How a JVM's events reach the agent: `jvmdiag_jvm_info{probe_mode}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProbeMode {
+    /// USDT probes (the libjvm.so has `.note.stapsdt`).
+    Usdt,
+    /// Uprobes on `.symtab` functions (no USDT notes).
+    Uprobe,
+    /// No probe attached: counters from the JVM's hsperfdata (src/perfdata.rs); also the
+    /// sidecar, which reads only hsperfdata and the safepoint log.
+    Hsperfdata,
+    /// Neither probes nor hsperfdata (`-XX:-UsePerfData`): seen, nothing counted. The
+    /// alert on JVMs without probes and the overview dashboard select this value.
+    None,
+}
+
+impl ProbeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeMode::Usdt => "usdt",
+            ProbeMode::Uprobe => "uprobe",
+            ProbeMode::Hsperfdata => "hsperfdata",
+            ProbeMode::None => "none",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_follow_the_conventions() {
+        let mut seen = HashSet::new();
+        for d in ALL {
+            assert!(seen.insert(d.name), "{} twice", d.name);
+            assert!(d.name.starts_with("jvmdiag_"), "{}", d.name);
+            assert_eq!(d.kind == Kind::Counter, d.name.ends_with("_total"), "{}: counters and only counters end in _total", d.name);
+            assert!(d.kind != Kind::Histogram || d.name.ends_with("_seconds"), "{}: histograms are durations in seconds", d.name);
+            assert!(d.help.ends_with('.') && !d.help.contains('\n'), "{}: one sentence of help", d.name);
+        }
+    }
+
+    /// The catalog as docs/metrics.md shows it.
+    fn table() -> String {
+        let mut t = String::from("| metric | type | labels beyond the common ones | help |\n|---|---|---|---|\n");
+        for d in ALL {
+            let kind = match d.kind {
+                Kind::Counter => "counter",
+                Kind::Gauge => "gauge",
+                Kind::Histogram => "histogram",
+            };
+            let labels = d.labels.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ");
+            t.push_str(&format!("| `{}` | {kind} | {labels} | {} |\n", d.name, d.help.replace('|', "\\|")));
+        }
+        t
+    }
+
+    #[test]
+    fn docs_metrics_md_shows_the_catalog() {
+        const BEGIN: &str = "<!-- catalog: generated from node-agent/src/metrics.rs; UPDATE_GOLDEN=1 cargo test regenerates it -->\n";
+        const END: &str = "<!-- /catalog -->";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let (Some(a), Some(b)) = (doc.find(BEGIN), doc.find(END)) else { panic!("{path}: no catalog markers") };
+        let want = format!("{}{BEGIN}{}{}", &doc[..a], table(), &doc[b..]);
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        assert_eq!(doc, want, "docs/metrics.md is stale; regenerate with UPDATE_GOLDEN=1 cargo test");
+    }
+}

@@ -1,0 +1,116 @@
+//! How a probe is attached: uprobe_multi links where the kernel has them, else uprobe perf
+//! events, and what a refusal for want of CAP_SYS_ADMIN looks like. Collectors attach
+//! their uprobes through `uprobe_sym` and prepare their objects with `prepare_uprobes`.
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use libbpf_rs::{Link, UprobeOpts};
+
+/// A uprobe on `sym` (a `.symtab` name libbpf resolves) with a cookie: a uprobe_multi link
+/// where the kernel has them, else a perf event.
+///
+/// Why: since Linux 6.16 (and stable backports, "perf: Require CAP_SYS_ADMIN for uprobes")
+/// creating a uprobe *perf event* needs CAP_SYS_ADMIN (`perf_uprobe_event_init`), whatever
+/// the path; a uprobe_multi BPF link (6.6+) needs only CAP_BPF + CAP_PERFMON, as libbpf's USDT
+/// attach already uses. The chart grants exactly those, without CAP_SYS_ADMIN.
+pub fn uprobe_sym(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool, cookie: u64) -> Result<Link> {
+    let kind = if ret { "uretprobe" } else { "uprobe" };
+    if uprobe_multi() {
+        let opts = libbpf_rs::UprobeMultiOpts {
+            syms: vec![sym.into()],
+            cookies: vec![cookie],
+            retprobe: ret,
+            ..Default::default()
+        };
+        return p.attach_uprobe_multi_with_opts(-1, binary, "", opts).with_context(|| format!("{kind} {sym} (uprobe_multi link)"));
+    }
+    let opts = UprobeOpts { func_name: Some(sym.into()), retprobe: ret, cookie, ..Default::default() };
+    p.attach_uprobe_with_opts(-1, binary, 0, opts).map_err(|e| {
+        let denied = e.kind() == libbpf_rs::ErrorKind::PermissionDenied;
+        let err = anyhow::Error::from(e).context(format!("{kind} {sym} (perf event)"));
+        if denied && !has_cap_sys_admin() {
+            err.context(NeedsSysAdmin)
+        } else {
+            err
+        }
+    })
+}
+
+/// A uprobe perf event refused for want of CAP_SYS_ADMIN (see `uprobe_sym`): counted as
+/// `jvmdiag_agent_attach_failures_total{reason="needs_cap_sys_admin"}`.
+#[derive(Debug)]
+pub struct NeedsSysAdmin;
+
+impl std::fmt::Display for NeedsSysAdmin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "this kernel creates uprobe perf events only with CAP_SYS_ADMIN (Linux 6.16+ and stable backports) \
+             and uprobe_multi links are not in use (kernel before 6.6, or JVMDIAG_UPROBE_PERF_EVENT=1): \
+             grant CAP_SYS_ADMIN or run a 6.6+ kernel",
+        )
+    }
+}
+
+impl std::error::Error for NeedsSysAdmin {}
+
+/// Whether an attach error was a uprobe (or a USDT probe, which libbpf attaches as uprobe
+/// perf events on kernels without uprobe_multi) refused for want of CAP_SYS_ADMIN.
+pub fn needs_sys_admin(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<NeedsSysAdmin>().is_some()
+        || (e.chain().any(|c| c.downcast_ref::<libbpf_rs::Error>().is_some_and(|l| l.kind() == libbpf_rs::ErrorKind::PermissionDenied))
+            && !has_cap_sys_admin())
+}
+
+fn has_cap_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("CapEff:").map(|v| u64::from_str_radix(v.trim(), 16).ok())))
+        .flatten()
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
+}
+
+/// Whether uprobes are attached as uprobe_multi links: the kernel has them (6.6+) unless
+/// JVMDIAG_UPROBE_PERF_EVENT=1 asks for perf events.
+pub fn uprobe_multi() -> bool {
+    static MULTI: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *MULTI.get_or_init(|| {
+        if std::env::var_os("JVMDIAG_UPROBE_PERF_EVENT").is_some_and(|v| v == "1") {
+            return false;
+        }
+        kernel_at_least(&std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default(), (6, 6))
+    })
+}
+
+fn kernel_at_least(release: &str, want: (u32, u32)) -> bool {
+    let mut it = release.trim().split(|c: char| !c.is_ascii_digit()).map(|x| x.parse::<u32>().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= want
+}
+
+/// Before load: the uprobe programs of an object become uprobe_multi programs when
+/// `uprobe_multi()` (the attach type is fixed at load).
+pub fn prepare_uprobes(obj: &mut libbpf_rs::OpenObject) {
+    if !uprobe_multi() {
+        return;
+    }
+    for mut p in obj.progs_mut() {
+        let sec = p.section().to_string_lossy();
+        if sec == "uprobe" || sec == "uretprobe" {
+            p.set_attach_type(libbpf_rs::ProgramAttachType::TraceUprobeMulti);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_at_least;
+
+    #[test]
+    fn kernel_versions_compare_numerically() {
+        assert!(kernel_at_least("6.18.0-1-amd64\n", (6, 6)));
+        assert!(kernel_at_least("6.6.0", (6, 6)));
+        assert!(!kernel_at_least("6.1.0-28-cloud-amd64", (6, 6)));
+        assert!(!kernel_at_least("5.19.17", (6, 6)));
+        assert!(!kernel_at_least("", (6, 6)));
+    }
+}
