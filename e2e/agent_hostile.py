@@ -19,7 +19,7 @@ import os, re, shutil, signal, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import agent_standalone as standalone  # noqa: E402  (reads AGENT WORKDIR JDK17 JDK25 from sys.argv)
-from agent_standalone import log, scrape, samples, start_agent, check_storm, procs, run, results  # noqa: E402
+from agent_standalone import log, scrape, samples, start_agent, check_storm, procs, run, kill_leftovers, summary  # noqa: E402
 
 WORK = standalone.WORK
 PORT = 19469
@@ -240,19 +240,8 @@ def main():
     try:
         run("hostile_containers_next_to_normal_jvm", test_hostile)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    if p.args and p.args[0] == "unshare":
-                        os.killpg(p.pid, signal.SIGKILL)
-                    else:
-                        p.kill()
-                except OSError:
-                    pass
-    passed = sum(results)
-    failed = len(results) - passed
-    print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {passed} passed; {failed} failed; 0 ignored")
-    return 1 if failed else 0
+        kill_leftovers()
+    return summary()
 
 
 if __name__ == "__main__":

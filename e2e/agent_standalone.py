@@ -672,12 +672,28 @@ def main():
         run("hostile_thread_names_escaped_nothing_forged", test_hostile_thread_names, JDK17)
         run("bad_environment_one_line_errors", test_bad_env)
     finally:
-        for p in procs:
-            if p.poll() is None:
+        kill_leftovers()
+    return summary()
+
+
+def kill_leftovers():
+    """Kills whatever the tests left running (the whole group of a JVM run under unshare)."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                if p.args and p.args[0] == "unshare":
+                    os.killpg(p.pid, signal.SIGKILL)
+                else:
+                    p.kill()
+            except OSError:
                 try:
                     p.kill()
                 except OSError:
                     pass
+
+
+def summary():
+    """Prints the cargo-style summary line the suite counts; returns the exit code."""
     passed = sum(results)
     failed = len(results) - passed
     print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {passed} passed; {failed} failed; 0 ignored")
