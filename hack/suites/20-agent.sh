@@ -26,9 +26,9 @@ if ! nice cargo build --release -p jvmdiag-agent >"$OUT/build.log" 2>&1; then
 fi
 
 log "unit and golden tests"
-# Unit + golden tests of the binary; the kube/sidecar units and the tests/*.rs targets are run
+# Unit + golden tests of the agent (library and binary); the kube/sidecar units and the tests/*.rs targets are run
 # (and counted) once, by the suites that own them (45-agent-kube, 25-agent-jit).
-nice cargo test -p jvmdiag-agent --bins -- --skip kube:: --skip sidecar:: 2>&1 | tee "$OUT/cargo-test.log" | grep -E '^test |test result' || true
+nice cargo test -p jvmdiag-agent --lib --bins -- --skip kube:: --skip sidecar:: 2>&1 | tee "$OUT/cargo-test.log" | grep -E '^test |test result' || true
 read -r p f < <(count_cargo "$OUT/cargo-test.log"); add "$p" "$f"
 [ "$p" -gt 0 ] || add 0 1
 

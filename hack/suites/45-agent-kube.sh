@@ -34,7 +34,7 @@ cargo_tests() {  # name, cargo test args...
 [ "$(id -u)" -eq 0 ] || { bad "root (eBPF, cgroups, setpriv)"; finish; }
 
 log "unit tests: attribution, pod table, log follower, sidecar"
-cargo_tests unit --bin jvmdiag-agent -- kube:: sidecar::
+cargo_tests unit --lib -- kube:: sidecar::
 
 log "sidecar mode on $JDK17 and $JDK25 (unprivileged, log rotation)"
 cargo_tests sidecar --test sidecar_jdk

@@ -1,28 +1,6 @@
-//! jvmdiag-agent: see docs/agent.md.
-mod agent;
-mod attach;
-mod cli;
-mod collector;
-mod discovery;
-mod exposition;
-mod fallback;
-mod file_identity;
-#[cfg(test)]
-mod golden_test;
-mod kube;
-mod labels;
-mod log;
-mod maps;
-mod metrics;
-mod model;
-mod perfdata;
-mod preflight;
-mod probe;
-mod report;
-mod serve;
-mod sidecar;
-mod skel;
-mod symbols;
+//! jvmdiag-agent: see docs/agent.md. The agent is the library (src/lib.rs); this parses the
+//! flags, starts the logger and runs it.
+use jvmdiag_agent::{cli, log};
 
 fn main() {
     let cfg = match cli::parse_from(std::env::args_os()) {
@@ -33,8 +11,7 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(2);
     }
-    let run = if cfg.cli.sidecar { sidecar::run } else { agent::run };
-    if let Err(e) = run(cfg) {
+    if let Err(e) = jvmdiag_agent::run(cfg) {
         tracing::error!("{e}");
         std::process::exit(1);
     }

@@ -7,6 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use jit_common::*;
+use jvmdiag_agent::collector::REGISTRY;
+use jvmdiag_agent::metrics;
 
 /// PrintCompilation lines that are compilations of `method` (`pkg.Class::name`), not the
 /// "made not entrant" / "made zombie" notes about earlier ones, nor failure notes.
@@ -88,18 +90,10 @@ fn recompilation_storm(jdk: &Path) {
         let diff = (agent_kb - *kb as f64).abs();
         assert!(diff <= 0.10 * (*kb as f64) + 1.0, "{heap}: agent {agent_kb:.0} KB, jcmd {kb} KB");
     }
-    check_contract(
-        port,
-        &[
-            "jvmdiag_compilations_total",
-            "jvmdiag_compilation_seconds",
-            "jvmdiag_method_compilations_total",
-            "jvmdiag_code_cache_used_bytes",
-            "jvmdiag_code_cache_max_bytes",
-            "jvmdiag_code_cache_full_total",
-            "jvmdiag_jvm_info",
-        ],
-    );
+    // Every family the compilation collector registers is on the page, as the contract says.
+    let compilation = REGISTRY.iter().find(|r| r.name == "compilation").expect("compilation is registered");
+    let required: Vec<&str> = compilation.families.iter().map(|d| d.name).chain([metrics::JVM_INFO.name]).collect();
+    check_contract(port, &required);
     check_promtool(port);
 
     // The JVM exits: its series are shown once more, then its kernel entries are released.
