@@ -12,7 +12,7 @@ JDK17="${JDK17:-/usr/lib/jvm/java-17-openjdk-amd64}"
 JDK25="${JDK25:-$(ls -d /usr/lib/jvm/temurin-25-jdk-* 2>/dev/null | head -n1)}"
 export JDK17 JDK25
 # The Java test workloads, in one place for every test and benchmark that runs a real JVM
-# (the e2e scripts, hack/bench.d, the node agent's tests/*.rs).
+# (the e2e scripts, hack/bench.d).
 export JVMDIAG_WORKLOADS="${JVMDIAG_WORKLOADS:-$REPO_ROOT/e2e/workloads}"
 
 # ../shared sits beside the repository (in CI too); its metrics-contract checker is used by tests.
