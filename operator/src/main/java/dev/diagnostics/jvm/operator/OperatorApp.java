@@ -1,13 +1,9 @@
 package dev.diagnostics.jvm.operator;
 
-import dev.diagnostics.jvm.operator.alerts.RuleRenderer;
 import dev.diagnostics.jvm.operator.election.LeaderElection;
 import dev.diagnostics.jvm.operator.election.LeaderElector;
 import dev.diagnostics.jvm.operator.metrics.MetricsServer;
-import dev.diagnostics.jvm.operator.reconciler.AlertRuleApplier;
 import dev.diagnostics.jvm.operator.reconciler.JvmDiagnosticsReconciler;
-import dev.diagnostics.jvm.operator.reconciler.MissingInjectionMetric;
-import dev.diagnostics.jvm.operator.reconciler.RolloutLimiter;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
 import dev.diagnostics.jvm.operator.webhook.Webhook;
 import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
@@ -61,9 +57,7 @@ public final class OperatorApp implements AutoCloseable {
       operator = new Operator(o -> o.withKubernetesClient(client).withCloseClientOnStop(false)
           .withStopOnInformerErrorDuringStartup(true).withCacheSyncTimeout(Duration.ofSeconds(60))
           .withConcurrentReconciliationThreads(RECONCILE_THREADS));
-      operator.register(new JvmDiagnosticsReconciler(rs.agentImage(), rs.allowedJvmOptions(),
-          new AlertRuleApplier(client, RuleRenderer.fromClasspath()), new MissingInjectionMetric(registry),
-          new RolloutLimiter(rs.maxRolloutsPerMinute(), registry)), o -> {
+      operator.register(new JvmDiagnosticsReconciler(rs, registry), o -> {
         if (!rs.watchNamespaces().isEmpty()) o.settingNamespaces(rs.watchNamespaces());
       });
       if (rs.leaderElection() == null) {

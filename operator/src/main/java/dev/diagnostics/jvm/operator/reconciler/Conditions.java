@@ -1,5 +1,6 @@
 package dev.diagnostics.jvm.operator.reconciler;
 
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.ConditionBuilder;
 import java.time.Instant;
@@ -24,6 +25,18 @@ public final class Conditions {
         : Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
     return new ConditionBuilder().withType(type).withStatus(status).withReason(reason).withMessage(message)
         .withObservedGeneration(generation).withLastTransitionTime(since).build();
+  }
+
+  /** Conditions of one resource: its generation, and its previous conditions for the transition times. */
+  public static Builder builder(JvmDiagnostics r) {
+    long gen = r.getMetadata().getGeneration() == null ? 0 : r.getMetadata().getGeneration();
+    return new Builder(gen, r.getStatus() == null ? List.of() : r.getStatus().conditions);
+  }
+
+  public record Builder(long generation, List<Condition> previous) {
+    public Condition of(String type, boolean ok, String reason, String message) {
+      return Conditions.of(type, ok, reason, message, generation, previous);
+    }
   }
 
   public static Condition find(List<Condition> conditions, String type) {

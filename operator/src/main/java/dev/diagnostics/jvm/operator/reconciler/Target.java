@@ -66,6 +66,11 @@ public record Target(TargetRef.Kind kind, HasMetadata resource, PodTemplateSpec 
     return i == null ? 0 : i;
   }
 
+  /** kind/name as kubectl names it: deployment/checkout. */
+  public String workload() {
+    return kind.name().toLowerCase() + "/" + resource.getMetadata().getName();
+  }
+
   public String templateLabel(String key) {
     var m = template.getMetadata() == null ? null : template.getMetadata().getLabels();
     return m == null ? null : m.get(key);

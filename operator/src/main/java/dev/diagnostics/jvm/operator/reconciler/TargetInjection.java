@@ -1,0 +1,151 @@
+package dev.diagnostics.jvm.operator.reconciler;
+
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsStatus.PodMissingInjection;
+import dev.diagnostics.jvm.operator.mutator.InjectionConfig;
+import dev.diagnostics.jvm.operator.webhook.WebhookRegistration;
+import io.fabric8.kubernetes.api.model.Condition;
+import io.javaoperatorsdk.operator.api.reconciler.Context;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/**
+ * The target side of a reconcile: find the target, write the marker into its pod template (within
+ * the cluster-wide rollout limit), observe its pods, heal once what the webhook missed; the
+ * outcome is the TargetFound and Injected conditions and the pod counts.
+ */
+final class TargetInjection {
+  /**
+   * What the target side found and did.
+   *
+   * @param healed the pods a heal restarted the target for (empty: no heal)
+   * @param lastHealTime status.lastHealTime after this pass
+   */
+  record Outcome(Condition targetFound, Condition injected, int desiredPods, int injectedPods,
+      List<PodMissingInjection> missing, Duration requeue, List<String> healed, String lastHealTime) {}
+
+  private final RolloutLimiter limiter;
+
+  TargetInjection(RolloutLimiter limiter) {
+    this.limiter = limiter;
+  }
+
+  Outcome reconcile(JvmDiagnostics r, Context<JvmDiagnostics> ctx, InjectionConfig config, Instant now) {
+    var spec = r.getSpec();
+    String ns = r.getMetadata().getNamespace();
+    String lastHeal = r.getStatus() == null ? null : r.getStatus().lastHealTime;
+    Conditions.Builder c = Conditions.builder(r);
+
+    JvmDiagnostics owner = TargetOwner.of(r, Watches.sameTarget(ctx, r));
+    if (owner != r) {
+      String msg = spec.targetRef + " already has a JvmDiagnostics: " + ns + "/" + owner.getMetadata().getName()
+          + " owns it; this resource changes nothing: delete it, or edit " + owner.getMetadata().getName() + " instead";
+      return new Outcome(c.of(Conditions.TARGET_FOUND, false, "TargetOwnedByAnother", msg),
+          c.of(Conditions.INJECTED, false, "TargetOwnedByAnother", "not injected by this resource"), 0, 0, List.of(), null,
+          List.of(), lastHeal);
+    }
+    Target target = Watches.target(ctx, ns, spec.targetRef);
+    if (target == null) {
+      String msg = spec.targetRef + " does not exist in namespace " + ns
+          + ": create it or fix spec.targetRef (it is picked up as soon as it appears)";
+      return new Outcome(c.of(Conditions.TARGET_FOUND, false, "TargetNotFound", msg),
+          c.of(Conditions.INJECTED, false, "TargetNotFound", "no target, no pods to inject"), 0, 0, List.of(), null,
+          List.of(), lastHeal);
+    }
+
+    Condition found = c.of(Conditions.TARGET_FOUND, true, "Found", spec.targetRef + " found");
+    PodTemplateMarker marker = PodTemplateMarker.desired(r.getMetadata().getName(), spec.rollout, config, target);
+    boolean throttled = false;
+    Duration requeue = null;
+    if (marker.needsWrite(target)) {
+      if (limiter.tryAcquire("config")) {
+        marker.apply(ctx.getClient(), target);
+      } else {
+        throttled = true;
+        requeue = limiter.untilNext();
+      }
+    }
+
+    PodObserver.Observation seen = PodObserver.observe(ctx, target, r, config);
+    PodInspector.Report report = seen.report();
+    Condition injected = InjectedCondition.of(c, report, target, marker.hash() != null);
+    if (!config.refusedOptions().isEmpty()) injected = InjectedCondition.optionsRefused(c, config, injected);
+    if (throttled) injected = InjectedCondition.throttled(c, spec.targetRef.toString(), limiter);
+    if (!report.missing().isEmpty() && requeue == null) requeue = Duration.ofSeconds(30);
+
+    List<String> healed = List.of();
+    HealDecision heal = throttled ? HealDecision.NONE : HealDecision.decide(marker.hash(), config.hash(), report.missing(),
+        r.getStatus() == null ? null : r.getStatus().podsMissingInjection, seen.pods(), target.rolloutComplete(),
+        lastHeal == null ? null : Instant.parse(lastHeal), now);
+    if (heal.requeue() != null) requeue = heal.requeue();
+    if (!heal.stillMissing().isEmpty()) injected = InjectedCondition.healStopped(c, heal.stillMissing(), target, marker.hash());
+    if (heal.healTo() != null) {
+      if (!limiter.tryAcquire("heal")) {
+        requeue = limiter.untilNext();
+      } else {
+        // a fresh copy: the heal must not apply over a template changed since the cache saw it
+        marker.withHash(heal.healTo()).apply(ctx.getClient(), Target.get(ctx.getClient(), ns, spec.targetRef));
+        healed = HealDecision.missed(report.missing());
+        lastHeal = now.toString();
+      }
+    }
+    return new Outcome(found, injected, target.desiredPods(), report.injected(), report.missing(), requeue, healed, lastHeal);
+  }
+
+  /** The Injected condition's variants. */
+  static final class InjectedCondition {
+    private InjectedCondition() {}
+
+    static Condition of(Conditions.Builder c, PodInspector.Report report, Target target, boolean automatic) {
+      if (report.missing().isEmpty()) {
+        String msg = report.live() == 0 ? "the target runs no pods yet" : report.injected() + " pod(s) carry the current injection";
+        return c.of(Conditions.INJECTED, true, report.live() == 0 ? "NoPods" : "AllPodsInjected", msg);
+      }
+      String list = report.missing().stream().limit(10).map(m -> m.name + " (" + m.reason + ")").collect(Collectors.joining(", "));
+      String reason;
+      String fix;
+      if (report.any("WebhookUnavailable")) {
+        reason = "PodsMissingInjection";
+        fix = automatic ? "they were created while the webhook was unreachable; the operator restarts the workload once its rollout settles"
+            : "they were created while the webhook was unreachable; restart them: kubectl rollout restart " + target.workload();
+      } else if (!automatic && (report.any("Outdated") || report.any("NotRolledOut"))) {
+        reason = "RolloutPending";
+        fix = "rollout is Manual: restart them to apply the current configuration: kubectl rollout restart " + target.workload();
+      } else if (report.any("Outdated") || report.any("NotRolledOut")) {
+        reason = "RollingOut";
+        fix = "a rollout with the current configuration is in progress";
+      } else {
+        reason = "PodsMissingInjection";
+        fix = "see each pod's reason in status.podsMissingInjection and docs/operator.md";
+      }
+      return c.of(Conditions.INJECTED, false, reason,
+          report.missing().size() + " of " + report.live() + " pod(s) lack the current injection: " + list + "; " + fix);
+    }
+
+    /** The API server refuses these already; a resource that got in anyway says why its options are missing. */
+    static Condition optionsRefused(Conditions.Builder c, InjectionConfig config, Condition injected) {
+      return c.of(Conditions.INJECTED, false, "OptionsRefused", "not injected (the rest is): "
+          + String.join("; ", config.refusedOptions()) + "; remove the entries from spec.jvmOptions.extra"
+          + ("True".equals(injected.getStatus()) ? "" : "; " + injected.getMessage()));
+    }
+
+    static Condition throttled(Conditions.Builder c, String targetRef, RolloutLimiter limiter) {
+      return c.of(Conditions.INJECTED, false, "RolloutThrottled", "the pod template of " + targetRef
+          + " waits for the cluster-wide limit of " + limiter.perMinute() + " rollouts per minute (--max-rollouts-per-minute,"
+          + " chart value operator.maxRolloutsPerMinute) so that many changed resources never restart their workloads at once;"
+          + " it is written within about " + limiter.untilNext().toSeconds() + " s");
+    }
+
+    static Condition healStopped(Conditions.Builder c, List<String> stillMissing, Target target, String hash) {
+      return c.of(Conditions.INJECTED, false, "HealStopped", stillMissing.size() + " pod(s) still lack the injection ("
+          + stillMissing.stream().limit(10).collect(Collectors.joining(", ")) + ") after the operator restarted " + target.workload()
+          + " once for this configuration (config-hash " + hash + "): the API server could not call the webhook when they"
+          + " were created (operator pods down or not ready, its Service or a NetworkPolicy, the "
+          + WebhookRegistration.TIMEOUT_SECONDS + " s timeout). The"
+          + " operator restarts a workload at most once per configuration; fix the cause, then: kubectl rollout restart "
+          + target.workload());
+    }
+  }
+}

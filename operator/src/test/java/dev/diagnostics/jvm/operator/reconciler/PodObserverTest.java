@@ -1,0 +1,50 @@
+package dev.diagnostics.jvm.operator.reconciler;
+
+import static dev.diagnostics.jvm.operator.reconciler.Fixtures.*;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import io.fabric8.kubernetes.api.model.Pod;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** Which pods the status reads, and what it says about each. */
+class PodObserverTest {
+  final JvmDiagnostics r = resource("cart");
+  final String hash = config(r).hash();
+  final AtomicInteger lists = new AtomicInteger();
+
+  List<Pod> listed(List<Pod> all) {
+    return PodObserver.podsOf(marked("cart", hash), List.of(), () -> {
+      lists.incrementAndGet();
+      return all;
+    });
+  }
+
+  @Test
+  void theCacheWhenItHoldsEveryPodTheWorkloadCounts() {
+    List<Pod> cached = List.of(pod("cart-a", "cart", hash, hash), pod("cart-b", "cart", hash, hash));
+    assertThat(PodObserver.podsOf(marked("cart", hash), cached, () -> { lists.incrementAndGet(); return List.of(); }))
+        .hasSize(2);
+    assertThat(lists).hasValue(0);
+  }
+
+  @Test
+  void aListWhenTheWorkloadCountsPodsTheCacheCannotName() {
+    List<Pod> all = List.of(pod("cart-a", "cart", hash, hash), pod("cart-b", "cart", hash, hash));
+    assertThat(listed(all)).hasSize(2);
+    assertThat(lists).hasValue(1);
+  }
+
+  @Test
+  void eachPodMissingTheInjectionIsNamedWithItsReason() {
+    List<Pod> pods = List.of(pod("cart-a", "cart", hash, hash), pod("cart-b", "cart", hash, null),
+        pod("cart-c", "cart", "old", "old"));
+    PodInspector.Report report = PodInspector.inspect(pods, "cart", r.getMetadata().getCreationTimestamp(), config(r));
+    assertThat(report.live()).isEqualTo(3);
+    assertThat(report.injected()).isEqualTo(1);
+    assertThat(report.missing()).extracting(m -> m.name + "/" + m.reason)
+        .containsExactly("cart-b/WebhookUnavailable", "cart-c/Outdated");
+  }
+}
