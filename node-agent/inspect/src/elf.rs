@@ -1,6 +1,7 @@
 //! A container's `libjvm.so` (untrusted ELF): ELF64 little-endian only (x86-64, aarch64).
-//! Reads section headers, SHT_NOTE sections (`.note.stapsdt`, the GNU build id), `.symtab`
-//! and `.dynsym`, and maps virtual addresses to file offsets through PT_LOAD segments.
+//! Reads section headers, `.symtab` and `.dynsym`, and maps virtual addresses to file
+//! offsets through PT_LOAD segments. (USDT notes are libbpf's to read: it attaches the
+//! probes.)
 //! Every offset/size is checked against the input with checked arithmetic.
 //!
 //! The input is a byte slice, or an open file ([`symbols_in_file`], [`read_vaddr`]) of which
@@ -16,35 +17,12 @@ use crate::Error;
 
 const LE: Endian = Endian::Little;
 const SHT_SYMTAB: u32 = 2;
-const SHT_NOTE: u32 = 7;
 const SHT_DYNSYM: u32 = 11;
 const SHT_NOBITS: u32 = 8;
 const PT_LOAD: u32 = 1;
-const NT_STAPSDT: u32 = 3;
-const NT_GNU_BUILD_ID: u32 = 3;
 const SHDR_LEN: usize = 64;
 const PHDR_LEN: usize = 56;
 const SYM_LEN: usize = 24;
-
-/// One USDT probe from `.note.stapsdt`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UsdtNote {
-    pub provider: String,
-    pub name: String,
-    /// The probe address as written in the note (link-time virtual address).
-    pub pc: u64,
-    /// The link-time address of `.stapsdt.base` as written in the note.
-    pub base: u64,
-    /// The semaphore's address, 0 if none.
-    pub semaphore: u64,
-    /// The argument description, e.g. `-8@%rax 8@%rdx`.
-    pub args: String,
-    /// `pc` adjusted for prelink (`pc + actual .stapsdt.base address - base`), as
-    /// SystemTap and libbpf do; equal to `pc` when the file was not prelinked.
-    pub address: u64,
-    /// The file offset of `address` (for a uprobe), if a PT_LOAD segment covers it.
-    pub file_offset: Option<u64>,
-}
 
 /// A symbol from `.symtab` or `.dynsym` (defined ones only: `st_shndx != SHN_UNDEF`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,9 +37,7 @@ pub struct Symbol {
 
 #[derive(Clone, Copy, Debug)]
 struct Section {
-    name: u32,
     kind: u32,
-    addr: u64,
     offset: u64,
     size: u64,
     link: u32,
@@ -129,7 +105,6 @@ impl Source for FileSource<'_> {
 struct Elf<'a> {
     src: &'a dyn Source,
     sections: Vec<Section>,
-    shstrndx: usize,
     segments: Vec<Segment>,
 }
 
@@ -180,14 +155,15 @@ impl<'a> Elf<'a> {
         let table_len = shnum.checked_mul(SHDR_LEN).ok_or_else(|| Error::malformed(W, 0x3c, "section count overflows"))?;
         let table = src.bytes(shoff as u64, table_len as u64, "section header table")?;
         let table: &[u8] = &table;
+        if shnum > 0 && shstrndx >= shnum {
+            return Err(Error::malformed(W, 0x3e, format!("section name table index {shstrndx} out of range ({shnum} sections)")));
+        }
         let mut sections = Vec::with_capacity(shnum);
         for i in 0..shnum {
             let o = i * SHDR_LEN; // i < shnum, table_len did not overflow
             let w = "section header";
             sections.push(Section {
-                name: u32_at(table, o, LE, w)?,
                 kind: u32_at(table, o + 4, LE, w)?,
-                addr: u64_at(table, o + 16, LE, w)?,
                 offset: u64_at(table, o + 24, LE, w)?,
                 size: u64_at(table, o + 32, LE, w)?,
                 link: u32_at(table, o + 40, LE, w)?,
@@ -214,7 +190,7 @@ impl<'a> Elf<'a> {
                 }
             }
         }
-        Ok(Elf { src, sections, shstrndx, segments })
+        Ok(Elf { src, sections, segments })
     }
 
     /// The bytes of a section (empty for SHT_NOBITS), checked against the file.
@@ -227,135 +203,12 @@ impl<'a> Elf<'a> {
         self.src.bytes(s.offset, s.size, what)
     }
 
-    fn by_name(&self, name: &str) -> Result<Option<Section>, Error> {
-        if self.sections.is_empty() {
-            return Ok(None);
-        }
-        let strtab = self.sections.get(self.shstrndx).ok_or_else(|| {
-            Error::malformed("ELF header", 0x3e, format!("section name table index {} out of range", self.shstrndx))
-        })?;
-        let d = self.data(strtab, "section name table")?;
-        for s in &self.sections {
-            if cstr_at(&d, s.name as usize, ELF_MAX_NAME, "section name")? == name {
-                return Ok(Some(*s));
-            }
-        }
-        Ok(None)
-    }
-
     fn file_offset(&self, vaddr: u64) -> Option<u64> {
         self.segments.iter().find_map(|seg| {
             let rel = vaddr.checked_sub(seg.vaddr)?;
             (rel < seg.filesz).then(|| seg.offset.checked_add(rel)).flatten()
         })
     }
-
-    /// Every note of every SHT_NOTE section: (owner name, type, descriptor).
-    fn notes(&self, mut f: impl FnMut(&str, u32, &[u8], usize) -> Result<(), Error>) -> Result<(), Error> {
-        let mut count = 0usize;
-        for s in self.sections.iter().filter(|s| s.kind == SHT_NOTE) {
-            let d = self.data(s, "note section")?;
-            let d: &[u8] = &d;
-            let base = s.offset as usize; // fits: data() succeeded
-            let mut o = 0usize;
-            while o < d.len() {
-                count += 1;
-                if count > ELF_MAX_NOTES {
-                    return Err(Error::too_large("ELF notes", count as u64, ELF_MAX_NOTES as u64));
-                }
-                let w = "note header";
-                let namesz = u32_at(d, o, LE, w).map_err(|e| rebase(e, base))? as usize;
-                let descsz = u32_at(d, o + 4, LE, w).map_err(|e| rebase(e, base))? as usize;
-                let ntype = u32_at(d, o + 8, LE, w).map_err(|e| rebase(e, base))?;
-                let name_off = o + 12;
-                let desc_off = name_off
-                    .checked_add(align4(namesz).ok_or_else(|| Error::malformed("note", base + o, "name size overflows"))?)
-                    .ok_or_else(|| Error::malformed("note", base + o, "name size overflows"))?;
-                let next = desc_off
-                    .checked_add(align4(descsz).ok_or_else(|| Error::malformed("note", base + o, "desc size overflows"))?)
-                    .ok_or_else(|| Error::malformed("note", base + o, "desc size overflows"))?;
-                let name_b = slice(d, name_off, namesz, "note name").map_err(|e| rebase(e, base))?;
-                let desc = slice(d, desc_off, descsz, "note descriptor").map_err(|e| rebase(e, base))?;
-                // The owner name includes its NUL (namesz counts it).
-                let name = match name_b.split_last() {
-                    Some((0, n)) => std::str::from_utf8(n).unwrap_or(""),
-                    _ => "",
-                };
-                f(name, ntype, desc, base + desc_off)?;
-                o = next;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn align4(n: usize) -> Option<usize> {
-    n.checked_add(3).map(|x| x & !3)
-}
-
-fn rebase(e: Error, base: usize) -> Error {
-    match e {
-        Error::Truncated { what, offset, needed, len } => {
-            Error::Truncated { what, offset: offset.saturating_add(base as u64), needed, len }
-        }
-        other => other,
-    }
-}
-
-/// The USDT probes (`.note.stapsdt`, owner "stapsdt", type 3) of an ELF file.
-pub fn usdt_probes(b: &[u8]) -> Result<Vec<UsdtNote>, Error> {
-    let src = Bytes(b);
-    let elf = Elf::parse(&src)?;
-    let sdt_base = elf.by_name(".stapsdt.base")?.map(|s| s.addr);
-    let mut out = Vec::new();
-    elf.notes(|owner, ntype, desc, at| {
-        if owner != "stapsdt" || ntype != NT_STAPSDT {
-            return Ok(());
-        }
-        let w = "stapsdt note";
-        let pc = u64_at(desc, 0, LE, w).map_err(|e| rebase(e, at))?;
-        let base = u64_at(desc, 8, LE, w).map_err(|e| rebase(e, at))?;
-        let semaphore = u64_at(desc, 16, LE, w).map_err(|e| rebase(e, at))?;
-        let provider = cstr_at(desc, 24, ELF_MAX_NOTE_STRING, "stapsdt provider").map_err(|e| rebase_m(e, at))?;
-        let p_end = 24 + provider.len() + 1;
-        let name = cstr_at(desc, p_end, ELF_MAX_NOTE_STRING, "stapsdt probe name").map_err(|e| rebase_m(e, at))?;
-        let n_end = p_end + name.len() + 1;
-        let args = if n_end < desc.len() {
-            cstr_at(desc, n_end, ELF_MAX_NOTE_STRING, "stapsdt arguments").map_err(|e| rebase_m(e, at))?
-        } else {
-            ""
-        };
-        let address = match sdt_base {
-            Some(actual) if base != 0 => pc.wrapping_add(actual).wrapping_sub(base),
-            _ => pc,
-        };
-        out.push(UsdtNote {
-            provider: provider.to_string(),
-            name: name.to_string(),
-            pc,
-            base,
-            semaphore,
-            args: args.to_string(),
-            address,
-            file_offset: elf.file_offset(address),
-        });
-        Ok(())
-    })?;
-    Ok(out)
-}
-
-fn rebase_m(e: Error, base: usize) -> Error {
-    match e {
-        Error::Malformed { what, offset, reason } => {
-            Error::Malformed { what, offset: offset.saturating_add(base as u64), reason }
-        }
-        other => rebase(other, base),
-    }
-}
-
-/// Whether the file has a `.note.stapsdt` section with at least one well-formed probe.
-pub fn has_stapsdt(b: &[u8]) -> Result<bool, Error> {
-    Ok(!usdt_probes(b)?.is_empty())
 }
 
 /// Defined symbols whose name passes `filter`: all matches of `.symtab`, then those of
@@ -424,21 +277,8 @@ fn symbols_of(elf: &Elf<'_>, filter: &dyn Fn(&str) -> bool) -> Result<Vec<Symbol
     Ok(out)
 }
 
-/// The GNU build id (`NT_GNU_BUILD_ID` note), if the file has one.
-pub fn build_id(b: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-    let src = Bytes(b);
-    let elf = Elf::parse(&src)?;
-    let mut id = None;
-    elf.notes(|owner, ntype, desc, _| {
-        if owner == "GNU" && ntype == NT_GNU_BUILD_ID && id.is_none() {
-            id = Some(desc.to_vec());
-        }
-        Ok(())
-    })?;
-    Ok(id)
-}
-
-/// The file offset of a virtual address (for a uprobe on a symbol), through PT_LOAD segments.
+/// The file offset of a virtual address, through PT_LOAD segments (what [`read_vaddr`] reads
+/// on an open file; the tests and the fuzz target check one against the other).
 pub fn file_offset(b: &[u8], vaddr: u64) -> Result<Option<u64>, Error> {
     Ok(Elf::parse(&Bytes(b))?.file_offset(vaddr))
 }

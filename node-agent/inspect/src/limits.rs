@@ -28,14 +28,10 @@ pub const HSPERFDATA_MAX_STRING: usize = 64 << 10;
 pub const ELF_MAX_BYTES: u64 = 512 << 20;
 /// Section headers in one ELF file (libjvm has ~40).
 pub const ELF_MAX_SECTIONS: usize = 65_535;
-/// `.note.stapsdt` notes (libjvm has ~500).
-pub const ELF_MAX_NOTES: usize = 100_000;
 /// Symbols scanned per table (libjvm's `.symtab` has ~100 000).
 pub const ELF_MAX_SYMBOLS: usize = 4_000_000;
 /// Length of a symbol name (C++ mangled names get long).
 pub const ELF_MAX_NAME: usize = 64 << 10;
-/// Length of a USDT provider/name/argument string.
-pub const ELF_MAX_NOTE_STRING: usize = 4096;
 /// One line of the safepoint log.
 pub const SAFEPOINT_LINE_MAX: usize = 64 << 10;
 /// Entries returned by [`crate::root::ProcRoot::list_dir`] callers should pass at most this.

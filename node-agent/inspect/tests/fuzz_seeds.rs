@@ -46,7 +46,6 @@ fn write_fuzz_seeds() {
     put(dir, "cgroup", "unconverted", format!("1:name=systemd:/system.slice/containerd.service/kubepods-besteffort-pod{u}.slice:cri-containerd:{ID}\n").as_bytes());
     // ELF: the small hand-made library (real libjvm.so is 25 MB: too big for a seed)
     let e = common::sample_elf();
-    put(dir, "elf_notes", "sample", &e.bytes);
     put(dir, "elf_symbols", "sample", &e.bytes);
     // safepoint log: JDK 17, 25 and 11 lines
     put(dir, "safepoint_log", "jdk17", b"[0.755s][info ][safepoint        ] Safepoint \"G1CollectForAllocation\", Time since last: 688114443 ns, Reaching safepoint: 78146 ns, Cleanup: 164055 ns, At safepoint: 15411399 ns, Total: 15653600 ns\n[0.755s][info ][safepoint,stats  ] G1CollectForAllocation       [             11               0 ][            78146     164055   15411399   15653600 ]               0\n");
