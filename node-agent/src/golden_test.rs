@@ -67,21 +67,30 @@ fn fixture() -> String {
     let mut gone = metrics::THREAD_STARTS.family();
     gone.jvm(2, vec![("thread_name", "x".into())], Value::Counter(1));
     fams.push(gone);
+    to_prometheus_text(&render(fams, &two_jvms()))
+}
+
+/// The labels of the fixtures' two JVMs (slots 0 and 1).
+fn two_jvms() -> HashMap<u32, JvmLabels> {
     let mut jvms = HashMap::new();
     jvms.insert(0, JvmLabels::standalone("node-1", 4242, "Storm"));
     jvms.insert(1, JvmLabels::standalone("node-1", 77, "app.jar"));
-    to_prometheus_text(&render(fams, &jvms))
+    jvms
+}
+
+/// `got` equals tests/golden/<file> (UPDATE_GOLDEN=1 writes it).
+fn assert_golden(file: &str, got: &str) {
+    let path = format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).expect("golden file (UPDATE_GOLDEN=1 creates it)");
+    assert_eq!(got, want, "{file} changed; if intended, regenerate with UPDATE_GOLDEN=1");
 }
 
 #[test]
 fn metrics_page_matches_golden_file() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/standalone.prom");
-    let got = fixture();
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(path, &got).unwrap();
-    }
-    let want = std::fs::read_to_string(path).expect("golden file (UPDATE_GOLDEN=1 creates it)");
-    assert_eq!(got, want, "exposition changed; if intended, regenerate with UPDATE_GOLDEN=1");
+    assert_golden("standalone.prom", &fixture());
 }
 
 #[test]
@@ -221,21 +230,12 @@ mod raw_maps {
         };
         fams.extend(compilation::families(&tables, 1, &|_| None));
 
-        let mut jvms = HashMap::new();
-        jvms.insert(0, JvmLabels::standalone("node-1", 4242, "Storm"));
-        jvms.insert(1, JvmLabels::standalone("node-1", 77, "app.jar"));
-        to_prometheus_text(&render(fams, &jvms))
+        to_prometheus_text(&render(fams, &two_jvms()))
     }
 
     #[test]
     fn raw_map_bytes_decode_to_the_golden_page() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/maps.prom");
-        let got = page();
-        if std::env::var_os("UPDATE_GOLDEN").is_some() {
-            std::fs::write(path, &got).unwrap();
-        }
-        let want = std::fs::read_to_string(path).expect("golden file (UPDATE_GOLDEN=1 creates it)");
-        assert_eq!(got, want, "decoding changed; if intended, regenerate with UPDATE_GOLDEN=1");
+        assert_golden("maps.prom", &page());
     }
 
     #[test]
