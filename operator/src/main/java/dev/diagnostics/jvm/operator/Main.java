@@ -4,6 +4,7 @@ import dev.diagnostics.jvm.operator.alerts.RuleRenderer;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.election.LeaderElection;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
+import dev.diagnostics.jvm.operator.webhook.WebhookRegistration;
 import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
 import io.fabric8.kubernetes.client.Config;
@@ -183,7 +184,8 @@ public final class Main implements Callable<Integer> {
         webhook ? new WebhookSettings(agentImage, namespace, address(webhookBind, "--webhook-bind"), target, hosts, webhookSecret,
             webhookConfig, manageWebhookConfig, certCheckInterval, webhookWarmup, allowed) : null,
         reconciler ? new ReconcilerSettings(agentImage, allowed,
-            watchNamespaces == null ? Set.of() : Set.copyOf(watchNamespaces), maxRolloutsPerMinute, election) : null,
+            watchNamespaces == null ? Set.of() : Set.copyOf(watchNamespaces), maxRolloutsPerMinute, election,
+            WebhookRegistration.excludedNamespaces(namespace)) : null,
         metricsBind.isEmpty() ? null : address(metricsBind, "--metrics-bind"));
     OperatorApp app = new OperatorApp(client, settings).start();
     CountDownLatch stop = new CountDownLatch(1);

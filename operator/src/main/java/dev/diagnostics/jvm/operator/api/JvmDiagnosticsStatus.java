@@ -39,12 +39,25 @@ public class JvmDiagnosticsStatus {
     public String name;
     @JsonPropertyDescription("WebhookUnavailable, Outdated, ValueFromNotMerged, EnvFromNotMerged, ContainerNotFound, ...")
     public String reason;
+    @JsonPropertyDescription("The container that could not be injected, when the reason is about one container of the pod.")
+    public String container;
 
     public PodMissingInjection() {}
 
     public PodMissingInjection(String name, String reason) {
+      this(name, reason, null);
+    }
+
+    public PodMissingInjection(String name, String reason, String container) {
       this.name = name;
       this.reason = reason;
+      this.container = container;
+    }
+
+    /** "pod (reason)", or "pod (reason in container c)". */
+    @Override
+    public String toString() {
+      return name + " (" + reason + (container == null ? "" : " in container " + container) + ")";
     }
   }
 }

@@ -41,9 +41,9 @@ public final class PodInspector {
     for (Pod p : pods) {
       if (!live(p)) continue;
       live++;
-      String reason = reason(p, resourceName, resourceCreated, config, hash);
-      if (reason == null) injected++;
-      else missing.add(new PodMissingInjection(p.getMetadata().getName(), reason));
+      PodMissingInjection miss = miss(p, resourceName, resourceCreated, config, hash);
+      if (miss == null) injected++;
+      else missing.add(miss);
     }
     missing.sort(Comparator.comparing(m -> m.name));
     return new Report(live, injected, missing);
@@ -65,19 +65,22 @@ public final class PodInspector {
     }
   }
 
-  static String reason(Pod p, String resourceName, String resourceCreated, InjectionConfig config, String hash) {
+  /** Why the pod lacks the current injection (and in which container, when one is the cause), or null. */
+  static PodMissingInjection miss(Pod p, String resourceName, String resourceCreated, InjectionConfig config, String hash) {
+    String name = p.getMetadata().getName();
     Map<String, String> labels = p.getMetadata().getLabels();
     Map<String, String> ann = p.getMetadata().getAnnotations();
-    if (labels == null || !resourceName.equals(labels.get(INJECT_LABEL))) return Reason.NotRolledOut.name();
+    if (labels == null || !resourceName.equals(labels.get(INJECT_LABEL))) return new PodMissingInjection(name, Reason.NotRolledOut.name());
     String stamped = ann == null ? null : ann.get(INJECTED);
     if (stamped == null) {
       // labelled by the user's own manifest before the resource existed: nothing could inject it yet
-      return olderThan(p.getMetadata().getCreationTimestamp(), resourceCreated)
-          ? Reason.NotRolledOut.name() : Reason.WebhookUnavailable.name();
+      return new PodMissingInjection(name, olderThan(p.getMetadata().getCreationTimestamp(), resourceCreated)
+          ? Reason.NotRolledOut.name() : Reason.WebhookUnavailable.name());
     }
-    if (!stamped.equals(hash)) return Reason.Outdated.name();
+    if (!stamped.equals(hash)) return new PodMissingInjection(name, Reason.Outdated.name());
     // the mutation is pure and idempotent: run it again to learn what it could not do
     MutationResult again = PodMutator.mutate(p, config);
-    return again.findings().stream().filter(Finding::blocking).map(f -> f.reason().name()).findFirst().orElse(null);
+    return again.findings().stream().filter(Finding::blocking).findFirst()
+        .map(f -> new PodMissingInjection(name, f.reason().name(), f.container())).orElse(null);
   }
 }

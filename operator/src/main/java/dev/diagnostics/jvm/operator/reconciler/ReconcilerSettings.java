@@ -13,10 +13,12 @@ import java.util.Set;
  * @param watchNamespaces reconcile only these namespaces (empty: all)
  * @param maxRolloutsPerMinute the cluster-wide limit on pod-template writes that restart pods (0: none)
  * @param leaderElection only the Lease holder reconciles (null: this replica always does)
+ * @param excludedNamespaces where the webhook injects nothing: resources there are reported, never rolled
  */
 public record ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
-    int maxRolloutsPerMinute, LeaderElection leaderElection) {
+    int maxRolloutsPerMinute, LeaderElection leaderElection, List<String> excludedNamespaces) {
   public ReconcilerSettings {
+    excludedNamespaces = excludedNamespaces == null ? List.of() : List.copyOf(excludedNamespaces);
     allowedJvmOptions = allowedJvmOptions == null ? List.of() : List.copyOf(allowedJvmOptions);
     watchNamespaces = watchNamespaces == null ? Set.of() : Set.copyOf(watchNamespaces);
   }

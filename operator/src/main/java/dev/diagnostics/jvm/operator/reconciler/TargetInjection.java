@@ -27,9 +27,12 @@ final class TargetInjection {
       List<PodMissingInjection> missing, Duration requeue, List<String> healed, String lastHealTime) {}
 
   private final RolloutLimiter limiter;
+  private final List<String> excludedNamespaces;
 
-  TargetInjection(RolloutLimiter limiter) {
+  /** excludedNamespaces: where the webhook injects nothing, so the operator writes nothing either. */
+  TargetInjection(RolloutLimiter limiter, List<String> excludedNamespaces) {
     this.limiter = limiter;
+    this.excludedNamespaces = List.copyOf(excludedNamespaces);
   }
 
   Outcome reconcile(JvmDiagnostics r, Context<JvmDiagnostics> ctx, InjectionConfig config, Instant now) {
@@ -38,6 +41,16 @@ final class TargetInjection {
     String lastHeal = r.getStatus() == null ? null : r.getStatus().lastHealTime;
     Conditions.Builder c = Conditions.builder(r);
 
+    if (excludedNamespaces.contains(ns)) {
+      // the webhook never sees pods here: a template write would only restart the workload
+      Target target = Watches.target(ctx, ns, spec.targetRef);
+      String msg = "namespace " + ns + " is excluded from injection (" + String.join(", ", excludedNamespaces)
+          + ": the system namespaces and the operator's own): the webhook never mutates pods here, so the operator writes"
+          + " nothing into " + spec.targetRef + " and restarts nothing; put the workload and this resource in an application namespace";
+      return new Outcome(target == null ? c.of(Conditions.TARGET_FOUND, false, "TargetNotFound", spec.targetRef
+              + " does not exist in namespace " + ns) : c.of(Conditions.TARGET_FOUND, true, "Found", spec.targetRef + " found"),
+          c.of(Conditions.INJECTED, false, "NamespaceExcluded", msg), 0, 0, List.of(), null, List.of(), lastHeal);
+    }
     JvmDiagnostics owner = TargetOwner.of(r, Watches.sameTarget(ctx, r));
     if (owner != r) {
       String msg = spec.targetRef + " already has a JvmDiagnostics: " + ns + "/" + owner.getMetadata().getName()
@@ -103,7 +116,7 @@ final class TargetInjection {
         String msg = report.live() == 0 ? "the target runs no pods yet" : report.injected() + " pod(s) carry the current injection";
         return c.of(Conditions.INJECTED, true, report.live() == 0 ? "NoPods" : "AllPodsInjected", msg);
       }
-      String list = report.missing().stream().limit(10).map(m -> m.name + " (" + m.reason + ")").collect(Collectors.joining(", "));
+      String list = report.missing().stream().limit(10).map(PodMissingInjection::toString).collect(Collectors.joining(", "));
       String reason;
       String fix;
       if (report.any("WebhookUnavailable")) {

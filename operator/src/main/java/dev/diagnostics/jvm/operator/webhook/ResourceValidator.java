@@ -45,17 +45,20 @@ public final class ResourceValidator {
   private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization(new ObjectMapper(), true);
 
   private final List<String> allowedOptions;
+  private final List<String> excludedNamespaces;
   private final Function<String, List<JvmDiagnostics>> inNamespace;
   private final TargetPermission.Check permission;
   private final Counter decisions;
 
   /**
+   * excludedNamespaces: where the pod webhook never injects (a resource there is refused);
    * inNamespace: the JvmDiagnostics of a namespace, as the API server has them now (a LIST, not a
    * cache); permission: whether the request's user may patch the target.
    */
-  public ResourceValidator(List<String> allowedOptions, Function<String, List<JvmDiagnostics>> inNamespace,
-      TargetPermission.Check permission, PrometheusRegistry registry) {
+  public ResourceValidator(List<String> allowedOptions, List<String> excludedNamespaces,
+      Function<String, List<JvmDiagnostics>> inNamespace, TargetPermission.Check permission, PrometheusRegistry registry) {
     this.allowedOptions = List.copyOf(allowedOptions);
+    this.excludedNamespaces = List.copyOf(excludedNamespaces);
     this.inNamespace = inNamespace;
     this.permission = permission;
     this.decisions = Counter.builder().name("jvmdiag_operator_resource_admissions_total")
@@ -103,6 +106,11 @@ public final class ResourceValidator {
     List<String> warnings = new ArrayList<>();
     checkOptions(r.getSpec(), problems, warnings);
     String ns = req.getNamespace() != null ? req.getNamespace() : r.getMetadata().getNamespace();
+    if (excludedNamespaces.contains(ns)) {
+      problems.add("namespace " + ns + " is excluded from injection (" + String.join(", ", excludedNamespaces)
+          + ": the system namespaces and the operator's own): the webhook never mutates pods here, so this resource could"
+          + " only restart its target for nothing; create the workload and its JvmDiagnostics in an application namespace");
+    }
     checkSingleOwner(r, ns, problems);
     TargetRef ref = r.getSpec().targetRef;
     if (ref != null && ref.kind != null && ref.name != null && req.getUserInfo() != null) {

@@ -40,7 +40,7 @@ public final class Webhook implements AutoCloseable {
       return r != null ? r : client.resources(JvmDiagnostics.class).inNamespace(ns).withName(name).get();
     }, s.agentImage(), s.allowedJvmOptions(), new WebhookMetrics(registry));
     // a LIST, not the cache: a resource created a moment ago must count (JvmDiagnostics writes are rare)
-    ResourceValidator validator = new ResourceValidator(s.allowedJvmOptions(),
+    ResourceValidator validator = new ResourceValidator(s.allowedJvmOptions(), WebhookRegistration.excludedNamespaces(s.namespace()),
         ns -> client.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems(),
         new TargetPermission(client).asCheck(), registry);
     warmUp();

@@ -24,11 +24,17 @@ public final class WebhookRegistration {
 
   private WebhookRegistration() {}
 
+  /** The namespaces whose pods the webhook never sees: the system namespaces and the operator's own. */
+  public static List<String> excludedNamespaces(String operatorNamespace) {
+    List<String> excluded = new ArrayList<>(SYSTEM_NAMESPACES);
+    if (operatorNamespace != null && !excluded.contains(operatorNamespace)) excluded.add(operatorNamespace);
+    return List.copyOf(excluded);
+  }
+
   /** target: "https://host:port" (a URL) or "service:NAME.NAMESPACE:PORT". */
   public static MutatingWebhookConfiguration build(String configName, String target, String caPem, String operatorNamespace) {
     WebhookClientConfig cc = clientConfig(target, caPem, WebhookServer.PATH);
-    List<String> excluded = new ArrayList<>(SYSTEM_NAMESPACES);
-    if (operatorNamespace != null && !excluded.contains(operatorNamespace)) excluded.add(operatorNamespace);
+    List<String> excluded = excludedNamespaces(operatorNamespace);
     return new MutatingWebhookConfigurationBuilder()
         .withNewMetadata().withName(configName).addToLabels(MANAGED_BY, Contract.FIELD_MANAGER).endMetadata()
         .addNewWebhook()

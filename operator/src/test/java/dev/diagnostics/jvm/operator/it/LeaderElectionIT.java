@@ -53,7 +53,7 @@ class LeaderElectionIT {
       LeaderElection le = new LeaderElection(ChartRbac.NAMESPACE, LEASE, id,
           Duration.ofSeconds(10), Duration.ofSeconds(8), Duration.ofSeconds(1), false);
       apps.put(id, new OperatorApp(c, new OperatorApp.Settings(null,
-          new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(), 0, le), new InetSocketAddress("127.0.0.1", 0))).start());
+          new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(), 0, le, List.of()), new InetSocketAddress("127.0.0.1", 0))).start());
     }
   }
 

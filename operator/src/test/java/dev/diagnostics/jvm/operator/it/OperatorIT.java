@@ -10,6 +10,7 @@ import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsStatus.PodMissingInjection;
 import dev.diagnostics.jvm.operator.mutator.InjectionConfig;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
+import dev.diagnostics.jvm.operator.webhook.WebhookRegistration;
 import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import io.fabric8.kubernetes.api.model.Condition;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -86,7 +87,8 @@ class OperatorIT {
     return new OperatorApp.Settings(
         webhook ? new WebhookSettings(agentImage, ChartRbac.NAMESPACE, new InetSocketAddress("127.0.0.1", 0), "https://127.0.0.1:0",
             List.of("127.0.0.1", "localhost"), "jvmdiag-webhook-tls", "jvmdiag-it", true, Duration.ofHours(1), 0, ALLOWED) : null,
-        reconciler ? new ReconcilerSettings(agentImage, ALLOWED, Set.of(), 0, null) : null,
+        reconciler ? new ReconcilerSettings(agentImage, ALLOWED, Set.of(), 0, null,
+            WebhookRegistration.excludedNamespaces(ChartRbac.NAMESPACE)) : null,
         new InetSocketAddress("127.0.0.1", 0));
   }
 
@@ -288,7 +290,9 @@ class OperatorIT {
       return r.getStatus() != null && r.getStatus().podsMissingInjection.stream()
           .anyMatch(m -> m.name.equals("legacy-a") && m.reason.equals("ValueFromNotMerged"));
     });
-    assertThat(condition(ns, "legacy", "Injected").getMessage()).contains("legacy-a (ValueFromNotMerged)");
+    assertThat(get(ns, "legacy").getStatus().podsMissingInjection).filteredOn(m -> m.name.equals("legacy-a"))
+        .singleElement().satisfies(m -> assertThat(m.container).as("the status names the container").isEqualTo("app"));
+    assertThat(condition(ns, "legacy", "Injected").getMessage()).contains("legacy-a (ValueFromNotMerged in container app)");
   }
 
   @Test
@@ -439,6 +443,37 @@ class OperatorIT {
       assertThat(templateLabels(ns, "ledger")).containsEntry(INJECT_LABEL, "ledger-diag");
       assertThat(templateAnnotations(ns, "ledger")).containsEntry(CONFIG_HASH, ownerHash);
     } finally {
+      webhook.close();
+      webhook = startWebhook(); // registers the validating webhook again
+    }
+  }
+
+  @Test
+  void aResourceInANamespaceTheWebhookExcludesIsRefusedAndNeverRolled() throws Exception {
+    String ns = ChartRbac.NAMESPACE; // the operator's own: excluded like the system namespaces
+    admin.resource(deployment(ns, "excluded-app")).create();
+    assertThat(refused(resource(ns, "excluded-app", "excluded-app", "")).getMessage())
+        .contains("namespace " + ns + " is excluded from injection").contains("in an application namespace");
+
+    // one that got in anyway (created while the validating webhook was not registered) is reported, never rolled
+    admin.admissionRegistration().v1().validatingWebhookConfigurations().withName("jvmdiag-it").delete();
+    await("validating registration gone", WAIT, () -> {
+      try {
+        admin.resource(resource(ns, "excluded-app", "excluded-app", "")).dryRun().create();
+        return true;
+      } catch (KubernetesClientException e) {
+        return false;
+      }
+    });
+    try {
+      admin.resource(resource(ns, "excluded-app", "excluded-app", "")).create();
+      await("Injected=False NamespaceExcluded", WAIT, () -> conditionIs(ns, "excluded-app", "Injected", "False", "NamespaceExcluded"));
+      assertThat(condition(ns, "excluded-app", "Injected").getMessage()).contains("writes nothing into Deployment/excluded-app");
+      Thread.sleep(2000); // a few reconciles
+      assertThat(templateLabels(ns, "excluded-app")).doesNotContainKey(INJECT_LABEL);
+      assertThat(templateAnnotations(ns, "excluded-app")).doesNotContainKey(CONFIG_HASH);
+    } finally {
+      admin.resources(JvmDiagnostics.class).inNamespace(ns).withName("excluded-app").delete();
       webhook.close();
       webhook = startWebhook(); // registers the validating webhook again
     }

@@ -37,7 +37,7 @@ class RolloutLimitIT {
     operatorClient = ApiServer.client(ChartRbac.install(admin));
     ApiServer.namespace(admin, NS);
     reconciler = new OperatorApp(operatorClient, new OperatorApp.Settings(null,
-        new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(NS), LIMIT, null), new InetSocketAddress("127.0.0.1", 0))).start();
+        new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(NS), LIMIT, null, List.of()), new InetSocketAddress("127.0.0.1", 0))).start();
   }
 
   @AfterAll

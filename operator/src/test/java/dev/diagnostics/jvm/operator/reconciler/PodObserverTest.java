@@ -1,9 +1,12 @@
 package dev.diagnostics.jvm.operator.reconciler;
 
+import static dev.diagnostics.jvm.operator.Contract.JAVA_TOOL_OPTIONS;
 import static dev.diagnostics.jvm.operator.reconciler.Fixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.EnvVarSourceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -35,6 +38,21 @@ class PodObserverTest {
     List<Pod> all = List.of(pod("cart-a", "cart", hash, hash), pod("cart-b", "cart", hash, hash));
     assertThat(listed(all)).hasSize(2);
     assertThat(lists).hasValue(1);
+  }
+
+  @Test
+  void aContainerThatCouldNotBeInjectedIsNamed() {
+    r.getSpec().jvmOptions.extra = List.of("-XX:ReservedCodeCacheSize=256m"); // a flag to append
+    String hash = config(r).hash();
+    Pod p = pod("cart-d", "cart", hash, hash);
+    p.getSpec().getContainers().get(0).setEnv(List.of(new EnvVar(JAVA_TOOL_OPTIONS, null,
+        new EnvVarSourceBuilder().withNewConfigMapKeyRef("opts", "jvm", false).build())));
+    PodInspector.Report report = PodInspector.inspect(List.of(p), "cart", r.getMetadata().getCreationTimestamp(), config(r));
+    assertThat(report.missing()).singleElement().satisfies(m -> {
+      assertThat(m.reason).isEqualTo("ValueFromNotMerged");
+      assertThat(m.container).isEqualTo("app");
+      assertThat(m.toString()).isEqualTo("cart-d (ValueFromNotMerged in container app)");
+    });
   }
 
   @Test

@@ -18,7 +18,8 @@ class ResourceValidatorTest {
   final List<JvmDiagnostics> existing = new ArrayList<>();
   final List<String> asked = new ArrayList<>();
   String deny; // what the permission check answers (null: allowed)
-  final ResourceValidator validator = new ResourceValidator(List.of("-javaagent:/opt/otel/"), ns -> existing, (user, ns, ref) -> {
+  final ResourceValidator validator = new ResourceValidator(List.of("-javaagent:/opt/otel/"),
+      List.of("kube-system", "jvm-diagnostics"), ns -> existing, (user, ns, ref) -> {
     asked.add(user.getUsername() + " " + ns + " " + ref);
     return deny;
   }, new PrometheusRegistry());
@@ -64,6 +65,15 @@ class ResourceValidatorTest {
   }
 
   @Test
+  void aResourceInANamespaceTheWebhookExcludesIsRefused() throws Exception {
+    JsonNode r = call(review("CREATE", resource("a", "checkout", "").replace("\"shop\"", "\"kube-system\""), "null")
+        .replace("\"namespace\":\"shop\"", "\"namespace\":\"kube-system\""));
+    assertThat(r.get("allowed").asBoolean()).isFalse();
+    assertThat(r.at("/status/message").asText()).contains("namespace kube-system is excluded from injection")
+        .contains("create the workload and its JvmDiagnostics in an application namespace");
+  }
+
+  @Test
   void anUpdateThatLeavesTheSpecAloneIsNotChecked() throws Exception {
     deny = "no";
     String old = resource("a", "checkout", "\"-Xlog:gc\"");
@@ -83,7 +93,7 @@ class ResourceValidatorTest {
 
   @Test
   void failsClosedWhenItCannotCheck() throws Exception {
-    ResourceValidator broken = new ResourceValidator(List.of(), ns -> { throw new IllegalStateException("API server gone"); },
+    ResourceValidator broken = new ResourceValidator(List.of(), List.of(), ns -> { throw new IllegalStateException("API server gone"); },
         (u, n, t) -> null, new PrometheusRegistry());
     JsonNode r = json.readTree(broken.handle(review("CREATE", resource("a", "checkout", ""), "null").getBytes(StandardCharsets.UTF_8)))
         .get("response");
