@@ -31,11 +31,13 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         max_vmop_names: cfg.cli.max_vm_operations,
         max_methods: cfg.cli.max_methods,
         jvm_start_thread: cfg.cli.threads_jvm_start_thread,
+        collector_bit: 0,
     };
     let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
     for name in &cfg.collectors {
         let r = REGISTRY.iter().find(|r| r.name == *name).expect("registered");
-        collectors.push((r.load)(&load_cfg, traced.as_fd()).map_err(bpf_fatal)?);
+        let own = LoadConfig { collector_bit: r.bit(), ..load_cfg.clone() };
+        collectors.push((r.load)(&own, traced.as_fd()).map_err(bpf_fatal)?);
     }
     let server = serve::listen(&cfg)?;
     let host = cfg.cli.host.clone().unwrap_or_else(hostname);

@@ -33,13 +33,13 @@ use crate::file_identity::FileIdentity;
 use crate::labels::JvmLabels;
 
 /// Slots of the per-JVM arrays (src/bpf/jvm.h); a `traced_pids` value holds the slot in
-/// its low SLOT_BITS and above them one bit per collector (`Registration::wants`).
+/// its low SLOT_BITS and above them one bit per collector (`Registration::bit`).
 pub use crate::skel::consts::{MAX_JVMS, SLOT_BITS};
 const _: () = assert!(MAX_JVMS <= 1 << SLOT_BITS);
 
 /// The `traced_pids` value of a JVM in `slot` that wants these collectors (None: all).
 pub fn traced_pids_value(slot: u32, wanted: Option<&[&str]>) -> u32 {
-    REGISTRY.iter().filter(|r| wanted.is_none_or(|w| w.contains(&r.name))).fold(slot, |v, r| v | r.wants)
+    REGISTRY.iter().filter(|r| wanted.is_none_or(|w| w.contains(&r.name))).fold(slot, |v, r| v | r.bit())
 }
 /// An exited JVM that nobody scrapes is released after this long anyway.
 const EXITED_GRACE: Duration = Duration::from_secs(120);

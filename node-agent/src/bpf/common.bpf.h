@@ -7,9 +7,9 @@
 
 _Static_assert(MAX_JVMS <= (1u << SLOT_BITS), "a slot must fit below the collector bits");
 
-#ifndef THIS_COLLECTOR
-#error "define THIS_COLLECTOR (WANTS(COLLECTOR_...), jvm.h) before including common.bpf.h"
-#endif
+/* This collector's bit in a traced_pids value (above the slot bits), set by the loader
+ * before load from the collector's place in REGISTRY. 0: no JVM is counted. */
+const volatile __u32 collector_bit = 0;
 
 /* Registers are read at fixed offsets: build.rs defines BPF_NO_PRESERVE_ACCESS_INDEX, so
  * vmlinux.h's types carry no CO-RE relocation and libbpf does not load the kernel's BTF
@@ -66,7 +66,7 @@ static __always_inline int current_slot(__u32 *slot)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u32 *s = bpf_map_lookup_elem(&traced_pids, &tgid);
-	if (!s || !(*s & THIS_COLLECTOR))
+	if (!s || !(*s & collector_bit))
 		return -1;
 	*slot = *s & ((1u << SLOT_BITS) - 1);
 	return 0;

@@ -18,7 +18,6 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
-#define THIS_COLLECTOR WANTS(COLLECTOR_COMPILATION)
 #include "common.bpf.h"
 #include "compilation.h"
 

@@ -9,14 +9,10 @@
 
 /* A traced_pids value: the JVM's slot in the low SLOT_BITS, above them one bit per
  * collector its pod asked for (jvm.diagnostics.dev/collectors; all of them outside
- * Kubernetes), so a collector's probes count only the JVMs that want it. A .bpf.c names
- * its bit as THIS_COLLECTOR; the loader sets the bits (REGISTRY in src/collector/mod.rs). */
+ * Kubernetes), so a collector's probes count only the JVMs that want it. A collector's bit
+ * is its place in REGISTRY (src/collector/mod.rs); the loader sets it as `collector_bit`
+ * (common.bpf.h) before load. */
 #define SLOT_BITS 16
-#define COLLECTOR_THREADS 0
-#define COLLECTOR_SAFEPOINTS 1
-#define COLLECTOR_VMOPS 2
-#define COLLECTOR_COMPILATION 3
-#define WANTS(collector) (1u << (SLOT_BITS + (collector)))
 
 /* Duration histogram: the bounds of monitoring/histogram-bounds.txt plus +Inf (HIST_BOUNDS
  * is generated from that file by build.rs). Counts are per bucket (not cumulative); the

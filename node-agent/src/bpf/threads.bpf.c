@@ -7,7 +7,6 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
-#define THIS_COLLECTOR WANTS(COLLECTOR_THREADS)
 #include "common.bpf.h"
 #include "threads.h"
 

@@ -5,7 +5,6 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
-#define THIS_COLLECTOR WANTS(COLLECTOR_VMOPS)
 #include "common.bpf.h"
 #include "vmops.h"
 

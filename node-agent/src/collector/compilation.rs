@@ -67,6 +67,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
         CompilationSkelBuilder::default().open(super::object_storage()).context("open compilation.bpf.o")?;
     let hot_budget = cfg.max_methods.saturating_mul(8).clamp(256, 4096);
     let ro = open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?;
+    ro.collector_bit = cfg.collector_bit;
     ro.max_compilers = MAX_COMPILERS;
     ro.hot_budget = hot_budget;
     ro.hot_threshold = HOT_THRESHOLD;

@@ -32,6 +32,8 @@ pub struct LoadConfig {
     pub max_methods: u32,
     /// Threads collector: attach `JVM_StartThread` instead of `hotspot:thread__start`.
     pub jvm_start_thread: bool,
+    /// The collector's own bit (`Registration::bit`), its programs' `collector_bit`.
+    pub collector_bit: u32,
 }
 
 /// The links of one collector on one libjvm.so file (dropping them detaches).
@@ -69,46 +71,46 @@ pub struct Registration {
     pub name: &'static str,
     pub help: &'static str,
     pub load: LoadFn,
-    /// The collector's bit in a `traced_pids` value (WANTS(COLLECTOR_*) in src/bpf/jvm.h,
-    /// which its `.bpf.c` names as THIS_COLLECTOR): set for the JVMs that want it.
-    pub wants: u32,
     /// The (empty) metric families it exports per JVM: a pod that did not ask for the
     /// collector gets none of them.
     pub families: &'static [&'static Desc],
 }
 
-/// WANTS(collector) of src/bpf/jvm.h: one bit per collector above a JVM's slot.
-const fn wants(collector: u32) -> u32 {
-    1 << (consts::SLOT_BITS + collector)
+impl Registration {
+    /// The collector's bit in a `traced_pids` value, above the JVM's slot (src/bpf/jvm.h):
+    /// its place in `REGISTRY`. Set for the JVMs that want it; the loader gives it to the
+    /// collector's programs as `collector_bit`.
+    pub fn bit(&self) -> u32 {
+        let place = REGISTRY.iter().position(|r| r.name == self.name).expect("a registered collector");
+        1 << (consts::SLOT_BITS + place as u32)
+    }
 }
+
+const _: () = assert!(REGISTRY.len() <= 32 - consts::SLOT_BITS as usize, "a collector bit per collector above the slot bits");
 
 pub const REGISTRY: &[Registration] = &[
     Registration {
         name: "threads",
         help: "thread starts by thread name (USDT hotspot:thread__start)",
         load: threads::load,
-        wants: wants(consts::COLLECTOR_THREADS),
         families: &[&metrics::THREAD_STARTS],
     },
     Registration {
         name: "safepoints",
         help: "safepoint pause and time to safepoint by VM operation",
         load: safepoints::load,
-        wants: wants(consts::COLLECTOR_SAFEPOINTS),
         families: &[&metrics::SAFEPOINT_PAUSE, &metrics::SAFEPOINT_SYNC],
     },
     Registration {
         name: "vmops",
         help: "VM operation durations by name and at_safepoint",
         load: vmops::load,
-        wants: wants(consts::COLLECTOR_VMOPS),
         families: &[&metrics::VM_OPERATION],
     },
     Registration {
         name: "compilation",
         help: "JIT compilations by compiler and method, code cache use and full events",
         load: compilation::load,
-        wants: wants(consts::COLLECTOR_COMPILATION),
         families: &[
             &metrics::COMPILATIONS,
             &metrics::COMPILATION_SECONDS,

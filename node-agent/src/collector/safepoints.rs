@@ -39,6 +39,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let mut open =
         SafepointsSkelBuilder::default().open(super::object_storage()).context("open safepoints.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("safepoints: no rodata")?;
+    ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_vmop_names;
     // HotSpot on Linux counts these in ns (os::elapsed_frequency() == 1e9).
     ro.ticks_per_sec = 1_000_000_000;

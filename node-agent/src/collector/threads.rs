@@ -76,6 +76,7 @@ pub struct Threads {
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open = ThreadsSkelBuilder::default().open(super::object_storage()).context("open threads.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("threads: no rodata")?;
+    ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_thread_names;
     for (slot, name) in ro.hidden_hashes.iter_mut().zip(HIDDEN) {
         *slot = fnv1a_folded(name);

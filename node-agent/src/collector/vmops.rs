@@ -29,6 +29,7 @@ pub struct Vmops {
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open = VmopsSkelBuilder::default().open(super::object_storage()).context("open vmops.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("vmops: no rodata")?;
+    ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_vmop_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     probe::prepare_uprobes(open.open_object_mut());
