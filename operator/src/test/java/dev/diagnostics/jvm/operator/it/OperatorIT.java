@@ -424,16 +424,7 @@ class OperatorIT {
     assertThat(move.getMessage()).contains("already has a JvmDiagnostics: single-owner/ledger-diag owns it");
 
     // two created at once can both pass the admission: then only the oldest writes (no hash flipping)
-    admin.admissionRegistration().v1().validatingWebhookConfigurations().withName("jvmdiag-it").delete();
-    await("validating registration gone", WAIT, () -> {
-      try {
-        admin.resource(resource(ns, "ledger-race", "ledger", "")).dryRun().create();
-        return true;
-      } catch (KubernetesClientException e) {
-        return false;
-      }
-    });
-    try {
+    withoutValidation(resource(ns, "ledger-race", "ledger", ""), () -> {
       admin.resource(resource(ns, "ledger-race", "ledger", "jvmOptions: {extra: ['-XX:ReservedCodeCacheSize=512m']}")).create();
       await("the younger resource says who owns the target", WAIT,
           () -> conditionIs(ns, "ledger-race", "TargetFound", "False", "TargetOwnedByAnother"));
@@ -442,10 +433,30 @@ class OperatorIT {
       Thread.sleep(2000); // a few reconciles of both
       assertThat(templateLabels(ns, "ledger")).containsEntry(INJECT_LABEL, "ledger-diag");
       assertThat(templateAnnotations(ns, "ledger")).containsEntry(CONFIG_HASH, ownerHash);
+    });
+  }
+
+  /** What a resource created past the admission meets: body runs while the validating webhook is not registered. */
+  static void withoutValidation(JvmDiagnostics probe, Body body) throws Exception {
+    admin.admissionRegistration().v1().validatingWebhookConfigurations().withName("jvmdiag-it").delete();
+    await("validating registration gone", WAIT, () -> {
+      try {
+        admin.resource(probe).dryRun().create();
+        return true;
+      } catch (KubernetesClientException e) {
+        return false;
+      }
+    });
+    try {
+      body.run();
     } finally {
       webhook.close();
       webhook = startWebhook(); // registers the validating webhook again
     }
+  }
+
+  interface Body {
+    void run() throws Exception;
   }
 
   @Test
@@ -456,27 +467,15 @@ class OperatorIT {
         .contains("namespace " + ns + " is excluded from injection").contains("in an application namespace");
 
     // one that got in anyway (created while the validating webhook was not registered) is reported, never rolled
-    admin.admissionRegistration().v1().validatingWebhookConfigurations().withName("jvmdiag-it").delete();
-    await("validating registration gone", WAIT, () -> {
-      try {
-        admin.resource(resource(ns, "excluded-app", "excluded-app", "")).dryRun().create();
-        return true;
-      } catch (KubernetesClientException e) {
-        return false;
-      }
-    });
-    try {
+    withoutValidation(resource(ns, "excluded-app", "excluded-app", ""), () -> {
       admin.resource(resource(ns, "excluded-app", "excluded-app", "")).create();
       await("Injected=False NamespaceExcluded", WAIT, () -> conditionIs(ns, "excluded-app", "Injected", "False", "NamespaceExcluded"));
       assertThat(condition(ns, "excluded-app", "Injected").getMessage()).contains("writes nothing into Deployment/excluded-app");
       Thread.sleep(2000); // a few reconciles
       assertThat(templateLabels(ns, "excluded-app")).doesNotContainKey(INJECT_LABEL);
       assertThat(templateAnnotations(ns, "excluded-app")).doesNotContainKey(CONFIG_HASH);
-    } finally {
       admin.resources(JvmDiagnostics.class).inNamespace(ns).withName("excluded-app").delete();
-      webhook.close();
-      webhook = startWebhook(); // registers the validating webhook again
-    }
+    });
   }
 
   @Test
