@@ -41,45 +41,30 @@ final class TargetInjection {
     String lastHeal = r.getStatus() == null ? null : r.getStatus().lastHealTime;
     Conditions.Builder c = Conditions.builder(r);
 
+    Target target = Watches.target(ctx, ns, spec.targetRef);
+    Condition found = target != null ? c.of(Conditions.TARGET_FOUND, true, "Found", spec.targetRef + " found")
+        : c.of(Conditions.TARGET_FOUND, false, "TargetNotFound", spec.targetRef + " does not exist in namespace " + ns
+            + ": create it or fix spec.targetRef (it is picked up as soon as it appears)");
     if (excludedNamespaces.contains(ns)) {
       // the webhook never sees pods here: a template write would only restart the workload
-      Target target = Watches.target(ctx, ns, spec.targetRef);
-      String msg = "namespace " + ns + " is excluded from injection (" + String.join(", ", excludedNamespaces)
-          + ": the system namespaces and the operator's own): the webhook never mutates pods here, so the operator writes"
-          + " nothing into " + spec.targetRef + " and restarts nothing; put the workload and this resource in an application namespace";
-      return new Outcome(target == null ? c.of(Conditions.TARGET_FOUND, false, "TargetNotFound", spec.targetRef
-              + " does not exist in namespace " + ns) : c.of(Conditions.TARGET_FOUND, true, "Found", spec.targetRef + " found"),
-          c.of(Conditions.INJECTED, false, "NamespaceExcluded", msg), 0, 0, List.of(), null, List.of(), lastHeal);
+      return notWritten(found, c.of(Conditions.INJECTED, false, "NamespaceExcluded", "namespace " + ns
+          + " is excluded from injection (" + String.join(", ", excludedNamespaces) + ": the system namespaces and the"
+          + " operator's own): the webhook never mutates pods here, so the operator writes nothing into " + spec.targetRef
+          + " and restarts nothing; put the workload and this resource in an application namespace"), lastHeal);
     }
     JvmDiagnostics owner = TargetOwner.of(r, Watches.sameTarget(ctx, r));
     if (owner != r) {
       String msg = spec.targetRef + " already has a JvmDiagnostics: " + ns + "/" + owner.getMetadata().getName()
           + " owns it; this resource changes nothing: delete it, or edit " + owner.getMetadata().getName() + " instead";
-      return new Outcome(c.of(Conditions.TARGET_FOUND, false, "TargetOwnedByAnother", msg),
-          c.of(Conditions.INJECTED, false, "TargetOwnedByAnother", "not injected by this resource"), 0, 0, List.of(), null,
-          List.of(), lastHeal);
+      return notWritten(c.of(Conditions.TARGET_FOUND, false, "TargetOwnedByAnother", msg),
+          c.of(Conditions.INJECTED, false, "TargetOwnedByAnother", "not injected by this resource"), lastHeal);
     }
-    Target target = Watches.target(ctx, ns, spec.targetRef);
-    if (target == null) {
-      String msg = spec.targetRef + " does not exist in namespace " + ns
-          + ": create it or fix spec.targetRef (it is picked up as soon as it appears)";
-      return new Outcome(c.of(Conditions.TARGET_FOUND, false, "TargetNotFound", msg),
-          c.of(Conditions.INJECTED, false, "TargetNotFound", "no target, no pods to inject"), 0, 0, List.of(), null,
-          List.of(), lastHeal);
-    }
+    if (target == null) return notWritten(found, c.of(Conditions.INJECTED, false, "TargetNotFound", "no target, no pods to inject"), lastHeal);
 
-    Condition found = c.of(Conditions.TARGET_FOUND, true, "Found", spec.targetRef + " found");
     PodTemplateMarker marker = PodTemplateMarker.desired(r.getMetadata().getName(), spec.rollout, config, target);
-    boolean throttled = false;
-    Duration requeue = null;
-    if (marker.needsWrite(target)) {
-      if (limiter.tryAcquire("config")) {
-        marker.apply(ctx.getClient(), target);
-      } else {
-        throttled = true;
-        requeue = limiter.untilNext();
-      }
-    }
+    boolean throttled = marker.needsWrite(target) && !limiter.tryAcquire("config");
+    if (!throttled) marker.apply(ctx.getClient(), target); // a no-op when the template carries it already
+    Duration requeue = throttled ? limiter.untilNext() : null;
 
     PodObserver.Observation seen = PodObserver.observe(ctx, target, r, config);
     PodInspector.Report report = seen.report();
@@ -88,23 +73,28 @@ final class TargetInjection {
     if (throttled) injected = InjectedCondition.throttled(c, spec.targetRef.toString(), limiter);
     if (!report.missing().isEmpty() && requeue == null) requeue = Duration.ofSeconds(30);
 
-    List<String> healed = List.of();
     HealDecision heal = throttled ? HealDecision.NONE : HealDecision.decide(marker.hash(), config.hash(), report.missing(),
         r.getStatus() == null ? null : r.getStatus().podsMissingInjection, seen.pods(), target.rolloutComplete(),
         lastHeal == null ? null : Instant.parse(lastHeal), now);
     if (heal.requeue() != null) requeue = heal.requeue();
     if (!heal.stillMissing().isEmpty()) injected = InjectedCondition.healStopped(c, heal.stillMissing(), target, marker.hash());
+    List<String> healed = List.of();
     if (heal.healTo() != null) {
-      if (!limiter.tryAcquire("heal")) {
-        requeue = limiter.untilNext();
-      } else {
+      if (limiter.tryAcquire("heal")) {
         // a fresh copy: the heal must not apply over a template changed since the cache saw it
         marker.withHash(heal.healTo()).apply(ctx.getClient(), Target.get(ctx.getClient(), ns, spec.targetRef));
         healed = HealDecision.missed(report.missing());
         lastHeal = now.toString();
+      } else {
+        requeue = limiter.untilNext();
       }
     }
     return new Outcome(found, injected, target.desiredPods(), report.injected(), report.missing(), requeue, healed, lastHeal);
+  }
+
+  /** Nothing written into the target, no pods counted. */
+  private static Outcome notWritten(Condition targetFound, Condition injected, String lastHeal) {
+    return new Outcome(targetFound, injected, 0, 0, List.of(), null, List.of(), lastHeal);
   }
 
   /** The Injected condition's variants. */
