@@ -148,7 +148,7 @@ pub fn agent_families(mgr: &AttachManager, sampler: &Sampler) -> Vec<Family> {
     for (reason, n) in by_reason {
         untraced.agent(vec![("reason", reason)], Value::Gauge(n as f64));
     }
-    vec![untraced, metrics::scalar(&metrics::AGENT_HSPERFDATA_MERGED, sampler.merged as f64)]
+    vec![untraced, metrics::counter(&metrics::AGENT_HSPERFDATA_MERGED, sampler.merged)]
 }
 
 #[cfg(test)]

@@ -251,14 +251,19 @@ pub static ALL: &[&Desc] = &[
     &KUBE_JVMS_SKIPPED,
 ];
 
-/// A family of one agent-wide sample without labels.
-pub fn scalar(d: &'static Desc, v: f64) -> Family {
+/// A gauge family of one agent-wide sample without labels.
+pub fn gauge(d: &'static Desc, v: f64) -> Family {
+    debug_assert_eq!(d.kind, Kind::Gauge, "{}", d.name);
     let mut f = d.family();
-    let value = match d.kind {
-        Kind::Counter => crate::model::Value::Counter(v as u64),
-        _ => crate::model::Value::Gauge(v),
-    };
-    f.agent(vec![], value);
+    f.agent(vec![], crate::model::Value::Gauge(v));
+    f
+}
+
+/// A counter family of one agent-wide sample without labels.
+pub fn counter(d: &'static Desc, v: u64) -> Family {
+    debug_assert_eq!(d.kind, Kind::Counter, "{}", d.name);
+    let mut f = d.family();
+    f.agent(vec![], crate::model::Value::Counter(v));
     f
 }
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::collector::Health;
-use crate::metrics::{self, scalar, ProbeMode};
+use crate::metrics::{self, counter, gauge, ProbeMode};
 use crate::model::{Family, Value};
 
 /// What a scrape learned about one JVM outside the kernel maps.
@@ -86,11 +86,11 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
         fails.agent(vec![("reason", reason.clone()), ("collector", collector.clone())], Value::Counter(*n));
     }
     let mut out = vec![
-        scalar(&metrics::AGENT_JVMS_ATTACHED, r.jvms_attached as f64),
-        scalar(&metrics::AGENT_JVMS_SEEN, r.jvms_seen as f64),
-        scalar(&metrics::AGENT_LIBJVM_FILES, r.libjvm_files as f64),
-        scalar(&metrics::AGENT_BPF_LINKS, r.links as f64),
-        scalar(&metrics::AGENT_PROC_UNREADABLE, r.proc_unreadable as f64),
+        gauge(&metrics::AGENT_JVMS_ATTACHED, r.jvms_attached as f64),
+        counter(&metrics::AGENT_JVMS_SEEN, r.jvms_seen),
+        gauge(&metrics::AGENT_LIBJVM_FILES, r.libjvm_files as f64),
+        gauge(&metrics::AGENT_BPF_LINKS, r.links as f64),
+        counter(&metrics::AGENT_PROC_UNREADABLE, r.proc_unreadable),
         fails,
         dur,
         ok,
@@ -101,7 +101,7 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
         entries,
     ];
     if let Some(d) = r.last_scrape_seconds {
-        out.push(scalar(&metrics::AGENT_SCRAPE_DURATION, d));
+        out.push(gauge(&metrics::AGENT_SCRAPE_DURATION, d));
     }
     out
 }

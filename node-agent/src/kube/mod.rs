@@ -25,7 +25,7 @@ use crate::cli::Config;
 use crate::collector::REGISTRY;
 use crate::discovery::Found;
 use crate::labels::{JvmLabels, Scope};
-use crate::metrics::{self, scalar};
+use crate::metrics::{self, counter, gauge};
 use crate::model::{Family, Value};
 use crate::preflight::Fatal;
 use attribution::Decision;
@@ -169,11 +169,11 @@ impl Attributor {
             skipped.agent(vec![("reason", why.to_string())], Value::Counter(*n));
         }
         vec![
-            scalar(&metrics::KUBE_API_UP, if sh.api_up { 1.0 } else { 0.0 }),
-            scalar(&metrics::KUBE_PODS, sh.table.len() as f64),
-            scalar(&metrics::KUBE_WATCH_EVENTS, sh.watch_events as f64),
-            scalar(&metrics::KUBE_WATCH_ERRORS, sh.watch_errors as f64),
-            scalar(&metrics::KUBE_PENDING_DROPPED, self.pending_dropped as f64),
+            gauge(&metrics::KUBE_API_UP, if sh.api_up { 1.0 } else { 0.0 }),
+            gauge(&metrics::KUBE_PODS, sh.table.len() as f64),
+            counter(&metrics::KUBE_WATCH_EVENTS, sh.watch_events),
+            counter(&metrics::KUBE_WATCH_ERRORS, sh.watch_errors),
+            counter(&metrics::KUBE_PENDING_DROPPED, self.pending_dropped),
             pending,
             skipped,
         ]

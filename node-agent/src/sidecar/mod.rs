@@ -36,7 +36,7 @@ use std::time::Duration;
 use crate::cli::Config;
 use crate::exposition;
 use crate::labels::{JvmLabels, Scope};
-use crate::metrics::{self, scalar, ProbeMode};
+use crate::metrics::{self, counter, gauge, ProbeMode};
 use crate::model::{Family, Value};
 use crate::perfdata;
 use crate::preflight::Fatal;
@@ -169,15 +169,15 @@ impl Sidecar {
         let mut overflow = metrics::AGENT_NAMES_OVERFLOW.family();
         overflow.agent(vec![("collector", "safepoints".into())], Value::Counter(self.sp.names_overflow));
         let mut v = vec![
-            scalar(&metrics::AGENT_JVMS_ATTACHED, if found { 1.0 } else { 0.0 }),
+            gauge(&metrics::AGENT_JVMS_ATTACHED, if found { 1.0 } else { 0.0 }),
             lines,
-            scalar(&metrics::SIDECAR_LOG_ROTATIONS, st.rotations as f64),
-            scalar(&metrics::SIDECAR_LOG_ERRORS, st.errors as f64),
-            scalar(&metrics::SIDECAR_PERFDATA_UNREADABLE, self.perf_unreadable as f64),
+            counter(&metrics::SIDECAR_LOG_ROTATIONS, st.rotations),
+            counter(&metrics::SIDECAR_LOG_ERRORS, st.errors),
+            counter(&metrics::SIDECAR_PERFDATA_UNREADABLE, self.perf_unreadable),
             overflow,
         ];
         if let Some(d) = previous {
-            v.push(scalar(&metrics::AGENT_SCRAPE_DURATION, d.as_secs_f64()));
+            v.push(gauge(&metrics::AGENT_SCRAPE_DURATION, d.as_secs_f64()));
         }
         v
     }
