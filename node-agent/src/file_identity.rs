@@ -94,7 +94,7 @@ impl FileIdentity {
 /// be in another pid namespace.
 fn decode(buf: &[u8]) -> Option<FileId> {
     buf.chunks_exact(size_of::<mapped_file>()).find_map(|c| {
-        let rec: mapped_file = *plain::from_bytes(c).ok()?;
+        let rec: mapped_file = crate::maps::decode(c)?;
         (rec.inode != 0).then_some(FileId {
             dev_major: rec.dev >> KDEV_MINOR_BITS,
             dev_minor: rec.dev & ((1 << KDEV_MINOR_BITS) - 1),

@@ -68,7 +68,11 @@ pub struct Health {
 pub type LoadFn = fn(&LoadConfig, BorrowedFd<'_>) -> Result<Box<dyn Collector>>;
 
 pub struct Registration {
+    /// The collector's name in the agent: flags (`--collector.<name>`) and health labels.
     pub name: &'static str,
+    /// Its name in the `jvm.diagnostics.dev/collectors` annotation, which is the CRD's
+    /// `spec.collectors.<name>`: the same but for `vmOperations` (the agent's `vmops`).
+    pub annotation: &'static str,
     pub help: &'static str,
     pub load: LoadFn,
     /// The (empty) metric families it exports per JVM: a pod that did not ask for the
@@ -91,24 +95,28 @@ const _: () = assert!(REGISTRY.len() <= 32 - consts::SLOT_BITS as usize, "a coll
 pub const REGISTRY: &[Registration] = &[
     Registration {
         name: "threads",
+        annotation: "threads",
         help: "thread starts by thread name (USDT hotspot:thread__start)",
         load: threads::load,
         families: &[&metrics::THREAD_STARTS],
     },
     Registration {
         name: "safepoints",
+        annotation: "safepoints",
         help: "safepoint pause and time to safepoint by VM operation",
         load: safepoints::load,
         families: &[&metrics::SAFEPOINT_PAUSE, &metrics::SAFEPOINT_SYNC],
     },
     Registration {
         name: "vmops",
+        annotation: "vmOperations",
         help: "VM operation durations by name and at_safepoint",
         load: vmops::load,
         families: &[&metrics::VM_OPERATION],
     },
     Registration {
         name: "compilation",
+        annotation: "compilation",
         help: "JIT compilations by compiler and method, code cache use and full events",
         load: compilation::load,
         families: &[

@@ -4,10 +4,7 @@
 use jvmdiag_inspect::cgroup::ContainerRef;
 
 use super::table::{PodMeta, PodTable};
-
-/// The agent's collector names for the contract's names in `jvm.diagnostics.dev/collectors`.
-pub const CONTRACT_COLLECTORS: &[(&str, &str)] =
-    &[("threads", "threads"), ("safepoints", "safepoints"), ("vmOperations", "vmops"), ("compilation", "compilation")];
+use crate::collector::REGISTRY;
 
 /// The Kubernetes labels of a traced JVM (the `jvm` label comes from discovery).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -28,9 +25,10 @@ pub enum Decision {
     Wait(&'static str),
 }
 
-/// Agent collector names for the annotation's list; unknown names are ignored.
+/// The collectors the annotation's list names (`Registration::annotation`); unknown names
+/// are ignored.
 pub fn collectors(names: &[String]) -> Vec<&'static str> {
-    CONTRACT_COLLECTORS.iter().filter(|(c, _)| names.iter().any(|n| n == c)).map(|(_, a)| *a).collect()
+    REGISTRY.iter().filter(|r| names.iter().any(|n| n == r.annotation)).map(|r| r.name).collect()
 }
 
 fn labels(p: &PodMeta, container: &str) -> PodLabels {
