@@ -13,9 +13,18 @@ public final class Contract {
   public static final String INJECTED = PREFIX + "injected";
   public static final String COLLECTORS = PREFIX + "collectors";
   public static final String CONTAINERS = PREFIX + "containers";
+  /**
+   * The per-resource limits of the enabled collectors, for the agent and the sidecar:
+   * {@code maxThreadNames=50,maxMethods=20,maxClasses=20} (only the enabled collectors' names).
+   */
+  public static final String LIMITS = PREFIX + "limits";
+  /** The sidecar's copy of the {@link #LIMITS} annotation (it has no API access). */
+  public static final String LIMITS_ENV = "JVMDIAG_LIMITS";
 
   public static final String FIELD_MANAGER = "jvmdiag-operator";
   public static final String JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS";
+  /** The monitor probes fire only with it (a product flag on JDK 11 to 25). */
+  public static final String MONITOR_PROBES_FLAG = "-XX:+DTraceMonitorProbes";
 
   public static final String SIDECAR_NAME = "jvmdiag-sidecar";
   public static final String TMP_VOLUME = "jvmdiag-tmp";

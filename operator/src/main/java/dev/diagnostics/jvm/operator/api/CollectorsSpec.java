@@ -1,5 +1,6 @@
 package dev.diagnostics.jvm.operator.api;
 
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
 import io.fabric8.generator.annotation.Default;
 import io.fabric8.generator.annotation.Max;
@@ -7,12 +8,24 @@ import io.fabric8.generator.annotation.Min;
 import java.util.ArrayList;
 import java.util.List;
 
-/** spec.collectors: the four collectors of the agent, each on by default. */
+/**
+ * spec.collectors: the collectors of the agent. Each is on by default except {@code monitors},
+ * whose flag (-XX:+DTraceMonitorProbes) has no measured cost yet.
+ */
 public class CollectorsSpec {
+  /** The most names a limit may keep per JVM (the agent's --max-methods allows no more). */
+  public static final int MAX_LIMIT = 500;
+
   public Threads threads = new Threads();
   public Toggle safepoints = new Toggle();
   public Toggle vmOperations = new Toggle();
   public Compilation compilation = new Compilation();
+
+  @JsonPropertyDescription("Contended monitors by class (needs -XX:+DTraceMonitorProbes, which the webhook adds when enabled). Off by default.")
+  public Monitors monitors = new Monitors();
+
+  @JsonPropertyDescription("Time parked by (folded) thread name, e.g. per pool; needs no JVM flag.")
+  public Toggle parking = new Toggle();
 
   /** Names as stamped in the jvm.diagnostics.dev/collectors annotation, in contract order. */
   public List<String> enabledNames() {
@@ -21,7 +34,14 @@ public class CollectorsSpec {
     if (safepoints == null || safepoints.enabled) names.add("safepoints");
     if (vmOperations == null || vmOperations.enabled) names.add("vmOperations");
     if (compilation == null || compilation.enabled) names.add("compilation");
+    if (monitorsEnabled()) names.add("monitors");
+    if (parking == null || parking.enabled) names.add("parking");
     return names;
+  }
+
+  @JsonIgnore
+  public boolean monitorsEnabled() {
+    return monitors != null && monitors.enabled;
   }
 
   public static class Toggle {
@@ -33,16 +53,29 @@ public class CollectorsSpec {
   public static class Threads extends Toggle {
     @Default("50")
     @Min(1)
-    @Max(1000)
-    @JsonPropertyDescription("Distinct thread names kept per JVM; the rest are counted as 'other'.")
+    @Max(MAX_LIMIT)
+    @JsonPropertyDescription("Distinct thread names kept per JVM (1 to 500); the rest are counted as 'other'.")
     public int maxThreadNames = 50;
   }
 
   public static class Compilation extends Toggle {
     @Default("20")
     @Min(1)
-    @Max(1000)
-    @JsonPropertyDescription("Most-compiled methods kept per JVM; the rest are counted as 'other'.")
+    @Max(MAX_LIMIT)
+    @JsonPropertyDescription("Most-compiled methods kept per JVM (1 to 500); the rest are counted as 'other'.")
     public int maxMethods = 20;
+  }
+
+  /** Off by default: the cost of -XX:+DTraceMonitorProbes plus the probes is not measured yet. */
+  public static class Monitors {
+    @Default("false")
+    @JsonPropertyDescription("Collect contended monitors by class; adds -XX:+DTraceMonitorProbes to the JVMs (a rollout). Default false.")
+    public boolean enabled = false;
+
+    @Default("20")
+    @Min(1)
+    @Max(MAX_LIMIT)
+    @JsonPropertyDescription("Most-contended monitor classes kept per JVM (1 to 500); the rest are counted as 'other'.")
+    public int maxClasses = 20;
   }
 }

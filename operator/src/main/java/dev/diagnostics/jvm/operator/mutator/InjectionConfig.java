@@ -26,10 +26,15 @@ public record InjectionConfig(
     List<String> collectors,
     int maxThreadNames,
     int maxMethods,
+    int maxClasses,
     Collection collection,
     List<String> flags,
     String agentImage,
     List<String> refusedOptions) {
+
+  /** The collectors the hash's "collectors=" line has named since its first version. */
+  private static final java.util.Set<String> ORIGINAL_COLLECTORS =
+      java.util.Set.of("threads", "safepoints", "vmOperations", "compilation");
 
   /** Without any exception of the cluster administrator's. */
   public static InjectionConfig of(JvmDiagnosticsSpec spec, String agentImage) {
@@ -44,6 +49,8 @@ public record InjectionConfig(
     List<String> flags = new ArrayList<>();
     if (opts.preserveFramePointer) flags.add("-XX:+PreserveFramePointer");
     if (opts.safepointLog || collection == Collection.Sidecar) flags.add(Contract.SAFEPOINT_LOG_FLAG);
+    boolean monitorFlagInExtra = opts.extra != null && opts.extra.contains(Contract.MONITOR_PROBES_FLAG);
+    if (c.monitorsEnabled() && !monitorFlagInExtra) flags.add(Contract.MONITOR_PROBES_FLAG);
     List<String> refused = new ArrayList<>();
     if (opts.extra != null) {
       for (String o : opts.extra) {
@@ -57,6 +64,7 @@ public record InjectionConfig(
         List.copyOf(c.enabledNames()),
         c.threads == null ? 50 : c.threads.maxThreadNames,
         c.compilation == null ? 20 : c.compilation.maxMethods,
+        c.monitors == null ? 20 : c.monitors.maxClasses,
         collection,
         List.copyOf(flags),
         // the image only matters when it runs in the pod
@@ -67,6 +75,15 @@ public record InjectionConfig(
   /** The flags as appended to JAVA_TOOL_OPTIONS ("" when none). */
   public String flagString() {
     return String.join(" ", flags);
+  }
+
+  /** The jvm.diagnostics.dev/limits annotation: the limits of the enabled collectors only. */
+  public String limits() {
+    StringBuilder b = new StringBuilder();
+    if (collectors.contains("threads")) b.append(",maxThreadNames=").append(maxThreadNames);
+    if (collectors.contains("compilation")) b.append(",maxMethods=").append(maxMethods);
+    if (collectors.contains("monitors")) b.append(",maxClasses=").append(maxClasses);
+    return b.isEmpty() ? "" : b.substring(1);
   }
 
   /** True when the JVM must find /tmp/jvmdiag (the safepoint log's directory). */
@@ -81,15 +98,23 @@ public record InjectionConfig(
    * (a `helm upgrade`) must not restart every Sidecar workload of the cluster at once. Pods get
    * the new sidecar image at their next rollout. The line stays, always empty, so hashes written
    * before the image was left out stay the same for NodeAgent resources.
+   *
+   * <p>The collectors added later ({@code monitors}, off by default, and {@code parking}, on) add a
+   * line only when they differ from their default, so an operator upgrade keeps every hash it
+   * wrote before and restarts no workload; such pods name {@code parking} in their collectors
+   * annotation from their next rollout on.
    */
   public String hash() {
+    List<String> original = collectors.stream().filter(ORIGINAL_COLLECTORS::contains).toList();
     String canonical = "v1\ncontainers=" + String.join(",", containers)
-        + "\ncollectors=" + String.join(",", collectors)
+        + "\ncollectors=" + String.join(",", original)
         + "\nmaxThreadNames=" + maxThreadNames
         + "\nmaxMethods=" + maxMethods
         + "\ncollection=" + collection
         + "\nflags=" + String.join("\u0000", flags)
-        + "\nagentImage=";
+        + "\nagentImage="
+        + (collectors.contains("monitors") ? "\nmonitors=maxClasses=" + maxClasses : "")
+        + (collectors.contains("parking") ? "" : "\nparking=off");
     try {
       byte[] d = MessageDigest.getInstance("SHA-256").digest(canonical.getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(d, 0, 8);

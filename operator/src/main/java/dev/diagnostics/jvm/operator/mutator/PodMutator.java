@@ -59,7 +59,7 @@ public final class PodMutator {
       }
       if (appendFlags(c, config.flagString(), findings)) injected.add(c.getName());
     }
-    if (sidecar && !selected.isEmpty()) addSidecar(pod, selected, config.agentImage(), findings);
+    if (sidecar && !selected.isEmpty()) addSidecar(pod, selected, config, findings);
     if (config.needsLogDir() || sidecar) addTmpVolume(pod);
 
     Map<String, String> ann = pod.getMetadata().getAnnotations() == null
@@ -67,6 +67,7 @@ public final class PodMutator {
     ann.put(INJECTED, config.hash());
     ann.put(COLLECTORS, String.join(",", config.collectors()));
     ann.put(CONTAINERS, String.join(",", injected));
+    ann.put(LIMITS, config.limits());
     pod.getMetadata().setAnnotations(ann);
 
     boolean changed = !PodChanges.between(input, pod).isEmpty();
@@ -181,7 +182,7 @@ public final class PodMutator {
   }
 
   /** The unprivileged collector; it runs as the app's user so it may read the 0600 hsperfdata files. */
-  static void addSidecar(Pod pod, List<Container> selected, String image, List<Finding> findings) {
+  static void addSidecar(Pod pod, List<Container> selected, InjectionConfig config, List<Finding> findings) {
     List<Container> containers = new ArrayList<>(pod.getSpec().getContainers());
     if (containers.stream().anyMatch(c -> SIDECAR_NAME.equals(c.getName()))) return;
     Long uid = appUser(pod, selected.get(0));
@@ -193,8 +194,8 @@ public final class PodMutator {
     }
     containers.add(new ContainerBuilder()
         .withName(SIDECAR_NAME)
-        .withImage(image)
-        .withArgs("--sidecar", "--listen", "0.0.0.0:" + SIDECAR_PORT, "--safepoint-log", SAFEPOINT_LOG)
+        .withImage(config.agentImage())
+        .withArgs(sidecarArgs(config))
         .addNewEnv().withName("JVMDIAG_POD_NAME").withNewValueFrom().withNewFieldRef().withFieldPath("metadata.name").endFieldRef().endValueFrom().endEnv()
         .addNewEnv().withName("JVMDIAG_POD_NAMESPACE").withNewValueFrom().withNewFieldRef().withFieldPath("metadata.namespace").endFieldRef().endValueFrom().endEnv()
         // The sidecar labels its series with the app container and the resource (DESIGN.md labels).
@@ -202,6 +203,8 @@ public final class PodMutator {
             .withFieldPath("metadata.labels['" + INJECT_LABEL + "']").endFieldRef().endValueFrom().endEnv()
         .addNewEnv().withName("JVMDIAG_CONTAINERS")
             .withValue(selected.stream().map(Container::getName).collect(java.util.stream.Collectors.joining(","))).endEnv()
+        // the limits annotation, for what the sidecar has no flag for (maxClasses)
+        .addNewEnv().withName(LIMITS_ENV).withValue(config.limits()).endEnv()
         .addNewPort().withName("jvmdiag-metrics").withContainerPort(SIDECAR_PORT).withProtocol("TCP").endPort()
         .addNewVolumeMount().withName(TMP_VOLUME).withMountPath("/tmp").endVolumeMount()
         .withNewResources()
@@ -216,6 +219,14 @@ public final class PodMutator {
         .endSecurityContext()
         .build());
     pod.getSpec().setContainers(containers);
+  }
+
+  /** The agent's own flags for the limits it has flags for; the rest reach it in JVMDIAG_LIMITS. */
+  static List<String> sidecarArgs(InjectionConfig config) {
+    List<String> args = new ArrayList<>(List.of("--sidecar", "--listen", "0.0.0.0:" + SIDECAR_PORT, "--safepoint-log", SAFEPOINT_LOG));
+    if (config.collectors().contains("threads")) args.addAll(List.of("--max-thread-names", String.valueOf(config.maxThreadNames())));
+    if (config.collectors().contains("compilation")) args.addAll(List.of("--max-methods", String.valueOf(config.maxMethods())));
+    return args;
   }
 
   private static Long appUser(Pod pod, Container c) {

@@ -70,7 +70,11 @@ class CrdValidationIT {
         Arguments.of(TARGET + "alerts: {safepointPause: {threshold: 1s, severity: 'Page!'}}", "spec.alerts.safepointPause.severity", "must be critical, warning or info"),
         Arguments.of(TARGET + "alerts: {threadStartRate: {threshold: 5, severity: sev1}}", "spec.alerts.threadStartRate.severity", "page and ticket are accepted as aliases of critical and warning"),
         Arguments.of(TARGET + "alerts: {safepointPause: {for: 1m}}", "spec.alerts.safepointPause.threshold", "Required value"),
-        Arguments.of(TARGET + "collectors: {threads: {maxThreadNames: 0}}", "spec.collectors.threads.maxThreadNames", "greater than or equal to 1"));
+        Arguments.of(TARGET + "collectors: {threads: {maxThreadNames: 0}}", "spec.collectors.threads.maxThreadNames", "greater than or equal to 1"),
+        Arguments.of(TARGET + "collectors: {threads: {maxThreadNames: 501}}", "spec.collectors.threads.maxThreadNames", "less than or equal to 500"),
+        Arguments.of(TARGET + "collectors: {compilation: {maxMethods: 1000}}", "spec.collectors.compilation.maxMethods", "less than or equal to 500"),
+        Arguments.of(TARGET + "collectors: {monitors: {enabled: true, maxClasses: 0}}", "spec.collectors.monitors.maxClasses", "greater than or equal to 1"),
+        Arguments.of(TARGET + "collectors: {parking: {enabled: 'yes'}}", "spec.collectors.parking.enabled", "must be of type boolean"));
   }
 
   @ParameterizedTest(name = "[{index}] {1}")
@@ -131,6 +135,7 @@ class CrdValidationIT {
   void goodResourceIsAcceptedWithDefaults() {
     GenericKubernetesResource r = ApiServer.yaml(client, GenericKubernetesResource.class, resource(TARGET
         + "jvmOptions: {extra: ['-XX:ReservedCodeCacheSize=256m', '-Xlog:gc:stderr', '-XX:+UnlockDiagnosticVMOptions', '-XX:+DebugNonSafepoints']}\n"
+        + "collectors: {monitors: {enabled: true}, parking: {}}\n"
         + "alerts: {safepointPause: {threshold: 2.5s}, codeCacheUsage: {threshold: 90}}"));
     r.getMetadata().setName("good");
     client.resource(r).inNamespace(ns).create();
@@ -139,5 +144,8 @@ class CrdValidationIT {
     assertThat(got.getSpec().rollout.name()).isEqualTo("Automatic");
     assertThat(got.getSpec().alerts.safepointPause.forDuration).isEqualTo("5m");
     assertThat(got.getSpec().alerts.safepointPause.severity).isEqualTo("warning");
+    var stored = client.genericKubernetesResources("jvm.diagnostics.dev/v1alpha1", "JvmDiagnostics").inNamespace(ns).withName("good").get();
+    assertThat(stored.<Integer>get("spec", "collectors", "monitors", "maxClasses")).as("defaulted by the API server").isEqualTo(20);
+    assertThat(stored.<Boolean>get("spec", "collectors", "parking", "enabled")).isTrue();
   }
 }

@@ -197,7 +197,8 @@ class OperatorIT {
   void injectsThroughTheRealApiServerAndReportsStatus() {
     String ns = ApiServer.namespace(admin, "inject");
     admin.resource(deployment(ns, "checkout")).create();
-    admin.resource(resource(ns, "checkout", "checkout", "")).create();
+    // limits and the monitors collector reach the pod (the annotation the agent reads, the flag)
+    admin.resource(resource(ns, "checkout", "checkout", "collectors: {threads: {maxThreadNames: 3}, monitors: {enabled: true, maxClasses: 7}}")).create();
 
     await("config hash in the pod template", WAIT, () -> hashOf(ns, "checkout").equals(templateAnnotations(ns, "checkout").get(CONFIG_HASH)));
     assertThat(templateLabels(ns, "checkout")).containsEntry(INJECT_LABEL, "checkout").containsEntry("app", "checkout");
@@ -206,9 +207,10 @@ class OperatorIT {
     Pod pod = podFromTemplate(ns, "checkout", "a");
     assertThat(pod.getMetadata().getAnnotations())
         .containsEntry(INJECTED, hashOf(ns, "checkout"))
-        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation")
-        .containsEntry(CONTAINERS, "app");
-    assertThat(jto(pod, "app")).isEqualTo("-Xmx256m -XX:ReservedCodeCacheSize=256m");
+        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,monitors,parking")
+        .containsEntry(CONTAINERS, "app")
+        .containsEntry(LIMITS, "maxThreadNames=3,maxMethods=20,maxClasses=7");
+    assertThat(jto(pod, "app")).isEqualTo("-Xmx256m -XX:+DTraceMonitorProbes -XX:ReservedCodeCacheSize=256m");
     assertThat(jto(pod, "istio-proxy")).isNull();
 
     await("status: 1 of 2 pods injected", WAIT, () -> {

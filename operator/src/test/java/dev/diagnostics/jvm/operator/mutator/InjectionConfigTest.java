@@ -75,4 +75,36 @@ class InjectionConfigTest {
     assertThat(allowed.flags()).contains("-javaagent:/tmp/a.jar").doesNotContain("-XX:OnOutOfMemoryError=/bin/sh");
     assertThat(allowed.hash()).isNotEqualTo(base);
   }
+
+  @Test
+  void theNewCollectorsChangeTheHashOnlyAwayFromTheirDefaults() {
+    // parking on and monitors off (the defaults) keep the hashes earlier releases wrote
+    String base = hash(PodMutatorTest.spec());
+    assertThat(base).isEqualTo("659d9e4c7045b292");
+    JvmDiagnosticsSpec s = PodMutatorTest.spec();
+    s.collectors.monitors.maxClasses = 5;
+    assertThat(hash(s)).as("the limit of a disabled collector changes nothing in the pod").isEqualTo(base);
+    s.collectors.monitors.enabled = true;
+    String monitors = hash(s);
+    assertThat(monitors).isNotEqualTo(base);
+    s.collectors.monitors.maxClasses = 6;
+    assertThat(hash(s)).isNotEqualTo(monitors);
+    s = PodMutatorTest.spec();
+    s.collectors.parking.enabled = false;
+    assertThat(hash(s)).isNotEqualTo(base);
+    s = PodMutatorTest.spec();
+    s.collectors.compilation.maxMethods = 21;
+    assertThat(hash(s)).isNotEqualTo(base);
+  }
+
+  @Test
+  void limitsNameTheEnabledCollectorsOnly() {
+    JvmDiagnosticsSpec s = PodMutatorTest.spec();
+    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxThreadNames=50,maxMethods=20");
+    s.collectors.monitors.enabled = true;
+    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxThreadNames=50,maxMethods=20,maxClasses=20");
+    s.collectors.threads.enabled = false;
+    s.collectors.compilation.enabled = false;
+    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxClasses=20");
+  }
 }

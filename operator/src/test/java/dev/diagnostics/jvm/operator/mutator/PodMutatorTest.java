@@ -50,8 +50,9 @@ public class PodMutatorTest {
     assertThat(jto(container(r.pod(), "app"))).isEqualTo("-XX:+PreserveFramePointer " + FLAG);
     assertThat(r.pod().getMetadata().getAnnotations())
         .containsEntry(INJECTED, config(spec()).hash())
-        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation")
-        .containsEntry(CONTAINERS, "app");
+        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,parking")
+        .containsEntry(CONTAINERS, "app")
+        .containsEntry(LIMITS, "maxThreadNames=50,maxMethods=20");
     assertThat(r.findings()).isEmpty();
     assertThat(in.getSpec().getContainers().get(0).getEnv()).as("input untouched").isEmpty();
   }
@@ -151,7 +152,8 @@ public class PodMutatorTest {
     MutationResult r = PodMutator.mutate(in, config(sidecarSpec()));
     Container side = container(r.pod(), SIDECAR_NAME);
     assertThat(side.getImage()).isEqualTo("jvmdiag/agent:test");
-    assertThat(side.getArgs()).containsExactly("--sidecar", "--listen", "0.0.0.0:9464", "--safepoint-log", "/tmp/jvmdiag/safepoint-%p.log");
+    assertThat(side.getArgs()).containsExactly("--sidecar", "--listen", "0.0.0.0:9464", "--safepoint-log", "/tmp/jvmdiag/safepoint-%p.log",
+        "--max-thread-names", "50", "--max-methods", "20");
     var sc = side.getSecurityContext();
     assertThat(sc.getRunAsNonRoot()).isTrue();
     assertThat(sc.getRunAsUser()).isEqualTo(1000L);
@@ -161,7 +163,8 @@ public class PodMutatorTest {
     assertThat(side.getEnv()).extracting(e -> e.getName() + "="
             + (e.getValueFrom() != null ? e.getValueFrom().getFieldRef().getFieldPath() : e.getValue()))
         .containsExactly("JVMDIAG_POD_NAME=metadata.name", "JVMDIAG_POD_NAMESPACE=metadata.namespace",
-            "JVMDIAG_JVMDIAGNOSTICS=metadata.labels['jvm.diagnostics.dev/inject']", "JVMDIAG_CONTAINERS=app");
+            "JVMDIAG_JVMDIAGNOSTICS=metadata.labels['jvm.diagnostics.dev/inject']", "JVMDIAG_CONTAINERS=app",
+            "JVMDIAG_LIMITS=maxThreadNames=50,maxMethods=20");
     assertThat(side.getVolumeMounts()).extracting(VolumeMount::getMountPath).containsExactly("/tmp");
     assertThat(r.pod().getSpec().getVolumes()).singleElement().satisfies(v -> {
       assertThat(v.getName()).isEqualTo(TMP_VOLUME);
@@ -215,8 +218,8 @@ public class PodMutatorTest {
     MutationResult r = PodMutator.mutate(in, config(s));
     assertThat(container(r.pod(), "app").getEnv()).isEmpty();
     assertThat(r.findings()).isEmpty();
-    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(COLLECTORS, "threads,safepoints,vmOperations")
-        .containsEntry(CONTAINERS, "app");
+    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(COLLECTORS, "threads,safepoints,vmOperations,parking")
+        .containsEntry(CONTAINERS, "app").containsEntry(LIMITS, "maxThreadNames=50");
   }
 
   @Test
@@ -231,5 +234,56 @@ public class PodMutatorTest {
       assertThat(f.reason()).isEqualTo(Reason.OptionRefused);
       assertThat(f.message()).contains("-agentlib:jdwp").contains("opens a debugger");
     });
+  }
+
+  @Test
+  void limitsOfTheEnabledCollectorsAreStampedAndGivenToTheSidecar() {
+    JvmDiagnosticsSpec s = sidecarSpec();
+    s.collectors.threads.maxThreadNames = 3;
+    s.collectors.compilation.maxMethods = 7;
+    s.collectors.monitors.enabled = true;
+    s.collectors.monitors.maxClasses = 11;
+    Pod in = pod().editSpec().withNewSecurityContext().withRunAsUser(1000L).endSecurityContext()
+        .addNewContainer().withName("app").endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(s));
+    assertThat(r.pod().getMetadata().getAnnotations())
+        .containsEntry(LIMITS, "maxThreadNames=3,maxMethods=7,maxClasses=11")
+        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,monitors,parking");
+    Container side = container(r.pod(), SIDECAR_NAME);
+    assertThat(side.getArgs()).containsSequence("--max-thread-names", "3").containsSequence("--max-methods", "7");
+    assertThat(side.getEnv()).filteredOn(e -> e.getName().equals(LIMITS_ENV)).singleElement()
+        .satisfies(e -> assertThat(e.getValue()).isEqualTo("maxThreadNames=3,maxMethods=7,maxClasses=11"));
+
+    // a disabled collector's limit is named nowhere
+    s.collectors.threads.enabled = false;
+    s.collectors.monitors.enabled = false;
+    r = PodMutator.mutate(in, config(s));
+    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(LIMITS, "maxMethods=7");
+    assertThat(container(r.pod(), SIDECAR_NAME).getArgs()).doesNotContain("--max-thread-names").containsSequence("--max-methods", "7");
+    s.collectors.compilation.enabled = false;
+    assertThat(PodMutator.mutate(in, config(s)).pod().getMetadata().getAnnotations()).containsEntry(LIMITS, "");
+  }
+
+  @Test
+  void monitorsAddTheProbeFlagOnceAndParkingNeedsNone() {
+    JvmDiagnosticsSpec s = spec();
+    s.jvmOptions.extra = List.of();
+    s.jvmOptions.preserveFramePointer = false;
+    Pod in = pod().editSpec().addNewContainer().withName("app").endContainer().endSpec().build();
+    assertThat(container(PodMutator.mutate(in, config(s)).pod(), "app").getEnv())
+        .as("parking (on by default) needs no flag").isEmpty();
+
+    s.collectors.monitors.enabled = true;
+    MutationResult r = PodMutator.mutate(in, config(s));
+    assertThat(jto(container(r.pod(), "app"))).isEqualTo(MONITOR_PROBES_FLAG);
+    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,monitors,parking");
+
+    // named in extra as well: still once
+    s.jvmOptions.extra = List.of(MONITOR_PROBES_FLAG);
+    assertThat(jto(container(PodMutator.mutate(in, config(s)).pod(), "app"))).isEqualTo(MONITOR_PROBES_FLAG);
+
+    s.collectors.parking.enabled = false;
+    assertThat(PodMutator.mutate(in, config(s)).pod().getMetadata().getAnnotations())
+        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,monitors");
   }
 }
