@@ -255,7 +255,7 @@ public final class Main implements Callable<Integer> {
     @Parameters(paramLabel = "FILE", description = "a JvmDiagnostics YAML file")
     Path file;
 
-    @Option(names = "--templates", paramLabel = "FILE", description = "alert templates to use instead of the ones in the jar")
+    @Option(names = "--templates", paramLabel = "FILE", description = "alert templates to use instead of the ones in the jar (its pending templates still fill the spec.alerts fields FILE lacks)")
     Path templates;
 
     @Override
@@ -270,7 +270,7 @@ public final class Main implements Callable<Integer> {
       RuleRenderer renderer;
       if (templates != null) {
         try (InputStream in = new FileInputStream(templates.toFile())) {
-          renderer = RuleRenderer.fromYaml(in);
+          renderer = RuleRenderer.fromYaml(in).withPendingTemplates();
         }
       } else {
         renderer = RuleRenderer.fromClasspath();

@@ -33,6 +33,11 @@ public class Alerts {
   @JsonPropertyDescription("JIT compilations per second above the threshold.")
   public NumberAlert compilationRate;
 
+  @ValidationRule(value = "self.threshold > 0.0", fieldPath = ".threshold",
+      message = "monitorContention.threshold is in seconds blocked per second on one monitor class (summed over the JVM's threads) and must be above 0, e.g. 0.5")
+  @JsonPropertyDescription("Seconds blocked per second on one monitor class (summed over the JVM's threads) above the threshold; needs collectors.monitors.")
+  public NumberAlert monitorContention;
+
   /** The alerts that are set, keyed by their spec field name, in a stable order. */
   @JsonIgnore
   public Map<String, Alert> configured() {
@@ -42,6 +47,7 @@ public class Alerts {
     if (threadStartRate != null) m.put("threadStartRate", threadStartRate);
     if (codeCacheUsage != null) m.put("codeCacheUsage", codeCacheUsage);
     if (compilationRate != null) m.put("compilationRate", compilationRate);
+    if (monitorContention != null) m.put("monitorContention", monitorContention);
     return m;
   }
 

@@ -80,13 +80,30 @@ class RuleRendererTest {
   void theShippedTemplatesCoverEveryAlertField() {
     JvmDiagnostics r = resource();
     r.getSpec().alerts.compilationRate = new Alerts.NumberAlert(100, "15m", "ticket");
+    r.getSpec().alerts.monitorContention = new Alerts.NumberAlert(0.5, "5m", "warning");
     GenericKubernetesResource rule = RuleRenderer.fromClasspath().render(r);
     List<Map<String, Object>> rules = rules(rule);
-    assertThat(rules).hasSize(5);
+    assertThat(rules).hasSize(6);
     for (Map<String, Object> m : rules) {
       assertThat(m.toString()).doesNotContain("${");
       assertThat(m).containsKeys("alert", "expr", "for", "labels", "annotations");
       assertThat((Map<String, Object>) m.get("annotations")).containsKeys("summary", "description", "runbook_url");
     }
+  }
+
+  @Test
+  void monitorContentionIsRenderedFromThePendingTemplateUntilTheMixinHasOne() {
+    JvmDiagnostics r = resource();
+    r.getSpec().alerts = new Alerts();
+    r.getSpec().alerts.monitorContention = new Alerts.NumberAlert(0.5, "5m", "page");
+    assertThatThrownBy(() -> fixture().render(r)).hasMessageContaining("spec.alerts.monitorContention");
+    Map<String, Object> rule = rules(fixture().withPendingTemplates().render(r)).get(0);
+    assertThat(rule.get("alert")).isEqualTo("JvmDiagMonitorContentionHigh");
+    assertThat((String) rule.get("expr")).isEqualTo(
+        "rate(jvmdiag_monitor_blocked_seconds_sum{namespace=\"shop\", jvmdiagnostics=\"checkout\"}[5m]) > 0.5");
+    assertThat(((Map<?, ?>) rule.get("labels")).get("severity")).isEqualTo("critical");
+    // a generated entry wins over the pending one
+    RuleRenderer generated = new RuleRenderer(Map.of("monitorContention", Map.of("alert", "FromTheMixin", "expr", "x > ${threshold}")));
+    assertThat(rules(generated.withPendingTemplates().render(r)).get(0).get("alert")).isEqualTo("FromTheMixin");
   }
 }

@@ -71,6 +71,7 @@ class CrdValidationIT {
         Arguments.of(TARGET + "alerts: {threadStartRate: {threshold: 5, severity: sev1}}", "spec.alerts.threadStartRate.severity", "page and ticket are accepted as aliases of critical and warning"),
         Arguments.of(TARGET + "alerts: {safepointPause: {for: 1m}}", "spec.alerts.safepointPause.threshold", "Required value"),
         Arguments.of(TARGET + "collectors: {threads: {maxThreadNames: 0}}", "spec.collectors.threads.maxThreadNames", "greater than or equal to 1"),
+        Arguments.of(TARGET + "alerts: {monitorContention: {threshold: 0}}", "spec.alerts.monitorContention.threshold", "seconds blocked per second on one monitor class"),
         Arguments.of(TARGET + "collectors: {threads: {maxThreadNames: 501}}", "spec.collectors.threads.maxThreadNames", "less than or equal to 500"),
         Arguments.of(TARGET + "collectors: {compilation: {maxMethods: 1000}}", "spec.collectors.compilation.maxMethods", "less than or equal to 500"),
         Arguments.of(TARGET + "collectors: {monitors: {enabled: true, maxClasses: 0}}", "spec.collectors.monitors.maxClasses", "greater than or equal to 1"),
