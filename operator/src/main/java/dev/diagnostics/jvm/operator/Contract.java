@@ -23,6 +23,8 @@ public final class Contract {
 
   public static final String FIELD_MANAGER = "jvmdiag-operator";
   public static final String JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS";
+  /** Read by the java launcher only (JDK 9+, not by JNI-created JVMs): the second choice. */
+  public static final String JDK_JAVA_OPTIONS = "JDK_JAVA_OPTIONS";
   /** The monitor probes fire only with it (a product flag on JDK 11 to 25). */
   public static final String MONITOR_PROBES_FLAG = "-XX:+DTraceMonitorProbes";
 

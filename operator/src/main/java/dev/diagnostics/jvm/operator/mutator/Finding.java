@@ -7,8 +7,13 @@ package dev.diagnostics.jvm.operator.mutator;
 public record Finding(String container, Reason reason, String message) {
 
   public enum Reason {
-    /** JAVA_TOOL_OPTIONS comes from valueFrom: left untouched (never the $(VAR) trick). */
+    /**
+     * JAVA_TOOL_OPTIONS comes from valueFrom and JDK_JAVA_OPTIONS cannot take the flags either
+     * (valueFrom too, or envFrom may set it): left untouched (never the $(VAR) trick).
+     */
     ValueFromNotMerged(true),
+    /** JAVA_TOOL_OPTIONS comes from valueFrom: the flags went into JDK_JAVA_OPTIONS (java launcher only). */
+    FlagsInJdkJavaOptions(false),
     /** No JAVA_TOOL_OPTIONS in env but envFrom may define it: an env entry would override it. */
     EnvFromNotMerged(true),
     /** spec.containers names a container the pod does not have. */

@@ -102,37 +102,68 @@ public final class PodMutator {
     return PROXY_NAMES.contains(c.getName()) || (c.getImage() != null && PROXY_IMAGE.matcher(c.getImage()).matches());
   }
 
-  /** Extends a literal JAVA_TOOL_OPTIONS (user's flags first); never touches valueFrom/envFrom. */
+  /**
+   * Extends a literal JAVA_TOOL_OPTIONS (user's flags first); never touches valueFrom/envFrom. When
+   * JAVA_TOOL_OPTIONS comes from valueFrom, the flags go into JDK_JAVA_OPTIONS instead (extended
+   * when literal, added when absent), which the java launcher reads on JDK 9+; only when that one
+   * comes from valueFrom too (or may come from envFrom) is the container left alone and reported.
+   */
   static boolean appendFlags(Container c, String flags, List<Finding> findings) {
     if (flags.isEmpty()) return true;
     List<EnvVar> env = c.getEnv() == null ? new ArrayList<>() : new ArrayList<>(c.getEnv());
-    int idx = -1;
-    for (int i = 0; i < env.size(); i++) {
-      if (JAVA_TOOL_OPTIONS.equals(env.get(i).getName())) idx = i; // the last one wins in Kubernetes
-    }
+    boolean envFrom = c.getEnvFrom() != null && !c.getEnvFrom().isEmpty();
+    int idx = lastIndexOf(env, JAVA_TOOL_OPTIONS);
     if (idx < 0) {
-      if (c.getEnvFrom() != null && !c.getEnvFrom().isEmpty()) {
+      if (envFrom) {
         findings.add(new Finding(c.getName(), Reason.EnvFromNotMerged,
             "container \"" + c.getName() + "\" uses envFrom, which may set JAVA_TOOL_OPTIONS; an env entry would "
                 + "override it, so nothing was added: set JAVA_TOOL_OPTIONS under env (literal value) to get the flags"));
         return false;
       }
       env.add(new EnvVar(JAVA_TOOL_OPTIONS, flags, null));
+    } else if (env.get(idx).getValueFrom() == null) {
+      extend(env, idx, flags);
     } else {
-      EnvVar v = env.get(idx);
-      if (v.getValueFrom() != null) {
+      int jdk = lastIndexOf(env, JDK_JAVA_OPTIONS);
+      if (jdk >= 0 && env.get(jdk).getValueFrom() != null) {
         findings.add(new Finding(c.getName(), Reason.ValueFromNotMerged,
-            "JAVA_TOOL_OPTIONS of container \"" + c.getName() + "\" comes from valueFrom and was left untouched: "
-                + "make it a literal value, or add these flags to its source: " + flags));
+            "JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS of container \"" + c.getName() + "\" both come from valueFrom and were "
+                + "left untouched: make one of them a literal value, or add these flags to its source: " + flags));
         return false;
       }
-      String value = Objects.requireNonNullElse(v.getValue(), "");
-      if (!containsFlags(value, flags)) {
-        env.set(idx, new EnvVar(JAVA_TOOL_OPTIONS, value.isBlank() ? flags : value.stripTrailing() + " " + flags, null));
+      if (jdk < 0 && envFrom) {
+        findings.add(new Finding(c.getName(), Reason.ValueFromNotMerged,
+            "JAVA_TOOL_OPTIONS of container \"" + c.getName() + "\" comes from valueFrom, and envFrom may set JDK_JAVA_OPTIONS "
+                + "(an env entry would override it), so nothing was added: make JAVA_TOOL_OPTIONS or JDK_JAVA_OPTIONS a "
+                + "literal value under env, or add these flags to its source: " + flags));
+        return false;
       }
+      if (jdk < 0) env.add(new EnvVar(JDK_JAVA_OPTIONS, flags, null));
+      else extend(env, jdk, flags);
+      findings.add(new Finding(c.getName(), Reason.FlagsInJdkJavaOptions,
+          "JAVA_TOOL_OPTIONS of container \"" + c.getName() + "\" comes from valueFrom, so the flags went into JDK_JAVA_OPTIONS, "
+              + "which only the java launcher reads (JDK 9 or later; not a JVM created through JNI): " + flags));
     }
     c.setEnv(env);
     return true;
+  }
+
+  /** The last entry of that name: the one Kubernetes uses. */
+  private static int lastIndexOf(List<EnvVar> env, String name) {
+    int idx = -1;
+    for (int i = 0; i < env.size(); i++) {
+      if (name.equals(env.get(i).getName())) idx = i;
+    }
+    return idx;
+  }
+
+  /** Appends the flags to the literal value at idx, unless it holds them already. */
+  private static void extend(List<EnvVar> env, int idx, String flags) {
+    EnvVar v = env.get(idx);
+    String value = Objects.requireNonNullElse(v.getValue(), "");
+    if (!containsFlags(value, flags)) {
+      env.set(idx, new EnvVar(v.getName(), value.isBlank() ? flags : value.stripTrailing() + " " + flags, null));
+    }
   }
 
   static boolean containsFlags(String value, String flags) {

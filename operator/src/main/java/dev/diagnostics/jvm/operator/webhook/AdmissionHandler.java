@@ -94,7 +94,8 @@ public final class AdmissionHandler {
 
     MutationResult result = PodMutator.mutate(pod, InjectionConfig.of(r.getSpec(), agentImage, allowedOptions));
     for (Finding f : result.findings()) metrics.findings.labelValues(f.reason().name()).inc();
-    List<String> warnings = result.findings().stream().filter(f -> f.blocking() || f.reason() == Finding.Reason.OptionRefused)
+    List<String> warnings = result.findings().stream().filter(f -> f.blocking() || f.reason() == Finding.Reason.OptionRefused
+        || f.reason() == Finding.Reason.FlagsInJdkJavaOptions)
         .map(f -> "jvm-diagnostics: " + f.message()).toList();
     if (!warnings.isEmpty()) resp.setWarnings(warnings);
     if (!result.changed()) return skip(resp, "AlreadyInjected");

@@ -276,7 +276,7 @@ class OperatorIT {
   }
 
   @Test
-  void valueFromIsNotMergedAndTheStatusSaysSo() {
+  void valueFromGetsTheFlagsInJdkJavaOptionsAndOnlyBothFromValueFromIsReported() {
     String ns = ApiServer.namespace(admin, "valuefrom");
     Deployment d = deployment(ns, "legacy");
     d.getSpec().getTemplate().getSpec().getContainers().get(0).setEnv(List.of(new EnvVar(JAVA_TOOL_OPTIONS, null,
@@ -284,17 +284,31 @@ class OperatorIT {
     admin.resource(d).create();
     admin.resource(resource(ns, "legacy", "legacy", "")).create();
     await("hash written", WAIT, () -> templateAnnotations(ns, "legacy").containsKey(CONFIG_HASH));
-    Pod pod = podFromTemplate(ns, "legacy", "a");
-    assertThat(pod.getSpec().getContainers().get(0).getEnv()).singleElement()
-        .satisfies(e -> assertThat(e.getValueFrom().getConfigMapKeyRef().getName()).isEqualTo("jvm"));
-    await("ValueFromNotMerged in status", WAIT, () -> {
+
+    // JAVA_TOOL_OPTIONS from a ConfigMap: untouched; the flags go into JDK_JAVA_OPTIONS
+    Pod a = podFromTemplate(ns, "legacy", "a");
+    assertThat(a.getSpec().getContainers().get(0).getEnv()).extracting(EnvVar::getName).containsExactly(JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS);
+    assertThat(a.getSpec().getContainers().get(0).getEnv().get(0).getValueFrom().getConfigMapKeyRef().getName()).isEqualTo("jvm");
+    assertThat(a.getSpec().getContainers().get(0).getEnv().get(1).getValue()).isEqualTo("-XX:ReservedCodeCacheSize=256m");
+    assertThat(a.getMetadata().getAnnotations()).containsEntry(CONTAINERS, "app");
+
+    // both from valueFrom: nothing to extend, the status names the pod and the container
+    Deployment now = admin.apps().deployments().inNamespace(ns).withName("legacy").get();
+    Pod b = admin.pods().inNamespace(ns).resource(new PodBuilder()
+        .withMetadata(now.getSpec().getTemplate().getMetadata()).editMetadata().withName("legacy-b").withNamespace(ns).endMetadata()
+        .withSpec(now.getSpec().getTemplate().getSpec()).editSpec().editFirstContainer()
+        .addNewEnv().withName(JDK_JAVA_OPTIONS).withNewValueFrom().withNewSecretKeyRef("launcher", "opts", false).endValueFrom().endEnv()
+        .endContainer().endSpec().build()).create();
+    assertThat(b.getSpec().getContainers().get(0).getEnv()).allSatisfy(e -> assertThat(e.getValue()).isNull());
+    await("ValueFromNotMerged in status for legacy-b only", WAIT, () -> {
       JvmDiagnostics r = get(ns, "legacy");
       return r.getStatus() != null && r.getStatus().podsMissingInjection.stream()
-          .anyMatch(m -> m.name.equals("legacy-a") && m.reason.equals("ValueFromNotMerged"));
+          .anyMatch(m -> m.name.equals("legacy-b") && m.reason.equals("ValueFromNotMerged"));
     });
-    assertThat(get(ns, "legacy").getStatus().podsMissingInjection).filteredOn(m -> m.name.equals("legacy-a"))
+    assertThat(get(ns, "legacy").getStatus().podsMissingInjection).extracting(m -> m.name).doesNotContain("legacy-a");
+    assertThat(get(ns, "legacy").getStatus().podsMissingInjection).filteredOn(m -> m.name.equals("legacy-b"))
         .singleElement().satisfies(m -> assertThat(m.container).as("the status names the container").isEqualTo("app"));
-    assertThat(condition(ns, "legacy", "Injected").getMessage()).contains("legacy-a (ValueFromNotMerged in container app)");
+    assertThat(condition(ns, "legacy", "Injected").getMessage()).contains("legacy-b (ValueFromNotMerged in container app)");
   }
 
   @Test

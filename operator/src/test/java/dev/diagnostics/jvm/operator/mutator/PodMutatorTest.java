@@ -68,20 +68,66 @@ public class PodMutatorTest {
     assertThat(app.getEnv()).extracting(EnvVar::getName).containsExactly("A", JAVA_TOOL_OPTIONS, "B");
   }
 
+  static EnvVar fromConfigMap(String name, String key) {
+    return new EnvVar(name, null, new io.fabric8.kubernetes.api.model.EnvVarSourceBuilder().withNewConfigMapKeyRef(key, "opts", false).build());
+  }
+
+  static String env(Container c, String name) {
+    return c.getEnv().stream().filter(e -> e.getName().equals(name)).map(EnvVar::getValue).findFirst().orElse(null);
+  }
+
   @Test
-  void valueFromIsLeftUntouchedAndReported() {
-    Pod in = pod().editSpec().addNewContainer().withName("app").addNewEnv().withName(JAVA_TOOL_OPTIONS)
-        .withNewValueFrom().withNewConfigMapKeyRef("jto", "opts", false).endValueFrom().endEnv().endContainer().endSpec().build();
+  void valueFromGetsTheFlagsInJdkJavaOptions() {
+    Pod in = pod().editSpec().addNewContainer().withName("app").withEnv(fromConfigMap(JAVA_TOOL_OPTIONS, "jto")).endContainer().endSpec().build();
     MutationResult r = PodMutator.mutate(in, config(spec()));
     Container app = container(r.pod(), "app");
-    assertThat(app.getEnv()).hasSize(1);
-    assertThat(app.getEnv().get(0).getValue()).isNull();
-    assertThat(app.getEnv().get(0).getValueFrom().getConfigMapKeyRef().getName()).isEqualTo("opts");
+    assertThat(app.getEnv()).extracting(EnvVar::getName).containsExactly(JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS);
+    assertThat(app.getEnv().get(0)).as("JAVA_TOOL_OPTIONS untouched").isEqualTo(fromConfigMap(JAVA_TOOL_OPTIONS, "jto"));
+    assertThat(env(app, JDK_JAVA_OPTIONS)).isEqualTo("-XX:+PreserveFramePointer " + FLAG);
     assertThat(app.getEnv().toString()).doesNotContain("$(");
-    assertThat(r.findings()).extracting(Finding::reason).containsExactly(Reason.ValueFromNotMerged);
-    assertThat(r.findings().get(0).message()).contains("valueFrom").contains(FLAG);
+    assertThat(r.injectedContainers()).containsExactly("app");
+    assertThat(r.hasBlockingFinding()).isFalse();
+    assertThat(r.findings()).singleElement().satisfies(f -> {
+      assertThat(f.reason()).isEqualTo(Reason.FlagsInJdkJavaOptions);
+      assertThat(f.message()).contains("JDK_JAVA_OPTIONS").contains("only the java launcher").contains(FLAG);
+    });
+    MutationResult again = PodMutator.mutate(r.pod(), config(spec()));
+    assertThat(again.changed()).as("idempotent").isFalse();
+  }
+
+  @Test
+  void aLiteralJdkJavaOptionsIsExtendedNeverReplaced() {
+    Pod in = pod().editSpec().addNewContainer().withName("app")
+        .withEnv(new EnvVar(JDK_JAVA_OPTIONS, "-Xss1m", null), fromConfigMap(JAVA_TOOL_OPTIONS, "jto")).endContainer().endSpec().build();
+    Container app = container(PodMutator.mutate(in, config(spec())).pod(), "app");
+    assertThat(app.getEnv()).extracting(EnvVar::getName).containsExactly(JDK_JAVA_OPTIONS, JAVA_TOOL_OPTIONS);
+    assertThat(env(app, JDK_JAVA_OPTIONS)).isEqualTo("-Xss1m -XX:+PreserveFramePointer " + FLAG);
+  }
+
+  @Test
+  void bothFromValueFromAreLeftUntouchedAndReported() {
+    Pod in = pod().editSpec().addNewContainer().withName("app")
+        .withEnv(fromConfigMap(JAVA_TOOL_OPTIONS, "jto"), fromConfigMap(JDK_JAVA_OPTIONS, "jdk")).endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(spec()));
+    Container app = container(r.pod(), "app");
+    assertThat(app.getEnv()).containsExactly(fromConfigMap(JAVA_TOOL_OPTIONS, "jto"), fromConfigMap(JDK_JAVA_OPTIONS, "jdk"));
+    assertThat(r.findings()).singleElement().satisfies(f -> {
+      assertThat(f.reason()).isEqualTo(Reason.ValueFromNotMerged);
+      assertThat(f.container()).isEqualTo("app");
+      assertThat(f.message()).contains("JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS").contains("both come from valueFrom").contains(FLAG);
+    });
     assertThat(r.injectedContainers()).isEmpty();
     assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(CONTAINERS, "");
+  }
+
+  @Test
+  void valueFromWithEnvFromThatMaySetJdkJavaOptionsIsReported() {
+    Pod in = pod().editSpec().addNewContainer().withName("app").withEnv(fromConfigMap(JAVA_TOOL_OPTIONS, "jto"))
+        .addNewEnvFrom().withNewConfigMapRef("settings", false).endEnvFrom().endContainer().endSpec().build();
+    MutationResult r = PodMutator.mutate(in, config(spec()));
+    assertThat(container(r.pod(), "app").getEnv()).containsExactly(fromConfigMap(JAVA_TOOL_OPTIONS, "jto"));
+    assertThat(r.findings()).extracting(Finding::reason).containsExactly(Reason.ValueFromNotMerged);
+    assertThat(r.findings().get(0).message()).contains("envFrom may set JDK_JAVA_OPTIONS");
   }
 
   @Test

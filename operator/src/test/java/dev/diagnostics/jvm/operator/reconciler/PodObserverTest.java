@@ -1,6 +1,7 @@
 package dev.diagnostics.jvm.operator.reconciler;
 
 import static dev.diagnostics.jvm.operator.Contract.JAVA_TOOL_OPTIONS;
+import static dev.diagnostics.jvm.operator.Contract.JDK_JAVA_OPTIONS;
 import static dev.diagnostics.jvm.operator.reconciler.Fixtures.*;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -46,7 +47,8 @@ class PodObserverTest {
     String hash = config(r).hash();
     Pod p = pod("cart-d", "cart", hash, hash);
     p.getSpec().getContainers().get(0).setEnv(List.of(new EnvVar(JAVA_TOOL_OPTIONS, null,
-        new EnvVarSourceBuilder().withNewConfigMapKeyRef("opts", "jvm", false).build())));
+        new EnvVarSourceBuilder().withNewConfigMapKeyRef("opts", "jvm", false).build()),
+        new EnvVar(JDK_JAVA_OPTIONS, null, new EnvVarSourceBuilder().withNewConfigMapKeyRef("opts", "launcher", false).build())));
     PodInspector.Report report = PodInspector.inspect(List.of(p), "cart", r.getMetadata().getCreationTimestamp(), config(r));
     assertThat(report.missing()).singleElement().satisfies(m -> {
       assertThat(m.reason).isEqualTo("ValueFromNotMerged");
