@@ -310,6 +310,15 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_registered_family_is_in_the_catalog() {
+        for r in crate::collector::REGISTRY {
+            for d in r.families {
+                assert!(ALL.iter().any(|a| std::ptr::eq(*a, *d)), "{}: {} is not in metrics::ALL", r.name, d.name);
+            }
+        }
+    }
+
     /// The catalog as docs/metrics.md shows it.
     fn table() -> String {
         let mut t = String::from("| metric | type | labels beyond the common ones | help |\n|---|---|---|---|\n");
