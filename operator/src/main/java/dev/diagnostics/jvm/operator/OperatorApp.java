@@ -3,6 +3,7 @@ package dev.diagnostics.jvm.operator;
 import dev.diagnostics.jvm.operator.election.LeaderElection;
 import dev.diagnostics.jvm.operator.election.LeaderElector;
 import dev.diagnostics.jvm.operator.metrics.MetricsServer;
+import dev.diagnostics.jvm.operator.metrics.ReconcileMetrics;
 import dev.diagnostics.jvm.operator.reconciler.JvmDiagnosticsReconciler;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
 import dev.diagnostics.jvm.operator.webhook.Webhook;
@@ -54,9 +55,12 @@ public final class OperatorApp implements AutoCloseable {
     if (s.webhook() != null) webhook = new Webhook(client, s.webhook(), registry).start();
     ReconcilerSettings rs = s.reconciler();
     if (rs != null) {
+      // made once: java-operator-sdk may apply the overrider more than once, the registry takes each name once
+      ReconcileMetrics metrics = new ReconcileMetrics(registry);
       operator = new Operator(o -> o.withKubernetesClient(client).withCloseClientOnStop(false)
           .withStopOnInformerErrorDuringStartup(true).withCacheSyncTimeout(Duration.ofSeconds(60))
-          .withConcurrentReconciliationThreads(RECONCILE_THREADS));
+          .withConcurrentReconciliationThreads(RECONCILE_THREADS)
+          .withMetrics(metrics));
       operator.register(new JvmDiagnosticsReconciler(rs, registry), o -> {
         if (!rs.watchNamespaces().isEmpty()) o.settingNamespaces(rs.watchNamespaces());
       });

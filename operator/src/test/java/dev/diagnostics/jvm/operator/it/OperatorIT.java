@@ -645,6 +645,13 @@ class OperatorIT {
         HttpResponse.BodyHandlers.ofString()).body();
     assertThat(body).contains("jvmdiag_operator_admissions_total{result=\"mutated\"}")
         .contains("jvmdiag_operator_admission_duration_seconds_bucket");
+    // JOSDK's Metrics on the reconciler's registry: reconciles of this resource, counted and timed
+    String reconciles = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+        URI.create("http://127.0.0.1:" + reconciler.metricsPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+    assertThat(reconciles)
+        .contains("jvmdiag_operator_reconciliations_total{jvmdiagnostics=\"m\",namespace=\"" + ns + "\",operation=\"reconcile\",result=\"success\"}")
+        .contains("jvmdiag_operator_reconciliation_seconds_total{jvmdiagnostics=\"m\",namespace=\"" + ns + "\",operation=\"reconcile\"}")
+        .contains("jvmdiag_operator_reconciliation_duration_seconds_count{operation=\"reconcile\"}");
   }
 
   @SuppressWarnings("unused")
