@@ -120,6 +120,11 @@ public final class Main implements Callable<Integer> {
           + "1,000 resources changed at once restart their workloads N per minute; 0: no limit (default: ${DEFAULT-VALUE})")
   int maxRolloutsPerMinute;
 
+  @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
+      description = "log lines on stderr: text ([thread] LEVEL logger - message) or json (one object per line: time, level, "
+          + "logger, thread, message, exception) (default: ${DEFAULT-VALUE})")
+  dev.diagnostics.jvm.operator.logging.LogFormat logFormat;
+
   static final Path SA_NAMESPACE = Path.of("/var/run/secrets/kubernetes.io/serviceaccount/namespace");
 
   /** The pod's own namespace: the service account's file, $POD_NAMESPACE, else "default". */
@@ -159,6 +164,7 @@ public final class Main implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    dev.diagnostics.jvm.operator.logging.LogFormat.use(logFormat);
     if (webhookWarmup < 0) {
       throw new CommandLine.ParameterException(new CommandLine(new Main()), "--webhook-warmup must be 0 or more (0: no warm-up), got " + webhookWarmup);
     }
