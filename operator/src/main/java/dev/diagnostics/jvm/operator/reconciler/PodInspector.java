@@ -26,7 +26,11 @@ public final class PodInspector {
     Outdated
   }
 
-  public record Report(int live, int injected, List<PodMissingInjection> missing) {
+  /**
+   * launcherOnly: the injected pods whose flags went into JDK_JAVA_OPTIONS (JAVA_TOOL_OPTIONS from
+   * valueFrom), as "pod (container c)": injected, but only a JVM started by the java launcher reads them.
+   */
+  public record Report(int live, int injected, List<PodMissingInjection> missing, List<String> launcherOnly) {
     public boolean any(String reason) {
       return missing.stream().anyMatch(m -> m.reason.equals(reason));
     }
@@ -38,15 +42,17 @@ public final class PodInspector {
     int live = 0;
     int injected = 0;
     List<PodMissingInjection> missing = new ArrayList<>();
+    List<String> launcherOnly = new ArrayList<>();
     for (Pod p : pods) {
       if (!live(p)) continue;
       live++;
-      PodMissingInjection miss = miss(p, resourceName, resourceCreated, config, hash);
+      PodMissingInjection miss = miss(p, resourceName, resourceCreated, config, hash, launcherOnly);
       if (miss == null) injected++;
       else missing.add(miss);
     }
     missing.sort(Comparator.comparing(m -> m.name));
-    return new Report(live, injected, missing);
+    launcherOnly.sort(Comparator.naturalOrder());
+    return new Report(live, injected, missing, List.copyOf(launcherOnly));
   }
 
   /** Counted: not being deleted and not finished. */
@@ -66,7 +72,8 @@ public final class PodInspector {
   }
 
   /** Why the pod lacks the current injection (and in which container, when one is the cause), or null. */
-  static PodMissingInjection miss(Pod p, String resourceName, String resourceCreated, InjectionConfig config, String hash) {
+  static PodMissingInjection miss(Pod p, String resourceName, String resourceCreated, InjectionConfig config, String hash,
+      List<String> launcherOnly) {
     String name = p.getMetadata().getName();
     Map<String, String> labels = p.getMetadata().getLabels();
     Map<String, String> ann = p.getMetadata().getAnnotations();
@@ -80,6 +87,8 @@ public final class PodInspector {
     if (!stamped.equals(hash)) return new PodMissingInjection(name, Reason.Outdated.name());
     // the mutation is pure and idempotent: run it again to learn what it could not do
     MutationResult again = PodMutator.mutate(p, config);
+    again.findings().stream().filter(f -> f.reason() == Finding.Reason.FlagsInJdkJavaOptions)
+        .forEach(f -> launcherOnly.add(name + " (container " + f.container() + ")"));
     return again.findings().stream().filter(Finding::blocking).findFirst()
         .map(f -> new PodMissingInjection(name, f.reason().name(), f.container())).orElse(null);
   }

@@ -103,7 +103,8 @@ final class TargetInjection {
 
     static Condition of(Conditions.Builder c, PodInspector.Report report, Target target, boolean automatic) {
       if (report.missing().isEmpty()) {
-        String msg = report.live() == 0 ? "the target runs no pods yet" : report.injected() + " pod(s) carry the current injection";
+        String msg = report.live() == 0 ? "the target runs no pods yet" : report.injected() + " pod(s) carry the current injection"
+            + launcherOnly(report);
         return c.of(Conditions.INJECTED, true, report.live() == 0 ? "NoPods" : "AllPodsInjected", msg);
       }
       String list = report.missing().stream().limit(10).map(PodMissingInjection::toString).collect(Collectors.joining(", "));
@@ -124,7 +125,15 @@ final class TargetInjection {
         fix = "see each pod's reason in status.podsMissingInjection and docs/operator.md";
       }
       return c.of(Conditions.INJECTED, false, reason,
-          report.missing().size() + " of " + report.live() + " pod(s) lack the current injection: " + list + "; " + fix);
+          report.missing().size() + " of " + report.live() + " pod(s) lack the current injection: " + list + "; " + fix
+              + launcherOnly(report));
+    }
+
+    /** Injected pods whose JVM flags only the java launcher reads (JAVA_TOOL_OPTIONS from valueFrom). */
+    static String launcherOnly(PodInspector.Report report) {
+      if (report.launcherOnly().isEmpty()) return "";
+      return "; JAVA_TOOL_OPTIONS comes from valueFrom, so the flags are in JDK_JAVA_OPTIONS, which only the java launcher "
+          + "reads (not a JVM created through JNI), in " + report.launcherOnly().stream().limit(10).collect(Collectors.joining(", "));
     }
 
     /** The API server refuses these already; a resource that got in anyway says why its options are missing. */

@@ -308,7 +308,9 @@ class OperatorIT {
     assertThat(get(ns, "legacy").getStatus().podsMissingInjection).extracting(m -> m.name).doesNotContain("legacy-a");
     assertThat(get(ns, "legacy").getStatus().podsMissingInjection).filteredOn(m -> m.name.equals("legacy-b"))
         .singleElement().satisfies(m -> assertThat(m.container).as("the status names the container").isEqualTo("app"));
-    assertThat(condition(ns, "legacy", "Injected").getMessage()).contains("legacy-b (ValueFromNotMerged in container app)");
+    assertThat(condition(ns, "legacy", "Injected").getMessage()).contains("legacy-b (ValueFromNotMerged in container app)")
+        .as("the injected pod whose flags only the java launcher reads is named too")
+        .contains("the flags are in JDK_JAVA_OPTIONS, which only the java launcher reads").contains("legacy-a (container app)");
   }
 
   @Test

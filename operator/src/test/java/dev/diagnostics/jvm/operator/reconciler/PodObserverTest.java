@@ -58,6 +58,24 @@ class PodObserverTest {
   }
 
   @Test
+  void flagsOnlyTheLauncherReadsAreInjectedButNamed() {
+    r.getSpec().jvmOptions.extra = List.of("-XX:ReservedCodeCacheSize=256m");
+    String hash = config(r).hash();
+    Pod p = pod("cart-e", "cart", hash, hash);
+    p.getSpec().getContainers().get(0).setEnv(List.of(new EnvVar(JAVA_TOOL_OPTIONS, null,
+        new EnvVarSourceBuilder().withNewConfigMapKeyRef("opts", "jvm", false).build()),
+        new EnvVar(JDK_JAVA_OPTIONS, config(r).flagString(), null)));
+    PodInspector.Report report = PodInspector.inspect(List.of(p), "cart", r.getMetadata().getCreationTimestamp(), config(r));
+    assertThat(report.missing()).isEmpty();
+    assertThat(report.injected()).isEqualTo(1);
+    assertThat(report.launcherOnly()).containsExactly("cart-e (container app)");
+    Conditions.Builder c = Conditions.builder(r);
+    assertThat(TargetInjection.InjectedCondition.of(c, report, null, true).getMessage())
+        .isEqualTo("1 pod(s) carry the current injection; JAVA_TOOL_OPTIONS comes from valueFrom, so the flags are in "
+            + "JDK_JAVA_OPTIONS, which only the java launcher reads (not a JVM created through JNI), in cart-e (container app)");
+  }
+
+  @Test
   void eachPodMissingTheInjectionIsNamedWithItsReason() {
     List<Pod> pods = List.of(pod("cart-a", "cart", hash, hash), pod("cart-b", "cart", hash, null),
         pod("cart-c", "cart", "old", "old"));
