@@ -271,15 +271,21 @@ def storm_problems(tag, pid, h0, a0, h1, a1, expected, budget=None, min_started=
     return problems
 
 
-def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None):
-    """Runs Storm (optionally wrapped, e.g. in namespaces) and compares agent and hsperfdata."""
+def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None, main="Storm", min_started=10_000):
+    """Runs Storm (optionally wrapped, e.g. in namespaces) and compares agent and hsperfdata.
+    `main`: another name for the class (a subclass made here), so its `jvm` label differs."""
     classes = os.path.join(WORK, f"classes-{tag}")
     compile_workloads(jdk, classes)
+    if main != "Storm":
+        src = os.path.join(classes, f"{main}.java")
+        with open(src, "w") as f:
+            f.write(f"public class {main} extends Storm {{ public static void main(String[] a) throws Exception {{ Storm.main(a); }} }}\n")
+        subprocess.run([f"{jdk}/bin/javac", "-cp", classes, "-d", classes, src], check=True)
     d = os.path.join(WORK, f"storm-{tag}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     marker = f"-Djvmdiag.test={tag}"
-    cmd = [f"{jdk}/bin/java", marker, "-cp", classes, "Storm", str(per_name or THREADS_PER_NAME), d]
+    cmd = [f"{jdk}/bin/java", marker, "-cp", classes, main, str(per_name or THREADS_PER_NAME), d]
     if wrap:
         cmd = wrap(cmd, jdk, classes)
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"), start_new_session=True)
@@ -294,7 +300,7 @@ def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None):
         wait_file(os.path.join(d, "done"), 300, p)
         h1, a1, text = snapshot(port, pid)
         expected = dict(l.split(" ") for l in open(os.path.join(d, "expected")).read().split("\n") if l)
-        problems = storm_problems(tag, pid, h0, a0, h1, a1, expected, budget)
+        problems = storm_problems(tag, pid, h0, a0, h1, a1, expected, budget, min_started)
         return problems, text, pid
     finally:
         open(os.path.join(d, "stop"), "w").close()
@@ -669,6 +675,19 @@ def main():
             return problems
 
         run("thread_name_budget_caps_names_per_jvm", budget)
+
+        def per_jvm_limit():
+            # The pod annotation's limits, standalone: one JVM limited to 3 names, the next
+            # (same agent, same workload under another main class) keeps the default 50.
+            start_agent(19469, "--match-jvm", "Storm", "--jvm-limits", "LimitedStorm:maxThreadNames=3,maxBogus=1")
+            problems, text, _ = check_storm(19469, JDK25, "limited25", budget=3, per_name=300, main="LimitedStorm")
+            shown = {l["thread_name"] for n, l, _ in samples(text) if n == "jvmdiag_thread_starts_total" and l.get("jvm") == "LimitedStorm"}
+            if len(shown - {"other"}) != 3 or "other" not in shown:
+                problems.append(f"maxThreadNames=3: names {sorted(shown)} (want 3 + other)")
+            p2, _, _ = check_storm(19469, JDK25, "unlimited25", per_name=300, min_started=1200)
+            return problems + [f"default JVM: {p}" for p in p2]
+
+        run("per_jvm_limit_max_thread_names_3_beside_the_default", per_jvm_limit)
         run("hostile_thread_names_escaped_nothing_forged", test_hostile_thread_names, JDK17)
         run("bad_environment_one_line_errors", test_bad_env)
     finally:

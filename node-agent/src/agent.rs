@@ -26,12 +26,15 @@ struct AgentStats {
 pub fn run(cfg: Config) -> Result<(), Fatal> {
     preflight::check(&cfg)?;
     let traced = attach::create_traced_pids().map_err(bpf_fatal)?;
+    let limits_map = attach::create_jvm_limits().map_err(bpf_fatal)?;
+    let limits_fd = limits_map.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
     let load_cfg = LoadConfig {
         max_thread_names: cfg.cli.max_thread_names,
         max_vmop_names: cfg.cli.max_vm_operations,
         max_methods: cfg.cli.max_methods,
         jvm_start_thread: cfg.cli.threads_jvm_start_thread,
         collector_bit: 0,
+        jvm_limits: Some(std::sync::Arc::new(limits_fd)),
     };
     let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
     for name in &cfg.collectors {
@@ -43,10 +46,10 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let host = cfg.cli.host.clone().unwrap_or_else(hostname);
     tracing::info!(listen = %cfg.cli.listen, collectors = %cfg.collectors.join(","), "jvmdiag-agent: serving http://{}/metrics", cfg.cli.listen);
 
-    let mut mgr = AttachManager::new(collectors, traced, host);
+    let mut mgr = AttachManager::new(collectors, traced, host).with_jvm_limits(limits_map, cfg.caps());
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
-    let mut agent = Agent { mgr, disc: Discovery::default(), stats };
+    let mut agent = Agent { mgr, disc: Discovery::default(), stats, jvm_limits: cfg.jvm_limits() };
     serve::run(&cfg, server, &mut agent)
 }
 
@@ -54,6 +57,8 @@ struct Agent {
     mgr: AttachManager,
     disc: Discovery,
     stats: AgentStats,
+    /// Standalone `--jvm-limits`: (text in the `jvm` label, limits), first match wins.
+    jvm_limits: Vec<(String, crate::kube::limits::Limits)>,
 }
 
 impl Mode for Agent {
@@ -71,7 +76,10 @@ impl Mode for Agent {
                 for f in p.found {
                     match stats.kube.as_mut() {
                         Some(k) => k.offer(f),
-                        None => mgr.add(f, None),
+                        None => {
+                            let limits = self.jvm_limits.iter().find(|(m, _)| f.name.contains(m.as_str())).map(|(_, l)| *l).unwrap_or_default();
+                            mgr.add_limited(f, None, limits)
+                        }
                     }
                 }
             }

@@ -30,7 +30,9 @@ use crate::collector::{Collector, REGISTRY};
 use crate::metrics::ProbeMode;
 use crate::discovery::{self, FileId, Found};
 use crate::file_identity::FileIdentity;
+use crate::kube::limits::{Caps, Limits};
 use crate::labels::JvmLabels;
+use crate::skel::threads::types::jvm_limits;
 
 /// Slots of the per-JVM arrays (src/bpf/jvm.h); a `traced_pids` value holds the slot in
 /// its low SLOT_BITS and above them one bit per collector (`Registration::bit`).
@@ -95,6 +97,10 @@ pub struct AttachManager {
     pub match_jvm: Option<String>,
     /// JVMs attached since start.
     pub seen: u64,
+    /// The per-slot limits every collector object reuses (common.bpf.h `jvm_limits`).
+    jvm_limits: Option<MapHandle>,
+    /// The agent's own `--max-*`: the ceiling of every JVM's limits.
+    pub caps: Option<Caps>,
 }
 
 /// The `traced_pids` map every collector object reuses (declared in common.bpf.h).
@@ -103,7 +109,29 @@ pub fn create_traced_pids() -> Result<MapHandle> {
     MapHandle::create(MapType::Hash, Some("traced_pids"), 4, 4, MAX_JVMS, &opts).context("create the traced_pids map")
 }
 
+/// The `jvm_limits` map every collector object reuses (declared in common.bpf.h).
+pub fn create_jvm_limits() -> Result<MapHandle> {
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts { sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _, ..Default::default() };
+    let size = std::mem::size_of::<jvm_limits>() as u32;
+    MapHandle::create(MapType::Array, Some("jvm_limits"), 4, size, MAX_JVMS, &opts).context("create the jvm_limits map")
+}
+
+/// The kernel's value of a JVM's limits (0: the agent's own).
+fn limits_value(l: &Limits) -> Vec<u8> {
+    let [thread_names, methods, classes] = l.words();
+    let v = jvm_limits { thread_names, methods, classes, reserved: 0 };
+    // SAFETY: a plain C struct of integers (generated from common.bpf.h).
+    unsafe { plain::as_bytes(&v) }.to_vec()
+}
+
 impl AttachManager {
+    /// Gives the manager the `jvm_limits` map (`create_jvm_limits`) the collectors reuse.
+    pub fn with_jvm_limits(mut self, map: MapHandle, caps: Caps) -> Self {
+        self.jvm_limits = Some(map);
+        self.caps = Some(caps);
+        self
+    }
+
     pub fn new(collectors: Vec<Box<dyn Collector>>, traced_pids: MapHandle, host: String) -> Self {
         AttachManager {
             collectors,
@@ -127,6 +155,8 @@ impl AttachManager {
             host,
             match_jvm: None,
             seen: 0,
+            jvm_limits: None,
+            caps: None,
         }
     }
 
@@ -157,6 +187,12 @@ impl AttachManager {
     /// Starts tracing a JVM found by discovery with the collectors it wants (None: every
     /// loaded one); failures are counted, never fatal.
     pub fn add(&mut self, found: Found, wanted: Option<&[&str]>) {
+        self.add_limited(found, wanted, Limits::default())
+    }
+
+    /// [`AttachManager::add`] with the JVM's own limits (its pod's `jvm.diagnostics.dev/limits`),
+    /// clamped to the agent's and written into its slot before its first event can count.
+    pub fn add_limited(&mut self, found: Found, wanted: Option<&[&str]>, limits: Limits) {
         let pid = found.pid;
         if self.jvms.contains_key(&pid) {
             return;
@@ -194,6 +230,15 @@ impl AttachManager {
             // Gone already (or no pidfd support): do not trace what we cannot see exit.
             self.release_group(file);
             return self.fail(pid, "exited_before_attach", "");
+        }
+        let limits = match &self.caps {
+            Some(c) => limits.clamp(c),
+            None => limits,
+        };
+        if let Some(m) = &self.jvm_limits {
+            if let Err(e) = m.update(&slot.to_ne_bytes(), &limits_value(&limits), MapFlags::ANY) {
+                crate::log::warn(&format!("pid {pid}: jvm_limits update: {e} (the agent's limits apply)"));
+            }
         }
         let value = traced_pids_value(slot, wanted);
         if let Err(e) = self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY) {
@@ -347,6 +392,9 @@ impl AttachManager {
                 crate::log::warn(&format!("forget slot {} in {}: {e:#}", j.slot, c.name()));
             }
         }
+        if let Some(m) = &self.jvm_limits {
+            let _ = m.update(&j.slot.to_ne_bytes(), &limits_value(&Limits::default()), MapFlags::ANY);
+        }
         self.free_slots.push(j.slot);
         if let Some(g) = self.groups.get_mut(&j.file) {
             g.users = g.users.saturating_sub(1);
@@ -425,7 +473,7 @@ mod tests {
 
     #[test]
     fn traced_pids_value_keeps_the_slot_and_sets_one_bit_per_wanted_collector() {
-        assert_eq!(traced_pids_value(5, None), 5 | 0xf << 16);
+        assert_eq!(traced_pids_value(5, None), 5 | 0x3f << 16);
         assert_eq!(traced_pids_value(1023, Some(&["threads", "safepoints"])), 1023 | 0b11 << 16);
         assert_eq!(traced_pids_value(7, Some(&["compilation"])), 7 | 1 << 19);
         assert_eq!(traced_pids_value(7, Some(&[])), 7, "nothing wanted: traced (labels, hsperfdata), counted nowhere");

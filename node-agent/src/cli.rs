@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Arg, ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser};
 
 use crate::collector::REGISTRY;
+use crate::kube::limits::{Caps, Limits};
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -40,6 +41,17 @@ pub struct Cli {
     /// Most-compiled methods named per JVM in jvmdiag_method_compilations_total; the rest count as "other".
     #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
     pub max_methods: u32,
+
+    /// Monitor classes named per JVM (monitors collector); the rest count as "other".
+    #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
+    pub max_classes: u32,
+
+    /// Lower limits for the JVMs whose `jvm` label (main class or jar) contains TEXT, as the
+    /// pod annotation jvm.diagnostics.dev/limits spells them: TEXT:maxThreadNames=3,maxMethods=5
+    /// (repeatable; the first match wins; each value at most the --max-* flag). In Kubernetes
+    /// mode the pod's annotation gives them; in the sidecar, JVMDIAG_LIMITS.
+    #[arg(long, value_name = "TEXT:LIMITS")]
+    pub jvm_limits: Vec<String>,
 
     /// Count thread starts with a uprobe on JVM_StartThread instead of the USDT probe (no thread names; for JDKs built without probes).
     #[arg(long)]
@@ -106,6 +118,23 @@ impl Config {
     pub fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.cli.poll_interval_ms)
     }
+
+    /// The agent's own `--max-*`: the ceiling of every JVM's limits.
+    pub fn caps(&self) -> Caps {
+        Caps { thread_names: self.cli.max_thread_names, methods: self.cli.max_methods, classes: self.cli.max_classes }
+    }
+
+    /// `--jvm-limits` as (text, limits); refused items are logged.
+    pub fn jvm_limits(&self) -> Vec<(String, Limits)> {
+        self.cli
+            .jvm_limits
+            .iter()
+            .map(|rule| {
+                let (m, text) = rule.split_once(':').unwrap_or((rule.as_str(), ""));
+                (m.to_string(), Limits::from_text(text, "--jvm-limits").0)
+            })
+            .collect()
+    }
 }
 
 pub fn command() -> Command {
@@ -154,11 +183,11 @@ mod tests {
     #[test]
     fn collectors_default_on_and_switch_off_by_flag() {
         let c = parse_from(["a", "--standalone"]).unwrap();
-        assert_eq!(c.collectors, ["threads", "safepoints", "vmops", "compilation"]);
+        assert_eq!(c.collectors, ["threads", "safepoints", "vmops", "compilation", "monitors", "parking"]);
         let c = parse_from(["a", "--no-collector.vmops"]).unwrap();
-        assert_eq!(c.collectors, ["threads", "safepoints", "compilation"]);
+        assert_eq!(c.collectors, ["threads", "safepoints", "compilation", "monitors", "parking"]);
         let c = parse_from(["a", "--no-collector.vmops", "--collector.vmops"]).unwrap();
-        assert_eq!(c.collectors, ["threads", "safepoints", "vmops", "compilation"]);
+        assert_eq!(c.collectors, ["threads", "safepoints", "vmops", "compilation", "monitors", "parking"]);
     }
 
     #[test]

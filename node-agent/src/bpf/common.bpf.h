@@ -53,6 +53,34 @@ struct {
 	__type(value, __u32);
 } name_budget SEC(".maps");
 
+/* Per-JVM limits: the pod's jvm.diagnostics.dev/limits (the sidecar's JVMDIAG_LIMITS,
+ * standalone --jvm-limits), written by the loader into the JVM's slot before its
+ * traced_pids entry and zeroed when the slot is released. 0: the agent's own --max-* value;
+ * a value is never above it (the tables are sized for it), see jvm_limit(). One map for
+ * all collectors, created by the loader and reused by every object like traced_pids. */
+struct jvm_limits {
+	__u32 thread_names; /* threads (and parking): distinct folded thread names */
+	__u32 methods;      /* compilation: methods named in jvmdiag_method_compilations_total */
+	__u32 classes;      /* monitors: distinct monitor classes */
+	__u32 reserved;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, struct jvm_limits);
+} jvm_limits SEC(".maps");
+
+/* The JVM's own limit `field` (struct jvm_limits), at most `cap` (the agent's --max-*);
+ * `cap` when the JVM has none. */
+#define jvm_limit(slot, field, cap)                                                        \
+	({                                                                                   \
+		__u32 __s = (slot);                                                          \
+		__u32 __c = (cap);                                                           \
+		struct jvm_limits *__l = bpf_map_lookup_elem(&jvm_limits, &__s);             \
+		(__l && __l->field && __l->field < __c) ? __l->field : __c;                  \
+	})
+
 static __always_inline void stat_inc(__u32 id)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &id);

@@ -76,7 +76,8 @@ static __noinline int count_new(struct name_hkey *key, struct scratch *s, __u32 
 	if (!used)
 		return 0;
 	__builtin_memset(&s->folded, 0, sizeof(s->folded));
-	if (*used >= max_names || __sync_fetch_and_add(used, 1) >= max_names) {
+	__u32 budget = jvm_limit(key->slot, thread_names, max_names);
+	if (*used >= budget || __sync_fetch_and_add(used, 1) >= budget) {
 		key->hash = OTHER_HASH;
 		__builtin_memcpy(s->folded.name, "other", 6);
 		stat_inc(STAT_NAMES_OVERFLOW);
@@ -155,8 +156,11 @@ int thread_start(struct pt_regs *ctx)
 		len = 0;
 	if (len > NAME_LEN - 1)
 		len = NAME_LEN - 1;
-	if (len > 0)
-		bpf_probe_read_user(s->raw, len & (NAME_LEN - 1), (const void *)name);
+	/* The per-CPU scratch still holds the previous event's name: a failed read must count
+	 * an empty name, never that one. */
+	__builtin_memset(s->raw, 0, NAME_LEN);
+	if (len > 0 && bpf_probe_read_user(s->raw, len & (NAME_LEN - 1), (const void *)name))
+		len = 0;
 
 	__u64 h = folded_hash(s, len);
 	/* HotSpot's JVM-internal threads (hidden from java.threads.started) are daemon
@@ -197,6 +201,7 @@ int BPF_UPROBE(native_thread_name, const char *name)
 	struct scratch *s = bpf_map_lookup_elem(&threads_scratch, &zero);
 	if (!s)
 		return 0;
+	__builtin_memset(s->raw, 0, NAME_LEN); /* a failed read leaves no previous name behind */
 	long len = bpf_probe_read_user_str(s->raw, NAME_LEN, name);
 	len = len > 0 ? len - 1 : 0; /* without the NUL; at most NAME_LEN - 1 */
 	if (len > NAME_LEN - 1)

@@ -73,6 +73,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.hot_threshold = HOT_THRESHOLD;
     ro.max_heaps = MAX_HEAPS;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.comp_stats.set_max_entries(super::table_size(MAX_COMPILERS))?;
     open.maps.method_hot.set_max_entries(super::table_size(hot_budget))?;
@@ -199,7 +200,12 @@ impl Collector for Compilation {
             heap_usage: maps::entries(&m.heap_usage)?,
             code_full: maps::entries(&m.code_full)?,
         };
-        out.extend(families(&tables, self.max_methods, &|heap| {
+        // Each JVM's own maxMethods (its pod's limits), at most --max-methods.
+        let own = |slot: u32| match super::jvm_limits_of(&m.jvm_limits, slot) {
+            Some([_, n, _]) if n > 0 => (n as usize).min(self.max_methods),
+            _ => self.max_methods,
+        };
+        out.extend(families_limited(&tables, &own, &|heap| {
             // Now, from the JVM's memory; else as of its last code allocation.
             let layout = (heap.layout as usize).checked_sub(1).and_then(|i| layouts.get(i).copied())?;
             code_heap::used_now(heap.tgid, heap.pool, &layout, heap.mu.max)
@@ -244,6 +250,11 @@ pub struct Tables {
 /// The collector's families from its tables; `used_now` reads a code heap's current use
 /// from the JVM (None: keep the value of its last code allocation).
 pub fn families(t: &Tables, max_methods: usize, used_now: &dyn Fn(&heap_value) -> Option<u64>) -> [Family; 6] {
+    families_limited(t, &|_| max_methods, used_now)
+}
+
+/// [`families`] with each JVM's own number of methods named (by slot).
+pub fn families_limited(t: &Tables, max_methods: &dyn Fn(u32) -> usize, used_now: &dyn Fn(&heap_value) -> Option<u64>) -> [Family; 6] {
     // Compilers: merge names that normalise alike ("C2" and "c2").
     let mut comp: BTreeMap<(u32, String), (Hist, u64)> = BTreeMap::new();
     let mut named_total: HashMap<u32, u64> = HashMap::new();
@@ -275,7 +286,7 @@ pub fn families(t: &Tables, max_methods: usize, used_now: &dyn Fn(&heap_value) -
     slots.sort();
     for slot in slots {
         let Some(&all) = named_total.get(&slot) else { continue }; // uprobe mode: no names
-        let top = top_k(per_jvm.remove(&slot).unwrap_or_default(), max_methods);
+        let top = top_k(per_jvm.remove(&slot).unwrap_or_default(), max_methods(slot));
         let named: u64 = top.iter().map(|(_, n)| n).sum();
         for (m, n) in top {
             methods.jvm(slot, vec![("method", m)], Value::Counter(n));

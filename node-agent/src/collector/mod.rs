@@ -34,6 +34,27 @@ pub struct LoadConfig {
     pub jvm_start_thread: bool,
     /// The collector's own bit (`Registration::bit`), its programs' `collector_bit`.
     pub collector_bit: u32,
+    /// The agent's `jvm_limits` map (common.bpf.h: per-slot limits of each JVM), which every
+    /// collector object reuses ([`share_jvm_limits`]); None: each object keeps its own, empty.
+    pub jvm_limits: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+}
+
+/// Makes an object's `jvm_limits` map the agent's one, so the limits written per JVM slot
+/// at attach reach its programs (`jvm_limit()` in common.bpf.h).
+pub(crate) fn share_jvm_limits(map: &mut libbpf_rs::OpenMapMut<'_>, cfg: &LoadConfig) -> Result<()> {
+    if let Some(fd) = &cfg.jvm_limits {
+        use std::os::fd::AsFd;
+        map.reuse_fd(fd.as_fd())?;
+    }
+    Ok(())
+}
+
+/// A JVM slot's limits as written into `jvm_limits` (thread names, methods, classes; 0: the
+/// agent's own value). None when the map cannot be read.
+pub(crate) fn jvm_limits_of<M: libbpf_rs::MapCore>(map: &M, slot: u32) -> Option<[u32; 3]> {
+    let v = map.lookup(&slot.to_ne_bytes(), libbpf_rs::MapFlags::ANY).ok()??;
+    let l = crate::maps::decode::<crate::skel::threads::types::jvm_limits>(&v)?;
+    Some([l.thread_names, l.methods, l.classes])
 }
 
 /// The links of one collector on one libjvm.so file (dropping them detaches).

@@ -62,6 +62,8 @@ pub fn fnv1a_folded(name: &str) -> u64 {
 // SAFETY: plain C structs of integers (generated from src/bpf/threads.h).
 unsafe impl plain::Plain for name_hkey {}
 unsafe impl plain::Plain for name_text {}
+// SAFETY: as above (common.bpf.h's struct jvm_limits, the same in every skeleton).
+unsafe impl plain::Plain for crate::skel::threads::types::jvm_limits {}
 
 /// The slot of a threads_counts / threads_names key.
 fn slot_of(k: &[u8]) -> Option<u32> {
@@ -82,6 +84,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
         *slot = fnv1a_folded(name);
     }
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.threads_counts.set_max_entries(super::table_size(cfg.max_thread_names))?;
     open.maps.threads_names.set_max_entries(super::table_size(cfg.max_thread_names))?;

@@ -32,6 +32,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_vmop_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     // Twice the budget: each name may appear at and not at a safepoint.
     open.maps.vmops_hist.set_max_entries(super::table_size(cfg.max_vmop_names.saturating_mul(2)))?;

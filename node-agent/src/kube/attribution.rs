@@ -3,6 +3,7 @@
 //! /proc/PID/cgroup) and the pod table in, a decision out.
 use jvmdiag_inspect::cgroup::ContainerRef;
 
+use super::limits::Limits;
 use super::table::{PodMeta, PodTable};
 use crate::collector::REGISTRY;
 
@@ -17,8 +18,9 @@ pub struct PodLabels {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Trace it, with these collectors (None: every enabled collector).
-    Trace(PodLabels, Option<Vec<&'static str>>),
+    /// Trace it, with these collectors (None: every enabled collector) and its pod's limits
+    /// (`jvm.diagnostics.dev/limits`).
+    Trace(PodLabels, Option<Vec<&'static str>>, Limits),
     /// Never trace this process (reason, for jvmdiag_agent_kube_jvms_skipped_total).
     Skip(&'static str),
     /// Its pod (or its container's ID in the pod's status) is not known yet: ask again.
@@ -38,11 +40,11 @@ fn labels(p: &PodMeta, container: &str) -> PodLabels {
 pub fn decide(cref: Option<&ContainerRef>, table: &PodTable, all_jvms: bool) -> Decision {
     let Some(c) = cref else {
         // A host process (not in any container).
-        return if all_jvms { Decision::Trace(PodLabels::default(), None) } else { Decision::Skip("not_in_pod") };
+        return if all_jvms { Decision::Trace(PodLabels::default(), None, Limits::default()) } else { Decision::Skip("not_in_pod") };
     };
     if let Some((pod, name)) = table.container(&c.container_id) {
         if all_jvms {
-            return Decision::Trace(labels(pod, name), None);
+            return Decision::Trace(labels(pod, name), None, pod.limits);
         }
         if !pod.injected {
             return Decision::Skip("not_injected");
@@ -52,7 +54,7 @@ pub fn decide(cref: Option<&ContainerRef>, table: &PodTable, all_jvms: bool) -> 
                 return Decision::Skip("container_not_selected");
             }
         }
-        return Decision::Trace(labels(pod, name), pod.collectors.as_deref().map(collectors));
+        return Decision::Trace(labels(pod, name), pod.collectors.as_deref().map(collectors), pod.limits);
     }
     match c.pod_uid.as_deref().and_then(|u| table.pod(u)) {
         // Not injected is known before the kubelet reports the container's ID.
@@ -79,6 +81,8 @@ mod tests {
             injected,
             collectors: Some(vec!["threads".into(), "vmOperations".into(), "bogus".into()]),
             containers: containers.map(|c| c.split(',').map(String::from).collect()),
+            limits: Limits { thread_names: Some(3), ..Default::default() },
+            limits_invalid: 0,
             container_ids: ids.iter().map(|(i, n)| (i.to_string(), n.to_string())).collect(),
         }
     }
@@ -93,7 +97,7 @@ mod tests {
         t.apply(pod(true, Some("app"), &[(ID, "app")]));
         let d = decide(Some(&cref(ID, Some(UID))), &t, false);
         let want = PodLabels { namespace: "shop".into(), pod: "checkout-1".into(), container: "app".into(), jvmdiagnostics: "checkout".into() };
-        assert_eq!(d, Decision::Trace(want, Some(vec!["threads", "vmops"])));
+        assert_eq!(d, Decision::Trace(want, Some(vec!["threads", "vmops"]), Limits { thread_names: Some(3), ..Default::default() }));
     }
 
     #[test]
@@ -101,11 +105,11 @@ mod tests {
         let mut t = PodTable::default();
         t.apply(pod(false, None, &[(ID, "app")]));
         assert_eq!(decide(Some(&cref(ID, None)), &t, false), Decision::Skip("not_injected"));
-        assert!(matches!(decide(Some(&cref(ID, None)), &t, true), Decision::Trace(l, None) if l.container == "app"));
+        assert!(matches!(decide(Some(&cref(ID, None)), &t, true), Decision::Trace(l, None, _) if l.container == "app"));
         t.apply(pod(true, Some("other"), &[(ID, "app")]));
         assert_eq!(decide(Some(&cref(ID, None)), &t, false), Decision::Skip("container_not_selected"));
         assert_eq!(decide(None, &t, false), Decision::Skip("not_in_pod"));
-        assert_eq!(decide(None, &t, true), Decision::Trace(PodLabels::default(), None));
+        assert_eq!(decide(None, &t, true), Decision::Trace(PodLabels::default(), None, Limits::default()));
     }
 
     #[test]
@@ -149,7 +153,7 @@ mod tests {
         t.apply(pod(true, None, &[(ID, "app")]));
         for f in files {
             let c = cgroup::container_of(&cgroup::parse(f.as_bytes()).unwrap());
-            assert!(matches!(decide(c.as_ref(), &t, false), Decision::Trace(ref l, _) if l.pod == "checkout-1"), "{f}");
+            assert!(matches!(decide(c.as_ref(), &t, false), Decision::Trace(ref l, _, _) if l.pod == "checkout-1"), "{f}");
         }
     }
 }

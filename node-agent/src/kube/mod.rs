@@ -9,6 +9,7 @@
 //! up again at every poll. If the API server is unreachable the last known table is kept
 //! (tracing goes on) and `jvmdiag_agent_kube_api_up` is 0; the watch retries with backoff.
 pub mod attribution;
+pub mod limits;
 pub mod table;
 mod watch;
 
@@ -126,10 +127,10 @@ impl Attributor {
                     self.skipped.insert(pid);
                     *self.skipped_total.entry(why).or_default() += 1;
                 }
-                Decision::Trace(l, collectors) => {
+                Decision::Trace(l, collectors, limits) => {
                     let Some((f, _, _)) = self.pending.remove(&pid) else { continue };
                     let jvm = f.name.clone();
-                    mgr.add(f, collectors.as_deref());
+                    mgr.add_limited(f, collectors.as_deref(), limits);
                     if let Some(j) = mgr.jvms.get_mut(&pid) {
                         j.labels = JvmLabels {
                             namespace: l.namespace,

@@ -5,10 +5,13 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::limits::Limits;
+
 pub const INJECT_LABEL: &str = "jvm.diagnostics.dev/inject";
 pub const INJECTED: &str = "jvm.diagnostics.dev/injected";
 pub const COLLECTORS: &str = "jvm.diagnostics.dev/collectors";
 pub const CONTAINERS: &str = "jvm.diagnostics.dev/containers";
+pub const LIMITS: &str = "jvm.diagnostics.dev/limits";
 
 /// One pod, as far as attribution cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +27,10 @@ pub struct PodMeta {
     pub collectors: Option<Vec<String>>,
     /// `jvm.diagnostics.dev/containers`: the containers the webhook injected.
     pub containers: Option<Vec<String>>,
+    /// `jvm.diagnostics.dev/limits`, parsed (src/kube/limits.rs); default when absent.
+    pub limits: Limits,
+    /// Items of that annotation refused (logged once, when the pod is first seen so).
+    pub limits_invalid: u64,
     /// (container ID without the `runtime://` prefix, container name), every kind of container.
     pub container_ids: Vec<(String, String)>,
 }
@@ -38,6 +45,7 @@ impl PodMeta {
         let uid = md.uid.clone()?;
         let ann = md.annotations.as_ref();
         let a = |k: &str| ann.and_then(|m| m.get(k)).map(|s| s.as_str());
+        let parsed = a(LIMITS).map(super::limits::parse).unwrap_or_default();
         let mut container_ids = Vec::new();
         if let Some(st) = &p.status {
             let all = [&st.container_statuses, &st.init_container_statuses, &st.ephemeral_container_statuses];
@@ -57,6 +65,8 @@ impl PodMeta {
             injected: a(INJECTED).is_some(),
             collectors: a(COLLECTORS).map(list),
             containers: a(CONTAINERS).map(list),
+            limits: parsed.limits,
+            limits_invalid: parsed.invalid.len() as u64,
             container_ids,
         })
     }
@@ -69,12 +79,20 @@ pub struct PodTable {
     by_container: HashMap<String, String>,
     /// Bumped at every change (pending JVMs are looked up again only then).
     pub generation: u64,
+    /// Items of pods' `jvm.diagnostics.dev/limits` refused, counted once per pod and text.
+    pub limits_invalid: u64,
 }
 
 impl PodTable {
     pub fn apply(&mut self, p: PodMeta) {
         if self.pods.get(&p.uid) == Some(&p) {
             return; // status churn that attribution does not see
+        }
+        let old_invalid = self.pods.get(&p.uid).map(|o| (o.limits, o.limits_invalid));
+        if p.limits_invalid > 0 && old_invalid != Some((p.limits, p.limits_invalid)) {
+            self.limits_invalid += p.limits_invalid;
+            tracing::warn!(namespace = %p.namespace, pod = %p.name, invalid = p.limits_invalid,
+                "{LIMITS}: items ignored (not key=number from 1 up, given twice, or too long); the agent's own limits apply to them");
         }
         self.remove(&p.uid.clone());
         for (id, _) in &p.container_ids {
@@ -97,8 +115,8 @@ impl PodTable {
 
     /// Replaces everything (a re-list after the watch was lost): pods deleted meanwhile go.
     pub fn replace(&mut self, pods: Vec<PodMeta>) {
-        let gen = self.generation;
-        *self = PodTable::default();
+        let (gen, invalid) = (self.generation, self.limits_invalid);
+        *self = PodTable { limits_invalid: invalid, ..PodTable::default() };
         for p in pods {
             self.apply(p);
         }

@@ -58,6 +58,13 @@ pub struct Settings {
     pub container: String,
     pub jvmdiagnostics: String,
     pub max_vm_operations: usize,
+    /// The pod's limits: `--max-thread-names` / `--max-methods` / `--max-classes` (the operator
+    /// passes those it has flags for), lowered by `JVMDIAG_LIMITS` (the pod annotation's text,
+    /// parsed as the agent parses the annotation). The sidecar names no threads, methods or
+    /// monitor classes today (hsperfdata has none): these bound any it will.
+    pub limits: crate::kube::limits::Limits,
+    /// Items of `JVMDIAG_LIMITS` refused (logged).
+    pub limits_invalid: u64,
 }
 
 impl Settings {
@@ -72,6 +79,17 @@ impl Settings {
                 container = one.to_string();
             }
         }
+        let (limits, limits_invalid) = match env("JVMDIAG_LIMITS") {
+            Some(text) => crate::kube::limits::Limits::from_text(&text, "JVMDIAG_LIMITS"),
+            None => Default::default(),
+        };
+        // Absent from JVMDIAG_LIMITS: the flags' values.
+        let caps = cfg.caps();
+        let limits = crate::kube::limits::Limits {
+            thread_names: limits.thread_names.or(Some(caps.thread_names)),
+            methods: limits.methods.or(Some(caps.methods)),
+            classes: limits.classes.or(Some(caps.classes)),
+        };
         Settings {
             tmp: cfg.cli.sidecar_tmp.clone(),
             safepoint_log: cfg.cli.safepoint_log.clone(),
@@ -80,6 +98,8 @@ impl Settings {
             container,
             jvmdiagnostics: get("JVMDIAG_JVMDIAGNOSTICS"),
             max_vm_operations: cfg.cli.max_vm_operations as usize,
+            limits: limits.clamp(&cfg.caps()),
+            limits_invalid,
         }
     }
 }
@@ -209,6 +229,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         settings.safepoint_log.display(),
         settings.tmp.display()
     );
+    tracing::info!(limits = ?settings.limits.words(), invalid = settings.limits_invalid, "sidecar: per-JVM limits (maxThreadNames, maxMethods, maxClasses)");
     serve::run(&cfg, server, &mut Sidecar::new(settings))
 }
 
@@ -240,6 +261,19 @@ mod tests {
         assert_eq!(s.container, "b");
         assert_eq!(s.tmp, PathBuf::from("/tmp"));
         assert_eq!(s.safepoint_log, PathBuf::from("/tmp/jvmdiag/safepoint-%p.log"));
+    }
+
+    /// What the operator's webhook gives the sidecar: --max-* flags and JVMDIAG_LIMITS.
+    #[test]
+    fn limits_come_from_the_flags_and_jvmdiag_limits() {
+        let env = |m: &'static [(&'static str, &'static str)]| move |k: &str| m.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
+        let cfg = crate::cli::parse_from(["a", "--sidecar", "--max-thread-names", "7", "--max-methods", "9"]).unwrap();
+        let s = Settings::from(&cfg, &env(&[]));
+        assert_eq!((s.limits.words(), s.limits_invalid), ([7, 9, 20], 0));
+        let s = Settings::from(&cfg, &env(&[("JVMDIAG_LIMITS", "maxThreadNames=3,maxClasses=5,maxNew=1")]));
+        assert_eq!((s.limits.words(), s.limits_invalid), ([3, 9, 5], 0));
+        let s = Settings::from(&cfg, &env(&[("JVMDIAG_LIMITS", "maxThreadNames=300,maxMethods=x")]));
+        assert_eq!((s.limits.words(), s.limits_invalid), ([7, 9, 20], 1), "clamped to the flag; a bad value counted");
     }
 
     #[test]

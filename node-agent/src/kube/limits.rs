@@ -1,0 +1,167 @@
+//! Per-JVM limits: the pod annotation `jvm.diagnostics.dev/limits`
+//! (`maxThreadNames=50,maxMethods=20,maxClasses=20`, only the enabled collectors' names), the
+//! sidecar's `JVMDIAG_LIMITS` (the same text) and standalone `--jvm-limits TEXT:LIMITS`.
+//!
+//! The text comes from whoever can write a pod's annotations, so it is parsed strictly and
+//! boundedly: at most [`MAX_TEXT`] bytes and [`MAX_ITEMS`] items; unknown keys are ignored
+//! (a newer operator may name limits this agent does not have); a value must be a decimal
+//! number from 1 up, and a key given twice keeps its first value. Anything else is an
+//! invalid item: counted, reported, never fatal. Values above the agent's own `--max-*` are
+//! clamped to them ([`Limits::clamp`]): the kernel tables are sized for the agent's values.
+
+/// Longest limits text looked at (the operator writes ~45 bytes).
+pub const MAX_TEXT: usize = 512;
+/// Most items looked at.
+pub const MAX_ITEMS: usize = 16;
+
+/// One JVM's limits; `None`: the agent's own value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `maxThreadNames`: distinct folded thread names (threads collector).
+    pub thread_names: Option<u32>,
+    /// `maxMethods`: methods named in `jvmdiag_method_compilations_total`.
+    pub methods: Option<u32>,
+    /// `maxClasses`: monitor classes named (monitors collector).
+    pub classes: Option<u32>,
+}
+
+/// A parse: the limits and what was refused (for logs and the invalid count).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parsed {
+    pub limits: Limits,
+    /// Items refused, each described shortly (bounded: at most MAX_ITEMS + 1 entries).
+    pub invalid: Vec<String>,
+}
+
+/// The agent's own caps (its `--max-*` flags), the ceiling of every JVM's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    pub thread_names: u32,
+    pub methods: u32,
+    pub classes: u32,
+}
+
+/// A value from a container, shortened and printable for a log line.
+fn shown(s: &str) -> String {
+    let mut out: String = s.chars().take(32).map(|c| if c.is_ascii_graphic() { c } else { '?' }).collect();
+    if s.chars().count() > 32 {
+        out.push('…');
+    }
+    out
+}
+
+fn value(v: &str) -> Option<u32> {
+    if v.is_empty() || v.len() > 10 || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse::<u32>().ok().filter(|n| *n >= 1)
+}
+
+pub fn parse(text: &str) -> Parsed {
+    let mut p = Parsed::default();
+    if text.len() > MAX_TEXT {
+        p.invalid.push(format!("text longer than {MAX_TEXT} bytes"));
+        return p;
+    }
+    for (i, item) in text.split(',').map(str::trim).filter(|s| !s.is_empty()).enumerate() {
+        if i >= MAX_ITEMS {
+            p.invalid.push(format!("more than {MAX_ITEMS} items"));
+            break;
+        }
+        let Some((k, v)) = item.split_once('=') else {
+            p.invalid.push(format!("{:?}: not key=value", shown(item)));
+            continue;
+        };
+        let slot = match k.trim() {
+            "maxThreadNames" => &mut p.limits.thread_names,
+            "maxMethods" => &mut p.limits.methods,
+            "maxClasses" => &mut p.limits.classes,
+            _ => continue, // a limit this agent does not have
+        };
+        match value(v.trim()) {
+            Some(_) if slot.is_some() => p.invalid.push(format!("{}: given twice", k.trim())),
+            Some(n) => *slot = Some(n),
+            None => p.invalid.push(format!("{}={:?}: not a number from 1 up", k.trim(), shown(v.trim()))),
+        }
+    }
+    p
+}
+
+impl Limits {
+    /// Every value at most the agent's own.
+    pub fn clamp(self, caps: &Caps) -> Limits {
+        Limits {
+            thread_names: self.thread_names.map(|n| n.min(caps.thread_names)),
+            methods: self.methods.map(|n| n.min(caps.methods)),
+            classes: self.classes.map(|n| n.min(caps.classes)),
+        }
+    }
+
+    /// The values the kernel's `struct jvm_limits` holds (0: the agent's own).
+    pub fn words(&self) -> [u32; 3] {
+        [self.thread_names.unwrap_or(0), self.methods.unwrap_or(0), self.classes.unwrap_or(0)]
+    }
+
+    /// Limits from a `jvm.diagnostics.dev/limits`-shaped text, logging refused items
+    /// (`what` names the source); returns the number refused too.
+    pub fn from_text(text: &str, what: &str) -> (Limits, u64) {
+        let p = parse(text);
+        if !p.invalid.is_empty() {
+            tracing::warn!(source = what, invalid = %p.invalid.join("; "), "limits: items ignored");
+        }
+        (p.limits, p.invalid.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(t: Option<u32>, m: Option<u32>, c: Option<u32>) -> Limits {
+        Limits { thread_names: t, methods: m, classes: c }
+    }
+
+    #[test]
+    fn the_operators_text_parses() {
+        let p = parse("maxThreadNames=50,maxMethods=20,maxClasses=20");
+        assert_eq!(p, Parsed { limits: l(Some(50), Some(20), Some(20)), invalid: vec![] });
+        assert_eq!(parse(" maxThreadNames = 3 , ").limits, l(Some(3), None, None));
+        assert_eq!(parse("").limits, Limits::default());
+        assert_eq!(parse(",,,").invalid.len(), 0);
+    }
+
+    #[test]
+    fn unknown_keys_are_ignored_and_bad_values_counted() {
+        let p = parse("maxFutureThings=7,maxThreadNames=5");
+        assert_eq!(p.limits, l(Some(5), None, None));
+        assert!(p.invalid.is_empty());
+        for bad in ["maxThreadNames=0", "maxThreadNames=-1", "maxThreadNames=1e3", "maxThreadNames=", "maxThreadNames=99999999999",
+            "maxThreadNames=0x10", "maxThreadNames=+3", "maxThreadNames", "maxThreadNames=3\n# TYPE x counter"] {
+            let p = parse(bad);
+            assert_eq!(p.limits.thread_names, None, "{bad:?}");
+            assert_eq!(p.invalid.len(), 1, "{bad:?}: {:?}", p.invalid);
+        }
+        let p = parse("maxMethods=4,maxMethods=400");
+        assert_eq!((p.limits.methods, p.invalid.len()), (Some(4), 1), "a key twice keeps the first");
+        assert_eq!(parse("maxMethods=４").invalid.len(), 1, "only ASCII digits");
+    }
+
+    #[test]
+    fn parsing_is_bounded() {
+        let long = format!("maxThreadNames=3,{}", "x".repeat(MAX_TEXT));
+        let p = parse(&long);
+        assert_eq!((p.limits, p.invalid.len()), (Limits::default(), 1));
+        let many = "a=1,".repeat(MAX_ITEMS) + "maxThreadNames=3";
+        let p = parse(&many);
+        assert_eq!((p.limits.thread_names, p.invalid.len()), (None, 1));
+        let shown_bad = parse(&format!("maxClasses={}", "\u{7}".repeat(100)));
+        assert!(shown_bad.invalid[0].len() < 120, "{:?}", shown_bad.invalid);
+    }
+
+    #[test]
+    fn values_are_clamped_to_the_agents_caps() {
+        let caps = Caps { thread_names: 50, methods: 20, classes: 20 };
+        assert_eq!(l(Some(500), Some(3), None).clamp(&caps), l(Some(50), Some(3), None));
+        assert_eq!(l(Some(3), None, Some(100)).clamp(&caps).words(), [3, 0, 20]);
+    }
+}
