@@ -71,6 +71,7 @@ impl EncodeMetric for One<'_> {
     fn encode(&self, mut e: MetricEncoder) -> Result<(), std::fmt::Error> {
         match self.0 {
             Value::Counter(v) => e.encode_counter::<NoLabelSet, _, u64>(v, None),
+            Value::CounterF(v) => e.encode_counter::<NoLabelSet, _, u64>(v, None),
             Value::Gauge(v) => e.encode_gauge(v),
             Value::Histogram(h) => {
                 e.encode_histogram::<NoLabelSet>(h.sum_seconds(), h.count, &h.encoder_buckets(), None)
@@ -79,7 +80,7 @@ impl EncodeMetric for One<'_> {
     }
     fn metric_type(&self) -> MetricType {
         match self.0 {
-            Value::Counter(_) => MetricType::Counter,
+            Value::Counter(_) | Value::CounterF(_) => MetricType::Counter,
             Value::Gauge(_) => MetricType::Gauge,
             Value::Histogram(_) => MetricType::Histogram,
         }

@@ -77,6 +77,30 @@ pub static CODE_CACHE_FULL: Desc = desc(
     Counter,
     &[],
 );
+pub static MONITOR_CONTENDED: Desc = desc(
+    "jvmdiag_monitor_contended_total",
+    "Contended monitor enters (synchronized on an object another thread holds), by the locked object's class. Needs -XX:+DTraceMonitorProbes.",
+    Counter,
+    &["monitor_class"],
+);
+pub static MONITOR_BLOCKED: Desc = desc(
+    "jvmdiag_monitor_blocked_seconds",
+    "Time a thread was blocked entering a contended monitor, by the locked object's class. Needs -XX:+DTraceMonitorProbes.",
+    Histogram,
+    &["monitor_class"],
+);
+pub static THREAD_PARKS: Desc = desc(
+    "jvmdiag_thread_parks_total",
+    "Thread parks (LockSupport.park and friends), by native thread name (its first 15 bytes) with digit runs folded to N.",
+    Counter,
+    &["thread_name"],
+);
+pub static THREAD_PARKED_SECONDS: Desc = desc(
+    "jvmdiag_thread_parked_seconds_total",
+    "Time threads spent parked, by native thread name (its first 15 bytes) with digit runs folded to N.",
+    Counter,
+    &["thread_name"],
+);
 pub static JVM_INFO: Desc = desc(
     "jvmdiag_jvm_info",
     "A traced JVM: its version, vendor and how it is probed (usdt, uprobe, hsperfdata).",
@@ -148,6 +172,12 @@ pub static AGENT_JVMS_UNTRACED: Desc = desc(
     "JVMs seen but not traced now, by reason (no_probes_no_hsperfdata, no_access, not_selected, ...).",
     Gauge,
     &["reason"],
+);
+pub static AGENT_COLLECTOR_UNAVAILABLE: Desc = desc(
+    "jvmdiag_agent_collector_unavailable",
+    "1 for a JVM that asked for a collector whose probes cannot fire in it, by collector and reason (monitors: no_DTraceMonitorProbes).",
+    Gauge,
+    &["collector", "reason"],
 );
 pub static AGENT_HSPERFDATA_MERGED: Desc = desc(
     "jvmdiag_agent_hsperfdata_merged_safepoints_total",
@@ -221,6 +251,10 @@ pub static ALL: &[&Desc] = &[
     &CODE_CACHE_USED,
     &CODE_CACHE_MAX,
     &CODE_CACHE_FULL,
+    &MONITOR_CONTENDED,
+    &MONITOR_BLOCKED,
+    &THREAD_PARKS,
+    &THREAD_PARKED_SECONDS,
     &JVM_INFO,
     &AGENT_JVMS_ATTACHED,
     &AGENT_JVMS_SEEN,
@@ -237,6 +271,7 @@ pub static ALL: &[&Desc] = &[
     &AGENT_MAP_ENTRIES,
     &AGENT_SCRAPE_DURATION,
     &AGENT_JVMS_UNTRACED,
+    &AGENT_COLLECTOR_UNAVAILABLE,
     &AGENT_HSPERFDATA_MERGED,
     &SIDECAR_LOG_LINES,
     &SIDECAR_LOG_ROTATIONS,

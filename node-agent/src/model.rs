@@ -61,6 +61,8 @@ impl Hist {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Counter(u64),
+    /// A counter in base units that are not whole (seconds).
+    CounterF(f64),
     Gauge(f64),
     Histogram(Hist),
 }

@@ -19,6 +19,8 @@ use crate::model::Family;
 use crate::skel::consts;
 
 pub mod compilation;
+pub mod monitors;
+pub mod parking;
 pub mod safepoints;
 pub mod threads;
 pub mod vmops;
@@ -148,6 +150,20 @@ pub const REGISTRY: &[Registration] = &[
             &metrics::CODE_CACHE_MAX,
             &metrics::CODE_CACHE_FULL,
         ],
+    },
+    Registration {
+        name: "monitors",
+        annotation: "monitors",
+        help: "contended monitor enters and time blocked by monitor class (needs -XX:+DTraceMonitorProbes)",
+        load: monitors::load,
+        families: &[&metrics::MONITOR_CONTENDED, &metrics::MONITOR_BLOCKED, &metrics::AGENT_COLLECTOR_UNAVAILABLE],
+    },
+    Registration {
+        name: "parking",
+        annotation: "parking",
+        help: "thread parks and time parked by thread name (USDT hotspot:thread__park__begin/end)",
+        load: parking::load,
+        families: &[&metrics::THREAD_PARKS, &metrics::THREAD_PARKED_SECONDS],
     },
 ];
 

@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the monitors and parking collectors against real JVMs (run as root by
+hack/suites/20-agent.sh).
+
+Monitors: a workload contends on instances of three known classes; per class, the agent's
+contended enters equal what JFR's jdk.JavaMonitorEnter (threshold 0) recorded in the same run
+and its blocked time is within 2 % of JFR's durations; the total is compared with hsperfdata's
+sun.rt._sync_ContendedLockAttempts. A JVM without -XX:+DTraceMonitorProbes is reported as such.
+Parking: a workload with a known number of parks by name; the agent's count is exact and its
+parked seconds within 2 % of what the workload measured itself.
+Cost: a park storm (threads calling LockSupport.parkNanos(1 us) in a loop) with and without the
+agent, alternated in one run; the ratio is printed.
+Usage: agent_locks.py AGENT_BINARY WORKDIR JDK [JDK ...]
+Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
+"""
+import json, os, re, shutil, struct, subprocess, sys, time, urllib.request
+
+AGENT, WORK, JDKS = sys.argv[1], sys.argv[2], sys.argv[3:]
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.join(HERE, "workloads")
+PORT = 19475
+procs, results = [], []
+JFC = """<?xml version="1.0" encoding="UTF-8"?>
+<configuration version="2.0" label="jvmdiag-locks">
+  <event name="jdk.JavaMonitorEnter">
+    <setting name="enabled">true</setting>
+    <setting name="stackTrace">false</setting>
+    <setting name="threshold">0 ms</setting>
+  </event>
+</configuration>
+"""
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def hsperf(pid):
+    """hsperfdata long counters, read here independently of the agent."""
+    path = None
+    for line in open(f"/proc/{pid}/maps"):
+        parts = line.split()
+        if len(parts) >= 6 and re.search(r"/hsperfdata_[^/]+/\d+$", parts[5]):
+            path = f"/proc/{pid}/root{parts[5]}"
+    b = open(path, "rb").read()
+    e = "<" if b[4] == 1 else ">"
+    entry_off, n = struct.unpack_from(e + "ii", b, 24)
+    out, off = {}, entry_off
+    for _ in range(n):
+        length, name_off, vlen, dtype, _f, _u, _v, data_off = struct.unpack_from(e + "iiiBBBBi", b, off)
+        name = b[off + name_off: b.index(b"\0", off + name_off)].decode()
+        if dtype == ord("J") and vlen == 0:
+            out[name] = struct.unpack_from(e + "q", b, off + data_off)[0]
+        off += length
+    return out
+
+
+def scrape():
+    return urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=10).read().decode()
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+
+
+def samples(text, pid):
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+            if labels.get("pid") == str(pid):
+                yield m.group(1), labels, float(m.group(3))
+
+
+def by_label(text, pid, name, label):
+    return {l[label]: v for n, l, v in samples(text, pid) if n == name}
+
+
+def start_agent(*extra):
+    p = subprocess.Popen([AGENT, "--standalone", "--listen", f"127.0.0.1:{PORT}", "--exit-after", "900", *extra],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "agent.log"), "a"))
+    procs.append(p)
+    for _ in range(100):
+        try:
+            scrape()
+            return p
+        except Exception:
+            if p.poll() is not None:
+                raise RuntimeError("agent exited: " + open(os.path.join(WORK, "agent.log")).read()[-2000:])
+            time.sleep(0.1)
+    raise RuntimeError("agent did not serve /metrics")
+
+
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+
+
+def wait_file(path, timeout, proc):
+    t = time.time() + timeout
+    while time.time() < t:
+        if os.path.exists(path):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"workload exited early ({proc.returncode})")
+        time.sleep(0.02)
+    raise RuntimeError(f"timed out waiting for {path}")
+
+
+def wait_attached(pid, timeout=15):
+    t = time.time() + timeout
+    while time.time() < t:
+        if any(n == "jvmdiag_jvm_info" for n, _, _ in samples(scrape(), pid)):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"agent did not attach to pid {pid}")
+
+
+def classes(jdk):
+    out = os.path.join(WORK, "classes-" + os.path.basename(jdk.rstrip("/")))
+    if not os.path.exists(os.path.join(out, "ParkWorkload.class")):
+        os.makedirs(out, exist_ok=True)
+        subprocess.run([f"{jdk}/bin/javac", "-d", out, f"{WORKLOADS}/LockContention.java", f"{WORKLOADS}/ParkWorkload.java"], check=True)
+    return out
+
+
+def workload(jdk, tag, main, args, jvm_opts=()):
+    ctl = os.path.join(WORK, tag)
+    shutil.rmtree(ctl, ignore_errors=True)
+    os.makedirs(ctl)
+    p = subprocess.Popen([f"{jdk}/bin/java", *jvm_opts, "-cp", classes(jdk), main, ctl, *map(str, args)],
+                         stdout=open(os.path.join(ctl, "out.log"), "w"), stderr=subprocess.STDOUT)
+    procs.append(p)
+    wait_file(os.path.join(ctl, "ready"), 60, p)
+    wait_attached(p.pid)
+    return p, ctl
+
+
+def jfr_tool(jdk):
+    if os.path.exists(f"{jdk}/bin/jfr"):
+        return [f"{jdk}/bin/jfr"]
+    return [f"{jdk}/bin/java", "-m", "jdk.jfr/jdk.jfr.internal.tool.Main"]
+
+
+def seconds(iso):
+    m = re.fullmatch(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?", iso)
+    h, mi, s = m.groups()
+    return int(h or 0) * 3600 + int(mi or 0) * 60 + float(s or 0)
+
+
+def jfr_monitor_enters(jdk, path):
+    r = subprocess.run([*jfr_tool(jdk), "print", "--json", "--events", "jdk.JavaMonitorEnter", path],
+                       capture_output=True, text=True, check=True)
+    per = {}
+    for ev in json.loads(r.stdout)["recording"]["events"]:
+        v = ev["values"]
+        c = v["monitorClass"]["name"].replace("/", ".") if v.get("monitorClass") else "null"
+        n, s = per.get(c, (0, 0.0))
+        per[c] = (n + 1, s + seconds(v["duration"]))
+    return per
+
+
+# ---------------------------------------------------------------- tests
+def test_monitors(jdk, tag):
+    ctl_jfc = os.path.join(WORK, "monitor-enter.jfc")
+    open(ctl_jfc, "w").write(JFC)
+    jfr = os.path.join(WORK, f"locks-{tag}.jfr")
+    p, ctl = workload(jdk, f"locks-{tag}", "LockContention", [6, 40, 2],
+                      ["-XX:+DTraceMonitorProbes", f"-XX:StartFlightRecording:filename={jfr},settings={ctl_jfc}"])
+    h0 = hsperf(p.pid).get("sun.rt._sync_ContendedLockAttempts")
+    open(os.path.join(ctl, "go"), "w").close()
+    wait_file(os.path.join(ctl, "done"), 120, p)
+    h1 = hsperf(p.pid).get("sun.rt._sync_ContendedLockAttempts")
+    text = scrape()
+    enters = by_label(text, p.pid, "jvmdiag_monitor_contended_total", "monitor_class")
+    blocked = by_label(text, p.pid, "jvmdiag_monitor_blocked_seconds_sum", "monitor_class")
+    unavailable = [l for n, l, v in samples(text, p.pid) if n == "jvmdiag_agent_collector_unavailable"]
+    open(os.path.join(ctl, "quit"), "w").close()
+    p.wait(60)
+    want = jfr_monitor_enters(jdk, jfr)
+    problems = []
+    if unavailable:
+        problems.append(f"JVM with the flag reported unavailable: {unavailable}")
+    for cls in ["LockContention$Alpha", "LockContention$Beta", "java.lang.Object"]:
+        jn, js = want.get(cls, (0, 0.0))
+        an, as_ = enters.get(cls, 0), blocked.get(cls, 0.0)
+        log(f"  {tag} {cls}: agent {int(an)} enters {as_:.4f} s, JFR {jn} enters {js:.4f} s")
+        if jn < 50:
+            problems.append(f"{cls}: JFR saw only {jn} contended enters (workload too small?)")
+        if int(an) != jn:
+            problems.append(f"{cls}: agent {int(an)} contended enters != JFR {jn}")
+        if js and abs(as_ - js) > 0.02 * js:
+            problems.append(f"{cls}: agent blocked {as_:.4f} s vs JFR {js:.4f} s (> 2 %)")
+    total = int(sum(enters.values()))
+    log(f"  {tag} agent classes: { {c: int(n) for c, n in enters.items()} }")
+    if h0 is not None and h1 is not None:
+        log(f"  {tag} total: agent {total}, hsperfdata sun.rt._sync_ContendedLockAttempts delta {h1 - h0}, JFR {sum(n for n, _ in want.values())}")
+        # JDK <= 21 counts each contended ObjectMonitor::enter there (the counter is gone in
+        # JDK 25); the window go -> done holds exactly the workload's contention.
+        workload_total = sum(int(enters.get(c, 0)) for c in ["LockContention$Alpha", "LockContention$Beta", "java.lang.Object"])
+        if h1 - h0 != workload_total:
+            problems.append(f"sun.rt._sync_ContendedLockAttempts delta {h1 - h0} != the agent's {workload_total} contended enters of the workload")
+    else:
+        log(f"  {tag}: no sun.rt._sync_ContendedLockAttempts in hsperfdata")
+    return problems
+
+
+def test_parking(jdk, tag):
+    parkers, parks, ns = 4, 300, 2_000_000
+    p, ctl = workload(jdk, f"park-{tag}", "ParkWorkload", [parkers, parks, ns])
+    open(os.path.join(ctl, "go"), "w").close()
+    wait_file(os.path.join(ctl, "done"), 120, p)
+    m = re.match(r"parks (\d+) parked_ns (\d+)", open(os.path.join(ctl, "done")).read())
+    want_n, want_s = int(m.group(1)), int(m.group(2)) / 1e9
+    text = scrape()
+    n = by_label(text, p.pid, "jvmdiag_thread_parks_total", "thread_name").get("parker-N", 0)
+    s = by_label(text, p.pid, "jvmdiag_thread_parked_seconds_total", "thread_name").get("parker-N", 0.0)
+    unavailable = [(l["collector"], l["reason"], v) for nm, l, v in samples(text, p.pid) if nm == "jvmdiag_agent_collector_unavailable"]
+    monitor_series = [nm for nm, _, _ in samples(text, p.pid) if nm.startswith("jvmdiag_monitor_")]
+    open(os.path.join(ctl, "quit"), "w").close()
+    p.wait(60)
+    log(f"  {tag} parker-N: agent {int(n)} parks {s:.4f} s, workload {want_n} parks {want_s:.4f} s")
+    problems = []
+    if int(n) != want_n:
+        problems.append(f"parker-N: agent {int(n)} parks != workload's {want_n}")
+    if abs(s - want_s) > 0.02 * want_s:
+        problems.append(f"parker-N: agent {s:.4f} s parked vs workload {want_s:.4f} s (> 2 %)")
+    # This JVM runs without -XX:+DTraceMonitorProbes: said so, and no monitor series.
+    if unavailable != [("monitors", "no_DTraceMonitorProbes", 1.0)]:
+        problems.append(f"JVM without the flag: jvmdiag_agent_collector_unavailable {unavailable}")
+    if monitor_series:
+        problems.append(f"JVM without the flag shows monitor series {sorted(set(monitor_series))}")
+    return problems
+
+
+def park_bench(jdk, seconds=4, rounds=2, threads=4):
+    """Park storm (parkNanos(1 us) in a loop): parks per second without and with the agent."""
+    def once():
+        r = subprocess.run([f"{jdk}/bin/java", "-cp", classes(jdk), "ParkWorkload", WORK, str(threads), "0", "1000", str(seconds)],
+                           capture_output=True, text=True, check=True, timeout=120)
+        return int(re.search(r"ops (\d+)", r.stdout).group(1))
+    base, traced = [], []
+    for _ in range(rounds):
+        base.append(once())
+        a = start_agent("--match-jvm", "ParkWorkload")
+        traced.append(once())
+        stop(a)
+    b, t = sum(base) / len(base), sum(traced) / len(traced)
+    print(f"# park storm ({threads} threads, parkNanos(1us), {seconds}s x{rounds}): without agent {b:.0f} parks/s, "
+          f"with agent {t:.0f} parks/s, ratio {t / b:.3f}", flush=True)
+    return []
+
+
+def run(name, fn, *a):
+    if os.environ.get("ONLY") and os.environ["ONLY"] not in name:
+        return
+    t0 = time.time()
+    try:
+        problems = fn(*a)
+    except Exception as e:
+        problems = [f"{type(e).__name__}: {e}"]
+    dt = time.time() - t0
+    print(f"FAIL {name} ({dt:.0f}s): " + "; ".join(problems) if problems else f"ok {name} ({dt:.0f}s)", flush=True)
+    results.append(not problems)
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    try:
+        if os.environ.get("PARK_BENCH", "1") == "1":
+            run("park_storm_cost_with_and_without_agent", park_bench, JDKS[0])
+        start_agent()
+        for jdk in JDKS:
+            tag = re.sub(r"\W", "", os.path.basename(jdk.rstrip("/")))[:24]
+            run(f"monitors_equal_jfr_{tag}", test_monitors, jdk, tag)
+            run(f"parking_equal_workload_and_no_flag_reported_{tag}", test_parking, jdk, tag)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    passed = sum(results)
+    print(f"test result: {'ok' if passed == len(results) else 'FAILED'}. {passed} passed; {len(results) - passed} failed", flush=True)
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

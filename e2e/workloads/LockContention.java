@@ -1,0 +1,40 @@
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Monitor contention on instances of known classes, for e2e/agent_locks.py.
+ * Usage: LockContention CTL_DIR THREADS_PER_CLASS ROUNDS HOLD_MS
+ * Waits for CTL_DIR/go, then for each class (Alpha, Beta, java.lang.Object) THREADS threads
+ * enter one shared instance ROUNDS times each, holding it HOLD_MS; writes CTL_DIR/done, waits
+ * for CTL_DIR/quit (so JFR dumps at exit after the agent was scraped).
+ */
+public class LockContention {
+    static final class Alpha {}
+    static final class Beta {}
+
+    public static void main(String[] a) throws Exception {
+        Path ctl = Path.of(a[0]);
+        int threads = Integer.parseInt(a[1]), rounds = Integer.parseInt(a[2]);
+        long hold = Long.parseLong(a[3]);
+        Files.writeString(ctl.resolve("ready"), ProcessHandle.current().pid() + "\n");
+        while (!Files.exists(ctl.resolve("go"))) Thread.sleep(20);
+        Object[] locks = {new Alpha(), new Beta(), new Object()};
+        Thread[] all = new Thread[locks.length * threads];
+        int k = 0;
+        for (Object lock : locks) {
+            for (int t = 0; t < threads; t++) {
+                all[k++] = new Thread(() -> {
+                    for (int r = 0; r < rounds; r++) {
+                        synchronized (lock) {
+                            try { Thread.sleep(hold); } catch (InterruptedException e) { return; }
+                        }
+                    }
+                }, "contender-" + k);
+            }
+        }
+        for (Thread t : all) t.start();
+        for (Thread t : all) t.join();
+        Files.writeString(ctl.resolve("done"), "done\n");
+        while (!Files.exists(ctl.resolve("quit"))) Thread.sleep(20);
+    }
+}

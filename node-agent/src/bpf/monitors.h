@@ -1,0 +1,31 @@
+/* monitors collector: shapes shared with src/collector/monitors.rs. */
+#ifndef JVMDIAG_MONITORS_H
+#define JVMDIAG_MONITORS_H
+
+#include "jvm.h"
+
+/* Probe indexes for STAT_EVENTS_0 + i. */
+enum monitors_probe {
+	MON_PROBE_ENTER = 0,   /* USDT hotspot:monitor__contended__enter */
+	MON_PROBE_ENTERED = 1, /* USDT hotspot:monitor__contended__entered */
+};
+
+/* Contended enters in flight at once (one per blocked thread), over all JVMs. */
+#define MON_INFLIGHT_MAX 65536
+
+/* Per JVM and monitor class (struct name_key, name = the class's internal name as
+ * HotSpot's Symbol holds it, java/lang/Object, at most NAME_LEN - 1 bytes). */
+struct mon_stat {
+	__u64 enters;        /* contended enters (counted at enter) */
+	__u64 pad;
+	struct hist blocked; /* enter -> entered, added at entered */
+};
+
+struct mon_inflight {
+	__u64 begin_ns;
+	struct name_key key;
+};
+
+/* Maps: mon_stats: name_key -> mon_stat; mon_inflight: host tid -> mon_inflight. */
+
+#endif

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Thread parks (LockSupport.park / Unsafe.park) per JVM and folded thread name: how many
+ * and how long, begin -> end of the same thread. Parks can be far more frequent than
+ * thread starts, so the common path is small: a pid lookup, bpf_get_current_comm, an
+ * FNV-1a hash of at most 15 bytes, one hash map increment and one in-flight entry. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+#include "common.bpf.h"
+#include "parking.h"
+
+/* Set by the loader before load: names per JVM (--max-thread-names). */
+const volatile __u32 max_names = 50;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader: MAX_JVMS * (max_names + 1) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct park_key);
+	__type(value, struct park_count);
+} park_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader, as park_counts */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct park_key);
+	__type(value, struct park_name);
+} park_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PARK_INFLIGHT_MAX);
+	__type(key, __u32);
+	__type(value, struct park_inflight);
+} park_inflight SEC(".maps");
+
+static __always_inline bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static __noinline int count_new(struct park_key *key, const char *comm)
+{
+	struct park_name text = {};
+	__u32 *used = bpf_map_lookup_elem(&name_budget, &key->slot);
+	if (!used)
+		return 0;
+	if (*used >= max_names || __sync_fetch_and_add(used, 1) >= max_names) {
+		key->hash = PARK_OTHER_HASH;
+		__builtin_memcpy(text.name, "other", 6);
+		stat_inc(STAT_NAMES_OVERFLOW);
+	} else {
+		__u32 j = 0;
+		bool prev = false;
+		for (int i = 0; i < PARK_COMM_LEN - 1; i++) {
+			char c = comm[i];
+			if (!c)
+				break;
+			bool d = is_digit(c);
+			if (d && prev)
+				continue;
+			prev = d;
+			text.name[j & (PARK_COMM_LEN - 1)] = d ? 'N' : c;
+			j++;
+		}
+	}
+	struct park_count zero = {};
+	/* NOEXIST: a racing CPU may have inserted the same name first; both then add. */
+	bpf_map_update_elem(&park_names, key, &text, BPF_NOEXIST);
+	bpf_map_update_elem(&park_counts, key, &zero, BPF_NOEXIST);
+	struct park_count *c = bpf_map_lookup_elem(&park_counts, key);
+	if (!c) {
+		stat_inc(STAT_MAP_ERRORS);
+		return 0;
+	}
+	__sync_fetch_and_add(&c->parks, 1);
+	return 0;
+}
+
+/* hotspot:thread__park__begin(parker, isAbsolute, time): fired by Unsafe.park before the
+ * thread blocks (also when a permit is available and it returns at once). */
+SEC("usdt")
+int park_begin(struct pt_regs *ctx)
+{
+	__u32 slot;
+	if (current_slot(&slot))
+		return 0;
+	stat_inc(STAT_EVENTS_0 + PARK_PROBE_BEGIN);
+	char comm[PARK_COMM_LEN] = {};
+	bpf_get_current_comm(comm, sizeof(comm));
+	__u64 h = PARK_FNV_OFFSET;
+	bool prev = false;
+	for (int i = 0; i < PARK_COMM_LEN - 1; i++) {
+		char c = comm[i];
+		if (!c)
+			break;
+		bool d = is_digit(c);
+		if (d && prev)
+			continue;
+		prev = d;
+		h = (h ^ (__u8)(d ? 'N' : c)) * PARK_FNV_PRIME;
+	}
+	if (h == PARK_OTHER_HASH)
+		h = 1;
+	struct park_inflight in = { .key = { .slot = slot, .hash = h } };
+	struct park_count *c = bpf_map_lookup_elem(&park_counts, &in.key);
+	if (c)
+		__sync_fetch_and_add(&c->parks, 1);
+	else
+		count_new(&in.key, comm); /* may turn the key into "other" */
+	in.begin_ns = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_update_elem(&park_inflight, &tid, &in, BPF_ANY);
+	return 0;
+}
+
+/* hotspot:thread__park__end(parker): the same thread returns from Parker::park. */
+SEC("usdt")
+int park_end(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct park_inflight *in = bpf_map_lookup_elem(&park_inflight, &tid);
+	if (!in)
+		return 0; /* parked before the attach (or not a traced JVM) */
+	__u64 ns = bpf_ktime_get_ns() - in->begin_ns;
+	struct park_key key = in->key;
+	bpf_map_delete_elem(&park_inflight, &tid);
+	stat_inc(STAT_EVENTS_0 + PARK_PROBE_END);
+	struct park_count *c = bpf_map_lookup_elem(&park_counts, &key);
+	if (c)
+		__sync_fetch_and_add(&c->parked_ns, ns);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,47 @@
+/* parking collector: shapes shared with src/collector/parking.rs. */
+#ifndef JVMDIAG_PARKING_H
+#define JVMDIAG_PARKING_H
+
+#include "jvm.h"
+
+/* Probe indexes for STAT_EVENTS_0 + i. */
+enum parking_probe {
+	PARK_PROBE_BEGIN = 0, /* USDT hotspot:thread__park__begin */
+	PARK_PROBE_END = 1,   /* USDT hotspot:thread__park__end */
+};
+
+/* The thread's name is its native name (comm): the first 15 bytes of the Java name, which
+ * HotSpot sets for every Java thread it starts. Folded (digit runs -> N) and keyed by the
+ * FNV-1a hash of the folded text, as the threads collector does; hash 0 means "other". */
+#define PARK_COMM_LEN 16
+#define PARK_FNV_OFFSET 0xcbf29ce484222325ULL
+#define PARK_FNV_PRIME 0x100000001b3ULL
+#define PARK_OTHER_HASH 0ULL
+/* Parks in flight at once (one per parked thread), over all JVMs; LRU: a thread parked
+ * longer than the rest of a full table loses its time, never another's. */
+#define PARK_INFLIGHT_MAX 65536
+
+struct park_key {
+	__u32 slot;
+	__u32 pad;
+	__u64 hash;
+};
+
+struct park_count {
+	__u64 parks;     /* Unsafe.park calls (counted at begin) */
+	__u64 parked_ns; /* time parked, begin -> end (added at end) */
+};
+
+struct park_name {
+	char name[PARK_COMM_LEN];
+};
+
+struct park_inflight {
+	__u64 begin_ns;
+	struct park_key key;
+};
+
+/* Maps: park_counts: park_key -> park_count; park_names: park_key -> park_name;
+ * park_inflight: host tid -> park_inflight. */
+
+#endif

@@ -1,0 +1,219 @@
+//! Contended monitor enters per JVM and monitor class, and the time blocked (contended
+//! enter -> entered) as a histogram (src/bpf/monitors.bpf.c, USDT
+//! `hotspot:monitor__contended__enter` / `__entered`). HotSpot fires them only with
+//! `-XX:+DTraceMonitorProbes`: a JVM without the flag is reported as such
+//! (`jvmdiag_agent_collector_unavailable`), never shown as "nothing contended".
+use std::collections::HashMap;
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+use jvmdiag_inspect::limits::CMDLINE_MAX_BYTES;
+use jvmdiag_inspect::root::read_host_file;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use crate::maps::{self, decode};
+use crate::metrics;
+use crate::model::{c_name, Family, Hist, Value};
+use crate::skel::consts;
+use crate::skel::monitors::types::{mon_stat, name_key};
+use crate::skel::monitors::{MonitorsSkel, MonitorsSkelBuilder};
+
+const PROBES: [&str; 2] = super::probe_names([
+    (consts::MON_PROBE_ENTER, "monitor__contended__enter"),
+    (consts::MON_PROBE_ENTERED, "monitor__contended__entered"),
+]);
+
+/// Monitor classes named per JVM (the CRD's `collectors.monitors.maxClasses` default); the
+/// rest are `other`.
+pub const MAX_CLASSES: u32 = 20;
+/// Bound on /proc/PID/environ (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS).
+const ENVIRON_MAX_BYTES: u64 = 1 << 20;
+/// The reason label of a JVM whose monitor probes do not fire.
+pub const NO_FLAG: &str = "no_DTraceMonitorProbes";
+
+// SAFETY: plain C structs of integers (generated from src/bpf/monitors.h).
+unsafe impl plain::Plain for mon_stat {}
+unsafe impl plain::Plain for name_key {}
+
+pub struct Monitors {
+    skel: MonitorsSkel<'static>,
+    /// host tgid -> (slot, whether the JVM runs with the flag), read once per JVM.
+    flags: Mutex<HashMap<u32, (u32, bool)>>,
+}
+
+pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
+    let mut open = MonitorsSkelBuilder::default().open(super::object_storage()).context("open monitors.bpf.o")?;
+    let ro = open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?;
+    ro.collector_bit = cfg.collector_bit;
+    ro.max_names = MAX_CLASSES;
+    open.maps.traced_pids.reuse_fd(traced_pids)?;
+    open.maps.mon_stats.set_max_entries(super::table_size(MAX_CLASSES))?;
+    let skel = open.load().context("load monitors.bpf.o")?;
+    Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
+}
+
+/// Whether `-XX:+DTraceMonitorProbes` is in effect for these JVM options, in the order the
+/// JVM reads them (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS, the command line; the last wins).
+/// `-XX:+ExtendedDTraceProbes` turns it on too. Options files (`-XX:Flags=`,
+/// `-XX:VMOptionsFile=`, `@argfiles`) are not read.
+pub fn monitor_probes_enabled<'a>(options: impl IntoIterator<Item = &'a str>) -> bool {
+    let mut on = false;
+    for o in options {
+        match o {
+            "-XX:+DTraceMonitorProbes" | "-XX:+ExtendedDTraceProbes" => on = true,
+            "-XX:-DTraceMonitorProbes" => on = false,
+            _ => {}
+        }
+    }
+    on
+}
+
+/// The JVM options of a process: the two environment variables (whitespace separated)
+/// and the launcher arguments up to the main class or jar (application arguments after it
+/// are not JVM options).
+pub fn jvm_options(environ: &[u8], cmdline: &[u8]) -> Vec<String> {
+    let env: HashMap<&[u8], &[u8]> = environ
+        .split(|&b| b == 0)
+        .filter_map(|kv| kv.iter().position(|&b| b == b'=').map(|i| (&kv[..i], &kv[i + 1..])))
+        .collect();
+    let mut out = Vec::new();
+    for var in [&b"JAVA_TOOL_OPTIONS"[..], b"JDK_JAVA_OPTIONS"] {
+        if let Some(v) = env.get(var) {
+            out.extend(String::from_utf8_lossy(v).split_whitespace().map(str::to_string));
+        }
+    }
+    let mut args = cmdline.split(|&b| b == 0).skip(1).map(|a| String::from_utf8_lossy(a).into_owned());
+    while let Some(a) = args.next() {
+        if !a.starts_with('-') || a == "-jar" || a == "-m" || a == "--module" {
+            break;
+        }
+        let takes_value = matches!(a.as_str(), "-cp" | "-classpath" | "--class-path" | "-p" | "--module-path" | "--add-modules");
+        out.push(a);
+        if takes_value {
+            args.next();
+        }
+    }
+    out
+}
+
+fn read_flag(pid: u32) -> bool {
+    let environ = read_host_file(Path::new(&format!("/proc/{pid}/environ")), ENVIRON_MAX_BYTES).unwrap_or_default();
+    let cmdline = read_host_file(Path::new(&format!("/proc/{pid}/cmdline")), CMDLINE_MAX_BYTES).unwrap_or_default();
+    let opts = jvm_options(&environ, &cmdline);
+    monitor_probes_enabled(opts.iter().map(String::as_str))
+}
+
+impl Monitors {
+    /// The slots of the JVMs that want this collector but run without the flag (read once
+    /// per JVM from its /proc entries; forgotten when the JVM leaves traced_pids).
+    fn without_flag(&self) -> Vec<u32> {
+        let bit = self.skel.maps.rodata_data.as_ref().map(|r| r.collector_bit).unwrap_or(0);
+        let mask = (1u32 << consts::SLOT_BITS) - 1;
+        let mut live = HashMap::new();
+        for k in self.skel.maps.traced_pids.keys() {
+            let (Some(tgid), Ok(Some(v))) = (decode::<u32>(&k), self.skel.maps.traced_pids.lookup(&k, MapFlags::ANY)) else { continue };
+            let Some(v) = decode::<u32>(&v) else { continue };
+            if v & bit != 0 {
+                live.insert(tgid, v & mask);
+            }
+        }
+        let mut flags = self.flags.lock().unwrap_or_else(|e| e.into_inner());
+        flags.retain(|tgid, (slot, _)| live.get(tgid) == Some(slot));
+        let mut out = Vec::new();
+        for (tgid, slot) in live {
+            let (_, on) = *flags.entry(tgid).or_insert_with(|| (slot, read_flag(tgid)));
+            if !on {
+                out.push(slot);
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+impl Collector for Monitors {
+    fn name(&self) -> &'static str {
+        "monitors"
+    }
+
+    fn attach(&self, binary: &Path) -> Result<Attached> {
+        let p = &self.skel.progs;
+        let enter = p.monitor_enter.attach_usdt(-1, binary, "hotspot", "monitor__contended__enter").context("USDT hotspot:monitor__contended__enter")?;
+        let entered = p.monitor_entered.attach_usdt(-1, binary, "hotspot", "monitor__contended__entered").context("USDT hotspot:monitor__contended__entered")?;
+        Ok(Attached { links: vec![enter, entered], mode: ProbeMode::Usdt })
+    }
+
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        out.extend(monitor_families(&maps::entries(&self.skel.maps.mon_stats)?, &self.without_flag()));
+        Ok(())
+    }
+
+    fn forget(&self, slot: u32) -> Result<()> {
+        maps::forget_where(&self.skel.maps.mon_stats, |k| decode::<name_key>(k).is_some_and(|k| k.slot == slot))?;
+        maps::reset_slot(&self.skel.maps.name_budget, slot)
+    }
+
+    fn health(&self) -> Result<Health> {
+        let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
+        h.entries = self.skel.maps.mon_stats.keys().count() as u64;
+        Ok(h)
+    }
+}
+
+/// The class as Java spells it: HotSpot's internal name `java/lang/Object` ->
+/// `java.lang.Object` (a truncated name stays truncated).
+pub fn class_label(internal: &str) -> String {
+    internal.replace('/', ".")
+}
+
+/// `jvmdiag_monitor_contended_total`, `jvmdiag_monitor_blocked_seconds` from mon_stats
+/// entries (name_key -> mon_stat), and `jvmdiag_agent_collector_unavailable` for the JVMs
+/// (slots) whose probes cannot fire.
+pub fn monitor_families(entries: &[(Vec<u8>, Vec<u8>)], without_flag: &[u32]) -> [Family; 3] {
+    let mut enters = metrics::MONITOR_CONTENDED.family();
+    let mut blocked = metrics::MONITOR_BLOCKED.family();
+    for (k, v) in entries {
+        let (Some(key), Some(st)) = (decode::<name_key>(k), decode::<mon_stat>(v)) else { continue };
+        let class = class_label(&c_name(&key.name));
+        let h = Hist { buckets: st.blocked.buckets, sum_ns: st.blocked.sum_ns, count: st.blocked.count };
+        enters.jvm(key.slot, vec![("monitor_class", class.clone())], Value::Counter(st.enters));
+        blocked.jvm(key.slot, vec![("monitor_class", class)], Value::Histogram(h));
+    }
+    let mut unavailable = metrics::AGENT_COLLECTOR_UNAVAILABLE.family();
+    for &slot in without_flag {
+        unavailable.jvm(slot, vec![("collector", "monitors".into()), ("reason", NO_FLAG.into())], Value::Gauge(1.0));
+    }
+    [enters, blocked, unavailable]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(environ: &str, cmdline: &str) -> bool {
+        let o = jvm_options(environ.replace(' ', "\0").replace('|', " ").as_bytes(), cmdline.replace(' ', "\0").as_bytes());
+        monitor_probes_enabled(o.iter().map(String::as_str))
+    }
+
+    #[test]
+    fn the_flag_comes_from_the_environment_and_the_launcher_the_last_one_wins() {
+        assert!(opts("JAVA_TOOL_OPTIONS=-Xmx1g|-XX:+DTraceMonitorProbes", "java Main"));
+        assert!(opts("JDK_JAVA_OPTIONS=-XX:+DTraceMonitorProbes", "java -cp x Main"));
+        assert!(opts("", "java -XX:+DTraceMonitorProbes -cp a.jar Main"));
+        assert!(opts("", "java -XX:+ExtendedDTraceProbes -jar a.jar"));
+        assert!(!opts("JAVA_TOOL_OPTIONS=-XX:+DTraceMonitorProbes", "java -XX:-DTraceMonitorProbes Main"));
+        assert!(!opts("", "java Main -XX:+DTraceMonitorProbes"), "an application argument is not a JVM option");
+        assert!(!opts("", "java -jar app.jar -XX:+DTraceMonitorProbes"));
+        assert!(!opts("OTHER=-XX:+DTraceMonitorProbes", "java Main"));
+        assert!(!opts("", ""));
+    }
+
+    #[test]
+    fn class_names_are_spelled_as_in_java() {
+        assert_eq!(class_label("java/security/SecureRandom"), "java.security.SecureRandom");
+    }
+}

@@ -1,0 +1,94 @@
+//! Thread parks per JVM and folded thread name: park calls and seconds parked
+//! (src/bpf/parking.bpf.c, USDT `hotspot:thread__park__begin` / `__end`; no JVM flag).
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use crate::maps::{self, decode};
+use crate::metrics;
+use crate::model::{c_name, Family, Value};
+use crate::skel::consts;
+use crate::skel::parking::types::{park_count, park_key, park_name};
+use crate::skel::parking::{ParkingSkel, ParkingSkelBuilder};
+
+const PROBES: [&str; 2] = super::probe_names([
+    (consts::PARK_PROBE_BEGIN, "thread__park__begin"),
+    (consts::PARK_PROBE_END, "thread__park__end"),
+]);
+
+// SAFETY: plain C structs of integers (generated from src/bpf/parking.h).
+unsafe impl plain::Plain for park_key {}
+unsafe impl plain::Plain for park_count {}
+unsafe impl plain::Plain for park_name {}
+
+fn slot_of(k: &[u8]) -> Option<u32> {
+    decode::<park_key>(k).map(|k| k.slot)
+}
+
+pub struct Parking {
+    skel: ParkingSkel<'static>,
+}
+
+pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
+    let mut open = ParkingSkelBuilder::default().open(super::object_storage()).context("open parking.bpf.o")?;
+    let ro = open.maps.rodata_data.as_deref_mut().context("parking: no rodata")?;
+    ro.collector_bit = cfg.collector_bit;
+    ro.max_names = cfg.max_thread_names;
+    open.maps.traced_pids.reuse_fd(traced_pids)?;
+    open.maps.park_counts.set_max_entries(super::table_size(cfg.max_thread_names))?;
+    open.maps.park_names.set_max_entries(super::table_size(cfg.max_thread_names))?;
+    let skel = open.load().context("load parking.bpf.o")?;
+    Ok(Box::new(Parking { skel }))
+}
+
+impl Collector for Parking {
+    fn name(&self) -> &'static str {
+        "parking"
+    }
+
+    fn attach(&self, binary: &Path) -> Result<Attached> {
+        let p = &self.skel.progs;
+        let begin = p.park_begin.attach_usdt(-1, binary, "hotspot", "thread__park__begin").context("USDT hotspot:thread__park__begin")?;
+        let end = p.park_end.attach_usdt(-1, binary, "hotspot", "thread__park__end").context("USDT hotspot:thread__park__end")?;
+        Ok(Attached { links: vec![begin, end], mode: ProbeMode::Usdt })
+    }
+
+    fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        let names = &self.skel.maps.park_names;
+        let counts = maps::entries(&self.skel.maps.park_counts)?;
+        out.extend(park_families(&counts, |k| names.lookup(k, MapFlags::ANY).ok().flatten()));
+        Ok(())
+    }
+
+    fn forget(&self, slot: u32) -> Result<()> {
+        for m in [&self.skel.maps.park_counts, &self.skel.maps.park_names] {
+            maps::forget_where(m, |k| slot_of(k) == Some(slot))?;
+        }
+        maps::reset_slot(&self.skel.maps.name_budget, slot)
+    }
+
+    fn health(&self) -> Result<Health> {
+        let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
+        h.entries = (self.skel.maps.park_counts.keys().count() + self.skel.maps.park_names.keys().count()) as u64;
+        Ok(h)
+    }
+}
+
+/// `jvmdiag_thread_parks_total` and `jvmdiag_thread_parked_seconds_total` from park_counts
+/// entries (park_key -> park_count), each name's text from park_names.
+pub fn park_families(counts: &[(Vec<u8>, Vec<u8>)], name: impl Fn(&[u8]) -> Option<Vec<u8>>) -> [Family; 2] {
+    let mut parks = metrics::THREAD_PARKS.family();
+    let mut parked = metrics::THREAD_PARKED_SECONDS.family();
+    for (k, v) in counts {
+        let (Some(key), Some(c)) = (decode::<park_key>(k), decode::<park_count>(v)) else { continue };
+        let Some(text) = name(k).and_then(|t| decode::<park_name>(&t)) else { continue };
+        let label = c_name(&text.name);
+        parks.jvm(key.slot, vec![("thread_name", label.clone())], Value::Counter(c.parks));
+        parked.jvm(key.slot, vec![("thread_name", label)], Value::CounterF(c.parked_ns as f64 / 1e9));
+    }
+    [parks, parked]
+}
