@@ -533,7 +533,7 @@ def test_churn(jdk):
         v = agent_scalar(text, name)
         if v != 0:
             problems.append(f"{name} = {v} after churn")
-    for m in ("threads", "safepoints", "vmops", "traced_pids"):
+    for m in ("threads", "safepoints", "vmOperations", "traced_pids"):
         v = agent_scalar(text, "jvmdiag_agent_map_entries", map=m)
         if v != 0:
             problems.append(f"agent reports {v} entries in {m} after churn")
@@ -572,7 +572,7 @@ def test_perf_event_uprobes_need_sys_admin(jdk):
     problems = []
     kernel = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
     if kernel >= (6, 16):  # older kernels (without the backport) allow it with CAP_PERFMON
-        for c in ("threads", "safepoints", "vmops", "compilation"):
+        for c in ("threads", "safepoints", "vmOperations", "compilation"):
             if not agent_scalar(text, "jvmdiag_agent_attach_failures_total", reason="needs_cap_sys_admin", collector=c):
                 problems.append(f"no needs_cap_sys_admin failure for {c}")
     mode = agent_view(text, p.pid).get("info", {}).get("probe_mode")

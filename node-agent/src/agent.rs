@@ -24,6 +24,7 @@ struct AgentStats {
 }
 
 pub fn run(cfg: Config) -> Result<(), Fatal> {
+    cfg.warn_deprecated();
     preflight::check(&cfg)?;
     let traced = attach::create_traced_pids().map_err(bpf_fatal)?;
     let limits_map = attach::create_jvm_limits().map_err(bpf_fatal)?;

@@ -473,7 +473,7 @@ mod tests {
 
     #[test]
     fn traced_pids_value_keeps_the_slot_and_sets_one_bit_per_wanted_collector() {
-        assert_eq!(traced_pids_value(5, None), 5 | 0x3f << 16);
+        assert_eq!(traced_pids_value(5, None), 5 | ((1 << REGISTRY.len()) - 1) << 16);
         assert_eq!(traced_pids_value(1023, Some(&["threads", "safepoints"])), 1023 | 0b11 << 16);
         assert_eq!(traced_pids_value(7, Some(&["compilation"])), 7 | 1 << 19);
         assert_eq!(traced_pids_value(7, Some(&[])), 7, "nothing wanted: traced (labels, hsperfdata), counted nowhere");

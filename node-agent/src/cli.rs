@@ -112,6 +112,21 @@ pub struct Config {
     pub cli: Cli,
     /// Enabled collector names, in registry order.
     pub collectors: Vec<&'static str>,
+    /// Deprecated flags given (each mode logs them once the logger runs).
+    pub deprecated: Vec<String>,
+}
+
+/// Collectors' former names, still accepted (hidden) in `--collector.<old>` /
+/// `--no-collector.<old>`: (old, name).
+pub const FORMER_NAMES: &[(&str, &str)] = &[("vmops", "vmOperations")];
+
+impl Config {
+    /// Logs a warning for each deprecated flag given.
+    pub fn warn_deprecated(&self) {
+        for d in &self.deprecated {
+            tracing::warn!("{d}");
+        }
+    }
 }
 
 impl Config {
@@ -142,21 +157,17 @@ pub fn command() -> Command {
     for r in REGISTRY {
         let on: &'static str = Box::leak(format!("collector.{}", r.name).into_boxed_str());
         let off: &'static str = Box::leak(format!("no-collector.{}", r.name).into_boxed_str());
-        cmd = cmd
-            .arg(
-                Arg::new(on)
-                    .long(on)
-                    .action(ArgAction::SetTrue)
-                    .help(format!("Enable the {} collector: {} (default: enabled)", r.name, r.help))
-                    .overrides_with(off),
-            )
-            .arg(
-                Arg::new(off)
-                    .long(off)
-                    .action(ArgAction::SetTrue)
-                    .help(format!("Disable the {} collector", r.name))
-                    .overrides_with(on),
-            );
+        let mut on_arg = Arg::new(on)
+            .long(on)
+            .action(ArgAction::SetTrue)
+            .help(format!("Enable the {} collector: {} (default: enabled)", r.name, r.help))
+            .overrides_with(off);
+        let mut off_arg = Arg::new(off).long(off).action(ArgAction::SetTrue).help(format!("Disable the {} collector", r.name)).overrides_with(on);
+        for (old, _) in FORMER_NAMES.iter().filter(|(_, new)| *new == r.name) {
+            on_arg = on_arg.alias(&*Box::leak(format!("collector.{old}").into_boxed_str()));
+            off_arg = off_arg.alias(&*Box::leak(format!("no-collector.{old}").into_boxed_str()));
+        }
+        cmd = cmd.arg(on_arg).arg(off_arg);
     }
     cmd
 }
@@ -166,6 +177,18 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let mut deprecated = Vec::new();
+    for a in &args {
+        let a = a.to_string_lossy();
+        for (old, new) in FORMER_NAMES {
+            for prefix in ["--collector.", "--no-collector."] {
+                if a.strip_prefix(prefix).is_some_and(|rest| rest == *old || rest.starts_with(&format!("{old}="))) {
+                    deprecated.push(format!("{prefix}{old} is deprecated: use {prefix}{new} (the collector's name in the CRD and the health labels)"));
+                }
+            }
+        }
+    }
     let m: ArgMatches = command().try_get_matches_from(args)?;
     let cli = Cli::from_arg_matches(&m)?;
     let collectors = REGISTRY
@@ -173,7 +196,7 @@ where
         .filter(|r| !m.get_flag(&format!("no-collector.{}", r.name)))
         .map(|r| r.name)
         .collect();
-    Ok(Config { cli, collectors })
+    Ok(Config { cli, collectors, deprecated })
 }
 
 #[cfg(test)]
@@ -182,12 +205,27 @@ mod tests {
 
     #[test]
     fn collectors_default_on_and_switch_off_by_flag() {
+        let all: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
+        let but_vmops: Vec<&str> = all.iter().copied().filter(|n| *n != "vmOperations").collect();
+        assert!(all.starts_with(&["threads", "safepoints", "vmOperations", "compilation"]));
         let c = parse_from(["a", "--standalone"]).unwrap();
-        assert_eq!(c.collectors, ["threads", "safepoints", "vmops", "compilation", "monitors", "parking"]);
+        assert_eq!((&c.collectors, c.deprecated.len()), (&all, 0));
+        let c = parse_from(["a", "--no-collector.vmOperations"]).unwrap();
+        assert_eq!(c.collectors, but_vmops);
+        let c = parse_from(["a", "--no-collector.vmOperations", "--collector.vmOperations"]).unwrap();
+        assert_eq!(c.collectors, all);
+    }
+
+    #[test]
+    fn the_former_vmops_flags_still_work_with_a_warning() {
+        let but_vmops: Vec<&str> = REGISTRY.iter().map(|r| r.name).filter(|n| *n != "vmOperations").collect();
         let c = parse_from(["a", "--no-collector.vmops"]).unwrap();
-        assert_eq!(c.collectors, ["threads", "safepoints", "compilation", "monitors", "parking"]);
+        assert_eq!(c.collectors, but_vmops);
+        assert!(c.deprecated[0].contains("--no-collector.vmOperations"), "{:?}", c.deprecated);
         let c = parse_from(["a", "--no-collector.vmops", "--collector.vmops"]).unwrap();
-        assert_eq!(c.collectors, ["threads", "safepoints", "vmops", "compilation", "monitors", "parking"]);
+        assert_eq!((c.collectors.len(), c.deprecated.len()), (REGISTRY.len(), 2));
+        let help = command().render_long_help().to_string();
+        assert!(help.contains("--collector.vmOperations") && !help.contains("collector.vmops"), "the old name stays hidden");
     }
 
     #[test]

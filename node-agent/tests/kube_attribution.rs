@@ -334,7 +334,7 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     // (Retried: a VM operation may land between the scrape's table count and its read.)
     let rows_vs_series = |t: &str| {
         let series = t.lines().filter(|l| l.starts_with("jvmdiag_vm_operation_seconds_count{")).count() as f64;
-        (value(t, "jvmdiag_agent_map_entries", &["map=\"vmops\""]), series)
+        (value(t, "jvmdiag_agent_map_entries", &["map=\"vmOperations\""]), series)
     };
     let mut last = rows_vs_series(&text);
     for _ in 0..5 {

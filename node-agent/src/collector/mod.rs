@@ -94,7 +94,7 @@ pub struct Registration {
     /// The collector's name in the agent: flags (`--collector.<name>`) and health labels.
     pub name: &'static str,
     /// Its name in the `jvm.diagnostics.dev/collectors` annotation, which is the CRD's
-    /// `spec.collectors.<name>`: the same but for `vmOperations` (the agent's `vmops`).
+    /// `spec.collectors.<name>` (the same as `name`; a former name is in cli::FORMER_NAMES).
     pub annotation: &'static str,
     pub help: &'static str,
     pub load: LoadFn,
@@ -131,7 +131,7 @@ pub const REGISTRY: &[Registration] = &[
         families: &[&metrics::SAFEPOINT_PAUSE, &metrics::SAFEPOINT_SYNC],
     },
     Registration {
-        name: "vmops",
+        name: "vmOperations",
         annotation: "vmOperations",
         help: "VM operation durations by name and at_safepoint",
         load: vmops::load,

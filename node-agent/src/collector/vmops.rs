@@ -42,7 +42,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
 
 impl Collector for Vmops {
     fn name(&self) -> &'static str {
-        "vmops"
+        "vmOperations"
     }
 
     fn attach(&self, binary: &Path) -> Result<Attached> {

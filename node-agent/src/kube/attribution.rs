@@ -97,7 +97,7 @@ mod tests {
         t.apply(pod(true, Some("app"), &[(ID, "app")]));
         let d = decide(Some(&cref(ID, Some(UID))), &t, false);
         let want = PodLabels { namespace: "shop".into(), pod: "checkout-1".into(), container: "app".into(), jvmdiagnostics: "checkout".into() };
-        assert_eq!(d, Decision::Trace(want, Some(vec!["threads", "vmops"]), Limits { thread_names: Some(3), ..Default::default() }));
+        assert_eq!(d, Decision::Trace(want, Some(vec!["threads", "vmOperations"]), Limits { thread_names: Some(3), ..Default::default() }));
     }
 
     #[test]

@@ -215,6 +215,7 @@ fn with_pid(path: &std::path::Path, pid: u32) -> PathBuf {
 
 /// Runs the sidecar until killed (or `--exit-after`). Never loads BPF, needs no capability.
 pub fn run(cfg: Config) -> Result<(), Fatal> {
+    cfg.warn_deprecated();
     let settings = Settings::from(&cfg, &|k| std::env::var(k).ok());
     let server = serve::listen(&cfg)?;
     if !settings.tmp.is_dir() {
