@@ -58,5 +58,7 @@ cat "$OUT/e2e-hostile.stderr" >&2
 read -r p f < <(count_cargo "$OUT/e2e-hostile.log"); add "$p" "$f"
 [ $((p + f)) -gt 0 ] || add 0 1
 
+log "end-to-end: monitors and parking against JFR, hsperfdata and the workload (e2e/agent_locks.py)"; setsid python3 "$REPO_ROOT/e2e/agent_locks.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-locks" "$JDK17" "$JDK25" > >(tee "$OUT/e2e-locks.log") 2> "$OUT/e2e-locks.stderr" & E2E_PID=$!; wait "$E2E_PID"; cat "$OUT/e2e-locks.stderr" >&2; read -r p f < <(count_cargo "$OUT/e2e-locks.log"); add "$p" "$f"; [ $((p + f)) -gt 0 ] || add 0 1
+
 suite_result agent "$pass" "$fail"
 [ "$fail" -eq 0 ]
