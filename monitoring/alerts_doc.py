@@ -21,7 +21,7 @@ Every alert carries `severity` (`critical`, `warning` or `info`: the values kube
 Alertmanager routes and inhibits by; `spec.alerts.*.severity` also accepts `page` and `ticket`,
 written as `critical` and `warning`), a `summary`, a `description` that
 names the workload (JvmDiagnostics, or the JVM and host when standalone), the pod and
-the culprit label (VM operation, thread name, method, reason), and a `runbook_url`.
+the culprit label (VM operation, thread name, method, monitor class, reason), and a `runbook_url`.
 
 Pause and time-to-safepoint alerts are exact: "any pause longer than X in the last
 {eventWindow}" is `increase(_count) - increase(_bucket{{le="X"}}) > 0`, and X is always
@@ -34,7 +34,7 @@ A series born inside the window (the first pause of a VM operation) is caught to
 
 UNITS = {"safepointPause": "s", "timeToSafepoint": "s", "threadStartRate": " threads/s",
          "compilationRate": " compilations/s", "recompilationStorm": " compilations of one method in {recompileWindow}",
-         "codeCacheUsage": "% of max"}
+         "codeCacheUsage": "% of max", "monitorContention": " s blocked/s on one monitor class"}
 
 TAIL = """
 ## Metrics these alerts need beyond docs/metrics.md
@@ -55,7 +55,7 @@ TAIL = """
 (`monitoring/tests/`: for every alert a case that fires and one that must not) on
 the rules taken from `helm template` of the packaged chart and from the operator's
 `render-rules` of a `JvmDiagnostics`; mutations of the rules (wrong bucket, no new-series
-arm, no `for`, culprit aggregated away, description without the pod, method join dropped)
+arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method join dropped)
 must make those tests fail; and an end-to-end test on JDK 17 and 25: a real Prometheus scrapes the real agent while a
 JVM makes a long safepoint and a thread storm, and both alerts reach an Alertmanager
 webhook receiver; the same run checks that the agent exposes every bucket bound an alert

@@ -51,7 +51,18 @@ def m_code_heap(g):  # alert per code heap instead of the whole cache
     r["expr"] = re.sub(r"sum without \(code_heap\) \((jvmdiag_code_cache_\w+(\{[^}]*\})?)\)", r"\1", r["expr"])
 
 
-MUTATIONS = [m_threshold_le, m_no_new_series_arm, m_for, m_culprit, m_description, m_method_join, m_code_heap]
+def m_monitor_class(g):  # sum the monitor classes of a JVM: no culprit, and no "one class"
+    r = rule(g, "JvmDiagMonitorContentionHigh")
+    r["expr"] = r["expr"].replace("rate(", "sum without (monitor_class) (rate(", 1).replace("])", "]))", 1)
+
+
+def m_monitor_other(g):  # alert on "other" (the classes folded beyond the top K)
+    r = rule(g, "JvmDiagMonitorContentionHigh")
+    r["expr"] = re.sub(r',?\s*monitor_class!="other"', "", r["expr"])
+
+
+MUTATIONS = [m_threshold_le, m_no_new_series_arm, m_for, m_culprit, m_description, m_method_join, m_code_heap,
+             m_monitor_class, m_monitor_other]
 
 
 def main(rules_path, test_path):

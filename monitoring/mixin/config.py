@@ -32,6 +32,8 @@ CONFIG = {
     "recompilationStorm": {"threshold": "10", "for": "15m", "severity": "warning"},
     "codeCacheUsage": {"threshold": "90", "for": "15m", "severity": "warning"},
     "codeCacheFull": {"for": "0m", "severity": "critical"},
+    # Seconds blocked per second on one monitor class, summed over the JVM's threads.
+    "monitorContention": {"threshold": "0.5", "for": "5m", "severity": "warning"},
     "agentDown": {"for": "5m", "severity": "warning"},
     "jvmNotTraced": {"for": "15m", "severity": "warning"},
     "podsMissingInjection": {"for": "15m", "severity": "warning"},

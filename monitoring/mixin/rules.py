@@ -1,11 +1,11 @@
 """Builds rule groups (chart defaults) and rule templates (operator) from the alert areas."""
-from .alerts import health, jit, safepoints, threads
+from .alerts import health, jit, locks, safepoints, threads
 from .alerts.common import Params
 from .config import CONFIG, LE_BOUNDS, TEMPLATE_PARAMS
 
 # One group per area, in this order.
 AREAS = [("safepoints", safepoints.ALERTS), ("threads", threads.ALERTS),
-         ("jit", jit.ALERTS), ("health", health.ALERTS)]
+         ("jit", jit.ALERTS), ("locks", locks.ALERTS), ("health", health.ALERTS)]
 WINDOWS = {k: CONFIG[k] for k in ("eventWindow", "rateWindow", "recompileWindow")}
 # Which series each alert looks at in the chart's default rules.
 SELECTOR_OF = {"agentDown": "agentSelector", "podsMissingInjection": "operatorSelector"}
