@@ -65,7 +65,31 @@ def dashboard():
               [target(f"max by (namespace, pod, container, jvm, java_version, vendor, probe_mode) (jvmdiag_jvm_info{{{SEL}}})", "",
                       instant=True, fmt="table")], "none", g(12, 51, 12),
               transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True}}}]),
+        # Locks and parking: the monitors collector needs -XX:+DTraceMonitorProbes (the webhook adds it
+        # with collectors.monitors); parking needs no flag.
+        row("Locks and parking", 59),
+        timeseries("Blocked time by monitor class",
+                   "Seconds per second the workload's threads spent blocked entering contended monitors (synchronized), "
+                   "by the locked object's class, summed over threads: 2 means two threads always waiting. "
+                   "What JvmDiagMonitorContentionHigh alerts on (per JVM). Needs collectors.monitors (-XX:+DTraceMonitorProbes).",
+                   [target(f"sum by (monitor_class) (rate(jvmdiag_monitor_blocked_seconds_sum{{{SEL}}}[{RATE}]))", "{{monitor_class}}")],
+                   "suffix: s/s", g(0, 60, 12), stack=True),
+        timeseries("Contended enters by monitor class",
+                   "Contended monitor enters per second by the locked object's class: many short waits (a hot lock) or, "
+                   "with high blocked time, few long ones (a lock held across slow work). Needs collectors.monitors.",
+                   [target(f"sum by (monitor_class) (rate(jvmdiag_monitor_contended_total{{{SEL}}}[{RATE}]))", "{{monitor_class}}")],
+                   "suffix: /s", g(12, 60, 12), stack=True),
+        timeseries("Parked time by thread name (pool)",
+                   "Seconds per second threads spent parked (LockSupport.park: locks, queues, pools, futures) by folded "
+                   "native thread name, summed over threads: a pool of 200 threads waiting for 8 connections shows near 200.",
+                   [target(f"sum by (thread_name) (rate(jvmdiag_thread_parked_seconds_total{{{SEL}}}[{RATE}]))", "{{thread_name}}")],
+                   "suffix: s/s", g(0, 68, 12), stack=True),
+        timeseries("Parks per second by thread name (pool)",
+                   "Park calls per second by folded native thread name; with parked time, the average park is time / parks.",
+                   [target(f"sum by (thread_name) (rate(jvmdiag_thread_parks_total{{{SEL}}}[{RATE}]))", "{{thread_name}}")],
+                   "suffix: parks/s", g(12, 68, 12), stack=True),
     ]
     return make("jvm-diagnostics-workload", "JVM diagnostics / Workload",
                 "One workload (JvmDiagnostics) drilled down: pause heat map and p99/max by VM operation, time to safepoint, "
-                "thread starts by name, compilation rate, most-compiled methods, code cache and probe mode.", p)
+                "thread starts by name, compilation rate, most-compiled methods, code cache, probe mode, "
+                "blocked time by monitor class and parked time by pool.", p)
