@@ -9,7 +9,8 @@
 #include "common.bpf.h"
 #include "monitors.h"
 
-/* Set by the loader before load: monitor classes per JVM. */
+/* Set by the loader before load: monitor classes per JVM (a JVM's own maxClasses in
+ * jvm_limits may lower it). */
 const volatile __u32 max_names = 20;
 
 struct {
@@ -59,7 +60,7 @@ int monitor_enter(struct pt_regs *ctx)
 	__builtin_memset(&in->key, 0, sizeof(in->key));
 	in->key.slot = slot;
 	read_name(in->key.name, (const void *)name, len);
-	struct mon_stat *st = bounded_lookup(&mon_stats, &in->key, init, max_names);
+	struct mon_stat *st = bounded_lookup(&mon_stats, &in->key, init, jvm_limit(slot, classes, max_names));
 	if (st)
 		__sync_fetch_and_add(&st->enters, 1);
 	in->begin_ns = bpf_ktime_get_ns();

@@ -10,7 +10,8 @@
 #include "common.bpf.h"
 #include "parking.h"
 
-/* Set by the loader before load: names per JVM (--max-thread-names). */
+/* Set by the loader before load: names per JVM (--max-thread-names; a JVM's own
+ * maxThreadNames in jvm_limits may lower it). */
 const volatile __u32 max_names = 50;
 
 struct {
@@ -47,7 +48,8 @@ static __noinline int count_new(struct park_key *key, const char *comm)
 	__u32 *used = bpf_map_lookup_elem(&name_budget, &key->slot);
 	if (!used)
 		return 0;
-	if (*used >= max_names || __sync_fetch_and_add(used, 1) >= max_names) {
+	__u32 budget = jvm_limit(key->slot, thread_names, max_names);
+	if (*used >= budget || __sync_fetch_and_add(used, 1) >= budget) {
 		key->hash = PARK_OTHER_HASH;
 		__builtin_memcpy(text.name, "other", 6);
 		stat_inc(STAT_NAMES_OVERFLOW);

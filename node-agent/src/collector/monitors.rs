@@ -27,8 +27,9 @@ const PROBES: [&str; 2] = super::probe_names([
     (consts::MON_PROBE_ENTERED, "monitor__contended__entered"),
 ]);
 
-/// Monitor classes named per JVM (the CRD's `collectors.monitors.maxClasses` default); the
-/// rest are `other`.
+/// Monitor classes named per JVM at most (the CRD's `collectors.monitors.maxClasses`
+/// default); a JVM's own `maxClasses` (jvm.diagnostics.dev/limits) may lower it. The rest are
+/// `other`.
 pub const MAX_CLASSES: u32 = 20;
 /// Bound on /proc/PID/environ (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS).
 const ENVIRON_MAX_BYTES: u64 = 1 << 20;
@@ -51,6 +52,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = MAX_CLASSES;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.mon_stats.set_max_entries(super::table_size(MAX_CLASSES))?;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
