@@ -32,6 +32,11 @@ nice cargo test -p jvmdiag-agent --lib --bins -- --skip kube:: --skip sidecar:: 
 read -r p f < <(count_cargo "$OUT/cargo-test.log"); add "$p" "$f"
 [ "$p" -gt 0 ] || add 0 1
 
+log "HTTP server: slow clients stall nothing (tests/serve_slow_client.rs)"
+nice cargo test -p jvmdiag-agent --test serve_slow_client 2>&1 | tee "$OUT/serve-test.log" | grep -E '^test |test result' || true
+read -r p f < <(count_cargo "$OUT/serve-test.log"); add "$p" "$f"
+[ "$p" -gt 0 ] || add 0 1
+
 log "golden /metrics through promtool and the contract checker"
 if promtool check metrics < tests/golden/standalone.prom \
    && python3 "$CONTRACT_TOOL" tests/golden/standalone.prom; then

@@ -168,33 +168,3 @@ pub fn render(families: Vec<Family>, jvms: &HashMap<u32, JvmLabels>) -> String {
     }
     out
 }
-
-/// Answers one HTTP request of the agent's small server (`/metrics` with content
-/// negotiation, `/healthz`, `/`). `scrape` renders OpenMetrics text; the time it took is
-/// stored in `last_scrape`. Shared by the node agent and the sidecar.
-pub fn respond(
-    req: tiny_http::Request,
-    banner: &str,
-    last_scrape: &mut Option<std::time::Duration>,
-    scrape: impl FnOnce() -> String,
-) {
-    let url = req.url().split('?').next().unwrap_or("").to_string();
-    let resp = match url.as_str() {
-        "/metrics" => {
-            let t0 = std::time::Instant::now();
-            let accept = req.headers().iter().find(|h| h.field.equiv("Accept")).map(|h| h.value.as_str().to_string());
-            let ct = negotiate(accept.as_deref());
-            let mut body = scrape();
-            if ct == PROMETHEUS_TEXT {
-                body = to_prometheus_text(&body);
-            }
-            *last_scrape = Some(t0.elapsed());
-            let h = tiny_http::Header::from_bytes("Content-Type", ct).expect("static header");
-            tiny_http::Response::from_string(body).with_header(h)
-        }
-        "/healthz" => tiny_http::Response::from_string("ok\n"),
-        "/" => tiny_http::Response::from_string(format!("{banner}: /metrics /healthz\n")),
-        _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
-    };
-    let _ = req.respond(resp);
-}
