@@ -24,11 +24,6 @@ import java.util.Map;
  */
 public final class RuleRenderer {
   public static final String TEMPLATES_RESOURCE = "jvmdiag/alert-templates.yaml";
-  /**
-   * Templates written in the operator for spec.alerts fields the generated file has no entry for
-   * yet (a new alert whose mixin rule is still to come); the generated entry wins.
-   */
-  public static final String PENDING_RESOURCE = "jvmdiag/alert-templates-pending.yaml";
   public static final String API_VERSION = "monitoring.coreos.com/v1";
   public static final String KIND = "PrometheusRule";
 
@@ -48,22 +43,22 @@ public final class RuleRenderer {
     }
   }
 
-  /** The templates shipped in the jar, with the pending ones for fields they lack. */
+  /** The templates shipped in the jar (every spec.alerts field has one). */
   public static RuleRenderer fromClasspath() {
-    return fromYaml(resource(TEMPLATES_RESOURCE)).withPendingTemplates();
+    InputStream in = RuleRenderer.class.getClassLoader().getResourceAsStream(TEMPLATES_RESOURCE);
+    if (in == null) throw new IllegalStateException("alert templates " + TEMPLATES_RESOURCE + " are missing from the jar");
+    return fromYaml(in);
   }
 
-  /** These templates plus the jar's pending ones for the fields they have no entry for. */
+  /**
+   * These templates, unchanged. The operator's hand-written stop-gap templates are gone: the mixin
+   * generates every spec.alerts field (monitorContention included) into alert-templates.yaml.
+   *
+   * @deprecated no-op; kept only so that Main's render-rules --templates compiles until it drops the call
+   */
+  @Deprecated(forRemoval = true)
   public RuleRenderer withPendingTemplates() {
-    Map<String, Map<String, Object>> merged = new LinkedHashMap<>(templates);
-    fromYaml(resource(PENDING_RESOURCE)).templates.forEach(merged::putIfAbsent);
-    return new RuleRenderer(merged);
-  }
-
-  private static InputStream resource(String name) {
-    InputStream in = RuleRenderer.class.getClassLoader().getResourceAsStream(name);
-    if (in == null) throw new IllegalStateException("alert templates " + name + " are missing from the jar");
-    return in;
+    return this;
   }
 
   public static String ruleName(JvmDiagnostics r) {

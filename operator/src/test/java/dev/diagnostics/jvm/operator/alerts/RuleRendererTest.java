@@ -92,18 +92,19 @@ class RuleRendererTest {
   }
 
   @Test
-  void monitorContentionIsRenderedFromThePendingTemplateUntilTheMixinHasOne() {
+  void monitorContentionIsRenderedFromTheGeneratedTemplatePerMonitorClass() {
     JvmDiagnostics r = resource();
     r.getSpec().alerts = new Alerts();
     r.getSpec().alerts.monitorContention = new Alerts.NumberAlert(0.5, "5m", "page");
-    assertThatThrownBy(() -> fixture().render(r)).hasMessageContaining("spec.alerts.monitorContention");
-    Map<String, Object> rule = rules(fixture().withPendingTemplates().render(r)).get(0);
+    Map<String, Object> rule = rules(RuleRenderer.fromClasspath().render(r)).get(0);
     assertThat(rule.get("alert")).isEqualTo("JvmDiagMonitorContentionHigh");
     assertThat((String) rule.get("expr")).isEqualTo(
-        "rate(jvmdiag_monitor_blocked_seconds_sum{namespace=\"shop\", jvmdiagnostics=\"checkout\"}[5m]) > 0.5");
+        "rate(jvmdiag_monitor_blocked_seconds_sum{namespace=\"shop\", jvmdiagnostics=\"checkout\", monitor_class!=\"other\"}[5m]) > 0.5");
+    assertThat(rule.get("for")).isEqualTo("5m");
     assertThat(((Map<?, ?>) rule.get("labels")).get("severity")).isEqualTo("critical");
-    // a generated entry wins over the pending one
-    RuleRenderer generated = new RuleRenderer(Map.of("monitorContention", Map.of("alert", "FromTheMixin", "expr", "x > ${threshold}")));
-    assertThat(rules(generated.withPendingTemplates().render(r)).get(0).get("alert")).isEqualTo("FromTheMixin");
+    Map<?, ?> annotations = (Map<?, ?>) rule.get("annotations");
+    assertThat((String) annotations.get("description")).contains("$labels.monitor_class").contains("$labels.pod")
+        .contains("threshold 0.5s/s");
+    assertThat((String) annotations.get("runbook_url")).endsWith("/docs/runbooks/JvmDiagMonitorContentionHigh.md");
   }
 }
