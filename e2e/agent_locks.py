@@ -8,8 +8,9 @@ and its blocked time is within 2 % of JFR's durations; the total is compared wit
 sun.rt._sync_ContendedLockAttempts. A JVM without -XX:+DTraceMonitorProbes is reported as such.
 Parking: a workload with a known number of parks by name; the agent's count is exact and its
 parked seconds within 2 % of what the workload measured itself.
-Cost: a park storm (threads calling LockSupport.parkNanos(1 us) in a loop) with and without the
-agent, alternated in one run; the ratio is printed.
+Cost (LOCKS_BENCH=0 skips): a park storm (threads calling LockSupport.parkNanos(1 us) in a loop)
+with and without the agent, and a lock storm without the flag, with the flag alone and with the
+flag and the agent, alternated in one run; the ratios are printed (docs/performance.md).
 Usage: agent_locks.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
@@ -259,6 +260,38 @@ def park_bench(jdk, seconds=4, rounds=2, threads=4):
     return []
 
 
+def lock_bench(jdk, seconds=4, rounds=3, threads=4):
+    """Lock storm (threads incrementing one counter under one monitor): increments per second
+    without the flag, with -XX:+DTraceMonitorProbes alone, and with the flag and the agent,
+    alternated in one run; also the contended enters per second the agent counted."""
+    def once(flag, tag):
+        cmd = [f"{jdk}/bin/java", *(["-XX:+DTraceMonitorProbes"] if flag else []), "-cp", classes(jdk), "LockContention", "--bench", str(threads), str(seconds)]
+        r = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)
+        return int(re.search(r"ops (\d+)", r.stdout).group(1))
+    base, flag, traced, contended = [], [], [], []
+    for _ in range(rounds):
+        base.append(once(False, "base"))
+        flag.append(once(True, "flag"))
+        a = start_agent("--match-jvm", "LockContention")
+        traced.append(once(True, "traced"))
+        ev = [v for n, l, v in (m for m in _all_samples(scrape())) if n == "jvmdiag_agent_probe_events_total"
+              and l.get("collector") == "monitors" and l.get("probe") == "monitor__contended__enter"]
+        contended.append(sum(ev) / seconds)
+        stop(a)
+    b, f, t = (sum(x) / len(x) for x in (base, flag, traced))
+    print(f"# lock storm ({threads} threads, one monitor, {seconds}s x{rounds}): no flag {b:.0f} ops/s, "
+          f"-XX:+DTraceMonitorProbes {f:.0f} ops/s (ratio {f / b:.3f}), flag + agent {t:.0f} ops/s "
+          f"(ratio {t / b:.3f}; {sum(contended) / len(contended):.0f} contended enters/s); rounds {base} {flag} {traced}", flush=True)
+    return []
+
+
+def _all_samples(text):
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m:
+            yield m.group(1), dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")), float(m.group(3))
+
+
 def run(name, fn, *a):
     if os.environ.get("ONLY") and os.environ["ONLY"] not in name:
         return
@@ -275,8 +308,9 @@ def run(name, fn, *a):
 def main():
     os.makedirs(WORK, exist_ok=True)
     try:
-        if os.environ.get("PARK_BENCH", "1") == "1":
+        if os.environ.get("LOCKS_BENCH", "1") == "1":  # the two cost benchmarks (~60 s)
             run("park_storm_cost_with_and_without_agent", park_bench, JDKS[0])
+            run("lock_storm_cost_of_the_flag_and_the_agent", lock_bench, JDKS[0])
         start_agent()
         extra = [j for j in EXTRA_JDKS if os.path.exists(f"{j}/bin/java")] if os.environ.get("EXTRA_JDKS", "1") == "1" else []
         for j in EXTRA_JDKS:

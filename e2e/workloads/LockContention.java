@@ -7,12 +7,41 @@ import java.nio.file.Path;
  * Waits for CTL_DIR/go, then for each class (Alpha, Beta, java.lang.Object) THREADS threads
  * enter one shared instance ROUNDS times each, holding it HOLD_MS; writes CTL_DIR/done, waits
  * for CTL_DIR/quit (so JFR dumps at exit after the agent was scraped).
+ * Bench mode: LockContention --bench THREADS SECONDS: a lock storm, THREADS threads entering
+ * one monitor and holding it ~10 us (a busy loop) for SECONDS, so nearly every enter is
+ * contended; prints "ops <monitor enters per second>".
  */
 public class LockContention {
     static final class Alpha {}
     static final class Beta {}
 
+    static long counter;
+
+    static void bench(int threads, double seconds) throws Exception {
+        Object lock = new Object();
+        long end = System.nanoTime() + (long) (seconds * 1e9);
+        Thread[] ts = new Thread[threads];
+        for (int i = 0; i < threads; i++) {
+            ts[i] = new Thread(() -> {
+                while (System.nanoTime() < end) {
+                    synchronized (lock) {
+                        counter++;
+                        long until = System.nanoTime() + 10_000;
+                        while (System.nanoTime() < until) Thread.onSpinWait();
+                    }
+                }
+            }, "storm-" + i);
+        }
+        for (Thread t : ts) t.start();
+        for (Thread t : ts) t.join();
+        System.out.println("ops " + (long) (counter / seconds));
+    }
+
     public static void main(String[] a) throws Exception {
+        if (a[0].equals("--bench")) {
+            bench(Integer.parseInt(a[1]), Double.parseDouble(a[2]));
+            return;
+        }
         Path ctl = Path.of(a[0]);
         int threads = Integer.parseInt(a[1]), rounds = Integer.parseInt(a[2]);
         long hold = Long.parseLong(a[3]);
