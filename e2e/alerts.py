@@ -8,6 +8,12 @@ on loopback, while the ThreadDumpStorm JVM makes long ThreadDump safepoints and 
     webhook within --timeout seconds, with descriptions naming workload, pod and culprit;
   - the JVM's own -Xlog:safepoint confirms a ThreadDump pause above the threshold (the alert
     is not a false positive) and the workload confirms the threads it started;
+  - a second JVM (ThreadDumpStormLocks, -XX:+DTraceMonitorProbes, same pod labels) keeps 8
+    threads contending on one java.security.SecureRandom and 4 "park-worker-<n>" threads
+    parking; once the agent exposes the monitor (parking) metrics for it, the blocked (parked)
+    seconds Prometheus saw must match what the JVM measured itself, and the chart's
+    JvmDiagMonitorContentionHigh expression must name java.security.SecureRandom; until then
+    each check is a NOTE;
   - every query of every dashboard returns data. A query that returns nothing while it uses a
     metric the agent does not expose at all is reported "no data: metric not exposed yet" and
     not counted; once the agent exposes the metric, no data is a failure.
@@ -34,6 +40,55 @@ MON = os.path.join(ROOT, "monitoring")
 WORKLOADS = os.environ.get("JVMDIAG_WORKLOADS") or os.path.join(HERE, "workloads")
 LABELS = {"namespace": "e2e", "jvmdiagnostics": "storm", "pod": "storm-0", "container": "app"}
 PAUSE_LE = 0.05  # alerts-jvmdiagnostics.yaml: safepointPause 50ms
+LOCKS_JVM = "ThreadDumpStormLocks"  # contains "ThreadDumpStorm": traced under the same --match-jvm
+# Threads blocked on one SecureRandom (held 5 ms at a time) and threads parking 10 ms at a time;
+# the JVM measures both itself (wall time around the contended enter / the park).
+LOCKS_SRC = r"""
+import java.security.SecureRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+public class ThreadDumpStormLocks {
+    static final SecureRandom RANDOM = new SecureRandom();
+    static final AtomicLong blockedNanos = new AtomicLong(), parkedNanos = new AtomicLong();
+    static volatile boolean stop;
+
+    public static void main(String[] args) throws Exception {
+        long seconds = Long.parseLong(args[0]);
+        Thread[] ts = new Thread[12];
+        for (int i = 0; i < ts.length; i++) {
+            boolean locker = i < 8;
+            ts[i] = new Thread(locker ? ThreadDumpStormLocks::contend : ThreadDumpStormLocks::park,
+                               (locker ? "lock-worker-" : "park-worker-") + i);
+            ts[i].start();
+        }
+        Thread.sleep(seconds * 1000);
+        stop = true;
+        for (Thread t : ts) t.join();
+        System.out.printf("blocked seconds: %.3f%nparked seconds: %.3f%n", blockedNanos.get() / 1e9, parkedNanos.get() / 1e9);
+    }
+
+    static void contend() {
+        byte[] b = new byte[16];
+        while (!stop) {
+            long t0 = System.nanoTime();
+            synchronized (RANDOM) {
+                blockedNanos.addAndGet(System.nanoTime() - t0);
+                RANDOM.nextBytes(b);
+                try { Thread.sleep(5); } catch (InterruptedException e) { return; }
+            }
+        }
+    }
+
+    static void park() {
+        while (!stop) {
+            long t0 = System.nanoTime();
+            LockSupport.parkNanos(10_000_000L);
+            parkedNanos.addAndGet(System.nanoTime() - t0);
+        }
+    }
+}
+"""
 
 results = {"pass": 0, "fail": 0}
 
@@ -157,7 +212,10 @@ def main():
 def run(a, work, procs, prom_dir):
     # The workload, compiled so the agent names it by its main class.
     classes = os.path.join(work, "classes")
-    subprocess.run([f"{a.jdk}/bin/javac", "-d", classes, os.path.join(WORKLOADS, "ThreadDumpStorm.java")], check=True)
+    locks_src = os.path.join(work, LOCKS_JVM + ".java")
+    with open(locks_src, "w") as f:
+        f.write(LOCKS_SRC)
+    subprocess.run([f"{a.jdk}/bin/javac", "-d", classes, os.path.join(WORKLOADS, "ThreadDumpStorm.java"), locks_src], check=True)
 
     port = free_port()
     agent_log = open(os.path.join(work, "agent.log"), "w")
@@ -174,7 +232,7 @@ def run(a, work, procs, prom_dir):
     relabel = os.path.join(work, "relabel.yml")
     with open(relabel, "w") as f:
         for k, v in LABELS.items():
-            f.write(f"- {{source_labels: [jvm], regex: ThreadDumpStorm, target_label: {k}, replacement: {v}}}\n")
+            f.write(f"- {{source_labels: [jvm], regex: 'ThreadDumpStorm|{LOCKS_JVM}', target_label: {k}, replacement: {v}}}\n")
     out = subprocess.run([os.path.join(MON, "prom-up.sh"), "--dir", prom_dir, "--scrape", f"127.0.0.1:{port}",
                           "--rules", a.rules, "--scrape-interval", "1s", "--eval-interval", "1s",
                           "--metric-relabel", relabel, "--alertmanager", "--ttl", "600"],
@@ -193,6 +251,10 @@ def run(a, work, procs, prom_dir):
                            "--storm-seconds", "30", "--storm-rate", "200", "--duration", "55"],
                           stdout=wl_out, stderr=subprocess.STDOUT)
     procs.append(wl)
+    locks_out = open(os.path.join(work, "locks.log"), "w")
+    locks = subprocess.Popen([f"{a.jdk}/bin/java", "-XX:+DTraceMonitorProbes", "-cp", classes, LOCKS_JVM, "50"],
+                             stdout=locks_out, stderr=subprocess.STDOUT)
+    procs.append(locks)
 
     want = {"JvmDiagSafepointPauseHigh": ("vm_operation", "ThreadDump"),
             "JvmDiagThreadStartRateHigh": ("thread_name", "storm-worker-N")}
@@ -225,6 +287,7 @@ def run(a, work, procs, prom_dir):
 
     # Independent confirmation from the JVM itself.
     wl.wait(timeout=max(5, 90 - (time.time() - start)))
+    locks.wait(timeout=max(5, 90 - (time.time() - start)))
     end = time.time()
     pauses = [int(m) / 1e9 for m in re.findall(r'Safepoint "ThreadDump".*Total: (\d+) ns', open(splog).read())]
     report(any(p > PAUSE_LE for p in pauses),
@@ -263,7 +326,46 @@ def run(a, work, procs, prom_dir):
                 report(True, f"chart rules use {m}: the agent exposes it")
             else:
                 note(f"chart rules use {m}: not exposed by the agent (yet)")
+    locks_checks(base, start, end, os.path.join(work, "locks.log"), a.default_rules)
     dashboard_queries(start, end, base, exposed, a.save_results)
+
+
+def locks_checks(base, start, end, log, default_rules):
+    """The monitors and parking collectors against what the ThreadDumpStormLocks JVM measured."""
+    text = open(log).read()
+    own = {k: float(v) for k, v in re.findall(r"(blocked|parked) seconds: ([0-9.]+)", text)}
+    if len(own) != 2:
+        report(False, f"{LOCKS_JVM} ran and measured its blocked and parked time: {text[-500:]}")
+        return
+    rng = f"{int(end - start) + 30}s"
+    for what, metric, sel in (("blocked", "jvmdiag_monitor_blocked_seconds_sum", 'monitor_class="java.security.SecureRandom"'),
+                              ("parked", "jvmdiag_thread_parked_seconds_total", 'thread_name="park-worker-N"')):
+        series = prom(base, "query", query=f'max_over_time({metric}{{jvm="{LOCKS_JVM}"}}[{rng}])', time=end)["data"]["result"]
+        if not series:
+            note(f"{metric}: not exposed for {LOCKS_JVM} (yet); the JVM measured {own[what]:.1f}s {what}")
+            continue
+        r = prom(base, "query", query=f'sum(max_over_time({metric}{{jvm="{LOCKS_JVM}", {sel}}}[{rng}]))', time=end)["data"]["result"]
+        seen = float(r[0]["value"][1]) if r else 0.0
+        # The last second before the JVM exits may miss the last scrape (1 s interval).
+        ok = 0.8 * own[what] <= seen <= 1.05 * own[what] + 0.5
+        report(ok, f"Prometheus saw {seen:.1f}s {what} ({sel}) for {own[what]:.1f}s the JVM measured itself")
+    if default_rules:
+        import yaml
+        rule = next((r for g in yaml.safe_load(open(default_rules))["groups"] for r in g["rules"]
+                     if r.get("alert") == "JvmDiagMonitorContentionHigh"), None)
+        if rule is None:
+            report(False, "the chart rules have JvmDiagMonitorContentionHigh")
+            return
+        r = prom(base, "query_range", query=rule["expr"], start=start, end=end, step=2)["data"]["result"]
+        hits = [x["metric"] for x in r if x["metric"].get("jvm") == LOCKS_JVM]
+        if hits:
+            named = {m.get("monitor_class") for m in hits}
+            report(named == {"java.security.SecureRandom"} and all(m.get("pod") == LABELS["pod"] for m in hits),
+                   f"the chart's JvmDiagMonitorContentionHigh expression names {sorted(named)} in pod {LABELS['pod']}")
+        elif "jvmdiag_monitor_blocked_seconds_sum" in prom(base, "label/__name__/values", start=start, end=end)["data"]:
+            report(False, f"the chart's JvmDiagMonitorContentionHigh expression finds no contention in {LOCKS_JVM}: {rule['expr']}")
+        else:
+            note("JvmDiagMonitorContentionHigh: jvmdiag_monitor_blocked_seconds not exposed (yet)")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,10 @@ the rules taken from `helm template` of the packaged chart and from the operator
 arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method join dropped)
 must make those tests fail; and an end-to-end test on JDK 17 and 25: a real Prometheus scrapes the real agent while a
 JVM makes a long safepoint and a thread storm, and both alerts reach an Alertmanager
-webhook receiver; the same run checks that the agent exposes every bucket bound an alert
+webhook receiver; a second JVM (`-XX:+DTraceMonitorProbes`) keeps threads blocked on one
+`java.security.SecureRandom` and parking, and once the agent exposes the monitor and parking
+metrics the blocked and parked seconds must match what that JVM measured itself and the
+`JvmDiagMonitorContentionHigh` expression must name the class; the same run checks that the agent exposes every bucket bound an alert
 can name as exactly the `le` string the rules use, and every metric the rules use.
 """
 

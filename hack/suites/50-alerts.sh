@@ -3,7 +3,9 @@
 # rules exactly as the chart (helm template) and the operator (render-rules) produce them;
 # dashboards type-checked against @grafana/schema and linted; then a real Prometheus and
 # Alertmanager on loopback scrape the real agent while a JVM makes a long safepoint and a
-# thread storm: every dashboard query must return data and both alerts must reach a webhook.
+# thread storm (and a second JVM blocks on one SecureRandom and parks): every dashboard query
+# must return data, both alerts must reach a webhook, and the monitor/parking metrics must match
+# what that JVM measured (e2e/alerts.py).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 MON="$REPO_ROOT/monitoring"
