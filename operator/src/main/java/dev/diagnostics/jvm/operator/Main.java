@@ -261,7 +261,7 @@ public final class Main implements Callable<Integer> {
     @Parameters(paramLabel = "FILE", description = "a JvmDiagnostics YAML file")
     Path file;
 
-    @Option(names = "--templates", paramLabel = "FILE", description = "alert templates to use instead of the ones in the jar (its pending templates still fill the spec.alerts fields FILE lacks)")
+    @Option(names = "--templates", paramLabel = "FILE", description = "alert templates to use instead of the ones in the jar (as monitoring/generate.py writes them)")
     Path templates;
 
     @Override
@@ -276,7 +276,7 @@ public final class Main implements Callable<Integer> {
       RuleRenderer renderer;
       if (templates != null) {
         try (InputStream in = new FileInputStream(templates.toFile())) {
-          renderer = RuleRenderer.fromYaml(in).withPendingTemplates();
+          renderer = RuleRenderer.fromYaml(in);
         }
       } else {
         renderer = RuleRenderer.fromClasspath();

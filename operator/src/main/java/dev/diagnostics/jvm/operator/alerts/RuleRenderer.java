@@ -50,17 +50,6 @@ public final class RuleRenderer {
     return fromYaml(in);
   }
 
-  /**
-   * These templates, unchanged. The operator's hand-written stop-gap templates are gone: the mixin
-   * generates every spec.alerts field (monitorContention included) into alert-templates.yaml.
-   *
-   * @deprecated no-op; kept only so that Main's render-rules --templates compiles until it drops the call
-   */
-  @Deprecated(forRemoval = true)
-  public RuleRenderer withPendingTemplates() {
-    return this;
-  }
-
   public static String ruleName(JvmDiagnostics r) {
     return "jvmdiag-" + r.getMetadata().getName();
   }
