@@ -88,8 +88,9 @@ pub struct AttachManager {
     free_slots: Vec<u32>,
     /// Attach failures by reason (and collector where one failed alone).
     pub failures: BTreeMap<(String, String), u64>,
-    /// Pids that failed to attach or were not selected (not looked at again while they live).
-    failed: HashSet<u32>,
+    /// Pids (and start times) that failed to attach or were not selected (not looked at
+    /// again while that process lives).
+    failed: HashMap<u32, u64>,
     /// Why each pid in `failed` is not traced (jvmdiag_agent_jvms_untraced).
     pub untraced: HashMap<u32, String>,
     host: String,
@@ -150,7 +151,7 @@ impl AttachManager {
             jvms: BTreeMap::new(),
             free_slots: (0..MAX_JVMS).rev().collect(),
             failures: BTreeMap::new(),
-            failed: HashSet::new(),
+            failed: HashMap::new(),
             untraced: HashMap::new(),
             host,
             match_jvm: None,
@@ -162,7 +163,7 @@ impl AttachManager {
 
     /// Pids discovery should not look at again.
     pub fn known(&self) -> HashSet<u32> {
-        self.jvms.keys().copied().chain(self.failed.iter().copied()).collect()
+        self.jvms.keys().copied().chain(self.failed.keys().copied()).collect()
     }
 
     pub fn links(&self) -> usize {
@@ -178,9 +179,9 @@ impl AttachManager {
         self.traced_pids.keys().count()
     }
 
-    fn fail(&mut self, pid: u32, reason: &str, collector: &str) {
+    fn fail(&mut self, pid: u32, start: u64, reason: &str, collector: &str) {
         *self.failures.entry((reason.to_string(), collector.to_string())).or_default() += 1;
-        self.failed.insert(pid);
+        self.failed.insert(pid, start);
         self.untraced.insert(pid, reason.to_string());
     }
 
@@ -193,23 +194,23 @@ impl AttachManager {
     /// [`AttachManager::add`] with the JVM's own limits (its pod's `jvm.diagnostics.dev/limits`),
     /// clamped to the agent's and written into its slot before its first event can count.
     pub fn add_limited(&mut self, found: Found, wanted: Option<&[&str]>, limits: Limits) {
-        let pid = found.pid;
+        let (pid, start) = (found.pid, found.start);
         if self.jvms.contains_key(&pid) {
             return;
         }
         if let Some(m) = &self.match_jvm {
             if !found.name.contains(m.as_str()) {
-                self.failed.insert(pid); // not selected: not a failure, not looked at again
+                self.failed.insert(pid, start); // not selected: not a failure, not looked at again
                 self.untraced.insert(pid, "not_selected".into());
                 return;
             }
         }
         let Some(&slot) = self.free_slots.last() else {
-            return self.fail(pid, "slots_exhausted", "");
+            return self.fail(pid, start, "slots_exhausted", "");
         };
         let file = match self.kernel_identity(&found) {
             Ok(file) => file,
-            Err(reason) => return self.fail(pid, reason, ""),
+            Err(reason) => return self.fail(pid, start, reason, ""),
         };
         if !self.groups.contains_key(&file) {
             let attached = self.attach_file(&found, file);
@@ -222,14 +223,16 @@ impl AttachManager {
                     }
                     self.groups.insert(file, g);
                 }
-                Err((reason, collector)) => return self.fail(pid, reason, &collector),
+                Err((reason, collector)) => return self.fail(pid, start, reason, &collector),
             }
         }
         let pidfd = pidfd_open(pid);
-        if pidfd.is_none() {
+        // The pidfd names one process: it must be the one discovery read (a pid reused since
+        // would otherwise be traced with the labels of the JVM found before).
+        if pidfd.is_none() || !discovery::alive(pid, start) {
             // Gone already (or no pidfd support): do not trace what we cannot see exit.
             self.release_group(file);
-            return self.fail(pid, "exited_before_attach", "");
+            return self.fail(pid, start, "exited_before_attach", "");
         }
         let limits = match &self.caps {
             Some(c) => limits.clamp(c),
@@ -244,7 +247,7 @@ impl AttachManager {
         if let Err(e) = self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY) {
             crate::log::warn(&format!("pid {pid}: traced_pids update: {e}"));
             self.release_group(file);
-            return self.fail(pid, "map_error", "");
+            return self.fail(pid, start, "map_error", "");
         }
         self.free_slots.pop();
         self.seen += 1;
@@ -357,9 +360,10 @@ impl AttachManager {
             }
         }
         // Failed pids that are gone can be forgotten.
-        self.failed.retain(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        // Failed pids that are gone (or reused by another process) are forgotten.
+        self.failed.retain(|pid, start| discovery::alive(*pid, *start));
         let failed = &self.failed;
-        self.untraced.retain(|pid, _| failed.contains(pid));
+        self.untraced.retain(|pid, _| failed.contains_key(pid));
         // Exited JVMs nobody scraped for long are released anyway.
         let stale: Vec<u32> = self
             .jvms

@@ -56,18 +56,49 @@ pub struct Found {
     pub hsperfdata: Option<(String, FileId)>,
     /// The `jvm` label.
     pub name: String,
+    /// Its start time (/proc/PID/stat field 22): with the pid, the process's identity, so a
+    /// reused pid is never taken for the JVM found before ([`alive`]).
+    pub start: u64,
+}
+
+/// /proc/PID/stat is ~300 bytes (`comm` is at most 16); more is refused.
+const STAT_MAX_BYTES: u64 = 4 << 10;
+
+/// A process's start time in clock ticks since boot (/proc/PID/stat field 22); None when it
+/// is gone or unreadable.
+pub fn start_time(pid: u32) -> Option<u64> {
+    parse_start_time(&read_host_file(Path::new(&format!("/proc/{pid}/stat")), STAT_MAX_BYTES).ok()?)
+}
+
+/// Field 22 of a /proc/PID/stat text. `comm` (field 2, in parentheses) is the process's own
+/// choice and may hold spaces and parentheses, so fields are counted after the last `)`.
+pub fn parse_start_time(b: &[u8]) -> Option<u64> {
+    let close = b.iter().rposition(|&c| c == b')')?;
+    let rest = std::str::from_utf8(&b[close + 1..]).ok()?;
+    rest.split_ascii_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// The process `pid` that started at `start` is still there (not exited, its pid not reused).
+pub fn alive(pid: u32, start: u64) -> bool {
+    start_time(pid) == Some(start)
 }
 
 #[derive(Debug)]
 struct Seen {
     exe: Option<(u64, u64)>,
+    /// Start time: a different one is a new process under a reused pid.
+    start: Option<u64>,
     since: Instant,
 }
 
 #[derive(Default)]
 pub struct Discovery {
     seen: HashMap<u32, Seen>,
+    polls: u64,
 }
+
+/// A known process's start time is checked every this many polls (1 s at the default 200 ms).
+const START_CHECK_EVERY: u64 = 5;
 
 /// The result of one poll.
 #[derive(Debug, Default)]
@@ -82,24 +113,32 @@ impl Discovery {
     pub fn poll(&mut self, known: &HashSet<u32>) -> std::io::Result<Poll> {
         let me = std::process::id();
         let now = Instant::now();
-        let mut alive = HashSet::new();
+        self.polls += 1;
+        let mut present = HashSet::new();
         let mut out = Poll::default();
         for e in fs::read_dir("/proc")? {
             let Ok(e) = e else { continue };
             let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-            alive.insert(pid);
+            present.insert(pid);
             if pid == me || known.contains(&pid) {
                 continue;
             }
             let exe = fs::metadata(format!("/proc/{pid}/exe")).ok().map(|m| (m.dev(), m.ino()));
             let check = match self.seen.get_mut(&pid) {
                 None => {
-                    self.seen.insert(pid, Seen { exe, since: now });
+                    self.seen.insert(pid, Seen { exe, start: start_time(pid), since: now });
                     exe.is_some()
                 }
                 Some(s) => {
                     if s.exe != exe {
                         s.exe = exe;
+                        s.since = now;
+                    } else if (self.polls + u64::from(pid)) % START_CHECK_EVERY == 0 && s.start.is_none_or(|st| !alive(pid, st)) {
+                        // Exited and its pid reused by a process running the same file (a
+                        // JVM restarted in the same container): a new process. Checked at
+                        // one poll in START_CHECK_EVERY per process (spread over the polls):
+                        // a stat read costs more than the exe stat every poll makes.
+                        s.start = start_time(pid);
                         s.since = now;
                     }
                     exe.is_some() && now.duration_since(s.since) < YOUNG
@@ -114,13 +153,16 @@ impl Discovery {
                 Err(_) => out.unreadable += 1,
             }
         }
-        self.seen.retain(|pid, _| alive.contains(pid));
+        self.seen.retain(|pid, _| present.contains(pid));
         Ok(out)
     }
 }
 
 /// Reads one process; Ok(None) when it is not (yet) a JVM.
 pub fn inspect(pid: u32) -> Result<Option<Found>, jvmdiag_inspect::Error> {
+    // First: read before what describes the process, so a pid reused meanwhile is seen at
+    // the next identity check (attach, attribution), never labelled as this one.
+    let Some(start) = start_time(pid) else { return Ok(None) };
     let maps = read_host_file(Path::new(&format!("/proc/{pid}/maps")), MAPS_MAX_BYTES)?;
     let maps = procfs::parse_maps(&maps)?;
     let Some(lib) = procfs::find_libjvm(&maps) else { return Ok(None) };
@@ -136,6 +178,7 @@ pub fn inspect(pid: u32) -> Result<Option<Found>, jvmdiag_inspect::Error> {
         libjvm_path,
         hsperfdata: hsperfdata_mapping(&maps),
         name: procfs::jvm_short_name(&args),
+        start,
     }))
 }
 
@@ -155,4 +198,29 @@ pub fn hsperfdata_mapping(maps: &[MapEntry]) -> Option<(String, FileId)> {
 pub fn find_hsperfdata(pid: u32) -> Option<(String, FileId)> {
     let maps = read_host_file(Path::new(&format!("/proc/{pid}/maps")), MAPS_MAX_BYTES).ok()?;
     hsperfdata_mapping(&procfs::parse_maps(&maps).ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_time_is_field_22_whatever_the_comm() {
+        let tail = "S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 12 0 424242 3000000 500 18446744073709551615";
+        for comm in ["java", "a b) c", ")", "((", "x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 999"] {
+            let stat = format!("1234 ({comm}) {tail}\n");
+            assert_eq!(parse_start_time(stat.as_bytes()), Some(424242), "{comm:?}");
+        }
+        assert_eq!(parse_start_time(b"1234 (java) S 1 2"), None);
+        assert_eq!(parse_start_time(b"no parenthesis"), None);
+        assert_eq!(parse_start_time(b"1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 notanumber 0"), None);
+    }
+
+    #[test]
+    fn our_own_process_is_alive_and_a_wrong_start_is_not() {
+        let me = std::process::id();
+        let st = start_time(me).expect("our own stat");
+        assert!(alive(me, st));
+        assert!(!alive(me, st + 1), "same pid, another start: a reused pid");
+    }
 }

@@ -51,8 +51,9 @@ pub struct Attributor {
     shared: Arc<Mutex<Shared>>,
     all_jvms: bool,
     pending: BTreeMap<u32, (Found, Option<ContainerRef>, &'static str)>,
-    /// Pids decided not to trace (looked at again only if discovery offers them anew).
-    skipped: HashSet<u32>,
+    /// Pids (and start times) decided not to trace (looked at again only if discovery
+    /// offers them anew, or the pid is reused).
+    skipped: HashMap<u32, u64>,
     skipped_total: BTreeMap<&'static str, u64>,
     pending_dropped: u64,
     /// Collectors asked for by each traced JVM's pod (absent: all).
@@ -76,7 +77,7 @@ impl Attributor {
             shared,
             all_jvms,
             pending: BTreeMap::new(),
-            skipped: HashSet::new(),
+            skipped: HashMap::new(),
             skipped_total: BTreeMap::new(),
             pending_dropped: 0,
             collectors: HashMap::new(),
@@ -85,9 +86,17 @@ impl Attributor {
 
     /// A JVM found by discovery: decided at the next [`Attributor::resolve`].
     pub fn offer(&mut self, f: Found) {
-        if self.skipped.contains(&f.pid) || self.pending.contains_key(&f.pid) {
+        if self.skipped.get(&f.pid) == Some(&f.start) {
             return;
         }
+        if let Some((p, _, _)) = self.pending.get(&f.pid) {
+            if p.start == f.start {
+                return;
+            }
+            // The pid is another process now: the one found before is gone, forget it.
+            self.pending.remove(&f.pid);
+        }
+        self.skipped.remove(&f.pid);
         if self.pending.len() >= MAX_PENDING {
             self.pending_dropped += 1;
             return;
@@ -98,7 +107,7 @@ impl Attributor {
 
     /// Decides every waiting JVM against the current pod table; traced ones are attached.
     pub fn resolve(&mut self, mgr: &mut AttachManager) {
-        self.skipped.retain(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        self.skipped.retain(|pid, start| crate::discovery::alive(*pid, *start));
         self.collectors.retain(|pid, _| mgr.jvms.contains_key(pid));
         if self.pending.is_empty() {
             return;
@@ -116,15 +125,16 @@ impl Attributor {
         for (pid, d) in decisions {
             match d {
                 Decision::Wait(why) => {
-                    if !Path::new(&format!("/proc/{pid}")).exists() {
+                    if !self.pending.get(&pid).is_some_and(|(f, _, _)| crate::discovery::alive(pid, f.start)) {
                         self.pending.remove(&pid);
                     } else if let Some(p) = self.pending.get_mut(&pid) {
                         p.2 = why;
                     }
                 }
                 Decision::Skip(why) => {
-                    self.pending.remove(&pid);
-                    self.skipped.insert(pid);
+                    if let Some((f, _, _)) = self.pending.remove(&pid) {
+                        self.skipped.insert(pid, f.start);
+                    }
                     *self.skipped_total.entry(why).or_default() += 1;
                 }
                 Decision::Trace(l, collectors, limits) => {
