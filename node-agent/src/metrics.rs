@@ -237,6 +237,12 @@ pub static KUBE_JVMS_SKIPPED: Desc = desc(
     Counter,
     &["reason"],
 );
+pub static KUBE_LIMITS_INVALID: Desc = desc(
+    "jvmdiag_agent_kube_limits_invalid_total",
+    "Items of pods' jvm.diagnostics.dev/limits annotations refused (the agent's own limit applies to them).",
+    Counter,
+    &[],
+);
 
 /// Every family, for checks and docs.
 pub static ALL: &[&Desc] = &[
@@ -284,6 +290,7 @@ pub static ALL: &[&Desc] = &[
     &KUBE_PENDING_DROPPED,
     &KUBE_JVMS_PENDING,
     &KUBE_JVMS_SKIPPED,
+    &KUBE_LIMITS_INVALID,
 ];
 
 /// A gauge family of one agent-wide sample without labels.

@@ -185,6 +185,7 @@ impl Attributor {
             counter(&metrics::KUBE_WATCH_EVENTS, sh.watch_events),
             counter(&metrics::KUBE_WATCH_ERRORS, sh.watch_errors),
             counter(&metrics::KUBE_PENDING_DROPPED, self.pending_dropped),
+            counter(&metrics::KUBE_LIMITS_INVALID, sh.table.limits_invalid),
             pending,
             skipped,
         ]
