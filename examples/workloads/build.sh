@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the demo workload jars with the JDK's own javac/jar/keytool (no Maven):
-#   tls-storm.jar, class-hoarder.jar + retransform-agent.jar, codecache-churn.jar
+# Builds the demo workload jars with the JDK's own javac/jar/keytool:
+#   tls-storm.jar, class-hoarder.jar + retransform-agent.jar, codecache-churn.jar,
+#   dhe-stall.jar + bcprov-jdk18on.jar (BouncyCastle from Maven Central, fetched once by
+#   Maven into its local repository; the only dependency of the demo workloads)
 # Compiled for release 17, so the same jars run on JDK 17 and JDK 25.
 # Usage: build.sh [OUT_DIR]   (default: $JVMDIAG_CACHE/workloads/jars); JDK from $JDK17.
 # Prints OUT_DIR.
@@ -9,11 +11,12 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 JDK="${JDK17:-/usr/lib/jvm/java-17-openjdk-amd64}"
 OUT="${1:-${JVMDIAG_CACHE:-$HOME/.cache/jvm-diagnostics}/workloads/jars}"
 [ -x "$JDK/bin/javac" ] || { echo "error: no javac in $JDK (set JDK17 to a JDK >= 17)" >&2; exit 1; }
+BC_VERSION=1.80
 mkdir -p "$OUT"
 # Skip when every jar is newer than every source.
 newest_src=$(find "$HERE" -name '*.java' -newer "$OUT/codecache-churn.jar" 2>/dev/null | head -n1 || true)
 if [ -f "$OUT/codecache-churn.jar" ] && [ -f "$OUT/tls-storm.jar" ] && [ -f "$OUT/class-hoarder.jar" ] \
-   && [ -f "$OUT/retransform-agent.jar" ] && [ -z "$newest_src" ] && [ "$HERE/build.sh" -ot "$OUT/codecache-churn.jar" ]; then
+   && [ -f "$OUT/retransform-agent.jar" ] && [ -f "$OUT/dhe-stall.jar" ] && [ -f "$OUT/bcprov-jdk18on.jar" ] && [ -z "$newest_src" ] && [ "$HERE/build.sh" -ot "$OUT/codecache-churn.jar" ]; then
   echo "$OUT"; exit 0
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -35,4 +38,17 @@ build class-hoarder ClassHoarder "" "$HERE/retransform/ClassHoarder.java"
 build retransform-agent - "Premain-Class: RetransformAgent\nCan-Retransform-Classes: true\nCan-Redefine-Classes: true" \
   "$HERE/retransform/RetransformAgent.java"
 build codecache-churn CodeCacheChurn "" "$HERE/codecache/CodeCacheChurn.java"
+# The fourth incident: BouncyCastle's provider (compile and run time), an RSA key (DHE_RSA).
+BC_JAR="${MAVEN_REPO:-$HOME/.m2/repository}/org/bouncycastle/bcprov-jdk18on/$BC_VERSION/bcprov-jdk18on-$BC_VERSION.jar"
+if [ ! -f "$BC_JAR" ]; then
+  mvn -B -q dependency:get -Dartifact="org.bouncycastle:bcprov-jdk18on:$BC_VERSION" -Dtransitive=false >&2 \
+    || { echo "error: could not fetch org.bouncycastle:bcprov-jdk18on:$BC_VERSION with Maven" >&2; exit 1; }
+fi
+cp "$BC_JAR" "$tmp/bcprov-jdk18on.jar"
+"$JDK/bin/keytool" -genkeypair -keystore "$tmp/dhe-stall.p12" -storetype PKCS12 -storepass changeit \
+  -alias localhost -keyalg RSA -keysize 2048 -validity 3650 -dname CN=localhost \
+  -ext SAN=dns:localhost,ip:127.0.0.1 2>/dev/null
+mkdir -p "$tmp/dhe-stall" && cp "$tmp/dhe-stall.p12" "$tmp/dhe-stall/"
+build dhe-stall DheStall "Class-Path: bcprov-jdk18on.jar" -cp "$tmp/bcprov-jdk18on.jar" "$HERE/dhe-stall/DheStall.java"
+mv "$tmp/bcprov-jdk18on.jar" "$OUT/bcprov-jdk18on.jar"
 echo "$OUT"

@@ -4,13 +4,16 @@
   summary.py --prometheus URL --since EPOCH [--selector 'namespace="demo"'] [--duration SECONDS] [--interval 5]
 
 Every interval it prints: top thread names by start rate, worst safepoint pauses by VM
-operation, most-compiled methods, code cache use, and the firing alerts with their
-culprit label. It also records when each seed incident was first *named* by the product
+operation, most-compiled methods, code cache use, contended monitors by class, and the
+firing alerts with their culprit label. It also records when each seed incident was first *named* by the product
 (counted from --since, when the workloads were applied):
   1. thread storm  - HandshakeCompletedNotify-Thread among the thread names started
   2. safepoints    - a RedefineClasses safepoint pause over 0.5 s
   3. code cache    - the code cache full (or over 90 %) of a JVM, or its methods recompiled
-With --duration it stops after that many seconds and exits 1 unless all three were named.
+  4. one lock      - threads blocked on a contended monitor whose class is named (a
+                     SecureRandom class: the DHE handshake stall), by the metric or by
+                     JvmDiagMonitorContentionHigh; the alert's firing is shown beside it
+With --duration it stops after that many seconds and exits 1 unless all four were named.
 
 With --rate-check, once the incidents are named (or 30 s after the thread storm was, if
 another one is slow), it runs rate-check.py once beside the summary: the thread-start rate
@@ -77,6 +80,9 @@ def snapshot(base, sel):
     s["cc_max"] = query(base, f"sum by ({GROUP}) (jvmdiag_code_cache_max_bytes{{{sel}}})")
     s["cc_full"] = query(base, f"sum by ({GROUP}) (jvmdiag_code_cache_full_total{{{sel}}}) > 0")
     s["jvms"] = query(base, f"jvmdiag_jvm_info{{{sel}}}")
+    s["mon_blocked"] = query(base, (f"topk(5, sum by ({GROUP}, monitor_class) "
+                                    f"(rate(jvmdiag_monitor_blocked_seconds_sum{{monitor_class!=\"other\",{sel}}}[1m])) > 0)"))
+    s["mon_enters"] = query(base, f"sum by ({GROUP}, monitor_class) (rate(jvmdiag_monitor_contended_total{{{sel}}}[1m]))")
     s["alerts"] = [a for a in alerts(base) if selected(a["labels"], sel)]
     return s
 
@@ -98,7 +104,7 @@ def key(m):
     return (m.get("namespace", ""), m.get("pod", ""), m.get("jvm", ""), m.get("pid", ""))
 
 
-def render(s, elapsed, named, check=None):
+def render(s, elapsed, named, check=None, lock=None):
     out = []
     out.append(f"jvm-diagnostics demo — {elapsed:4.0f}s since the workloads were applied, {len(s['jvms'])} JVM(s) traced")
     out.append("")
@@ -141,17 +147,31 @@ def render(s, elapsed, named, check=None):
             out.append(f"  code cache {used / 2**20:5.1f}/{cap / 2**20:.1f} MiB ({100 * used / cap:3.0f} %)"
                        f"{'  FULL x%d' % full[k] if k in full else ''}  {who(r['metric'])}")
     out.append("")
+    out.append("Contended monitors by class: seconds blocked per second and contended enters (1m)")
+    enters = {(key(r["metric"]), r["metric"].get("monitor_class")): float(r["value"][1]) for r in s["mon_enters"]}
+    if not s["mon_blocked"]:
+        out.append("  (no blocked time on contended monitors yet)")
+    for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1])):
+        m = r["metric"]
+        n = enters.get((key(m), m.get("monitor_class")), 0.0)
+        out.append(f"  {float(r['value'][1]):6.2f} s/s  {n:7.1f} enters/s  {m.get('monitor_class', '?'):<36} {who(m)}")
+    out.append("")
     out.append("Firing alerts")
     if not s["alerts"]:
         out.append("  (none)")
     for a in sorted(s["alerts"], key=lambda a: a["labels"].get("alertname", "")):
         l = a["labels"]
-        culprit = next((f"{c}={l[c]}" for c in ("vm_operation", "thread_name", "method") if l.get(c)), "")
+        culprit = next((f"{c}={l[c]}" for c in ("vm_operation", "thread_name", "method", "monitor_class") if l.get(c)), "")
         out.append(f"  {l.get('severity', ''):<7} {l.get('alertname', '?'):<30} {culprit:<44} {who(l)}")
     out.append("")
-    labels = ["thread storm (HandshakeCompletedNotify-Thread)", "long safepoints (RedefineClasses > 0.5 s)", "code cache full / recompilation"]
+    lock = lock or {}
+    labels = ["thread storm (HandshakeCompletedNotify-Thread)", "long safepoints (RedefineClasses > 0.5 s)",
+              "code cache full / recompilation", f"one lock (blocked on {lock.get('class') or 'a SecureRandom'})"]
     for i, name in enumerate(labels):
-        out.append(f"  incident {i + 1}: {name:<50} " + (f"named after {named[i]:.0f}s" if named[i] is not None else "not yet"))
+        line = f"  incident {i + 1}: {name:<50} " + (f"named after {named[i]:.0f}s" if named[i] is not None else "not yet")
+        if i == 3 and lock.get("alert_at") is not None:
+            line += f"; alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s"
+        out.append(line)
     if check is not None:
         out.append("")
         out.extend(check.render())
@@ -205,7 +225,22 @@ class RateCheck:
                 self.proc.kill()
 
 
-def update_named(s, elapsed, named):
+def update_named(s, elapsed, named, lock=None):
+    if lock is not None:
+        # the contended monitor class: a SecureRandom one (java.security.SecureRandom, or the
+        # provider's class a JVM reports), from the blocked time or from the alert
+        def secure_random(c):
+            return "SecureRandom" in c
+        blocked = [r["metric"].get("monitor_class", "") for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1]))]
+        fired = [a["labels"].get("monitor_class", "") for a in s["alerts"]
+                 if a["labels"].get("alertname") == "JvmDiagMonitorContentionHigh"]
+        cls = next((c for c in blocked + fired if secure_random(c)), None)
+        if cls and named[3] is None:
+            named[3] = elapsed
+            lock["class"] = cls
+        if lock.get("alert_at") is None and any(secure_random(c) for c in fired):
+            lock["alert_at"] = elapsed
+            lock["alert_class"] = next(c for c in fired if secure_random(c))
     if named[0] is None and any("HandshakeCompletedNotify" in r["metric"].get("thread_name", "") for r in s["threads"]):
         named[0] = elapsed
     if named[1] is None and (
@@ -241,18 +276,24 @@ def main():
 
 def run(a, check):
     tty = sys.stdout.isatty()
-    named = [None, None, None]
+    named = [None, None, None, None]
+    lock = {}
     end = time.time() + a.duration if a.duration else None
     last_print = 0.0
     while True:
         s = snapshot(a.prometheus, a.selector)
         elapsed = time.time() - a.since
-        update_named(s, elapsed, named)
+        before = (named[3], lock.get("alert_at"))
+        update_named(s, elapsed, named, lock)
+        if not tty and before[0] is None and named[3] is not None:
+            print(f"demo: incident 4 named after {named[3]:.0f}s: threads blocked on contended monitors of class {lock['class']}", flush=True)
+        if not tty and before[1] is None and lock.get("alert_at") is not None:
+            print(f"demo: alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s: monitor_class={lock['alert_class']}", flush=True)
         if check is not None and check.proc is None and named[0] is not None \
-                and (all(t is not None for t in named) or elapsed - named[0] >= 30):
+                and ((all(t is not None for t in named) and lock.get("alert_at") is not None) or elapsed - named[0] >= 30):
             check.start(elapsed)
         n_check = len(check.lines) if check is not None else 0
-        text = render(s, elapsed, named, check)
+        text = render(s, elapsed, named, check, lock)
         if tty:
             sys.stdout.write("\033[H\033[2J" + text + "\n\n(Ctrl-C stops the demo and everything it started)\n")
             sys.stdout.flush()
@@ -275,14 +316,15 @@ def run(a, check):
             check.stop()
     if check is not None and check.reader is not None:
         check.reader.join(timeout=5)   # its last lines
-    print(render(s, time.time() - a.since, named, check))
+    print(render(s, time.time() - a.since, named, check, lock))
     failed = False
     missing = [i + 1 for i, t in enumerate(named) if t is None]
     if missing:
         print(f"demo: incident(s) {missing} not named within {a.duration:.0f}s", file=sys.stderr)
         failed = True
     else:
-        print("demo: all three incidents named: " + ", ".join(f"{t:.0f}s" for t in named))
+        print("demo: all four incidents named: " + ", ".join(f"{t:.0f}s" for t in named)
+              + f" (the contended monitor: {lock.get('class')})")
     if check is not None and check.proc is not None and check.proc.returncode != 0:
         print(f"demo: the rate check failed (exit {check.proc.returncode}): see the rate check lines above", file=sys.stderr)
         failed = True

@@ -4,9 +4,11 @@
 # group, twice:
 #   1. mid-set-up: while the chart is being installed (cluster up, images imported);
 #   2. mid-run: once the live summary has named the incidents and checked itself (operator,
-#      agent, three JVM pods, Prometheus, Alertmanager all up): the thread-start rate it shows
+#      agent, four JVM pods, Prometheus, Alertmanager all up): the thread-start rate it shows
 #      for the TLS storm's pod must match that JVM's own java.threads.started over the same
-#      minute (hack/demo/rate-check.py; a count multiplied by the agent fails it).
+#      minute (hack/demo/rate-check.py; a count multiplied by the agent fails it); and the
+#      fourth incident named: the contended monitor class of the DHE handshake stall (a
+#      SecureRandom) and JvmDiagMonitorContentionHigh firing on it.
 # After each: no process the demo started (sampled every second while it ran: its session,
 # the cluster daemons, shims and pod processes), no listening port of theirs, no mount, no
 # cgroup, no network link, no iptables chain, no state directory of the demo remains.
@@ -180,5 +182,15 @@ elif grep -qvE '^rate check: ok' <<<"$rc_lines"; then
 else
   while read -r l; do ok "running: ${l#rate check: ok: }"; done <<<"$rc_lines"
 fi
+# The fourth incident, named like the others: handshake threads blocked on one SecureRandom
+# (the monitors collector, -XX:+DTraceMonitorProbes added by the webhook), and the alert.
+l4=$(grep -m1 -oE 'demo: incident 4 named after .*' "$WORK/demo-running.log")
+if grep -qE 'class [A-Za-z0-9_.$]*SecureRandom' <<<"$l4"; then ok "running: ${l4#demo: }"
+else bad "running: the summary names the contended monitor class (a SecureRandom) of the DHE handshake stall" \
+  "$(grep -E 'incident 4:|s/s .*enters/s' "$WORK/demo-running.log" | tail -n 3 | tr '\n' ' ')"; fi
+la=$(grep -m1 -oE 'demo: alert JvmDiagMonitorContentionHigh firing .*' "$WORK/demo-running.log")
+if grep -q 'monitor_class=[A-Za-z0-9_.$]*SecureRandom' <<<"$la"; then ok "running: ${la#demo: }"
+else bad "running: JvmDiagMonitorContentionHigh fires naming the SecureRandom class" \
+  "$(grep -A4 '^Firing alerts' "$WORK/demo-running.log" | tail -n 5 | tr '\n' ' ')"; fi
 echo "elapsed $(($(date +%s) - T0))s"
 finish
