@@ -337,6 +337,12 @@ def main():
             tag = "jdk" + subprocess.run([f"{jdk}/bin/java", "-XshowSettings:properties", "-version"], capture_output=True, text=True).stderr.split("java.specification.version = ")[1].split()[0]
             run(f"monitors_equal_jfr_{tag}", test_monitors, jdk, tag)
             run(f"parking_equal_workload_and_no_flag_reported_{tag}", test_parking, jdk, tag)
+        # Without USDT notes (the copy agent_standalone.py makes): parking by uprobes on
+        # Parker::park, the same counts.
+        for j in JDKS:
+            nostapsdt = f"{CACHE}/jdk-variants/e2e-{os.path.basename(j.rstrip('/'))}-nostapsdt"
+            if os.path.exists(f"{nostapsdt}/bin/java"):
+                run(f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}", test_parking, nostapsdt, "nostapsdt")
     finally:
         for p in procs:
             if p.poll() is None:

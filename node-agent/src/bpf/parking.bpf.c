@@ -81,15 +81,12 @@ static __noinline int count_new(struct park_key *key, const char *comm)
 	return 0;
 }
 
-/* hotspot:thread__park__begin(parker, isAbsolute, time): fired by Unsafe.park before the
- * thread blocks (also when a permit is available and it returns at once). */
-SEC("usdt")
-int park_begin(struct pt_regs *ctx)
+static __always_inline int begin(__u32 probe)
 {
 	__u32 slot;
 	if (current_slot(&slot))
 		return 0;
-	stat_inc(STAT_EVENTS_0 + PARK_PROBE_BEGIN);
+	stat_inc(STAT_EVENTS_0 + probe);
 	char comm[PARK_COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));
 	__u64 h = PARK_FNV_OFFSET;
@@ -118,9 +115,7 @@ int park_begin(struct pt_regs *ctx)
 	return 0;
 }
 
-/* hotspot:thread__park__end(parker): the same thread returns from Parker::park. */
-SEC("usdt")
-int park_end(struct pt_regs *ctx)
+static __always_inline int end(__u32 probe)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct park_inflight *in = bpf_map_lookup_elem(&park_inflight, &tid);
@@ -129,11 +124,40 @@ int park_end(struct pt_regs *ctx)
 	__u64 ns = bpf_ktime_get_ns() - in->begin_ns;
 	struct park_key key = in->key;
 	bpf_map_delete_elem(&park_inflight, &tid);
-	stat_inc(STAT_EVENTS_0 + PARK_PROBE_END);
+	stat_inc(STAT_EVENTS_0 + probe);
 	struct park_count *c = bpf_map_lookup_elem(&park_counts, &key);
 	if (c)
 		__sync_fetch_and_add(&c->parked_ns, ns);
 	return 0;
+}
+
+/* hotspot:thread__park__begin(parker, isAbsolute, time): fired by Unsafe.park before the
+ * thread blocks (also when a permit is available and it returns at once). */
+SEC("usdt")
+int park_begin(struct pt_regs *ctx)
+{
+	return begin(PARK_PROBE_BEGIN);
+}
+
+/* hotspot:thread__park__end(parker): the same thread returns from Parker::park. */
+SEC("usdt")
+int park_end(struct pt_regs *ctx)
+{
+	return end(PARK_PROBE_END);
+}
+
+/* Without USDT notes: Parker::park(bool, jlong), which Unsafe_Park calls between the two
+ * probes (its only caller), entry and return. */
+SEC("uprobe")
+int park_begin_sym(struct pt_regs *ctx)
+{
+	return begin(PARK_PROBE_BEGIN_SYM);
+}
+
+SEC("uretprobe")
+int park_end_sym(struct pt_regs *ctx)
+{
+	return end(PARK_PROBE_END_SYM);
 }
 
 char LICENSE[] SEC("license") = "GPL";

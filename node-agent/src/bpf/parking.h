@@ -8,6 +8,8 @@
 enum parking_probe {
 	PARK_PROBE_BEGIN = 0, /* USDT hotspot:thread__park__begin */
 	PARK_PROBE_END = 1,   /* USDT hotspot:thread__park__end */
+	PARK_PROBE_BEGIN_SYM = 2, /* uprobe Parker::park(bool, long) (no USDT notes) */
+	PARK_PROBE_END_SYM = 3,   /* uretprobe Parker::park */
 };
 
 /* The thread's name is its native name (comm): the first 15 bytes of the Java name, which

@@ -14,11 +14,17 @@ use crate::model::{c_name, Family, Value};
 use crate::skel::consts;
 use crate::skel::parking::types::{park_count, park_key, park_name};
 use crate::skel::parking::{ParkingSkel, ParkingSkelBuilder};
+use crate::probe;
 
-const PROBES: [&str; 2] = super::probe_names([
+const PROBES: [&str; 4] = super::probe_names([
     (consts::PARK_PROBE_BEGIN, "thread__park__begin"),
     (consts::PARK_PROBE_END, "thread__park__end"),
+    (consts::PARK_PROBE_BEGIN_SYM, "Parker::park"),
+    (consts::PARK_PROBE_END_SYM, "Parker::park (return)"),
 ]);
+/// Without USDT notes: `Parker::park(bool, jlong)`, called only by `Unsafe_Park`, between
+/// the two probes (the same in JDK 11 to 25).
+const SYM_PARK: &str = "_ZN6Parker4parkEbl";
 
 // SAFETY: plain C structs of integers (generated from src/bpf/parking.h).
 unsafe impl plain::Plain for park_key {}
@@ -39,6 +45,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    probe::prepare_uprobes(open.open_object_mut());
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.park_counts.set_max_entries(super::table_size(cfg.max_thread_names))?;
     open.maps.park_names.set_max_entries(super::table_size(cfg.max_thread_names))?;
@@ -53,9 +60,19 @@ impl Collector for Parking {
 
     fn attach(&self, binary: &Path) -> Result<Attached> {
         let p = &self.skel.progs;
-        let begin = p.park_begin.attach_usdt(-1, binary, "hotspot", "thread__park__begin").context("USDT hotspot:thread__park__begin")?;
-        let end = p.park_end.attach_usdt(-1, binary, "hotspot", "thread__park__end").context("USDT hotspot:thread__park__end")?;
-        Ok(Attached { links: vec![begin, end], mode: ProbeMode::Usdt })
+        let usdt = p
+            .park_begin
+            .attach_usdt(-1, binary, "hotspot", "thread__park__begin")
+            .context("USDT hotspot:thread__park__begin")
+            .and_then(|b| Ok(vec![b, p.park_end.attach_usdt(-1, binary, "hotspot", "thread__park__end").context("USDT hotspot:thread__park__end")?]));
+        match usdt {
+            Ok(links) => Ok(Attached { links, mode: ProbeMode::Usdt }),
+            Err(e) => {
+                let begin = probe::uprobe_sym(&p.park_begin_sym, binary, SYM_PARK, false, 0).map_err(|u| e.context(format!("and {u:#}")))?;
+                let end = probe::uprobe_sym(&p.park_end_sym, binary, SYM_PARK, true, 0)?;
+                Ok(Attached { links: vec![begin, end], mode: ProbeMode::Uprobe })
+            }
+        }
     }
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
