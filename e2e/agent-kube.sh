@@ -103,8 +103,10 @@ MARK="e2e-$$"
 deploy() {  # name version injected(0/1) [pod securityContext [replicas]]
   local meta="labels: {app: $1}" sc="${4:-}" replicas="${5:-1}"
   [ -n "$sc" ] || sc='{}'
+  local limits=""
+  [ "$1" = "$LIMITED" ] && limits=", jvm.diagnostics.dev/limits: \"maxThreadNames=3\""
   [ "$3" = 1 ] && [ "$E2E_OPERATOR" = 0 ] && meta="labels: {app: $1, jvm.diagnostics.dev/inject: res-$1}
-      annotations: {jvm.diagnostics.dev/injected: \"h\", jvm.diagnostics.dev/collectors: \"threads,safepoints,vmOperations,compilation\", jvm.diagnostics.dev/containers: app}"
+      annotations: {jvm.diagnostics.dev/injected: \"h\", jvm.diagnostics.dev/collectors: \"threads,safepoints,vmOperations,compilation\", jvm.diagnostics.dev/containers: app$limits}"
   kc apply -f - >/dev/null <<EOF
 apiVersion: apps/v1
 kind: Deployment
@@ -128,6 +130,8 @@ spec:
 EOF
 }
 resource() {  # deployment collection
+  local collectors=''
+  [ "$1" = "$LIMITED" ] && collectors='collectors: {threads: {maxThreadNames: 3}}'
   kc apply -f - >/dev/null <<EOF
 apiVersion: jvm.diagnostics.dev/v1alpha1
 kind: JvmDiagnostics
@@ -135,9 +139,13 @@ metadata: {name: res-$1, namespace: default}
 spec:
   targetRef: {kind: Deployment, name: $1}
   collection: $2
+  $collectors
   rollout: Automatic
 EOF
 }
+# This one's resource asks for maxThreadNames: 3 (the webhook's jvm.diagnostics.dev/limits):
+# its JVM shows at most 3 thread names + other, its starts still counted exactly below.
+LIMITED=jdk17b
 INJECTED=(jdk17 jdk17b jdk25 jdk25b) SIDECARS=()
 declare -A REPLICAS=([jdk17]=3 [jdk17b]=1 [jdk25]=3 [jdk25b]=1)
 if [ "$E2E_OPERATOR" = 1 ]; then
@@ -252,6 +260,15 @@ for pod in "${WINDOW[@]}"; do
   if [ "$ds" -eq "$dcs" ] && [ "$dcs" -eq "${WANT_T[$pod]}" ] && [ "$dp" -eq "$dcp" ] && [ "$dcp" -ge "${WANT_G[$pod]}" ]; then
     ok "$pod: thread starts +$ds = jcmd java.threads.started +$dcs = the ${WANT_T[$pod]} it started; safepoints +$dp = jcmd sun.rt.safepoints +$dcp"
   else bad "$pod: counts by pod labels equal the JVM's own" "thread starts: agent +$ds, jcmd +$dcs, started ${WANT_T[$pod]}; safepoints: agent +$dp, jcmd +$dcp (>= ${WANT_G[$pod]} GCs)"; fi
+done
+for pod in "${WINDOW[@]}"; do
+  [ "$(kc get pod "$pod" -o jsonpath='{.metadata.labels.app}')" = "$LIMITED" ] || continue
+  names=$(grep -F "${SEL[$pod]}" "$WORK/after-$pod" | sed -n 's/^jvmdiag_thread_starts_total{.*thread_name="\([^"]*\)".*/\1/p' | sort -u)
+  named=$(grep -cvx other <<<"$names")
+  ann=$(kc get pod "$pod" -o jsonpath='{.metadata.annotations.jvm\.diagnostics\.dev/limits}')
+  if [ -n "$names" ] && [ "$named" -le 3 ] && [ "$named" -gt 0 ] && [[ "$ann" == *maxThreadNames=3* ]]; then
+    ok "$pod (maxThreadNames: 3, annotation \"$ann\"): $named thread name(s) + $(grep -cx other <<<"$names") other, counted exactly above"
+  else bad "$pod: maxThreadNames: 3 bounds its thread names" "annotation \"$ann\", names: $(tr '\n' ' ' <<<"$names")"; fi
 done
 files=$(scrape | awk '$1 == "jvmdiag_agent_libjvm_files" {print $2 + 0}')
 if [ "$files" = 2 ]; then ok "agent: 2 libjvm.so files attached (one per JDK image) for ${#PODS[@]} instrumented pods"
