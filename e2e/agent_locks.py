@@ -190,7 +190,7 @@ def test_monitors(jdk, tag):
     ctl_jfc = os.path.join(WORK, "monitor-enter.jfc")
     open(ctl_jfc, "w").write(JFC)
     jfr = os.path.join(WORK, f"locks-{tag}.jfr")
-    p, ctl = workload(jdk, f"locks-{tag}", "LockContention", [6, 40, 2],
+    p, ctl = workload(jdk, f"locks-{tag}", "LockContention", [6, 80, 2],
                       ["-XX:+DTraceMonitorProbes", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"])
     h0 = hsperf(p.pid).get("sun.rt._sync_ContendedLockAttempts")
     open(os.path.join(ctl, "go"), "w").close()
