@@ -67,7 +67,7 @@ step "building the agent and the workload images"
 (cd "$REPO_ROOT/node-agent" && nice cargo build -p jvmdiag-agent >"$WORK/build.log" 2>&1) || { bad "agent build" "$(tail -3 "$WORK/build.log")"; finish; }
 AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/debug/jvmdiag-agent"
 mkdir -p "$WORK/classes" "$WORK/agent-root/etc" "$WORK/agent-root/tmp"
-"$JDK17/bin/javac" --release 17 -d "$WORK/classes" "$REPO_ROOT/node-agent/tests/workloads/sidecar/SafepointBurst.java"
+"$JDK17/bin/javac" --release 17 -d "$WORK/classes" "$JVMDIAG_WORKLOADS/sidecar/SafepointBurst.java"
 IMAGES_NO_IMPORT=1 "$REPO_ROOT/hack/images/build.sh" pause jdk17-base jdk25-base >"$WORK/images.log" 2>&1 || { bad "base images" "$(tail -3 "$WORK/images.log")"; finish; }
 for v in 17 25; do
   python3 "$REPO_ROOT/hack/images/build-image.py" --tag "jvmdiag/agent-kube-e2e$v:dev" --base "jvmdiag/jdk$v-base:dev" \

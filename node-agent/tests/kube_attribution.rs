@@ -247,7 +247,7 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     let top = format!("jvmdiag-it-{tag}");
     let work = std::env::temp_dir().join(format!("jvmdiag-kube-it-{tag}"));
     std::fs::create_dir_all(&work).unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/sidecar/SafepointBurst.java");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
     assert!(Command::new(format!("{JDK17}/bin/javac")).args(["--release", "17", "-d"]).arg(&work).arg(&src).status().unwrap().success());
     // A Node object, so the pod garbage collector does not delete pods bound to an unknown node.
     kubectl_stdin(&["apply", "-f", "-"], &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"));

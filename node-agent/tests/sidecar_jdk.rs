@@ -58,7 +58,7 @@ fn workdir(tag: &str) -> PathBuf {
 }
 
 fn compile(jdk: &Path, out: &Path) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/sidecar/SafepointBurst.java");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
     let st = Command::new(jdk.join("bin/javac")).arg("-d").arg(out).arg(&src).status().unwrap();
     assert!(st.success(), "javac failed");
     for e in std::fs::read_dir(out).unwrap() {

@@ -75,9 +75,9 @@ impl Drop for Work {
     }
 }
 
-/// Compiles tests/workloads/jit/jitwork/*.java (release 17, runs on 17 and 25) into `out`.
+/// Compiles e2e/workloads/jit/jitwork/*.java (release 17, runs on 17 and 25) into `out`.
 pub fn compile_workloads(out: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/jit/jitwork");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/jit/jitwork");
     let files: Vec<PathBuf> = std::fs::read_dir(&src)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
