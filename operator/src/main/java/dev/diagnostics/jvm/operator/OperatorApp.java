@@ -10,6 +10,7 @@ import dev.diagnostics.jvm.operator.webhook.Webhook;
 import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.javaoperatorsdk.operator.Operator;
+import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -49,6 +50,7 @@ public final class OperatorApp implements AutoCloseable {
 
   public OperatorApp start() throws Exception {
     if (s.metricsBind() != null) {
+      JvmMetrics.builder().register(registry);
       metricsServer = new MetricsServer(s.metricsBind(), registry, this::healthy);
       metricsServer.start();
     }

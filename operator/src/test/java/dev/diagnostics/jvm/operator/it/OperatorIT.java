@@ -653,7 +653,9 @@ class OperatorIT {
     assertThat(reconciles)
         .contains("jvmdiag_operator_reconciliations_total{jvmdiagnostics=\"m\",namespace=\"" + ns + "\",operation=\"reconcile\",result=\"success\"}")
         .contains("jvmdiag_operator_reconciliation_seconds_total{jvmdiagnostics=\"m\",namespace=\"" + ns + "\",operation=\"reconcile\"}")
-        .contains("jvmdiag_operator_reconciliation_duration_seconds_count{operation=\"reconcile\"}");
+        .contains("jvmdiag_operator_reconciliation_duration_seconds_count{operation=\"reconcile\"}")
+        // the operator's own JVM
+        .contains("jvm_memory_used_bytes{area=\"heap\"}").contains("jvm_threads_current").contains("process_cpu_seconds_total");
   }
 
   @SuppressWarnings("unused")
