@@ -42,8 +42,18 @@ for t in "${targets[@]}"; do
   mkdir -p "$work/corpus/$t" "$work/artifacts/$t"
   out="$work/$t.log"
   start=$(date +%s)
+  # Inputs long enough to pass each parser's size checks (libFuzzer's default is 4 KiB):
+  # well past the bound where there is one (limits text 512 B, a probe name 64 B, function
+  # code 4 KiB, a log line 64 KiB; the logtail target also expands 0xFF n to n KiB), 1 MiB
+  # at most.
+  case "$t" in
+    limits_annotation) max_len=8192 ;;
+    labels|code_heap) max_len=65536 ;;
+    logtail|safepoint_log|jvm_options) max_len=1048576 ;;
+    *) max_len=0 ;; # libFuzzer's choice (the larger of 4 KiB and the largest seed)
+  esac
   nice "${fuzz[@]}" run --fuzz-dir fuzz -O "$t" "$work/corpus/$t" "fuzz/seeds/$t" -- \
-    -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -max_len="$max_len" \
     -artifact_prefix="$work/artifacts/$t/" >"$out" 2>&1
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -n1)

@@ -6,7 +6,7 @@
 //! The code cache parts need `.symtab` symbols, resolved by name pattern because their
 //! signatures differ between JDK releases (`report_codemem_full(int, bool)` in 17,
 //! `report_codemem_full(CodeBlobType, bool)` in 21+).
-mod code_heap;
+pub mod code_heap;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};

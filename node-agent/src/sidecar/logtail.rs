@@ -62,10 +62,67 @@ struct Open {
     ino: u64,
     dev: u64,
     offset: u64,
-    /// Bytes of an incomplete last line.
+    lines: LineSplitter,
+}
+
+/// Cuts the bytes read, in chunks of any size, into complete lines: what is left after the
+/// last newline waits for the next chunk; a line longer than `SAFEPOINT_LINE_MAX` is
+/// dropped whole (counted in `too_long`) without holding more than the limit in memory.
+/// Whatever the chunk boundaries, the same lines come out (the `logtail` fuzz target).
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    /// Bytes of an incomplete last line (at most `SAFEPOINT_LINE_MAX`).
     partial: Vec<u8>,
     /// Inside a line longer than the limit: drop bytes until the next newline.
     skipping: bool,
+}
+
+impl LineSplitter {
+    pub fn new() -> LineSplitter {
+        LineSplitter::default()
+    }
+
+    /// Bytes of an incomplete line held (a file ending without a newline: a torn write).
+    pub fn pending(&self) -> usize {
+        self.partial.len()
+    }
+
+    /// Forgets a partial line (the file was truncated: start over).
+    pub fn reset(&mut self) {
+        self.partial.clear();
+        self.skipping = false;
+    }
+
+    /// Hands every line completed by `chunk` to `sink` (invalid UTF-8 replaced).
+    pub fn feed(&mut self, chunk: &[u8], stats: &mut TailStats, sink: &mut dyn FnMut(&str)) {
+        let mut rest = chunk;
+        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+            let (head, tail) = rest.split_at(nl);
+            rest = &tail[1..];
+            if self.skipping {
+                self.skipping = false;
+                self.partial.clear();
+                continue;
+            }
+            if self.partial.len() + head.len() > SAFEPOINT_LINE_MAX {
+                stats.too_long += 1;
+            } else {
+                self.partial.extend_from_slice(head);
+                stats.lines += 1;
+                sink(&String::from_utf8_lossy(&self.partial));
+            }
+            self.partial.clear();
+        }
+        if !self.skipping {
+            if self.partial.len() + rest.len() > SAFEPOINT_LINE_MAX {
+                stats.too_long += 1;
+                self.partial.clear();
+                self.skipping = true;
+            } else {
+                self.partial.extend_from_slice(rest);
+            }
+        }
+    }
 }
 
 pub struct LogTail {
@@ -98,7 +155,7 @@ impl LogTail {
         // A new file: finish the old one (renamed, still open), then the unseen archives.
         if let Some(mut old) = self.cur.take() {
             drain(&mut old, &mut self.stats, sink);
-            if !old.partial.is_empty() {
+            if old.lines.pending() > 0 {
                 // An archived file ends with a newline; a fragment is a torn write.
                 self.stats.errors += 1;
             }
@@ -192,11 +249,11 @@ fn ident(p: &Path) -> Option<(u64, u64)> {
 fn open(root: &ProcRoot, name: &str) -> Option<Open> {
     let file = root.open_file(Path::new(name), LOG_MAX_BYTES).ok()?;
     let m = file.metadata().ok()?;
-    Some(Open { file, ino: m.ino(), dev: m.dev(), offset: 0, partial: Vec::new(), skipping: false })
+    Some(Open { file, ino: m.ino(), dev: m.dev(), offset: 0, lines: LineSplitter::new() })
 }
 
 /// `[12.345s]`, `[12345ms]` or `[12345ns]` among a line's leading decorations, in seconds.
-fn uptime_decoration(line: &str) -> Option<f64> {
+pub fn uptime_decoration(line: &str) -> Option<f64> {
     let mut rest = line;
     while let Some(r) = rest.strip_prefix('[') {
         let (d, tail) = r.split_once(']')?;
@@ -230,8 +287,7 @@ fn drain(o: &mut Open, stats: &mut TailStats, sink: &mut dyn FnMut(&str)) {
     if len < o.offset {
         // Truncated in place (not HotSpot's way, but a user's `> file`): start over.
         o.offset = 0;
-        o.partial.clear();
-        o.skipping = false;
+        o.lines.reset();
     }
     if o.file.seek(SeekFrom::Start(o.offset)).is_err() {
         stats.errors += 1;
@@ -249,32 +305,7 @@ fn drain(o: &mut Open, stats: &mut TailStats, sink: &mut dyn FnMut(&str)) {
             }
         };
         o.offset += n as u64;
-        let mut rest = &buf[..n];
-        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-            let (head, tail) = rest.split_at(nl);
-            rest = &tail[1..];
-            if o.skipping {
-                o.skipping = false;
-                o.partial.clear();
-                continue;
-            }
-            o.partial.extend_from_slice(head);
-            if o.partial.len() > SAFEPOINT_LINE_MAX {
-                stats.too_long += 1;
-            } else {
-                stats.lines += 1;
-                sink(&String::from_utf8_lossy(&o.partial));
-            }
-            o.partial.clear();
-        }
-        if !o.skipping {
-            o.partial.extend_from_slice(rest);
-            if o.partial.len() > SAFEPOINT_LINE_MAX {
-                stats.too_long += 1;
-                o.partial.clear();
-                o.skipping = true;
-            }
-        }
+        o.lines.feed(&buf[..n], stats, sink);
     }
 }
 
