@@ -39,6 +39,22 @@ use crate::skel::threads::types::jvm_limits;
 pub use crate::skel::consts::{MAX_JVMS, SLOT_BITS};
 const _: () = assert!(MAX_JVMS <= 1 << SLOT_BITS);
 
+/// Default of `--max-jvms-per-namespace`: a quarter of the node's slots, at least 64
+/// (256 of 1,024), so one namespace starting many JVMs cannot take every slot.
+pub const fn default_max_jvms_per_namespace(slots: u32) -> u32 {
+    if slots / 4 > 64 {
+        slots / 4
+    } else {
+        64
+    }
+}
+
+/// The fair-share decision: may a namespace whose JVMs hold `held` slots (live ones and
+/// exited ones not released yet) take one more, with at most `per_namespace` each?
+pub fn namespace_share_allows(held: usize, per_namespace: u32) -> bool {
+    held < per_namespace as usize
+}
+
 /// The `traced_pids` value of a JVM in `slot` that wants these collectors (None: all).
 pub fn traced_pids_value(slot: u32, wanted: Option<&[&str]>) -> u32 {
     REGISTRY.iter().filter(|r| wanted.is_none_or(|w| w.contains(&r.name))).fold(slot, |v, r| v | r.bit())
@@ -183,6 +199,18 @@ impl AttachManager {
         *self.failures.entry((reason.to_string(), collector.to_string())).or_default() += 1;
         self.failed.insert(pid, start);
         self.untraced.insert(pid, reason.to_string());
+    }
+
+    /// Slots held by the JVMs labelled with this namespace (exited ones until released).
+    pub fn slots_held_by(&self, namespace: &str) -> usize {
+        self.jvms.values().filter(|j| j.labels.namespace == namespace).count()
+    }
+
+    /// Refuses a JVM found by discovery without attaching it: counted in
+    /// `jvmdiag_agent_attach_failures_total{reason}` and `jvmdiag_agent_jvms_untraced{reason}`,
+    /// not looked at again while that process lives (like `slots_exhausted`).
+    pub fn refuse(&mut self, found: &Found, reason: &str) {
+        self.fail(found.pid, found.start, reason, "")
     }
 
     /// Starts tracing a JVM found by discovery with the collectors it wants (None: every
@@ -482,5 +510,20 @@ mod tests {
         assert_eq!(traced_pids_value(7, Some(&["compilation"])), 7 | 1 << 19);
         assert_eq!(traced_pids_value(7, Some(&[])), 7, "nothing wanted: traced (labels, hsperfdata), counted nowhere");
         assert_eq!(traced_pids_value(0, Some(&["unknown"])), 0);
+    }
+
+    #[test]
+    fn one_namespace_gets_a_quarter_of_the_slots_at_least_64() {
+        assert_eq!(default_max_jvms_per_namespace(1024), 256);
+        assert_eq!(default_max_jvms_per_namespace(MAX_JVMS), (MAX_JVMS / 4).max(64));
+        assert_eq!(default_max_jvms_per_namespace(128), 64);
+        assert_eq!(default_max_jvms_per_namespace(0), 64);
+        assert!(namespace_share_allows(0, 1));
+        assert!(namespace_share_allows(255, 256));
+        assert!(!namespace_share_allows(256, 256), "the 257th JVM of a namespace is refused");
+        assert!(!namespace_share_allows(1000, 256));
+        // Four namespaces at their share leave nothing, but none of them can take more.
+        let per = default_max_jvms_per_namespace(MAX_JVMS) as usize;
+        assert!(4 * per >= MAX_JVMS as usize && per < MAX_JVMS as usize);
     }
 }

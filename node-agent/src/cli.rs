@@ -61,6 +61,12 @@ pub struct Cli {
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=500))]
     pub poll_interval_ms: u64,
 
+    /// Kubernetes mode: most JVMs traced at once per namespace (JVMs outside pods count as one
+    /// namespace, ""); more are refused, counted as jvmdiag_agent_attach_failures_total{reason="namespace_share"}
+    /// and logged once per namespace. Default: a quarter of the node's JVM slots, at least 64.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::attach::MAX_JVMS as i64))]
+    pub max_jvms_per_namespace: Option<u32>,
+
     /// Trace only JVMs whose `jvm` label (main class or jar) contains this text (default: every JVM).
     #[arg(long, value_name = "TEXT")]
     pub match_jvm: Option<String>,
@@ -132,6 +138,11 @@ impl Config {
 impl Config {
     pub fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.cli.poll_interval_ms)
+    }
+
+    /// `--max-jvms-per-namespace`, or its default from the node's slots.
+    pub fn max_jvms_per_namespace(&self) -> u32 {
+        self.cli.max_jvms_per_namespace.unwrap_or(crate::attach::default_max_jvms_per_namespace(crate::attach::MAX_JVMS))
     }
 
     /// The agent's own `--max-*`: the ceiling of every JVM's limits.

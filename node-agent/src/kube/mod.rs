@@ -58,7 +58,14 @@ pub struct Attributor {
     pending_dropped: u64,
     /// Collectors asked for by each traced JVM's pod (absent: all).
     collectors: HashMap<u32, Vec<&'static str>>,
+    /// `--max-jvms-per-namespace`: slots one namespace may hold.
+    per_namespace: u32,
+    /// Namespaces already logged as over their share (logged once each; bounded).
+    share_logged: HashSet<String>,
 }
+
+/// Namespaces remembered as logged over their share; past it, each refusal is only counted.
+const MAX_SHARE_LOGGED: usize = 1024;
 
 impl Attributor {
     /// Starts the pod watch when `--node-name` is given; None otherwise (standalone).
@@ -69,7 +76,7 @@ impl Attributor {
         }
         let shared = Arc::new(Mutex::new(Shared::default()));
         watch::spawn(node, cfg.cli.kubeconfig.clone(), shared.clone())?;
-        Ok(Some(Attributor::with_shared(shared, cfg.cli.all_jvms)))
+        Ok(Some(Attributor::with_shared(shared, cfg.cli.all_jvms).with_namespace_share(cfg.max_jvms_per_namespace())))
     }
 
     pub fn with_shared(shared: Arc<Mutex<Shared>>, all_jvms: bool) -> Attributor {
@@ -81,7 +88,15 @@ impl Attributor {
             skipped_total: BTreeMap::new(),
             pending_dropped: 0,
             collectors: HashMap::new(),
+            per_namespace: crate::attach::default_max_jvms_per_namespace(crate::attach::MAX_JVMS),
+            share_logged: HashSet::new(),
         }
+    }
+
+    /// At most `n` JVMs traced at once per namespace (`--max-jvms-per-namespace`).
+    pub fn with_namespace_share(mut self, n: u32) -> Attributor {
+        self.per_namespace = n;
+        self
     }
 
     /// A JVM found by discovery: decided at the next [`Attributor::resolve`].
@@ -139,6 +154,18 @@ impl Attributor {
                 }
                 Decision::Trace(l, collectors, limits) => {
                     let Some((f, _, _)) = self.pending.remove(&pid) else { continue };
+                    if !mgr.jvms.contains_key(&pid) && !crate::attach::namespace_share_allows(mgr.slots_held_by(&l.namespace), self.per_namespace) {
+                        if self.share_logged.len() < MAX_SHARE_LOGGED && self.share_logged.insert(l.namespace.clone()) {
+                            tracing::warn!(
+                                namespace = %l.namespace,
+                                pid,
+                                "namespace holds its share of {} traced JVMs (--max-jvms-per-namespace): its further JVMs are not traced, counted as jvmdiag_agent_attach_failures_total{{reason=\"namespace_share\"}}",
+                                self.per_namespace
+                            );
+                        }
+                        mgr.refuse(&f, "namespace_share");
+                        continue;
+                    }
                     let jvm = f.name.clone();
                     mgr.add_limited(f, collectors.as_deref(), limits);
                     if let Some(j) = mgr.jvms.get_mut(&pid) {
