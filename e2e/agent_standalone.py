@@ -438,6 +438,58 @@ def test_hostile_thread_names(jdk):
     return problems
 
 
+def test_vm_operation_requesters(jdk, tag):
+    """Threads with known names request known numbers of VM operations: `gc-caller` calls
+    System.gc() 7 times (G1CollectFull), `dumper` ThreadMXBean.dumpAllThreads 11 times
+    (ThreadDump), and one `jcmd PID Thread.print` from outside (PrintThreads, requested by
+    the JVM's `Attach Listener`): jvmdiag_vm_operation_requests_total equals each, by requester,
+    and no other thread is named for those operations."""
+    port = 19481
+    gcs, dumps = 7, 11
+    agent = start_agent(port, "--match-jvm", "VmOpRequesters")
+    classes = os.path.join(WORK, f"classes-vmreq-{tag}")
+    os.makedirs(classes, exist_ok=True)
+    subprocess.run([f"{jdk}/bin/javac", "-d", classes, f"{WORKLOADS}/VmOpRequesters.java"], check=True)
+    d = os.path.join(WORK, f"vmop-requesters-{tag}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    # A fixed heap: no GC of its own between the workload's requests.
+    p = subprocess.Popen([f"{jdk}/bin/java", "-Xms256m", "-Xmx256m", "-XX:+UseG1GC", "-cp", classes, "VmOpRequesters", d,
+                          str(gcs), str(dumps)], stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"))
+    procs.append(p)
+    problems = []
+    try:
+        wait_file(os.path.join(d, "ready"), 60, p)
+        wait_attached(port, p.pid)
+        open(os.path.join(d, "go"), "w").close()
+        wait_file(os.path.join(d, "done"), 60, p)
+        r = subprocess.run([f"{jdk}/bin/jcmd", str(p.pid), "Thread.print"], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            problems.append(f"jcmd Thread.print: rc={r.returncode} {r.stderr.strip()[:200]}")
+        got = {}
+        for _ in range(50):  # the scrape after jcmd returned: its request is counted already
+            text = scrape(port)
+            got = {(l["vm_operation"], l["requester"]): int(v) for n, l, v in samples(text)
+                   if n == "jvmdiag_vm_operation_requests_total" and l.get("pid") == str(p.pid)}
+            if got.get(("PrintThreads", "Attach Listener")):
+                break
+            time.sleep(0.1)
+        open(os.path.join(WORK, f"vmop-requesters-{tag}-metrics.txt"), "w").write(text)
+        want = {("G1CollectFull", "gc-caller"): gcs, ("ThreadDump", "dumper"): dumps, ("PrintThreads", "Attach Listener"): 1}
+        for (op, who), n in want.items():
+            mine = got.get((op, who), 0)
+            others = {k: v for k, v in got.items() if k[0] == op and k[1] != who}
+            if mine != n or others:
+                problems.append(f"{op}: requested by {who!r} {n} times, agent {mine}; others {others}")
+        log(f"vm operation requesters jdk{tag}: {sorted(got.items())}")
+    finally:
+        open(os.path.join(d, "stop"), "w").close()
+        p.wait(timeout=20)
+        agent.terminate()
+        agent.wait(timeout=10)
+    return problems
+
+
 def test_metrics_contract(text):
     path = os.path.join(WORK, "live-metrics.txt")
     open(path, "w").write(text)
@@ -673,6 +725,8 @@ def main():
 
         run("per_jvm_limit_max_thread_names_3_beside_the_default", per_jvm_limit)
         run("hostile_thread_names_escaped_nothing_forged", test_hostile_thread_names, JDK17)
+        run("vm_operation_requesters_jdk17_equal_what_the_workload_did", test_vm_operation_requesters, JDK17, "17")
+        run("vm_operation_requesters_jdk25_equal_what_the_workload_did", test_vm_operation_requesters, JDK25, "25")
         run("bad_environment_one_line_errors", test_bad_env)
     finally:
         kill_leftovers()

@@ -49,6 +49,12 @@ pub static VM_OPERATION: Desc = desc(
     Histogram,
     &["vm_operation", "at_safepoint"],
 );
+pub static VM_OPERATION_REQUESTS: Desc = desc(
+    "jvmdiag_vm_operation_requests_total",
+    "VM operations requested, by operation and requesting thread's native name (its first 15 bytes) with digit runs folded to N.",
+    Counter,
+    &["vm_operation", "requester"],
+);
 pub static COMPILATIONS: Desc =
     desc("jvmdiag_compilations_total", "JIT compilations finished (successful or not), by compiler.", Counter, &["compiler"]);
 pub static COMPILATION_SECONDS: Desc = desc(
@@ -251,6 +257,7 @@ pub static ALL: &[&Desc] = &[
     &SAFEPOINT_PAUSE,
     &SAFEPOINT_SYNC,
     &VM_OPERATION,
+    &VM_OPERATION_REQUESTS,
     &COMPILATIONS,
     &COMPILATION_SECONDS,
     &METHOD_COMPILATIONS,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Duration of every VM operation per JVM, operation name and whether it ran at a
- * safepoint, as histograms in a hash map. */
+ * safepoint, as histograms in a hash map; and who requested each operation (requests per
+ * JVM, operation and requesting thread's folded native name). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -9,6 +10,8 @@
 #include "vmops.h"
 
 const volatile __u32 max_names = 64;
+/* Requesters named per JVM (--max-thread-names; a JVM's own maxThreadNames may lower it). */
+const volatile __u32 max_requesters = 50;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -31,6 +34,99 @@ struct {
 	__type(key, __u32);
 	__type(value, struct name_key);
 } vmops_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader: MAX_JVMS * (max_requesters + max_names + 1) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct vmop_req_key);
+	__type(value, __u64);
+} vmop_requests SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, struct vmop_req_budget);
+} vmop_req_budget SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vmop_req_key);
+} vmop_req_scratch SEC(".maps");
+
+static __always_inline void count_request(struct vmop_req_key *k)
+{
+	__u64 *n = bpf_map_lookup_elem(&vmop_requests, k);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return;
+	}
+	struct vmop_req_budget *b = bpf_map_lookup_elem(&vmop_req_budget, &k->slot);
+	if (!b)
+		return;
+	__u32 pairs = jvm_limit(k->slot, thread_names, max_requesters);
+	if (b->pairs >= pairs || __sync_fetch_and_add(&b->pairs, 1) >= pairs) {
+		__builtin_memset(k->requester, 0, VMOP_COMM_LEN);
+		__builtin_memcpy(k->requester, "other", 6);
+		stat_inc(STAT_NAMES_OVERFLOW);
+		n = bpf_map_lookup_elem(&vmop_requests, k);
+		if (n) {
+			__sync_fetch_and_add(n, 1);
+			return;
+		}
+		if (b->others >= max_names || __sync_fetch_and_add(&b->others, 1) >= max_names) {
+			__builtin_memset(k->op, 0, NAME_LEN);
+			__builtin_memcpy(k->op, "other", 6);
+		}
+	}
+	__u64 zero = 0;
+	/* NOEXIST: a racing CPU may have inserted the same key first; both then add. */
+	bpf_map_update_elem(&vmop_requests, k, &zero, BPF_NOEXIST);
+	n = bpf_map_lookup_elem(&vmop_requests, k);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		stat_inc(STAT_MAP_ERRORS);
+}
+
+/* hotspot:vmops__request(name, len, mode): fired by VMThread::execute in the thread that
+ * requests the operation, before it is queued. Requests are rare (each is a VM operation),
+ * so the name is folded on every event: a pid lookup, bpf_get_current_comm, a bounded read
+ * of the operation's name and one hash map increment. */
+SEC("usdt")
+int BPF_USDT(vmop_request, void *name, long len, long mode)
+{
+	__u32 slot, zero = 0;
+	if (current_slot(&slot))
+		return 0;
+	stat_inc(STAT_EVENTS_0 + VMOPS_PROBE_REQUEST);
+	struct vmop_req_key *k = bpf_map_lookup_elem(&vmop_req_scratch, &zero);
+	if (!k)
+		return 0;
+	__builtin_memset(k, 0, sizeof(*k));
+	k->slot = slot;
+	read_name(k->op, name, len);
+	char comm[VMOP_COMM_LEN] = {};
+	bpf_get_current_comm(comm, sizeof(comm));
+	__u32 j = 0;
+	bool prev = false;
+	for (int i = 0; i < VMOP_COMM_LEN - 1; i++) {
+		char c = comm[i];
+		if (!c)
+			break;
+		bool d = c >= '0' && c <= '9';
+		if (d && prev)
+			continue;
+		prev = d;
+		k->requester[j & (VMOP_COMM_LEN - 1)] = d ? 'N' : c;
+		j++;
+	}
+	count_request(k);
+	return 0;
+}
 
 SEC("usdt")
 int BPF_USDT(vmop_begin, void *name, long len, long mode)

@@ -9,6 +9,27 @@ enum vmops_probe {
 	VMOPS_PROBE_END = 1,   /* USDT hotspot:vmops__end(name, len, mode) */
 	VMOPS_PROBE_BEGIN_SYM = 2, /* uprobe VMThread::evaluate_operation (no USDT notes) */
 	VMOPS_PROBE_END_SYM = 3,   /* its uretprobe */
+	VMOPS_PROBE_REQUEST = 4,   /* USDT hotspot:vmops__request(name, len, mode), in the requester */
+};
+
+/* The requester of a VM operation is the requesting thread's native name (comm): the first
+ * 15 bytes of the Java name HotSpot gives each thread it starts, digit runs folded to N. */
+#define VMOP_COMM_LEN 16
+
+/* Map vmop_requests: struct vmop_req_key -> __u64 requests. */
+struct vmop_req_key {
+	__u32 slot;
+	__u32 pad;
+	char op[NAME_LEN];
+	char requester[VMOP_COMM_LEN];
+};
+
+/* Per-JVM budget of vmop_requests entries: `pairs` (operation, requester) pairs named in
+ * full, at most the JVM's thread-name limit; after that the requester is "other", and at
+ * most max_names such entries (`others`) keep the operation's name, then it is "other" too. */
+struct vmop_req_budget {
+	__u32 pairs;
+	__u32 others;
 };
 
 /* Per-JVM operation in flight (the VM thread evaluates one operation at a time). */

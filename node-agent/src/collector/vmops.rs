@@ -1,4 +1,5 @@
-//! VM operation durations per JVM, operation name and at_safepoint (src/bpf/vmops.bpf.c).
+//! VM operation durations per JVM, operation name and at_safepoint, and requests per
+//! operation and requesting thread (src/bpf/vmops.bpf.c).
 use std::os::fd::BorrowedFd;
 use std::path::Path;
 
@@ -9,16 +10,22 @@ use libbpf_rs::MapCore;
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps;
 use crate::metrics;
-use crate::model::Family;
+use crate::maps::decode;
+use crate::model::{c_name, Family, Value};
 use crate::{probe, symbols};
 use crate::skel::consts;
+use crate::skel::vmops::types::vmop_req_key;
 use crate::skel::vmops::{VmopsSkel, VmopsSkelBuilder};
 
-const PROBES: [&str; 4] = super::probe_names([
+// SAFETY: a plain C struct of integers and chars (generated from src/bpf/vmops.h).
+unsafe impl plain::Plain for vmop_req_key {}
+
+const PROBES: [&str; 5] = super::probe_names([
     (consts::VMOPS_PROBE_BEGIN, "vmops__begin"),
     (consts::VMOPS_PROBE_END, "vmops__end"),
     (consts::VMOPS_PROBE_BEGIN_SYM, "VMThread::evaluate_operation"),
     (consts::VMOPS_PROBE_END_SYM, "VMThread::evaluate_operation:return"),
+    (consts::VMOPS_PROBE_REQUEST, "vmops__request"),
 ]);
 
 pub struct Vmops {
@@ -31,11 +38,15 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let ro = open.maps.rodata_data.as_deref_mut().context("vmops: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_vmop_names;
+    ro.max_requesters = cfg.max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     // Twice the budget: each name may appear at and not at a safepoint.
     open.maps.vmops_hist.set_max_entries(super::table_size(cfg.max_vmop_names.saturating_mul(2)))?;
+    // Per JVM: the named (operation, requester) pairs, then at most max_names operations
+    // requested by "other", then ("other", "other").
+    open.maps.vmop_requests.set_max_entries(super::table_size(cfg.max_thread_names.saturating_add(cfg.max_vmop_names)))?;
     let skel = open.load().context("load vmops.bpf.o")?;
     Ok(Box::new(Vmops { skel, vtables: Default::default() }))
 }
@@ -53,7 +64,14 @@ impl Collector for Vmops {
             .context("USDT hotspot:vmops__begin")
             .and_then(|b| Ok(vec![b, p.vmop_end.attach_usdt(-1, binary, "hotspot", "vmops__end").context("USDT hotspot:vmops__end")?]));
         let usdt = match usdt {
-            Ok(links) => return Ok(Attached { links, mode: ProbeMode::Usdt }),
+            Ok(mut links) => {
+                // The requester: only where the JDK has the probe (never guessed without it).
+                match p.vmop_request.attach_usdt(-1, binary, "hotspot", "vmops__request") {
+                    Ok(l) => links.push(l),
+                    Err(e) => crate::log::warn(&format!("{}: no requester of VM operations: USDT hotspot:vmops__request: {e:#}", binary.display())),
+                }
+                return Ok(Attached { links, mode: ProbeMode::Usdt });
+            }
             Err(e) => e,
         };
         // No USDT notes: VMThread::evaluate_operation and its return, names by vtable,
@@ -78,18 +96,58 @@ impl Collector for Vmops {
             vec![("vm_operation", k.name.clone()), ("at_safepoint", (k.flags != 0).to_string())]
         });
         out.push(f);
+        out.push(requests_family(&maps::entries(&self.skel.maps.vmop_requests)?));
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
         maps::forget_slot(&self.skel.maps.vmops_hist, slot)?;
+        maps::forget_where(&self.skel.maps.vmop_requests, |k| decode::<vmop_req_key>(k).is_some_and(|k| k.slot == slot))?;
+        maps::reset_slot(&self.skel.maps.vmop_req_budget, slot)?;
         maps::reset_slot(&self.skel.maps.vmop_state, slot)?;
         maps::reset_slot(&self.skel.maps.name_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
         let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
-        h.entries = self.skel.maps.vmops_hist.keys().count() as u64;
+        h.entries = (self.skel.maps.vmops_hist.keys().count() + self.skel.maps.vmop_requests.keys().count()) as u64;
         Ok(h)
+    }
+}
+
+/// `jvmdiag_vm_operation_requests_total` from vmop_requests entries (vmop_req_key -> __u64).
+pub fn requests_family(entries: &[(Vec<u8>, Vec<u8>)]) -> Family {
+    let mut f = metrics::VM_OPERATION_REQUESTS.family();
+    for (k, v) in entries {
+        let (Some(key), Some(n)) = (decode::<vmop_req_key>(k), maps::counter(v)) else { continue };
+        f.jvm(key.slot, vec![("vm_operation", c_name(&key.op)), ("requester", c_name(&key.requester))], Value::Counter(n));
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(slot: u32, op: &str, requester: &str) -> Vec<u8> {
+        let mut k = vmop_req_key { slot, ..Default::default() };
+        for (d, s) in k.op.iter_mut().zip(op.bytes()) {
+            *d = s as _;
+        }
+        for (d, s) in k.requester.iter_mut().zip(requester.bytes()) {
+            *d = s as _;
+        }
+        // SAFETY: vmop_req_key is Plain.
+        unsafe { plain::as_bytes(&k) }.to_vec()
+    }
+
+    #[test]
+    fn requests_are_labelled_by_operation_and_requester() {
+        let e = vec![(key(3, "ThreadDump", "dumper"), 7u64.to_ne_bytes().to_vec()), (key(3, "other", "other"), 2u64.to_ne_bytes().to_vec())];
+        let f = requests_family(&e);
+        assert_eq!(f.samples.len(), 2);
+        assert_eq!(f.samples[0].slot, Some(3));
+        assert_eq!(f.samples[0].labels, vec![("vm_operation", "ThreadDump".to_string()), ("requester", "dumper".to_string())]);
+        assert!(matches!(f.samples[0].value, Value::Counter(7)));
     }
 }
