@@ -188,7 +188,7 @@ def test_monitors(jdk, tag):
     problems = contract(text, "jvmdiag_monitor_contended_total", "jvmdiag_monitor_blocked_seconds")
     if unavailable:
         problems.append(f"JVM with the flag reported unavailable: {unavailable}")
-    for cls in ["LockContention$Alpha", "LockContention$Beta", "java.lang.Object"]:
+    for cls in ["LockContention$Alpha", "LockContention$Beta", "java.util.BitSet"]:
         jn, js = want.get(cls, (0, 0.0))
         an, as_ = enters.get(cls, 0), blocked.get(cls, 0.0)
         log(f"  {tag} {cls}: agent {int(an)} enters {as_:.4f} s, JFR {jn} enters {js:.4f} s")
@@ -203,10 +203,12 @@ def test_monitors(jdk, tag):
     if h0 is not None and h1 is not None:
         log(f"  {tag} total: agent {total}, hsperfdata sun.rt._sync_ContendedLockAttempts delta {h1 - h0}, JFR {sum(n for n, _ in want.values())}")
         # JDK <= 21 counts each contended ObjectMonitor::enter there (the counter is gone in
-        # JDK 25); the window go -> done holds exactly the workload's contention.
-        workload_total = sum(int(enters.get(c, 0)) for c in ["LockContention$Alpha", "LockContention$Beta", "java.lang.Object"])
-        if h1 - h0 != workload_total:
-            problems.append(f"sun.rt._sync_ContendedLockAttempts delta {h1 - h0} != the agent's {workload_total} contended enters of the workload")
+        # JDK 25), of every class (the JVM's own locks may contend once or twice in the window
+        # go -> done), and increments it without atomics (concurrent enters can lose one): the
+        # exact check is JFR's, per class, above; this one must agree within 1 % or 2 enters.
+        workload_total = sum(int(enters.get(c, 0)) for c in ["LockContention$Alpha", "LockContention$Beta", "java.util.BitSet"])
+        if abs((h1 - h0) - workload_total) > max(2, 0.01 * workload_total):
+            problems.append(f"sun.rt._sync_ContendedLockAttempts delta {h1 - h0} vs the agent's {workload_total} contended enters of the workload (> 1 % or 2 apart)")
     else:
         log(f"  {tag}: no sun.rt._sync_ContendedLockAttempts in hsperfdata")
     return problems

@@ -4,7 +4,8 @@ import java.nio.file.Path;
 /**
  * Monitor contention on instances of known classes, for e2e/agent_locks.py.
  * Usage: LockContention CTL_DIR THREADS_PER_CLASS ROUNDS HOLD_MS
- * Waits for CTL_DIR/go, then for each class (Alpha, Beta, java.lang.Object) THREADS threads
+ * Waits for CTL_DIR/go, then for each class (Alpha, Beta, java.util.BitSet: a JDK class, so its
+ * internal name has slashes, that no JDK code locks on its own) THREADS threads
  * enter one shared instance ROUNDS times each, holding it HOLD_MS; writes CTL_DIR/done, waits
  * for CTL_DIR/quit (so JFR dumps at exit after the agent was scraped).
  * Bench mode: LockContention --bench THREADS SECONDS: a lock storm, THREADS threads entering
@@ -47,7 +48,7 @@ public class LockContention {
         long hold = Long.parseLong(a[3]);
         Files.writeString(ctl.resolve("ready"), ProcessHandle.current().pid() + "\n");
         while (!Files.exists(ctl.resolve("go"))) Thread.sleep(20);
-        Object[] locks = {new Alpha(), new Beta(), new Object()};
+        Object[] locks = {new Alpha(), new Beta(), new java.util.BitSet()};
         Thread[] all = new Thread[locks.length * threads];
         int k = 0;
         for (Object lock : locks) {
