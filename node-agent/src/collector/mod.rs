@@ -135,7 +135,7 @@ pub const REGISTRY: &[Registration] = &[
         annotation: "vmOperations",
         help: "VM operation durations by name and at_safepoint",
         load: vmops::load,
-        families: &[&metrics::VM_OPERATION],
+        families: &[&metrics::VM_OPERATION, &metrics::VM_OPERATION_REQUESTS],
     },
     Registration {
         name: "compilation",
