@@ -329,11 +329,14 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     let starts = value(&text, "jvmdiag_thread_starts_total", &[&sel_a]).unwrap_or(0.0);
     assert!(starts >= 5.0 && starts <= started, "thread starts {starts} vs java.threads.started {started}");
     assert!(value(&text, "jvmdiag_vm_operation_seconds_count", &["pod=\"pod-a\""]).is_none(), "vmops exported for pod-a: {text}");
-    // ... nor counted in the kernel: pod-a's 40 GCs are VM operations, yet the vmops table
-    // holds exactly the rows exported (pod-d's): one per series.
+    // ... nor counted in the kernel: pod-a's 40 GCs are VM operations, yet the vmOperations
+    // tables (durations and requests) hold exactly the rows exported (pod-d's): one per series.
     // (Retried: a VM operation may land between the scrape's table count and its read.)
     let rows_vs_series = |t: &str| {
-        let series = t.lines().filter(|l| l.starts_with("jvmdiag_vm_operation_seconds_count{")).count() as f64;
+        let series = t
+            .lines()
+            .filter(|l| l.starts_with("jvmdiag_vm_operation_seconds_count{") || l.starts_with("jvmdiag_vm_operation_requests_total{"))
+            .count() as f64;
         (value(t, "jvmdiag_agent_map_entries", &["map=\"vmOperations\""]), series)
     };
     let mut last = rows_vs_series(&text);
