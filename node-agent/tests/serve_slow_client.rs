@@ -1,4 +1,4 @@
-//! A slow client cannot freeze the agent (issue 16): clients that connect and never send,
+//! A slow client cannot freeze the agent: clients that connect and never send,
 //! send half a request, or ask for /metrics and never read the answer stall neither the
 //! collection loop, nor other scrapes, nor /healthz. The real server (src/serve.rs) runs a
 //! stand-in mode whose page is 8 MiB, far more than the socket buffers of a client that does
