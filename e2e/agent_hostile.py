@@ -8,21 +8,22 @@ to a host canary file, a relative `..` escape, a symlinked hsperfdata directory,
 The agent is straced (open, openat, openat2) while it discovers them and traces a normal
 JDK 17 Storm; the test then checks, independently of the agent's own output:
   - the normal JVM's thread starts equal its hsperfdata java.threads.started delta;
-  - each hostile pid is reported (jvm_info probe_mode="none" or an untraced/attach-failure
-    reason), never traced with counters and never silently skipped;
+  - each hostile pid is reported (jvmdiag_agent_jvm_not_traced or an untraced/attach-failure
+    reason), never traced (no jvm_info, no counters) and never silently skipped;
   - the agent still answers /healthz;
   - the strace log shows no successful open of /etc/shadow or the host canary, and that
     strace did see the agent open the hostile processes' files (so the check can fail).
 Usage: agent_hostile.py AGENT_BINARY WORKDIR JDK17 JDK25 (same as agent_standalone.py, whose helpers it uses).
 """
-import os, re, shutil, signal, subprocess, sys, time, urllib.request
+import os, re, shutil, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import log, scrape, samples, wait_file, procs, run, kill_leftovers, summary, port  # noqa: E402
 import agent_standalone as standalone  # noqa: E402  (reads AGENT WORKDIR JDK17 JDK25 from sys.argv)
-from agent_standalone import log, scrape, samples, start_agent, check_storm, procs, run, kill_leftovers, summary  # noqa: E402
+from agent_standalone import start_agent, check_storm  # noqa: E402
 
 WORK = standalone.WORK
-PORT = 19469
+PORT = port(4)
 HOSTILE_C = r"""
 #include <fcntl.h>
 #include <stdio.h>
@@ -111,7 +112,7 @@ def start_hostile(root, fifo_over_lib, hsperf):
     p = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--propagation", "private", *cmd],
                          stdout=subprocess.DEVNULL, stderr=open(root + ".stderr", "w"), start_new_session=True)
     procs.append(p)
-    standalone.wait_file(os.path.join(root, "ready"), 20, p)
+    wait_file(os.path.join(root, "ready"), 20, p)
     # The host pid of pid 1 in the new namespace: unshare's child.
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -183,7 +184,7 @@ def test_hostile():
         storm_problems, _, jpid = check_storm(PORT, standalone.JDK17, "hostile17", per_name=300)
         problems += [p for p in storm_problems if not p.startswith("only ")]  # 1,200 threads here, not 10,000
 
-        # Every hostile pid reported: seen (jvm_info with probe_mode none, no counters) or untraced by reason.
+        # Every hostile pid reported: named as not traced (no jvm_info, no counters) or untraced by reason.
         deadline = time.time() + 10
         while True:
             text = scrape(PORT)
@@ -195,16 +196,16 @@ def test_hostile():
             if n_reported >= len(hostile) or time.time() > deadline:
                 break
             time.sleep(0.2)
-        log(f"hostile: untraced {untraced}; attach failures {failures}; info of hostile pids "
-            f"{ {n: info.get(str(p), {}).get('probe_mode') for n, p in hostile.items()} }")
+        not_traced = {l.get("pid") for n, l, _ in samples(text) if n == "jvmdiag_agent_jvm_not_traced"}
+        log(f"hostile: untraced {untraced}; attach failures {failures}; hostile pids named as not traced "
+            f"{[n for n, p in hostile.items() if str(p) in not_traced]}")
         if n_reported < len(hostile):
             problems.append(f"only {n_reported} of {len(hostile)} hostile JVMs reported as untraced: {untraced}")
         if not failures:
             problems.append("no jvmdiag_agent_attach_failures_total at all")
         for name, pid in hostile.items():
-            l = info.get(str(pid))
-            if l is not None and l.get("probe_mode") != "none":
-                problems.append(f"{name} (pid {pid}) is traced as probe_mode={l.get('probe_mode')}")
+            if str(pid) in info:
+                problems.append(f"{name} (pid {pid}) is traced as probe_mode={info[str(pid)].get('probe_mode')}")
             if any(l.get("pid") == str(pid) for n, l, _ in samples(text) if n == "jvmdiag_thread_starts_total"):
                 problems.append(f"{name} (pid {pid}) has thread-start counters (read hsperfdata through its link?)")
         if str(jpid) not in info or info[str(jpid)].get("probe_mode") != "usdt":

@@ -13,6 +13,9 @@ on loopback, while the ThreadDumpStorm JVM makes long ThreadDump safepoints and 
     parking: the blocked (parked) seconds Prometheus saw must match what the JVM measured
     itself, and the chart's JvmDiagMonitorContentionHigh expression must name
     java.security.SecureRandom;
+  - a third JVM (ThreadDumpStormUntraced, same pod labels) runs on a copy of the JDK whose
+    libjvm.so has neither USDT notes nor symbols, with -XX:-UsePerfData: the agent can trace
+    nothing in it, and the chart's JvmDiagJvmNotTraced expression must name it by pod;
   - every query of every dashboard returns data, and every metric the chart's rules use is one
     the agent exposes.
 
@@ -39,6 +42,8 @@ WORKLOADS = os.environ.get("JVMDIAG_WORKLOADS") or os.path.join(HERE, "workloads
 LABELS = {"namespace": "e2e", "jvmdiagnostics": "storm", "pod": "storm-0", "container": "app"}
 PAUSE_LE = 0.05  # alerts-jvmdiagnostics.yaml: safepointPause 50ms
 LOCKS_JVM = "ThreadDumpStormLocks"  # contains "ThreadDumpStorm": traced under the same --match-jvm
+UNTRACED_JVM = "ThreadDumpStormUntraced"
+UNTRACED_SRC = "public class ThreadDumpStormUntraced { public static void main(String[] a) throws Exception { Thread.sleep(Long.parseLong(a[0]) * 1000); } }\n"
 # Threads blocked on one SecureRandom (held 5 ms at a time) and threads parking 10 ms at a time;
 # the JVM measures both itself (wall time around the contended enter / the park).
 LOCKS_SRC = r"""
@@ -209,7 +214,12 @@ def run(a, work, procs, prom_dir):
     locks_src = os.path.join(work, LOCKS_JVM + ".java")
     with open(locks_src, "w") as f:
         f.write(LOCKS_SRC)
-    subprocess.run([f"{a.jdk}/bin/javac", "-d", classes, os.path.join(WORKLOADS, "ThreadDumpStorm.java"), locks_src], check=True)
+    untraced_src = os.path.join(work, UNTRACED_JVM + ".java")
+    with open(untraced_src, "w") as f:
+        f.write(UNTRACED_SRC)
+    subprocess.run([f"{a.jdk}/bin/javac", "-d", classes, os.path.join(WORKLOADS, "ThreadDumpStorm.java"), locks_src, untraced_src],
+                   check=True)
+    untraced_jdk = jdk_without_probes(a.jdk)
 
     port = free_port()
     agent_log = open(os.path.join(work, "agent.log"), "w")
@@ -226,7 +236,7 @@ def run(a, work, procs, prom_dir):
     relabel = os.path.join(work, "relabel.yml")
     with open(relabel, "w") as f:
         for k, v in LABELS.items():
-            f.write(f"- {{source_labels: [jvm], regex: 'ThreadDumpStorm|{LOCKS_JVM}', target_label: {k}, replacement: {v}}}\n")
+            f.write(f"- {{source_labels: [jvm], regex: 'ThreadDumpStorm|{LOCKS_JVM}|{UNTRACED_JVM}', target_label: {k}, replacement: {v}}}\n")
     out = subprocess.run([os.path.join(MON, "prom-up.sh"), "--dir", prom_dir, "--scrape", f"127.0.0.1:{port}",
                           "--rules", a.rules, "--scrape-interval", "1s", "--eval-interval", "1s",
                           "--metric-relabel", relabel, "--alertmanager", "--ttl", "600"],
@@ -249,6 +259,8 @@ def run(a, work, procs, prom_dir):
     locks = subprocess.Popen([f"{a.jdk}/bin/java", "-XX:+DTraceMonitorProbes", "-cp", classes, LOCKS_JVM, "50"],
                              stdout=locks_out, stderr=subprocess.STDOUT)
     procs.append(locks)
+    procs.append(subprocess.Popen([f"{untraced_jdk}/bin/java", "-XX:-UsePerfData", "-cp", classes, UNTRACED_JVM, "50"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
 
     want = {"JvmDiagSafepointPauseHigh": ("vm_operation", "ThreadDump"),
             "JvmDiagThreadStartRateHigh": ("thread_name", "storm-worker-N")}
@@ -321,7 +333,44 @@ def run(a, work, procs, prom_dir):
             else:
                 report(False, f"chart rules use {m}: the agent does not expose it")
     locks_checks(base, start, end, os.path.join(work, "locks.log"), a.default_rules)
+    if a.default_rules:
+        untraced_check(base, start, end, a.default_rules)
     dashboard_queries(start, end, base, exposed, a.save_results)
+
+
+def jdk_without_probes(jdk):
+    """A copy of the JDK (hard links, made once in the cache) whose libjvm.so has neither USDT
+    notes nor symbols: the agent can attach no probe to it."""
+    real = os.path.realpath(jdk)
+    cache = os.environ.get("JVMDIAG_CACHE", os.path.expanduser("~/.cache/jvm-diagnostics"))
+    d = os.path.join(cache, "jdk-variants", f"alerts-{os.path.basename(real)}-noprobes")
+    if not os.path.exists(os.path.join(d, "bin", "java")):
+        tmp = f"{d}.tmp{os.getpid()}"
+        subprocess.run(["rm", "-rf", tmp], check=True)
+        os.makedirs(os.path.dirname(tmp), exist_ok=True)
+        subprocess.run(["cp", "-al", real, tmp], check=True)
+        lib = os.path.join(tmp, "lib", "server", "libjvm.so")
+        subprocess.run(["objcopy", "--strip-all", "--remove-section", ".note.stapsdt", lib, lib + ".new"], check=True)
+        os.replace(lib + ".new", lib)  # a new inode: the real JDK's file is untouched
+        os.rename(tmp, d)
+    return d
+
+
+def untraced_check(base, start, end, default_rules):
+    """The chart's JvmDiagJvmNotTraced expression names the JVM the agent cannot trace by its pod."""
+    import yaml
+    rule = next((r for g in yaml.safe_load(open(default_rules))["groups"] for r in g["rules"]
+                 if r.get("alert") == "JvmDiagJvmNotTraced"), None)
+    if rule is None:
+        report(False, "the chart rules have JvmDiagJvmNotTraced")
+        return
+    r = prom(base, "query_range", query=rule["expr"], start=start, end=end, step=2)["data"]["result"]
+    hits = [x["metric"] for x in r if x["metric"].get("jvm") == UNTRACED_JVM]
+    others = [x["metric"] for x in r if x["metric"].get("jvm") not in (None, UNTRACED_JVM)]
+    report(bool(hits) and all(m.get("pod") == LABELS["pod"] and m.get("reason") == "no_probes_no_hsperfdata" for m in hits)
+           and not others,
+           f"the chart's JvmDiagJvmNotTraced expression names {UNTRACED_JVM} in pod {LABELS['pod']} and no traced JVM: "
+           f"{hits[:1]} (others: {others[:2]})")
 
 
 def locks_checks(base, start, end, log, default_rules):

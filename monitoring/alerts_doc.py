@@ -39,11 +39,10 @@ UNITS = {"safepointPause": "s", "timeToSafepoint": "s", "threadStartRate": " thr
 TAIL = """
 ## Metrics these alerts need beyond docs/metrics.md
 
-- `jvmdiag_agent_jvms_untraced{{reason}}` (agent, gauge; exists): JVMs seen but not
-  traced, by reason; `not_selected` never alerts. Wanted: in Kubernetes mode the
-  `namespace`, `pod`, `container`, `jvmdiagnostics` of untraced JVMs in injected pods, so
-  the alert names the pod. With `jvmdiag_jvm_info{{probe_mode="none"}}` it drives
-  `JvmDiagJvmNotTraced`.
+- `jvmdiag_agent_jvm_not_traced{{reason}}` (agent, gauge = 1 per JVM, with the per-JVM
+  labels): a JVM with neither probes nor hsperfdata, named by its pod. With
+  `jvmdiag_agent_jvms_untraced{{reason}}` (agent, gauge: JVMs the agent could not attach
+  to, by reason; `not_selected` never alerts) it drives `JvmDiagJvmNotTraced`.
 - `jvmdiag_operator_pods_missing_injection{{namespace, jvmdiagnostics, pod, reason}}`
   (operator, gauge = 1 per pod listed in `status.podsMissingInjection`, `reason` as there):
   drives `JvmDiagPodsMissingInjection`.

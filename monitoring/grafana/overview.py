@@ -15,7 +15,7 @@ def dashboard():
         stat("JVMs traced", "JVMs the agents attach probes to, in the selection.",
              [target(f"count(jvmdiag_jvm_info{{{SEL}, probe_mode!=\"none\"}}) or vector(0)", "traced")], "short", g(0, 0, 6, 4)),
         stat("JVMs not traced", "JVMs seen in injected pods without probes (see runbook JvmDiagJvmNotTraced).",
-             [target(f"count(jvmdiag_jvm_info{{{SEL}, probe_mode=\"none\"}}) or vector(0)", "not traced")], "short",
+             [target(f"count(jvmdiag_agent_jvm_not_traced{{{SEL}}}) or vector(0)", "not traced")], "short",
              g(6, 0, 6, 4), thresholds=[(1, "orange")]),
         stat("Longest safepoint pause (p99, range)", "The worst workload's 99th percentile pause over the dashboard's time range.",
              [target(f"max(histogram_quantile(0.99, sum by ({BY}, le) (increase(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[$__range]))))",

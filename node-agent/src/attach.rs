@@ -78,7 +78,8 @@ pub struct Jvm {
     pub slot: u32,
     pub labels: JvmLabels,
     pub state: JvmState,
-    pub probe_mode: ProbeMode,
+    /// How it is probed; None once it turns out to have neither probes nor hsperfdata.
+    pub probe_mode: Option<ProbeMode>,
     /// (java_version, vendor) from hsperfdata, once read.
     pub info: Option<(String, String)>,
     /// Collectors that could not attach to this JVM's libjvm.so (src/fallback.rs fills in).
@@ -281,7 +282,7 @@ impl AttachManager {
         self.seen += 1;
         let group = self.groups.get_mut(&file).expect("group inserted above");
         group.users += 1;
-        let probe_mode = group.mode;
+        let probe_mode = Some(group.mode);
         let missing = group.failed.clone();
         let labels = JvmLabels::standalone(&self.host, pid, &found.name);
         self.jvms.insert(

@@ -118,11 +118,11 @@ impl SafepointSeries {
     }
 }
 
-/// At a scrape, for one JVM: settles `hsperfdata` vs `none` for a JVM without probes, and
-/// adds the hsperfdata-derived series of the collectors that could not attach.
+/// At a scrape, for one JVM: settles `hsperfdata` vs not traced at all for a JVM without
+/// probes, and adds the hsperfdata-derived series of the collectors that could not attach.
 pub fn scrape_jvm(j: &mut Jvm, pd: Option<&PerfData>, sampler: &Sampler, pid: u32, out: &mut Vec<Family>) {
-    if j.state == JvmState::Live && matches!(j.probe_mode, ProbeMode::Hsperfdata | ProbeMode::None) {
-        j.probe_mode = if pd.is_some() { ProbeMode::Hsperfdata } else { ProbeMode::None };
+    if j.state == JvmState::Live && matches!(j.probe_mode, Some(ProbeMode::Hsperfdata) | None) {
+        j.probe_mode = pd.is_some().then_some(ProbeMode::Hsperfdata);
     }
     if let Some(pd) = pd {
         perfdata::counter_families(j.slot, pd, &j.missing, out);
@@ -140,10 +140,10 @@ pub fn agent_families(mgr: &AttachManager, sampler: &Sampler) -> Vec<Family> {
     for r in mgr.untraced.values() {
         *by_reason.entry(r.clone()).or_default() += 1;
     }
-    let none = mgr.jvms.values().filter(|j| j.state == JvmState::Live && j.probe_mode == ProbeMode::None).count() as u64;
-    if none > 0 {
-        *by_reason.entry("no_probes_no_hsperfdata".into()).or_default() += none;
-    }
+    let none = mgr.jvms.values().filter(|j| j.state == JvmState::Live && j.probe_mode.is_none()).count() as u64;
+    *by_reason.entry(metrics::NO_PROBES_NO_HSPERFDATA.into()).or_default() += none;
+    // The reasons the alerts select on are always exposed, at 0 when no JVM has them.
+    by_reason.entry("not_selected".into()).or_default();
     let mut untraced = metrics::AGENT_JVMS_UNTRACED.family();
     for (reason, n) in by_reason {
         untraced.agent(vec![("reason", reason)], Value::Gauge(n as f64));

@@ -39,8 +39,8 @@ fn fixture() -> String {
     v.jvm(0, vec![("vm_operation", "HandshakeAllThreads".into()), ("at_safepoint", "false".into())], hist(&[(0, 4)], 312_000));
     fams.push(v);
     fams.extend(jvm_families(&[
-        JvmReport { slot: 0, threads_live: Some(12), java_version: "17.0.15".into(), vendor: "Debian".into(), probe_mode: ProbeMode::Usdt },
-        JvmReport { slot: 1, threads_live: None, java_version: "25.0.3".into(), vendor: "Eclipse Adoptium".into(), probe_mode: ProbeMode::Uprobe },
+        JvmReport { slot: 0, threads_live: Some(12), java_version: "17.0.15".into(), vendor: "Debian".into(), probe_mode: Some(ProbeMode::Usdt) },
+        JvmReport { slot: 1, threads_live: None, java_version: "25.0.3".into(), vendor: "Eclipse Adoptium".into(), probe_mode: Some(ProbeMode::Uprobe) },
     ]));
     let health = Health {
         events: vec![("thread__start", 10_403), ("JVM_StartThread", 0)],

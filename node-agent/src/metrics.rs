@@ -173,9 +173,17 @@ pub static AGENT_MAP_ENTRIES: Desc = desc(
 );
 pub static AGENT_SCRAPE_DURATION: Desc =
     desc("jvmdiag_agent_scrape_duration_seconds", "Duration of the previous scrape.", Gauge, &[]);
+/// The reason of a JVM with neither probes nor hsperfdata (`-XX:-UsePerfData`): seen, nothing counted.
+pub const NO_PROBES_NO_HSPERFDATA: &str = "no_probes_no_hsperfdata";
 pub static AGENT_JVMS_UNTRACED: Desc = desc(
     "jvmdiag_agent_jvms_untraced",
     "JVMs seen but not traced now, by reason (no_probes_no_hsperfdata, no_access, not_selected, ...).",
+    Gauge,
+    &["reason"],
+);
+pub static AGENT_JVM_NOT_TRACED: Desc = desc(
+    "jvmdiag_agent_jvm_not_traced",
+    "1 for a JVM seen and not traced, named like a traced one (no_probes_no_hsperfdata: neither probes nor hsperfdata, e.g. -XX:-UsePerfData).",
     Gauge,
     &["reason"],
 );
@@ -284,6 +292,7 @@ pub static ALL: &[&Desc] = &[
     &AGENT_MAP_ENTRIES,
     &AGENT_SCRAPE_DURATION,
     &AGENT_JVMS_UNTRACED,
+    &AGENT_JVM_NOT_TRACED,
     &AGENT_COLLECTOR_UNAVAILABLE,
     &AGENT_HSPERFDATA_MERGED,
     &SIDECAR_LOG_LINES,
@@ -326,9 +335,6 @@ pub enum ProbeMode {
     /// No probe attached: counters from the JVM's hsperfdata (src/perfdata.rs); also the
     /// sidecar, which reads only hsperfdata and the safepoint log.
     Hsperfdata,
-    /// Neither probes nor hsperfdata (`-XX:-UsePerfData`): seen, nothing counted. The
-    /// alert on JVMs without probes and the overview dashboard select this value.
-    None,
 }
 
 impl ProbeMode {
@@ -337,7 +343,6 @@ impl ProbeMode {
             ProbeMode::Usdt => "usdt",
             ProbeMode::Uprobe => "uprobe",
             ProbeMode::Hsperfdata => "hsperfdata",
-            ProbeMode::None => "none",
         }
     }
 }

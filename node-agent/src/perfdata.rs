@@ -59,7 +59,7 @@ pub fn version_vendor(pd: &PerfData) -> Option<(String, String)> {
 }
 
 /// What `jvmdiag_threads_live` and `jvmdiag_jvm_info` say about one JVM.
-pub fn jvm_report(slot: u32, pd: Option<&PerfData>, info: Option<(String, String)>, probe_mode: ProbeMode) -> JvmReport {
+pub fn jvm_report(slot: u32, pd: Option<&PerfData>, info: Option<(String, String)>, probe_mode: Option<ProbeMode>) -> JvmReport {
     let (java_version, vendor) = info.or_else(|| pd.and_then(version_vendor)).unwrap_or_default();
     JvmReport { slot, threads_live: pd.and_then(|p| p.long("java.threads.live")), java_version, vendor, probe_mode }
 }

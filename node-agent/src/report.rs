@@ -13,7 +13,8 @@ pub struct JvmReport {
     pub threads_live: Option<i64>,
     pub java_version: String,
     pub vendor: String,
-    pub probe_mode: ProbeMode,
+    /// None: neither probes nor hsperfdata (jvmdiag_agent_jvm_not_traced, not jvm_info).
+    pub probe_mode: Option<ProbeMode>,
 }
 
 #[derive(Debug, Clone)]
@@ -41,21 +42,26 @@ pub struct AgentReport {
 pub fn jvm_families(jvms: &[JvmReport]) -> Vec<Family> {
     let mut live = metrics::THREADS_LIVE.family();
     let mut info = metrics::JVM_INFO.family();
+    let mut not_traced = metrics::AGENT_JVM_NOT_TRACED.family();
     for j in jvms {
         if let Some(n) = j.threads_live {
             live.jvm(j.slot, vec![], Value::Gauge(n as f64));
         }
+        let Some(mode) = j.probe_mode else {
+            not_traced.jvm(j.slot, vec![("reason", metrics::NO_PROBES_NO_HSPERFDATA.to_string())], Value::Gauge(1.0));
+            continue;
+        };
         info.jvm(
             j.slot,
             vec![
                 ("java_version", j.java_version.clone()),
                 ("vendor", j.vendor.clone()),
-                ("probe_mode", j.probe_mode.as_str().to_string()),
+                ("probe_mode", mode.as_str().to_string()),
             ],
             Value::Gauge(1.0),
         );
     }
-    vec![live, info]
+    vec![live, info, not_traced]
 }
 
 pub fn agent_families(r: &AgentReport) -> Vec<Family> {

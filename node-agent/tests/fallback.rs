@@ -116,7 +116,7 @@ fn chain(jdk: &Path) {
     let modes: Vec<String> = [p_usdt, p_uprobe, p_hsperf, p_none].iter().map(|p| probe_mode(&text, *p).unwrap_or_default()).collect();
     assert_eq!(
         modes,
-        ["usdt", "uprobe", "hsperfdata", "none"].map(String::from).to_vec(),
+        ["usdt", "uprobe", "hsperfdata", "not traced: no_probes_no_hsperfdata"].map(String::from).to_vec(),
         "probe modes of (full JDK, no .note.stapsdt, also no .symtab, also -XX:-UsePerfData): {modes:?}"
     );
 
@@ -169,8 +169,9 @@ fn chain(jdk: &Path) {
     assert_bracketed(jdk, p_hsperf, port, "sun.ci.totalCompiles", |t| by_label(t, "jvmdiag_compilations_total", p_hsperf, "compiler").get("unknown").copied(), 1.0);
     assert!(by_label(&text, "jvmdiag_code_cache_used_bytes", p_hsperf, "code_heap").is_empty());
 
-    // Nothing: seen, counted with its reason, and no series but jvm_info and the agent's
-    // word that the monitors collector cannot see it (it runs without the flag).
+    // Nothing: seen, counted with its reason, named by jvmdiag_agent_jvm_not_traced, and
+    // no series but that and the agent's word that the monitors collector cannot see it
+    // (it runs without the flag); no jvm_info, whose probe_mode says how a JVM is traced.
     let untraced = samples(&text)
         .into_iter()
         .find(|(n, l, _)| n == "jvmdiag_agent_jvms_untraced" && l.get("reason").map(|r| r == "no_probes_no_hsperfdata").unwrap_or(false))
@@ -178,11 +179,11 @@ fn chain(jdk: &Path) {
     assert_eq!(untraced, Some(1.0), "jvmdiag_agent_jvms_untraced{{reason=\"no_probes_no_hsperfdata\"}}");
     let other: Vec<String> = samples(&text)
         .into_iter()
-        .filter(|(n, l, _)| n != "jvmdiag_jvm_info" && n != "jvmdiag_agent_collector_unavailable")
+        .filter(|(n, _, _)| n != "jvmdiag_agent_jvm_not_traced" && n != "jvmdiag_agent_collector_unavailable")
         .filter(|(_, l, _)| l.get("pid").map(|p| p == &p_none.to_string()).unwrap_or(false))
         .map(|(n, _, _)| n)
         .collect();
-    assert!(other.is_empty(), "a JVM in mode none has no other series: {other:?}");
+    assert!(other.is_empty(), "a JVM not traced has no other series: {other:?}");
     check_contract(port, &["jvmdiag_jvm_info", "jvmdiag_thread_starts_total", "jvmdiag_safepoint_pause_seconds", "jvmdiag_compilations_total"]);
     check_promtool(port);
 }

@@ -1,11 +1,12 @@
 """The product's own health: agent down, JVMs injected but not traced, pods not injected.
 
-jvmdiag_agent_jvms_untraced and jvmdiag_operator_pods_missing_injection are the metrics
+jvmdiag_agent_jvm_not_traced, jvmdiag_agent_jvms_untraced and jvmdiag_operator_pods_missing_injection are the metrics
 these alerts need from the agent and the operator (docs/alerts.md, "Metrics these alerts need")."""
 from .common import Alert, WHERE, sel
 
-NO_PROBES = 'probe_mode="none"'
-NOT_SELECTED = 'reason!="not_selected"'
+# Reasons not counted per agent here: not_selected (nobody asked to trace the JVM) and
+# no_probes_no_hsperfdata (named per JVM by jvmdiag_agent_jvm_not_traced instead).
+AGENT_REASONS = 'reason!~"not_selected|no_probes_no_hsperfdata"'
 
 ALERTS = [
     Alert(
@@ -23,17 +24,17 @@ ALERTS = [
         name="JvmDiagJvmNotTraced", key="jvmNotTraced", spec_field=False,
         runbook="JvmDiagJvmNotTraced.md",
         meaning="a JVM the agent should trace is seen but not traced (no probes attached)",
-        # jvm_info{probe_mode="none"}: a JVM with neither probes nor hsperfdata; the agent's
-        # jvms_untraced counts the others by reason ("not_selected" = not asked to trace).
+        # jvm_not_traced names a JVM with neither probes nor hsperfdata by its pod; the
+        # agent's jvms_untraced counts the JVMs it could not attach to by reason.
         expr=lambda p: (
-            f"max without (java_version, vendor, probe_mode) (jvmdiag_jvm_info{sel(p, NO_PROBES)})\n"
+            f"jvmdiag_agent_jvm_not_traced{sel(p)} > 0\n"
             f"or\n"
-            f"jvmdiag_agent_jvms_untraced{sel(p, NOT_SELECTED)} > 0"),
+            f"jvmdiag_agent_jvms_untraced{sel(p, AGENT_REASONS)} > 0"),
         summary=lambda p: "JVM not traced{{ with $labels.reason }} ({{ . }}){{ end }}.",
         description=lambda p: (
             f"{{{{ if $labels.jvm }}}}{WHERE} is{{{{ else }}}}{{{{ printf \"%.0f\" $value }}}} JVM(s) seen by the agent "
             "{{ $labels.instance }}{{ with $labels.pod }} in pod {{ $labels.namespace }}/{{ . }}{{ end }} are{{ end }} "
-            "not traced: no probes attached (reason: {{ with $labels.reason }}{{ . }}{{ else }}no probes and no hsperfdata{{ end }}), "
+            "not traced: no probes attached (reason: {{ $labels.reason }}), "
             "so their thread, safepoint and JIT metrics and alerts are missing."),
     ),
     Alert(

@@ -171,7 +171,7 @@ impl Sidecar {
         fams.extend(perfdata::safepoint_families(SLOT, self.sp.by_op.iter().map(|(op, (p, s))| (op.as_str(), p, s))));
         if let Some(j) = &jvm {
             perfdata::counter_families(SLOT, &j.data, &["threads", "compilation"], &mut fams);
-            fams.extend(crate::report::jvm_families(&[perfdata::jvm_report(SLOT, Some(&j.data), None, ProbeMode::Hsperfdata)]));
+            fams.extend(crate::report::jvm_families(&[perfdata::jvm_report(SLOT, Some(&j.data), None, Some(ProbeMode::Hsperfdata))]));
         }
         fams.extend(self.health(jvm.is_some(), previous));
         let jvms: HashMap<u32, JvmLabels> = [(SLOT, labels)].into_iter().collect();

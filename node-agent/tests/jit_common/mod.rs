@@ -204,11 +204,19 @@ pub fn value(text: &str, name: &str, pid: u32) -> Option<f64> {
     by_label(text, name, pid, "").values().next().copied()
 }
 
+/// jvm_info's probe_mode of the pid, or "not traced: REASON" for a JVM the agent sees and
+/// cannot trace (jvmdiag_agent_jvm_not_traced); None while the agent does not show it.
 pub fn probe_mode(text: &str, pid: u32) -> Option<String> {
-    samples(text)
-        .into_iter()
-        .find(|(n, l, _)| n == "jvmdiag_jvm_info" && l.get("pid").map(|p| p == &pid.to_string()).unwrap_or(false))
-        .and_then(|(_, l, _)| l.get("probe_mode").cloned())
+    samples(text).into_iter().find_map(|(n, l, _)| {
+        if l.get("pid") != Some(&pid.to_string()) {
+            return None;
+        }
+        match n.as_str() {
+            "jvmdiag_jvm_info" => l.get("probe_mode").cloned(),
+            "jvmdiag_agent_jvm_not_traced" => Some(format!("not traced: {}", l.get("reason")?)),
+            _ => None,
+        }
+    })
 }
 
 /// Starts a JVM with stdout+stderr to `work/<tag>.out`.
