@@ -15,7 +15,7 @@ JDK 17 Storm; the test then checks, independently of the agent's own output:
     strace did see the agent open the hostile processes' files (so the check can fail).
 Usage: agent_hostile.py AGENT_BINARY WORKDIR JDK17 JDK25 (same as agent_standalone.py, whose helpers it uses).
 """
-import os, re, shutil, subprocess, sys, time, urllib.request
+import os, re, shutil, signal, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import log, scrape, samples, wait_file, procs, run, kill_leftovers, summary, port  # noqa: E402
