@@ -356,15 +356,22 @@ def jdk_without_probes(jdk):
     return d
 
 
-def untraced_check(base, start, end, default_rules):
-    """The chart's JvmDiagJvmNotTraced expression names the JVM the agent cannot trace by its pod."""
+def chart_rule_series(base, start, end, default_rules, alert):
+    """The label sets the chart's expression of ALERT selected during the run (None: no such rule)."""
     import yaml
     rule = next((r for g in yaml.safe_load(open(default_rules))["groups"] for r in g["rules"]
-                 if r.get("alert") == "JvmDiagJvmNotTraced"), None)
+                 if r.get("alert") == alert), None)
     if rule is None:
-        report(False, "the chart rules have JvmDiagJvmNotTraced")
+        report(False, f"the chart rules have {alert}")
+        return None
+    return prom(base, "query_range", query=rule["expr"], start=start, end=end, step=2)["data"]["result"]
+
+
+def untraced_check(base, start, end, default_rules):
+    """The chart's JvmDiagJvmNotTraced expression names the JVM the agent cannot trace by its pod."""
+    r = chart_rule_series(base, start, end, default_rules, "JvmDiagJvmNotTraced")
+    if r is None:
         return
-    r = prom(base, "query_range", query=rule["expr"], start=start, end=end, step=2)["data"]["result"]
     hits = [x["metric"] for x in r if x["metric"].get("jvm") == UNTRACED_JVM]
     others = [x["metric"] for x in r if x["metric"].get("jvm") not in (None, UNTRACED_JVM)]
     report(bool(hits) and all(m.get("pod") == LABELS["pod"] and m.get("reason") == "no_probes_no_hsperfdata" for m in hits)
@@ -393,20 +400,16 @@ def locks_checks(base, start, end, log, default_rules):
         ok = 0.8 * own[what] <= seen <= 1.05 * own[what] + 0.5
         report(ok, f"Prometheus saw {seen:.1f}s {what} ({sel}) for {own[what]:.1f}s the JVM measured itself")
     if default_rules:
-        import yaml
-        rule = next((r for g in yaml.safe_load(open(default_rules))["groups"] for r in g["rules"]
-                     if r.get("alert") == "JvmDiagMonitorContentionHigh"), None)
-        if rule is None:
-            report(False, "the chart rules have JvmDiagMonitorContentionHigh")
+        r = chart_rule_series(base, start, end, default_rules, "JvmDiagMonitorContentionHigh")
+        if r is None:
             return
-        r = prom(base, "query_range", query=rule["expr"], start=start, end=end, step=2)["data"]["result"]
         hits = [x["metric"] for x in r if x["metric"].get("jvm") == LOCKS_JVM]
         if hits:
             named = {m.get("monitor_class") for m in hits}
             report(named == {"java.security.SecureRandom"} and all(m.get("pod") == LABELS["pod"] for m in hits),
                    f"the chart's JvmDiagMonitorContentionHigh expression names {sorted(named)} in pod {LABELS['pod']}")
         else:
-            report(False, f"the chart's JvmDiagMonitorContentionHigh expression finds no contention in {LOCKS_JVM}: {rule['expr']}")
+            report(False, f"the chart's JvmDiagMonitorContentionHigh expression finds no contention in {LOCKS_JVM}")
 
 
 if __name__ == "__main__":
