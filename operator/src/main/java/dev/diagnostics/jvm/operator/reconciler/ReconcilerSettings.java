@@ -1,6 +1,7 @@
 package dev.diagnostics.jvm.operator.reconciler;
 
 import dev.diagnostics.jvm.operator.election.LeaderElection;
+import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 
@@ -11,13 +12,21 @@ import java.util.Set;
  *     of the injection the status compares pods against)
  * @param allowedJvmOptions the cluster administrator's exceptions, as the webhook has them (the same hash)
  * @param watchNamespaces reconcile only these namespaces (empty: all)
- * @param maxRolloutsPerMinute the cluster-wide limit on pod-template writes that restart pods (0: none)
+ * @param maxRollouts the cluster-wide limit on pod-template writes that restart pods, per rolloutWindow (0: none)
  * @param leaderElection only the Lease holder reconciles (null: this replica always does)
  * @param excludedNamespaces where the webhook injects nothing: resources there are reported, never rolled
+ * @param rolloutWindow the window of maxRollouts: a minute (--max-rollouts-per-minute); shorter only in tests
  */
 public record ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
-    int maxRolloutsPerMinute, LeaderElection leaderElection, List<String> excludedNamespaces) {
+    int maxRollouts, LeaderElection leaderElection, List<String> excludedNamespaces, Duration rolloutWindow) {
+  /** maxRolloutsPerMinute: the limit as --max-rollouts-per-minute and the chart give it. */
+  public ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
+      int maxRolloutsPerMinute, LeaderElection leaderElection, List<String> excludedNamespaces) {
+    this(agentImage, allowedJvmOptions, watchNamespaces, maxRolloutsPerMinute, leaderElection, excludedNamespaces, Duration.ofMinutes(1));
+  }
+
   public ReconcilerSettings {
+    rolloutWindow = rolloutWindow == null ? Duration.ofMinutes(1) : rolloutWindow;
     excludedNamespaces = excludedNamespaces == null ? List.of() : List.copyOf(excludedNamespaces);
     allowedJvmOptions = allowedJvmOptions == null ? List.of() : List.copyOf(allowedJvmOptions);
     watchNamespaces = watchNamespaces == null ? Set.of() : Set.copyOf(watchNamespaces);

@@ -3,33 +3,38 @@ package dev.diagnostics.jvm.operator.reconciler;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.function.LongSupplier;
 
 /**
  * A cluster-wide limit on the operator's pod-template writes that restart pods (a new config
- * hash, a heal, the removal at deletion): a token bucket of {@code perMinute} tokens refilled
- * evenly over a minute. Changing 1,000 resources at once (a GitOps sync, a chart upgrade) then
- * restarts their workloads a few at a time instead of a cluster's worth of pods together; the
- * others wait, and their status says so ({@code RolloutThrottled}). 0: no limit.
+ * hash, a heal, the removal at deletion): at most {@code max} of them in any window of
+ * {@code window} (a minute, outside tests). A write is allowed while fewer than {@code max} were
+ * allowed in the last window, so {@code max} can start at once and the next one only when the
+ * oldest of them is a window old. Changing 1,000 resources at once (a GitOps sync, a chart
+ * upgrade) then restarts their workloads {@code max} per minute instead of a cluster's worth of
+ * pods together; the others wait, and their status says so ({@code RolloutThrottled}). 0: no
+ * limit. The state is this replica's: a new leader starts with an empty window.
  */
 public final class RolloutLimiter {
-  private final int perMinute;
+  private final int max;
+  private final long windowNanos;
   private final LongSupplier nanos;
   private final Counter rollouts;
   private final Counter throttled;
-  private double tokens;
-  private long last;
+  /** When the writes of the last window were allowed, oldest first (at most max). */
+  private final ArrayDeque<Long> granted = new ArrayDeque<>();
 
-  public RolloutLimiter(int perMinute, PrometheusRegistry registry) {
-    this(perMinute, System::nanoTime, registry);
+  public RolloutLimiter(int max, Duration window, PrometheusRegistry registry) {
+    this(max, window, System::nanoTime, registry);
   }
 
-  RolloutLimiter(int perMinute, LongSupplier nanos, PrometheusRegistry registry) {
-    if (perMinute < 0) throw new IllegalArgumentException("rollouts per minute must be 0 (no limit) or more, got " + perMinute);
-    this.perMinute = perMinute;
+  RolloutLimiter(int max, Duration window, LongSupplier nanos, PrometheusRegistry registry) {
+    if (max < 0) throw new IllegalArgumentException("rollouts per minute must be 0 (no limit) or more, got " + max);
+    if (window.isNegative() || window.isZero()) throw new IllegalArgumentException("the rollout window must be positive, got " + window);
+    this.max = max;
+    this.windowNanos = window.toNanos();
     this.nanos = nanos;
-    this.tokens = perMinute;
-    this.last = nanos.getAsLong();
     this.rollouts = Counter.builder().name("jvmdiag_operator_rollouts_total")
         .help("Pod-template writes that restart a workload's pods, by reason (config, heal, removal).")
         .labelNames("reason").register(registry);
@@ -37,36 +42,37 @@ public final class RolloutLimiter {
         .help("Rollouts postponed by the cluster-wide limit (--max-rollouts-per-minute).").register(registry);
   }
 
-  public int perMinute() {
-    return perMinute;
+  /** The limit as the status says it: "60 rollouts per minute" (0: none). */
+  public String describe() {
+    long ms = Duration.ofNanos(windowNanos).toMillis();
+    return max + " rollouts per " + (ms == 60_000 ? "minute" : ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms");
   }
 
-  /** Takes a token for a rollout of this reason (config, heal, removal); false: wait {@link #untilNext()}. */
+  /** Takes a place in the window for a rollout of this reason (config, heal, removal); false: wait {@link #untilNext()}. */
   public synchronized boolean tryAcquire(String reason) {
-    if (perMinute > 0) {
-      refill();
-      if (tokens < 1) {
+    if (max > 0) {
+      long now = nanos.getAsLong();
+      expire(now);
+      if (granted.size() >= max) {
         throttled.inc();
         return false;
       }
-      tokens -= 1;
+      granted.addLast(now);
     }
     rollouts.labelValues(reason).inc();
     return true;
   }
 
-  /** How long until the next token (at least a second, so a requeue is never a busy loop). */
+  /** How long until a place frees up (at least a second, so a requeue is never a busy loop). */
   public synchronized Duration untilNext() {
-    if (perMinute == 0) return Duration.ZERO;
-    refill();
-    double missing = Math.max(0, 1 - tokens);
-    long millis = (long) Math.ceil(missing * 60_000.0 / perMinute);
-    return Duration.ofMillis(Math.max(1000, millis));
+    if (max == 0) return Duration.ZERO;
+    long now = nanos.getAsLong();
+    expire(now);
+    long wait = granted.size() < max ? 0 : granted.peekFirst() + windowNanos - now;
+    return Duration.ofNanos(Math.max(1_000_000_000L, wait));
   }
 
-  private void refill() {
-    long now = nanos.getAsLong();
-    tokens = Math.min(perMinute, tokens + (now - last) * perMinute / 60e9);
-    last = now;
+  private void expire(long now) {
+    while (!granted.isEmpty() && now - granted.peekFirst() >= windowNanos) granted.removeFirst();
   }
 }

@@ -145,9 +145,9 @@ final class TargetInjection {
 
     static Condition throttled(Conditions.Builder c, String targetRef, RolloutLimiter limiter) {
       return c.of(Conditions.INJECTED, false, "RolloutThrottled", "the pod template of " + targetRef
-          + " waits for the cluster-wide limit of " + limiter.perMinute() + " rollouts per minute (--max-rollouts-per-minute,"
+          + " waits for the cluster-wide limit of " + limiter.describe() + " (--max-rollouts-per-minute,"
           + " chart value operator.maxRolloutsPerMinute) so that many changed resources never restart their workloads at once;"
-          + " it is written within about " + limiter.untilNext().toSeconds() + " s");
+          + " the next rollout may start in about " + limiter.untilNext().toSeconds() + " s");
     }
 
     static Condition healStopped(Conditions.Builder c, List<String> stillMissing, Target target, String hash) {
