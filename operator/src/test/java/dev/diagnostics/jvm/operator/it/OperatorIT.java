@@ -354,8 +354,33 @@ class OperatorIT {
       assertThat(condition(ns, "cart", "Injected").getMessage()).contains("(cart-missed-again)")
           .contains("restarted deployment/cart once for this configuration (config-hash " + hash + ".1)")
           .contains("could not call the webhook").contains("kubectl rollout restart deployment/cart");
-      Thread.sleep(3000);
+      // minutes later, as far as the operator can tell (the time it keeps is in the cluster: its
+      // last heal 10 minutes ago), every pod event is a reconcile, each a chance to restart the
+      // workload again: more of them than minutes of its 30 s requeues would bring, none writes
+      String aged = java.time.Instant.now().minus(Duration.ofMinutes(10)).toString();
+      await("status.lastHealTime set 10 minutes back", WAIT, () -> {
+        admin.resources(JvmDiagnostics.class).inNamespace(ns).withName("cart").editStatus(r -> {
+          r.getStatus().lastHealTime = aged;
+          return r;
+        });
+        return aged.equals(get(ns, "cart").getStatus().lastHealTime);
+      });
+      long generation = admin.apps().deployments().inNamespace(ns).withName("cart").get().getMetadata().getGeneration();
+      double before = reconciles(ns, "cart");
+      for (int i = 0; i < 12; i++) {
+        int n = i;
+        admin.pods().inNamespace(ns).withName("cart-missed-again").edit(p -> {
+          p.getMetadata().getLabels().put("touched", String.valueOf(n));
+          return p;
+        });
+        Thread.sleep(250);
+      }
+      await("at least 8 more reconciles of cart", WAIT, () -> reconciles(ns, "cart") >= before + 8);
+      assertThat(admin.apps().deployments().inNamespace(ns).withName("cart").get().getMetadata().getGeneration())
+          .as("the pod template was not written again: no second heal").isEqualTo(generation);
       assertThat(templateAnnotations(ns, "cart").get(CONFIG_HASH)).as("no second heal").isEqualTo(hash + ".1");
+      assertThat(conditionIs(ns, "cart", "Injected", "False", "HealStopped")).isTrue();
+      assertThat(get(ns, "cart").getStatus().lastHealTime).isEqualTo(aged);
     } finally {
       webhook = startWebhook();
     }
@@ -646,7 +671,9 @@ class OperatorIT {
     String body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + webhook.metricsPort() + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
     assertThat(body).contains("jvmdiag_operator_admissions_total{result=\"mutated\"}")
-        .contains("jvmdiag_operator_admission_duration_seconds_bucket");
+        .contains("jvmdiag_operator_admission_duration_seconds_bucket")
+        // the JvmDiagnostics validating webhook's decisions: this resource was allowed
+        .contains("jvmdiag_operator_resource_admissions_total{result=\"allowed\"}");
     // JOSDK's Metrics on the reconciler's registry: reconciles of this resource, counted and timed
     String reconciles = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
         URI.create("http://127.0.0.1:" + reconciler.metricsPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
@@ -654,8 +681,25 @@ class OperatorIT {
         .contains("jvmdiag_operator_reconciliations_total{jvmdiagnostics=\"m\",namespace=\"" + ns + "\",operation=\"reconcile\",result=\"success\"}")
         .contains("jvmdiag_operator_reconciliation_seconds_total{jvmdiagnostics=\"m\",namespace=\"" + ns + "\",operation=\"reconcile\"}")
         .contains("jvmdiag_operator_reconciliation_duration_seconds_count{operation=\"reconcile\"}")
+        // the rollouts it triggered (this one's config hash among them)
+        .contains("jvmdiag_operator_rollouts_total{reason=\"config\"}")
         // the operator's own JVM
         .contains("jvm_memory_used_bytes{area=\"heap\"}").contains("jvm_threads_current").contains("process_cpu_seconds_total");
+  }
+
+  /** jvmdiag_operator_reconciliations_total of one resource's successful reconciles, from the reconciler's /metrics. */
+  static double reconciles(String ns, String name) {
+    String body;
+    try {
+      body = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + reconciler.metricsPort() + "/metrics")).build(),
+          HttpResponse.BodyHandlers.ofString()).body();
+    } catch (java.io.IOException | InterruptedException e) {
+      throw new IllegalStateException(e);
+    }
+    String series = "jvmdiag_operator_reconciliations_total{jvmdiagnostics=\"" + name + "\",namespace=\"" + ns
+        + "\",operation=\"reconcile\",result=\"success\"} ";
+    return body.lines().filter(l -> l.startsWith(series)).mapToDouble(l -> Double.parseDouble(l.substring(series.length()).trim()))
+        .findFirst().orElse(0);
   }
 
   @SuppressWarnings("unused")

@@ -50,6 +50,8 @@ class HealDecisionTest {
     HealDecision d = decide(HASH + ".1", missing, true, null, again);
     assertThat(d.healTo()).as("never a second heal for one configuration").isNull();
     assertThat(d.stillMissing()).containsExactly("cart-missed");
+    // nor later: time since the last heal never makes another one for this configuration
+    assertThat(decide(HASH + ".1", missing, true, NOW.minus(Duration.ofHours(1)), again).healTo()).isNull();
     // pods from before the heal are still being replaced: nothing to say yet
     assertThat(decide(HASH + ".1", missing, true, null, missed).stillMissing()).isEmpty();
   }
