@@ -4,8 +4,10 @@
  * over time so the -Xlog:safepoint file rotates several times, plus T thread starts; then
  * prints IDLE and sleeps, so its counters stand still while the test compares them.
  * With REQUEST_FILE, it then runs one more burst whenever that file appears holding
- * "THREADS GCS" (the file is deleted, then "BURST THREADS GCS" printed when done), so a
+ * "THREADS GCS [NAMES]" (the file is deleted, then "BURST THREADS GCS" printed when done), so a
  * test can make a known number of thread starts and safepoints happen in a window it chose.
+ * With NAMES (1 to 26), the burst's threads take that many names, digits folded as the agent
+ * folds them: "more-a-N", "more-b-N", ... (else all are "more-N").
  */
 public class SafepointBurst {
     public static void main(String[] args) throws Exception {
@@ -33,8 +35,9 @@ public class SafepointBurst {
             String[] want = java.nio.file.Files.readString(request).trim().split("\\s+");
             java.nio.file.Files.delete(request);
             int more = Integer.parseInt(want[0]), moreGcs = Integer.parseInt(want[1]);
+            int names = want.length > 2 ? Integer.parseInt(want[2]) : 0;
             for (int i = 0; i < more; i++) {
-                Thread t = new Thread(() -> {}, "more-" + i);
+                Thread t = new Thread(() -> {}, names > 0 ? "more-" + (char) ('a' + i % names) + "-" + i : "more-" + i);
                 t.start();
                 t.join();
             }
