@@ -57,6 +57,11 @@ CM_PORT=$((16257 + 10 * _i))
 SCHED_PORT=$((16259 + 10 * _i))
 KUBELET_PORT=$((16250 + 10 * _i))
 KUBELET_HEALTHZ_PORT=$((16248 + 10 * _i))
+# The node's image registry (Debian's docker-registry, the CNCF distribution registry): plain
+# HTTP on loopback, where containerd (host network) pulls from it; `make images-push` and
+# `make chart-push` push to it.
+REGISTRY_PORT=$((15000 + 10 * _i))
+REGISTRY_ADDR="127.0.0.1:$REGISTRY_PORT"
 APISERVER_URL="https://127.0.0.1:$APISERVER_PORT"
 
 SERVICE_CIDR="10.$((96 + _i)).0.0/16"
@@ -80,6 +85,7 @@ CTRD_DIR="$CLUSTER_DIR/containerd"
 CTRD_SOCK="$RUN/containerd.sock"
 KUBELET_DIR="$CLUSTER_DIR/kubelet"
 CNI_DIR="$CLUSTER_DIR/cni"
+REGISTRY_DIR="$CLUSTER_DIR/registry"   # its config and storage; kept across down, like the images
 IMAGES_DIR="$JVMDIAG_CACHE/images"   # image archives, shared by every instance
 
 kube_bin() { "$REPO_ROOT/hack/kube-binaries.sh"; }

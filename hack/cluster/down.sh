@@ -12,7 +12,7 @@ exec 7>"$CLUSTER_DIR/.down.lock"; flock 7
 
 KUBE_BIN="$JVMDIAG_CACHE/k8s/${KUBE_VERSION}-linux-amd64"
 any=0
-for d in kube-scheduler kube-controller-manager kubelet containerd kube-apiserver etcd; do
+for d in kube-scheduler kube-controller-manager kubelet containerd kube-apiserver etcd registry; do
   daemon_alive "$d" && any=1
 done
 
@@ -39,7 +39,7 @@ if daemon_alive containerd; then
   for c in $(ctrc containers ls -q 2>/dev/null); do ctrc containers delete "$c" >/dev/null 2>&1; done
 fi
 stop_daemon containerd 5
-stop_daemon kube-apiserver 1 & stop_daemon etcd 1 & wait
+stop_daemon kube-apiserver 1 & stop_daemon etcd 1 & stop_daemon registry 2 & wait
 
 # 3. Hard sweep, for a crash or a kill: shims of our containerd (found by our socket path
 #    in their command line), then processes left in our pods' cgroups.
@@ -115,7 +115,7 @@ for f in /var/lib/cni/results/"$CNI_NETWORK"-*; do
   rm -f "$f" /var/lib/cni/results/cni-loopback-"$id"-lo
 done
 
-# 6. State that belongs to one run. Kept: pki/ (reused), containerd/root (the images).
+# 6. State that belongs to one run. Kept: pki/ (reused), containerd/root and registry/ (the images).
 rm -rf "$ETCD_DATA" "$KUBELET_DIR" "$CTRD_DIR/state" "$CNI_DIR" "$CLUSTER_DIR/pod-logs" "$RUN"
 if [ "$any" = 1 ]; then log "cluster stopped ($CLUSTER_DIR)"; elif [ "$quiet" = 0 ]; then log "no cluster was running ($CLUSTER_DIR)"; fi
 exit 0

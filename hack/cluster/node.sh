@@ -46,9 +46,41 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "/usr/lib/cni"
     conf_dir = "$CNI_DIR/net.d"
     max_conf_num = 1
+  # Registry hosts (certs.d/<host:port>/hosts.toml): the node's own registry on loopback.
   [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = ""
+    config_path = "$CTRD_DIR/certs.d"
 EOF
+  # Plain HTTP on loopback: no certificate to trust, nothing reachable from outside the host.
+  rm -rf "$CTRD_DIR/certs.d"
+  mkdir -p "$CTRD_DIR/certs.d/$REGISTRY_ADDR"
+  cat >"$CTRD_DIR/certs.d/$REGISTRY_ADDR/hosts.toml" <<EOF
+server = "http://$REGISTRY_ADDR"
+[host."http://$REGISTRY_ADDR"]
+  capabilities = ["pull", "resolve"]
+EOF
+}
+
+# The node's image registry: Debian's docker-registry on $REGISTRY_ADDR (loopback, plain HTTP),
+# storage in $REGISTRY_DIR/data (kept across down, so pushed images survive like imported ones).
+# Without the package (make setup installs it) the node runs without a registry.
+start_registry() {
+  command -v docker-registry >/dev/null 2>&1 || { log "no docker-registry (make setup installs it): the node has no registry"; return 0; }
+  step "starting the image registry ($REGISTRY_ADDR)" "$LOGS/registry.log"
+  mkdir -p "$REGISTRY_DIR/data"
+  cat >"$REGISTRY_DIR/config.yml" <<EOF
+# Written by hack/cluster/node.sh.
+version: 0.1
+log: {level: info, formatter: text}
+storage:
+  filesystem: {rootdirectory: $REGISTRY_DIR/data}
+  delete: {enabled: true}
+  maintenance: {uploadpurging: {enabled: false}}
+http:
+  addr: $REGISTRY_ADDR
+  headers: {X-Content-Type-Options: [nosniff]}
+EOF
+  start_daemon registry docker-registry serve "$REGISTRY_DIR/config.yml"
+  wait_for 20 registry curl -fsS "http://$REGISTRY_ADDR/v2/"
 }
 
 write_cni_config() {
@@ -188,6 +220,7 @@ route_kubernetes_service() {
 
 start_node() {
   local nip="$1"
+  start_registry
   start_containerd
   import_images
   route_kubernetes_service

@@ -53,7 +53,7 @@ trap on_error ERR
 start=$(date +%s%N)
 step "checking that the cluster's ports on 127.0.0.1 are free"
 ports=("$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$CM_PORT" "$SCHED_PORT")
-[ "$CLUSTER_NODE" = 1 ] && ports+=("$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT")
+[ "$CLUSTER_NODE" = 1 ] && ports+=("$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" "$REGISTRY_PORT")
 for p in "${ports[@]}"; do
   if ss -Htln "sport = :$p" | grep -q .; then
     die "port $p is in use ($(ss -Htlnp "sport = :$p" | grep -o 'users:.*' | head -n1)); stop that process or use another CLUSTER_INDEX (0-9)"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Pushes the image archives `make images` built ($JVMDIAG_CACHE/images) to a registry, with
+# skopeo (no container engine): jvmdiag/<name>:dev becomes REGISTRY/jvmdiag/<name>:TAG.
+#   push.sh REGISTRY [TAG]      REGISTRY: host[:port][/path]; TAG: default the chart's appVersion
+#   IMAGES="agent operator"     which archives (default: the two the chart runs)
+# The chart then takes the same prefix: --set global.imageRegistry=REGISTRY.
+# TLS is verified except on loopback (127.0.0.1, localhost: the local cluster's plain-HTTP
+# registry); PUSH_TLS_VERIFY=false turns it off elsewhere too. Credentials: `skopeo login HOST`
+# first, or REGISTRY_AUTHFILE=path/to/auth.json. The manifest digest is kept: the pushed image
+# is byte for byte the archive (printed as name@digest).
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+IMAGES_DIR="${JVMDIAG_IMAGES:-$JVMDIAG_CACHE/images}"
+reg="${1:-}"
+[ -n "$reg" ] || die "usage: push.sh REGISTRY[/path] [TAG] (e.g. make images-push REGISTRY=$REGISTRY_ADDR)"
+reg="${reg%/}"
+case "$reg" in *://*) die "REGISTRY is host[:port][/path] without a scheme, got '$reg' (e.g. registry.example.com/team)" ;; esac
+tag="${2:-}"
+[ -n "$tag" ] || tag=$(sed -nE 's/^appVersion: *"?([^"]+)"?.*/\1/p' "$REPO_ROOT/charts/jvm-diagnostics/Chart.yaml")
+[[ "$tag" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "TAG '$tag' is not a valid image tag (letters, digits, _ . -; at most 128)"
+command -v skopeo >/dev/null || die "skopeo is missing: make setup (Debian package skopeo)"
+host="${reg%%/*}"
+verify="${PUSH_TLS_VERIFY:-}"
+if [ -z "$verify" ]; then
+  case "$host" in 127.0.0.1|127.0.0.1:*|localhost|localhost:*|\[::1\]|\[::1\]:*) verify=false ;; *) verify=true ;; esac
+fi
+dig=$(mktemp); trap 'rm -f "$dig"' EXIT
+auth=(); [ -z "${REGISTRY_AUTHFILE:-}" ] || auth=(--dest-authfile "$REGISTRY_AUTHFILE")
+for name in ${IMAGES:-agent operator}; do
+  a="$IMAGES_DIR/jvmdiag_${name}_dev.tar"
+  [ -f "$a" ] || die "no archive $a: build it first (make images; the agent needs make agent, the operator make operator-build)"
+  dest="$reg/jvmdiag/$name:$tag"
+  log "pushing $(cat "$a.ref" 2>/dev/null || basename "$a") to $dest"
+  skopeo copy --quiet --dest-tls-verify="$verify" "${auth[@]}" --digestfile "$dig" "oci-archive:$a" "docker://$dest" >&2 \
+    || die "pushing $a to $dest failed (skopeo copy above; a registry that wants credentials: skopeo login $host)"
+  echo "$dest@$(cat "$dig")"
+done
