@@ -32,10 +32,11 @@ import picocli.CommandLine.Parameters;
 /** Command line: run the operator (default) or render a resource's alert rules. */
 @Command(name = "jvmdiag-operator", mixinStandardHelpOptions = true, version = "jvmdiag-operator 0.1.0",
     description = "Reconciles JvmDiagnostics resources and serves the pod mutating webhook.",
-    subcommands = {Main.RenderRules.class},
+    subcommands = {Main.RenderRules.class, Uninstall.class},
     footer = {"", "Examples:",
         "  java -jar jvmdiag-operator.jar --kubeconfig ~/.kube/config --webhook-url https://127.0.0.1:8443 --webhook-bind 127.0.0.1:8443",
-        "  java -jar jvmdiag-operator.jar render-rules examples/checkout.yaml"})
+        "  java -jar jvmdiag-operator.jar render-rules examples/checkout.yaml",
+        "  java -jar jvmdiag-operator.jar uninstall --namespace jvm-diagnostics --deployment jd-jvm-diagnostics-operator --webhook-config jd-jvm-diagnostics-webhook"})
 public final class Main implements Callable<Integer> {
   @Option(names = "--kubeconfig", paramLabel = "FILE", description = "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
   Path kubeconfig;
@@ -215,6 +216,11 @@ public final class Main implements Callable<Integer> {
 
   /** A client that has been checked: reachable, authenticated, and the CRD installed. */
   static KubernetesClient connect(Path kubeconfig) {
+    return connect(kubeconfig, true);
+  }
+
+  /** requireCrd false: reachable and authenticated only. */
+  static KubernetesClient connect(Path kubeconfig, boolean requireCrd) {
     Config config;
     if (kubeconfig != null) {
       if (!Files.isReadable(kubeconfig)) throw new Errors.Fatal("kubeconfig " + kubeconfig + " does not exist or is not readable (--kubeconfig)");
@@ -240,7 +246,7 @@ public final class Main implements Callable<Integer> {
     String url = config.getMasterUrl();
     try {
       client.getKubernetesVersion();
-      if (!client.supports(JvmDiagnostics.class)) {
+      if (requireCrd && !client.supports(JvmDiagnostics.class)) {
         throw new Errors.Fatal("the JvmDiagnostics CRD is not installed on " + url + ": kubectl apply -f crds/");
       }
     } catch (KubernetesClientException e) {
