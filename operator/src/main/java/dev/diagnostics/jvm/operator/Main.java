@@ -121,6 +121,12 @@ public final class Main implements Callable<Integer> {
           + "1,000 resources changed at once restart their workloads N per minute; 0: no limit (default: ${DEFAULT-VALUE})")
   int maxRolloutsPerMinute;
 
+  @Option(names = "--webhook-drain-seconds", paramLabel = "N",
+      description = "after SIGTERM the webhook keeps serving this long before the process stops: behind a Service the API server "
+          + "learns that a replica is stopping a moment after it does, and must not send it an admission it can no longer answer "
+          + "(default: 5 behind --webhook-service, 0 with --webhook-url)")
+  Integer webhookDrainSeconds;
+
   @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
       description = "log lines on stderr: text ([thread] LEVEL logger - message) or json (one object per line: time, level, "
           + "logger, thread, message, exception) (default: ${DEFAULT-VALUE})")
@@ -169,6 +175,10 @@ public final class Main implements Callable<Integer> {
     if (webhookWarmup < 0) {
       throw new CommandLine.ParameterException(new CommandLine(new Main()), "--webhook-warmup must be 0 or more (0: no warm-up), got " + webhookWarmup);
     }
+    if (webhookDrainSeconds == null) webhookDrainSeconds = webhookUrl == null ? 5 : 0;
+    if (webhookDrainSeconds < 0) {
+      throw new CommandLine.ParameterException(new CommandLine(new Main()), "--webhook-drain-seconds must be 0 or more, got " + webhookDrainSeconds);
+    }
     if (maxRolloutsPerMinute < 0) {
       throw new CommandLine.ParameterException(new CommandLine(new Main()), "--max-rollouts-per-minute must be 0 (no limit) or more, got " + maxRolloutsPerMinute);
     }
@@ -197,6 +207,16 @@ public final class Main implements Callable<Integer> {
     OperatorApp app = new OperatorApp(client, settings).start();
     CountDownLatch stop = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      // A stopping pod leaves the Service's endpoints a moment after SIGTERM: until the API
+      // server has seen that, admissions still arrive here and must be answered, not cut off.
+      if (webhook && webhookDrainSeconds > 0) {
+        System.err.println("jvmdiag-operator stopping: the webhook serves " + webhookDrainSeconds + " s more (--webhook-drain-seconds)");
+        try {
+          Thread.sleep(webhookDrainSeconds * 1000L);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
       app.close();
       client.close();
       stop.countDown();
