@@ -6,8 +6,10 @@
 # The chart then takes the same prefix: --set global.imageRegistry=REGISTRY.
 # TLS is verified except on loopback (127.0.0.1, localhost: the local cluster's plain-HTTP
 # registry); PUSH_TLS_VERIFY=false turns it off elsewhere too. Credentials: `skopeo login HOST`
-# first, or REGISTRY_AUTHFILE=path/to/auth.json. The manifest digest is kept: the pushed image
-# is byte for byte the archive (printed as name@digest).
+# first, or REGISTRY_AUTHFILE=path/to/auth.json. Layers are compressed on the way (the archives
+# hold them uncompressed), so the manifest digest is the registry's own (printed as name@digest,
+# for operator.image.digest / agent.image.digest); the image config, and so the image ID and
+# every file, is the archive's.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 IMAGES_DIR="${JVMDIAG_IMAGES:-$JVMDIAG_CACHE/images}"

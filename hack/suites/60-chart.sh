@@ -6,8 +6,11 @@
 #  4. helm-unittest for the knobs that matter (tests/*_test.yaml);
 #  5. every scenario accepted by a real kube-apiserver (kubectl apply --dry-run=server),
 #     with the Prometheus Operator and cert-manager CRDs installed from their Go modules;
-#  6. a real `helm install` into the local single-node cluster with the locally built
-#     images: operator and agent pods become Ready with the chart's own privileges.
+#  6. through the node's registry (e2e/chart_lifecycle.sh): images pushed with skopeo, both
+#     chart versions with helm push; the previous version installed from oci://, upgraded with
+#     two injected workloads in place, the agent image upgraded alone, uninstalled, and the
+#     current version installed fresh: operator and agent pods Ready with the chart's own
+#     privileges, RBAC, metrics, the webhook's caBundle, and an uninstall that removes it all.
 # Runs its own cluster instance (CLUSTER_INDEX=5), stopped on exit whatever happens.
 # CHART_INSTALL=0 skips step 6 (and the node).
 set -uo pipefail
@@ -69,6 +72,7 @@ schema_refuses "zero operator replicas" "operator.replicas" --set operator.repli
 schema_refuses "an unknown pull policy" "pullPolicy" --set agent.image.pullPolicy=Sometimes
 schema_refuses "a release label with spaces" "serviceMonitor.release" --set 'serviceMonitor.release=a b'
 schema_refuses "a bad scrape interval" "podMonitor.interval" --set podMonitor.interval=often
+schema_refuses "a registry with a scheme" "imageRegistry" --set global.imageRegistry=https://registry.example.com
 
 # --- 4. helm-unittest --------------------------------------------------------------------------
 if "$HELM" unittest --color=false "$CHART" >"$WORK/unittest.log" 2>&1; then ut_rc=0; else ut_rc=$?; fi
@@ -124,8 +128,6 @@ for img in agent operator; do [ -f "$JVMDIAG_CACHE/images/jvmdiag_${img}_dev.tar
 if [ "${#missing[@]}" -gt 0 ]; then
   bad "images jvmdiag/agent:dev and jvmdiag/operator:dev built" "missing: ${missing[*]} ($(tail -n 2 "$WORK/images.log" | tr '\n' ' '))"; finish
 fi
-"$REPO_ROOT/hack/images/import.sh" --cluster-dir "$CLUSTER_DIR" "$JVMDIAG_CACHE"/images/jvmdiag_{agent,operator}_dev.tar >"$WORK/import.log" 2>&1 \
-  && ok "images imported into the node's containerd" || { bad "images imported" "$(tail -n 3 "$WORK/import.log")"; finish; }
 extra=()
 # An agent binary without Kubernetes mode (--node-name) runs in the DaemonSet in its
 # standalone mode, so the pod can still prove the privileges.
@@ -133,11 +135,14 @@ if ! "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | g
   echo "(agent has no --node-name yet: the DaemonSet runs it with --standalone)"
   extra=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464}')
 fi
-if "$HELM" install jd "$CHART" -n jvm-diagnostics -f "$CHART/ci/local-cluster-values.yaml" "${extra[@]}" \
-     --wait --timeout 240s >"$WORK/install.log" 2>&1; then
-  ok "helm install --wait: operator (2 replicas) and agent Ready"
-else
-  bad "helm install --wait" "$(tail -n 3 "$WORK/install.log" | tr '\n' ' ')"
+# Through the node's registry: previous version from oci://, upgrade, agent-only upgrade,
+# uninstall, then this version installed fresh (e2e/chart_lifecycle.sh); the checks below run
+# against that last install.
+. "$REPO_ROOT/e2e/chart_lifecycle.sh"
+LIFECYCLE_INSTALLED=0
+lifecycle
+if [ "$LIFECYCLE_INSTALLED" != 1 ]; then
+  bad "the current chart installed (end of the lifecycle)" "$(tail -n 3 "$WORK/install.log" 2>/dev/null | tr '\n' ' ')"
   kubectl -n jvm-diagnostics get pods -o wide 2>&1 | head
   for p in $(kubectl -n jvm-diagnostics get pods -o name 2>/dev/null); do
     echo "--- $p"; kubectl -n jvm-diagnostics logs "$p" --tail 8 2>&1; kubectl -n jvm-diagnostics describe "$p" 2>/dev/null | sed -n '/^Events:/,$p' | tail -n 6

@@ -1,0 +1,388 @@
+# The chart's life in a cluster, as a platform team lives it: images and the chart through a
+# real registry, an upgrade from the previous chart version with workloads in place, an upgrade
+# of the agent image alone, an uninstall, and a fresh install. Sourced by
+# hack/suites/60-chart.sh (its ok/bad/WORK/HELM, the cluster with its node already up).
+#
+#  1. the node's registry (hack/cluster/node.sh) answers; Chart.yaml's version equals appVersion;
+#     the agent and operator archives are pushed with skopeo under the previous and the current
+#     appVersion (the same images: their configs are the archives'); both charts are pushed with
+#     `helm push` (the previous one built from PREVIOUS_CHART_COMMIT with `git archive`);
+#  2. the previous version is installed from oci://, its images pulled by the kubelet from the
+#     registry (removed from containerd first, so the pull is real);
+#  3. two injected Deployments: "jto" (NodeAgent, its JAVA_TOOL_OPTIONS from a ConfigMap: the
+#     flags reach the running JVM through JDK_JAVA_OPTIONS, read back with jcmd) and "sc"
+#     (collection: Sidecar);
+#  4. `helm upgrade` to the current version (CRD first: `helm show crds | kubectl apply
+#     --server-side`), while pods are created 4 times a second (e2e/pod_creation_probe.py): no
+#     creation fails, none misses the webhook, none waits on it; the Lease moves to a new
+#     replica; no workload pod restarts; the resources stay Ready;
+#  5. `helm upgrade` of the agent image tag alone: the Sidecar workload's pod is the same pod
+#     (UID, restarts, its sidecar's image), while the DaemonSet did roll;
+#  6. `helm uninstall`: the pre-delete Job removes the webhook registrations and the finalizers;
+#     the workloads keep running and scale up, down and roll out at once, without injection;
+#  7. the current version installed fresh from oci:// over what uninstall left (CRD, resources):
+#     the suite's remaining checks run against it.
+# Each step prints its seconds.
+
+# The last commit whose chart is the previous version (0.1.0). Move it when Chart.yaml's
+# version changes: to the last commit before the change.
+PREVIOUS_CHART_COMMIT=4ea48624c8a186ebcd3fd4cd3411af06674e62b7
+REG="$REGISTRY_ADDR"
+LC_NS=lifecycle PROBE_NS=lifecycle-probe
+RELEASE_NS=jvm-diagnostics
+
+lc_secs() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN{printf "%.1f", (b-a)/1e9}'; }
+lc_ctr() { ctr --address "$CTRD_SOCK" -n k8s.io "$@"; }
+# pods of the two workloads: name uid restarts (containers' restart counts) image-of-sidecar
+lc_pods() {
+  kubectl -n $LC_NS get pods -l 'lifecycle in (jto,sc)' -o json | python3 -c '
+import json, sys
+for p in sorted(json.load(sys.stdin)["items"], key=lambda p: p["metadata"]["name"]):
+    if p["metadata"].get("deletionTimestamp"): continue
+    st = p.get("status", {}).get("containerStatuses", [])
+    sc = [c["image"] for c in p["spec"]["containers"] if c["name"] == "jvmdiag-sidecar"]
+    print(p["metadata"]["name"], p["metadata"]["uid"], ",".join("%s=%d" % (c["name"], c["restartCount"]) for c in st), sc[0] if sc else "-")'
+}
+lc_lease_holder() { kubectl -n $RELEASE_NS get lease jd-jvm-diagnostics-operator -o jsonpath='{.spec.holderIdentity} {.spec.leaseTransitions}' 2>/dev/null; }
+lc_ready() {  # RESOURCE: its Ready condition status
+  kubectl -n $LC_NS get jvmdiag "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null
+}
+lc_probe_start() {  # OUTFILE
+  rm -f "$WORK/probe.stop"
+  python3 "$REPO_ROOT/e2e/pod_creation_probe.py" --kubeconfig "$KUBECONFIG" --namespace $PROBE_NS --resource probe \
+    --stop-file "$WORK/probe.stop" --interval 0.25 >"$1" 2>"$1.err" &
+  PROBE_PID=$!
+}
+lc_probe_stop() { touch "$WORK/probe.stop"; wait "$PROBE_PID"; }
+# lc_probe_check WHAT FILE: no failed, missed or delayed pod creation
+lc_probe_check() {
+  local what="$1" f="$2" r
+  r=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = d["failed"] or d["not_injected"] or d["max_ms"] >= 2000 or d["created"] < 8
+print(("BAD " if bad else "OK ") + "%(created)d pods created in %(seconds)s s: %(failed)d failed, %(not_injected)d without the injection, p50 %(p50_ms)s ms, p99 %(p99_ms)s ms, max %(max_ms)s ms" % d
+      + ("; " + " | ".join(d["errors"]) if d["errors"] else ""))' "$f" 2>&1) || r="BAD probe output unreadable: $(head -c 300 "$f" "$f.err")"
+  case "$r" in OK*) ok "$what: ${r#OK }" ;; *) bad "$what" "${r#BAD }" ;; esac
+}
+
+lifecycle() {
+  local t0 t out old_ver new_ver values
+  echo "--- chart lifecycle: registry $REG, previous chart from ${PREVIOUS_CHART_COMMIT:0:12}"
+  # --- 1. registry, images, charts --------------------------------------------------------
+  if curl -fsS "http://$REG/v2/" >/dev/null 2>&1; then ok "the node's registry answers on $REG (docker-registry $(docker-registry --version 2>/dev/null | awk '{print $3}'))"
+  else bad "the node's registry answers on $REG" "not running: is docker-registry installed (make setup)? $(tail -n 3 "$LOGS/registry.log" 2>/dev/null | tr '\n' ' ')"; return; fi
+  new_ver=$(sed -nE 's/^version: *"?([^" ]+)"?.*/\1/p' "$CHART/Chart.yaml")
+  local app_ver; app_ver=$(sed -nE 's/^appVersion: *"?([^" ]+)"?.*/\1/p' "$CHART/Chart.yaml")
+  [ -n "$new_ver" ] && [ "$new_ver" = "$app_ver" ] && ok "Chart.yaml: version = appVersion = $new_ver (the images' tag)" \
+    || bad "Chart.yaml: version = appVersion" "version '$new_ver', appVersion '$app_ver': move them together"
+  mkdir -p "$WORK/prev"
+  if ! git -C "$REPO_ROOT" cat-file -e "$PREVIOUS_CHART_COMMIT^{commit}" 2>/dev/null; then
+    bad "previous chart available" "commit $PREVIOUS_CHART_COMMIT is not in this clone (shallow?): git fetch --unshallow"; return
+  fi
+  git -C "$REPO_ROOT" archive "$PREVIOUS_CHART_COMMIT" charts/jvm-diagnostics | tar -x -C "$WORK/prev"
+  old_ver=$(sed -nE 's/^version: *"?([^" ]+)"?.*/\1/p' "$WORK/prev/charts/jvm-diagnostics/Chart.yaml")
+  [ "$old_ver" != "$new_ver" ] || { bad "previous chart is an older version" "both are $new_ver: move PREVIOUS_CHART_COMMIT"; return; }
+  t0=$(date +%s%N)
+  local pushed=1 digests=""
+  for tag in "$old_ver" "$new_ver"; do
+    out=$(IMAGES="agent operator" "$REPO_ROOT/hack/images/push.sh" "$REG" "$tag" 2>"$WORK/push.err") || { pushed=0; break; }
+    digests+="$out"$'\n'
+  done
+  [ "$pushed" = 1 ] && out=$(IMAGES=agent "$REPO_ROOT/hack/images/push.sh" "$REG" "$new_ver-agentfix" 2>>"$WORK/push.err") || pushed=0
+  # Layers are compressed on the way: the image config (its ID, diff_ids) must be the archive's.
+  cfg_of_archive() { tar -xOf "$JVMDIAG_CACHE/images/jvmdiag_$1_dev.tar" manifest.json | python3 -c 'import json,sys; print("sha256:" + json.load(sys.stdin)[0]["Config"].split("/")[-1])'; }
+  cfg_in_registry() { skopeo inspect --tls-verify=false --raw "docker://$REG/jvmdiag/$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["config"]["digest"])' 2>/dev/null; }
+  local same=1 img tag2 checked=""
+  for img in agent operator; do
+    for tag2 in "$old_ver" "$new_ver"; do
+      [ "$(cfg_in_registry "$img:$tag2")" = "$(cfg_of_archive "$img")" ] || same=0; checked+=" $img:$tag2"
+    done
+  done
+  [ "$(cfg_in_registry "agent:$new_ver-agentfix")" = "$(cfg_of_archive agent)" ] || same=0
+  if [ "$pushed" = 1 ] && [ "$same" = 1 ]; then
+    ok "make images-push: agent and operator as :$old_ver and :$new_ver (+ agent :$new_ver-agentfix), image configs = the archives' ($(lc_secs "$t0") s)"
+  else bad "make images-push" "$(tail -n 3 "$WORK/push.err" | tr '\n' ' ') pushed: $(tr '\n' ' ' <<<"$digests") configs:$checked"; return; fi
+  t0=$(date +%s%N)
+  if "$HELM" package "$WORK/prev/charts/jvm-diagnostics" -d "$WORK/prev" >"$WORK/chart-push.log" 2>&1 \
+     && "$HELM" push "$WORK/prev/jvm-diagnostics-$old_ver.tgz" "oci://$REG/charts" --plain-http >>"$WORK/chart-push.log" 2>&1 \
+     && "$REPO_ROOT/hack/chart/push.sh" "$REG" >>"$WORK/chart-push.log" 2>&1 \
+     && [ "$("$HELM" show chart "oci://$REG/charts/jvm-diagnostics" --version "$old_ver" --plain-http 2>/dev/null | sed -nE 's/^version: *//p')" = "$old_ver" ] \
+     && [ "$("$HELM" show chart "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http 2>/dev/null | sed -nE 's/^version: *//p')" = "$new_ver" ]; then
+    ok "make chart-push: oci://$REG/charts/jvm-diagnostics $old_ver and $new_ver pushed and served ($(lc_secs "$t0") s)"
+  else bad "helm push of both charts" "$(tail -n 4 "$WORK/chart-push.log" | tr '\n' ' ')"; return; fi
+
+  # --- 2. the previous version from oci://, images pulled from the registry ----------------
+  for tag in "$old_ver" "$new_ver" "$new_ver-agentfix"; do
+    lc_ctr images rm "$REG/jvmdiag/agent:$tag" "$REG/jvmdiag/operator:$tag" >/dev/null 2>&1
+  done
+  values="$WORK/registry-values.yaml"
+  cat >"$values" <<EOF
+global: {imageRegistry: "$REG"}
+operator:
+  resources: {requests: {cpu: 50m, memory: 192Mi}, limits: {memory: 512Mi}}
+  # 200 synthetic admissions instead of 5,000 before the webhook listens: on a busy 2-core host
+  # the default takes 30 s of each of the 8 operator starts here. Less warm-up makes the first
+  # admissions slower, not faster, so the probe's bound only gets harder to meet.
+  extraArgs: [--webhook-warmup=200]
+EOF
+  [ "${#extra[@]}" -eq 0 ] || echo "(agent without --node-name: ${extra[*]})"
+  t0=$(date +%s%N)
+  if "$HELM" install jd "oci://$REG/charts/jvm-diagnostics" --version "$old_ver" --plain-http -n $RELEASE_NS -f "$values" "${extra[@]}" \
+       --wait --timeout 240s >"$WORK/lc-install.log" 2>&1; then
+    local pulled
+    pulled=$(kubectl -n $RELEASE_NS get events -o json | python3 -c '
+import json, sys
+print(" ".join(sorted({e["message"].split("\"")[1] for e in json.load(sys.stdin)["items"] if e.get("reason") == "Pulled" and "Successfully pulled" in e["message"]})))')
+    if grep -q "$REG/jvmdiag/agent:$old_ver" <<<"$pulled" && grep -q "$REG/jvmdiag/operator:$old_ver" <<<"$pulled" \
+       && grep -q "GET /v2/jvmdiag/operator/manifests/$old_ver " "$LOGS/registry.log"; then
+      ok "helm install oci://…/jvm-diagnostics --version $old_ver: Ready, the kubelet pulled $pulled from the registry ($(lc_secs "$t0") s)"
+    else bad "images pulled from the registry" "pulled: '$pulled'"; fi
+  else
+    bad "helm install of $old_ver from oci://" "$(tail -n 3 "$WORK/lc-install.log" | tr '\n' ' ')"
+    kubectl -n $RELEASE_NS get pods 2>&1 | head; return
+  fi
+
+  # --- 3. workloads: JAVA_TOOL_OPTIONS from a ConfigMap (NodeAgent), and a Sidecar one ----
+  t0=$(date +%s%N)
+  kubectl create namespace $LC_NS >/dev/null; kubectl create namespace $PROBE_NS >/dev/null
+  cat >"$WORK/lc-workloads.yaml" <<EOF
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: jvm-options, namespace: $LC_NS}
+data: {JAVA_TOOL_OPTIONS: "-XX:+UseSerialGC -Dlifecycle.from=configmap"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: jto, namespace: $LC_NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {lifecycle: jto}}
+  template:
+    metadata: {labels: {lifecycle: jto}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: app
+        image: jvmdiag/jdk25-base:dev
+        imagePullPolicy: Never
+        command: [java, -Xmx48m, -m, jdk.httpserver, -b, 0.0.0.0, -p, "8000", -d, /tmp]
+        env:
+        - name: JAVA_TOOL_OPTIONS
+          valueFrom: {configMapKeyRef: {name: jvm-options, key: JAVA_TOOL_OPTIONS}}
+        resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sc, namespace: $LC_NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {lifecycle: sc}}
+  template:
+    metadata: {labels: {lifecycle: sc}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      securityContext: {runAsUser: 1000, runAsGroup: 1000}
+      containers:
+      - name: app
+        image: jvmdiag/jdk25-base:dev
+        imagePullPolicy: Never
+        command: [java, -Xmx48m, -m, jdk.httpserver, -b, 0.0.0.0, -p, "8000", -d, /tmp]
+        resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
+---
+apiVersion: jvm.diagnostics.dev/v1alpha1
+kind: JvmDiagnostics
+metadata: {name: jto, namespace: $LC_NS}
+spec:
+  targetRef: {kind: Deployment, name: jto}
+  collectors: {monitors: {enabled: true}}
+  jvmOptions: {extra: ["-XX:ReservedCodeCacheSize=100m"]}
+---
+apiVersion: jvm.diagnostics.dev/v1alpha1
+kind: JvmDiagnostics
+metadata: {name: sc, namespace: $LC_NS}
+spec:
+  targetRef: {kind: Deployment, name: sc}
+  collection: Sidecar
+---
+apiVersion: jvm.diagnostics.dev/v1alpha1
+kind: JvmDiagnostics
+metadata: {name: probe, namespace: $PROBE_NS}
+spec:
+  targetRef: {kind: Deployment, name: absent}
+EOF
+  # The previous chart called its operator Ready before the webhook listened (so did `helm
+  # install --wait`): JvmDiagnostics, checked by the fail-closed validating webhook, are refused
+  # until it does. Retried here; the current chart's install is checked to need no retry.
+  local tries=0
+  until kubectl apply -f "$WORK/lc-workloads.yaml" >"$WORK/lc-apply.log" 2>&1; do
+    tries=$((tries + 1)); [ "$tries" -lt 60 ] || break; sleep 1
+  done
+  echo "(workloads applied after $tries refused attempts: the $old_ver operator was Ready before its webhook)"
+  local injected=0
+  for _ in $(seq 1 120); do
+    if [ "$(lc_ready jto)" = True ] && [ "$(lc_ready sc)" = True ] \
+       && [ "$(kubectl -n $LC_NS get pods -l 'lifecycle in (jto,sc)' -o jsonpath='{range .items[*]}{.metadata.annotations.jvm\.diagnostics\.dev/injected}{"\n"}{end}' | grep -c .)" = 2 ] \
+       && [ "$(lc_pods | wc -l)" = 2 ]; then injected=1; break; fi
+    sleep 1
+  done
+  if [ "$injected" = 1 ]; then ok "two injected Deployments (NodeAgent with JAVA_TOOL_OPTIONS from a ConfigMap, Sidecar) Ready ($(lc_secs "$t0") s)"
+  else
+    bad "two injected Deployments Ready" "$(cat "$WORK/lc-apply.log" | tr '\n' ' ') $(kubectl -n $LC_NS get jvmdiag,pods 2>&1 | tr '\n' ' ')"; return
+  fi
+  local jpod flags cmdline msg
+  jpod=$(kubectl -n $LC_NS get pods -l lifecycle=jto -o jsonpath='{.items[0].metadata.name}')
+  flags=$(kubectl -n $LC_NS exec "$jpod" -c app -- jcmd 1 VM.flags 2>&1)
+  cmdline=$(kubectl -n $LC_NS exec "$jpod" -c app -- jcmd 1 VM.command_line 2>&1)
+  msg=$(kubectl -n $LC_NS get jvmdiag jto -o jsonpath='{.status.conditions[?(@.type=="Injected")].message}')
+  if grep -q -- '-XX:+UseSerialGC' <<<"$flags" && grep -q -- '-XX:+DTraceMonitorProbes' <<<"$flags" \
+     && grep -q -- '-XX:ReservedCodeCacheSize=104857600' <<<"$flags" \
+     && grep -qE 'jvm_args:.*-XX:\+DTraceMonitorProbes' <<<"$cmdline" && grep -q JDK_JAVA_OPTIONS <<<"$msg"; then
+    ok "JAVA_TOOL_OPTIONS from a ConfigMap: the running JVM has its -XX:+UseSerialGC and the injected -XX:+DTraceMonitorProbes, -XX:ReservedCodeCacheSize=100m (jcmd VM.flags; VM.command_line: in jvm_args, from JDK_JAVA_OPTIONS); the status says so"
+  else
+    bad "JAVA_TOOL_OPTIONS from a ConfigMap gets the flags" "VM.flags: $(tr '\n' ' ' <<<"$flags" | head -c 400) | command_line: $(grep jvm_args <<<"$cmdline") | Injected: $msg"
+  fi
+
+  # --- 4. upgrade to the current version ---------------------------------------------------
+  local before lease_before after lease_after
+  before=$(lc_pods); lease_before=$(lc_lease_holder)
+  lc_probe_start "$WORK/probe-upgrade.json"
+  sleep 2   # creations before the upgrade too: the probe itself must work
+  t0=$(date +%s%N)
+  if "$HELM" show crds "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http >"$WORK/crds-new.yaml" 2>"$WORK/crds-new.err" \
+     && kubectl apply --server-side --force-conflicts --field-manager=jvm-diagnostics-crds -f "$WORK/crds-new.yaml" >"$WORK/crds-upgrade.log" 2>&1 \
+     && python3 - "$WORK/crds-new.yaml" <<'PY' >"$WORK/crds-cmp.log" 2>&1
+import json, subprocess, sys, yaml
+want = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in want:
+    have = json.loads(subprocess.check_output(["kubectl", "get", "crd", d["metadata"]["name"], "-o", "json"]))
+    # as the API server stores it: numbers are numbers (500 = 500.0), a zero priority is left out
+    def norm(x):
+        if isinstance(x, dict): return {k: norm(v) for k, v in x.items() if not (k == "priority" and v == 0)}
+        if isinstance(x, list): return [norm(v) for v in x]
+        if isinstance(x, (int, float)) and not isinstance(x, bool): return float(x)
+        return x
+    strip = lambda vs: norm([{k: v for k, v in x.items() if k in ("name", "schema", "served", "storage", "subresources", "additionalPrinterColumns")} for x in vs])
+    if strip(have["spec"]["versions"]) != strip(d["spec"]["versions"]):
+        sys.exit("CRD %s in the cluster differs from the chart's" % d["metadata"]["name"])
+PY
+  then ok "CRDs upgraded first: helm show crds --version $new_ver | kubectl apply --server-side; the cluster's CRD is the new chart's ($(lc_secs "$t0") s)"
+  else bad "CRDs upgraded with helm show crds | kubectl apply --server-side" "$(cat "$WORK/crds-new.err" "$WORK/crds-upgrade.log" "$WORK/crds-cmp.log" | tail -n 3 | tr '\n' ' ')"; fi
+  t0=$(date +%s%N)
+  if "$HELM" upgrade jd "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http -n $RELEASE_NS -f "$values" "${extra[@]}" \
+       --wait --timeout 240s >"$WORK/lc-upgrade.log" 2>&1; then
+    ok "helm upgrade $old_ver -> $new_ver from oci:// --wait ($(lc_secs "$t0") s)"
+  else bad "helm upgrade $old_ver -> $new_ver" "$(tail -n 3 "$WORK/lc-upgrade.log" | tr '\n' ' ')"; fi
+  sleep 3   # creations after the last replica changed too
+  lc_probe_stop
+  lc_probe_check "webhook during the upgrade (pods created 4/s from before it to after it)" "$WORK/probe-upgrade.json"
+  # --wait returns once the new replicas are Ready; the old leader may still be draining its
+  # webhook (--webhook-drain-seconds) before it releases the Lease.
+  local ops
+  for _ in $(seq 1 60); do
+    lease_after=$(lc_lease_holder)
+    ops=$(kubectl -n $RELEASE_NS get pods -l app.kubernetes.io/component=operator -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 {print $1}' | tr '\n' ' ')
+    [ -n "$lease_after" ] && grep -qw "${lease_after%%_*}" <<<"$ops" && break
+    sleep 1
+  done
+  if [ -n "$lease_after" ] && [ "${lease_after%% *}" != "${lease_before%% *}" ] && grep -qw "${lease_after%%_*}" <<<"$ops" \
+     && [ "${lease_after##* }" -gt "${lease_before##* }" ]; then
+    ok "leadership handed over: Lease from ${lease_before%%_*} to ${lease_after%%_*} (a replica of $new_ver), transitions ${lease_before##* } -> ${lease_after##* }"
+  else bad "leadership handed over to a new replica" "before '$lease_before', after '$lease_after', operator pods: $ops"; fi
+  after=$(lc_pods)
+  if [ "$before" = "$after" ]; then ok "no workload pod restarted across the upgrade (same pods, UIDs and restart counts)"
+  else bad "no workload pod restarted across the upgrade" "before: $(tr '\n' ';' <<<"$before") after: $(tr '\n' ';' <<<"$after")"; fi
+  local rdy=0
+  for _ in $(seq 1 30); do [ "$(lc_ready jto)" = True ] && [ "$(lc_ready sc)" = True ] && { rdy=1; break; }; sleep 1; done
+  [ "$rdy" = 1 ] && ok "both JvmDiagnostics Ready after the upgrade" \
+    || bad "both JvmDiagnostics Ready after the upgrade" "$(kubectl -n $LC_NS get jvmdiag -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions}{"\n"}{end}')"
+
+  # --- 5. the agent image alone ------------------------------------------------------------
+  local apod_before apod_after scbefore scafter
+  apod_before=$(kubectl -n $RELEASE_NS get pods -l app.kubernetes.io/component=agent -o jsonpath='{.items[0].metadata.uid}')
+  before=$(lc_pods)
+  lc_probe_start "$WORK/probe-agent.json"
+  t0=$(date +%s%N)
+  if "$HELM" upgrade jd "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http -n $RELEASE_NS -f "$values" "${extra[@]}" \
+       --set agent.image.tag="$new_ver-agentfix" --wait --timeout 240s >"$WORK/lc-upgrade2.log" 2>&1; then
+    ok "helm upgrade --set agent.image.tag=$new_ver-agentfix --wait ($(lc_secs "$t0") s)"
+  else bad "helm upgrade of the agent image" "$(tail -n 3 "$WORK/lc-upgrade2.log" | tr '\n' ' ')"; fi
+  sleep 3
+  lc_probe_stop
+  lc_probe_check "webhook during the agent-image upgrade" "$WORK/probe-agent.json"
+  after=$(lc_pods)
+  apod_after=$(kubectl -n $RELEASE_NS get pods -l app.kubernetes.io/component=agent -o jsonpath='{.items[0].metadata.uid} {.items[0].spec.containers[0].image}')
+  scbefore=$(grep '^sc-' <<<"$before"); scafter=$(grep '^sc-' <<<"$after")
+  if [ -n "$scbefore" ] && [ "$scbefore" = "$scafter" ] && [ "$before" = "$after" ] && [ "${apod_after%% *}" != "$apod_before" ] \
+     && grep -q ":$new_ver-agentfix\$" <<<"$apod_after" && grep -q -- "--agent-image=$REG/jvmdiag/agent:$new_ver-agentfix" \
+        <(kubectl -n $RELEASE_NS get deploy jd-jvm-diagnostics-operator -o jsonpath='{.spec.template.spec.containers[0].args}'); then
+    ok "agent image alone: the DaemonSet rolled to :$new_ver-agentfix, the operator runs with it, the Sidecar pod did not restart ($(awk '{print $1, $3, $4}' <<<"$scafter"))"
+  else bad "agent image alone restarts no Sidecar workload" "sidecar pod before: $scbefore | after: $scafter | agent pod before $apod_before after $apod_after"; fi
+
+  # --- 6. uninstall --------------------------------------------------------------------------
+  before=$(lc_pods)
+  lc_probe_start "$WORK/probe-uninstall.json"
+  t0=$(date +%s%N)
+  if "$HELM" uninstall jd -n $RELEASE_NS --wait --timeout 180s >"$WORK/lc-uninstall.log" 2>&1; then
+    ok "helm uninstall --wait, the pre-delete Job included ($(lc_secs "$t0") s)"
+  else bad "helm uninstall" "$(tail -n 3 "$WORK/lc-uninstall.log" | tr '\n' ' ')"; fi
+  lc_probe_stop
+  # The probe's pods now come without injection (no webhook): only failures and delays count.
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); injected = d["created"] - d["not_injected"]
+d["not_injected"] = 0; d["errors"] = [e for e in d["errors"] if "no injected stamp" not in e]
+json.dump(d, open(sys.argv[1], "w")); print("(during the uninstall %d probe pods were injected, then none: the webhook was gone)" % injected)' "$WORK/probe-uninstall.json" 2>/dev/null
+  lc_probe_check "pod creation during the uninstall (none refused or waiting on the webhook)" "$WORK/probe-uninstall.json"
+  local left fins
+  left=$(kubectl get mutatingwebhookconfiguration,validatingwebhookconfiguration -o name 2>/dev/null | grep -c 'jd-jvm-diagnostics' || true)
+  fins=$(kubectl get jvmdiag -A -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.finalizers}{"\n"}{end}' 2>&1)
+  if [ "$left" = 0 ] && [ "$(grep -c . <<<"$fins")" = 3 ] && ! grep -q 'finalizer' <<<"$fins" \
+     && [ -z "$(kubectl get jobs,serviceaccounts,clusterroles -A -o name 2>/dev/null | grep uninstall)" ]; then
+    ok "after uninstall: no webhook registration, the 3 JvmDiagnostics and the CRD remain without finalizers, the Job and its RBAC gone"
+  else bad "after uninstall: webhooks gone, finalizers cleared" "webhook configs left: $left; resources: $(tr '\n' ' ' <<<"$fins")"; fi
+  after=$(lc_pods)
+  [ "$before" = "$after" ] && ok "uninstall left the workloads running (same pods)" \
+    || bad "uninstall left the workloads running" "before: $(tr '\n' ';' <<<"$before") after: $(tr '\n' ';' <<<"$after")"
+  t0=$(date +%s%N)
+  if kubectl -n $LC_NS scale deploy/jto --replicas=2 >/dev/null && kubectl -n $LC_NS rollout status deploy/jto --timeout=90s >/dev/null 2>&1 \
+     && kubectl -n $LC_NS scale deploy/jto --replicas=1 >/dev/null && kubectl -n $LC_NS rollout status deploy/jto --timeout=60s >/dev/null 2>&1; then
+    t=$(lc_secs "$t0"); ok "right after uninstall the NodeAgent Deployment scales 1 -> 2 -> 1 ($t s)"
+  else bad "Deployment scales up and down after uninstall" "$(kubectl -n $LC_NS get pods 2>&1 | tr '\n' ' ')"; fi
+  t0=$(date +%s%N)
+  if kubectl -n $LC_NS rollout restart deploy/sc >/dev/null && kubectl -n $LC_NS rollout status deploy/sc --timeout=90s >/dev/null 2>&1; then
+    local newpod
+    newpod=$(kubectl -n $LC_NS get pods -l lifecycle=sc -o json | python3 -c '
+import json, sys
+ps = [p for p in json.load(sys.stdin)["items"] if not p["metadata"].get("deletionTimestamp")]
+print(" ".join("%s:%s:%s" % (p["metadata"]["name"], "+".join(c["name"] for c in p["spec"]["containers"]), "injected" if "jvm.diagnostics.dev/injected" in (p["metadata"].get("annotations") or {}) else "plain") for p in ps))')
+    if [[ "$newpod" != *jvmdiag-sidecar* ]] && [[ "$newpod" != *injected* ]]; then
+      ok "the Sidecar Deployment rolls out after uninstall in $(lc_secs "$t0") s, its new pod without injection ($newpod)"
+    else bad "after uninstall, a rollout has no injection" "$newpod"; fi
+  else bad "the Sidecar Deployment rolls out after uninstall" "$(kubectl -n $LC_NS get pods 2>&1 | tr '\n' ' ')"; fi
+  t0=$(date +%s%N)
+  if timeout 30 kubectl -n $PROBE_NS delete jvmdiag probe >/dev/null 2>&1; then ok "a JvmDiagnostics left behind deletes without an operator ($(lc_secs "$t0") s)"
+  else bad "a JvmDiagnostics left behind deletes without an operator" "still there after 30 s"; fi
+  kubectl delete namespace $PROBE_NS --wait=false >/dev/null 2>&1
+
+  # --- 7. the current version, fresh from oci://, over what uninstall left -------------------
+  t0=$(date +%s%N)
+  if "$HELM" install jd "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http -n $RELEASE_NS -f "$values" "${extra[@]}" \
+       --wait --timeout 240s >"$WORK/install.log" 2>&1; then
+    ok "helm install --version $new_ver from oci:// --wait over the remaining CRD and resources ($(lc_secs "$t0") s)"
+    LIFECYCLE_INSTALLED=1
+    # Ready means the webhook answers: a JvmDiagnostics (checked by the fail-closed validating
+    # webhook) is accepted at once, with no retry (the previous version refused it for a while).
+    if out=$(kubectl apply --dry-run=server -f - 2>&1 <<EOF
+apiVersion: jvm.diagnostics.dev/v1alpha1
+kind: JvmDiagnostics
+metadata: {name: right-after-install, namespace: $LC_NS}
+spec:
+  targetRef: {kind: Deployment, name: not-there-yet}
+EOF
+    ); then ok "right after helm install --wait the webhook answers (a JvmDiagnostics passes the validating webhook at the first try)"
+    else bad "right after helm install --wait the webhook answers" "$out"; fi
+  else
+    bad "helm install --version $new_ver from oci://" "$(tail -n 3 "$WORK/install.log" | tr '\n' ' ')"
+  fi
+}
