@@ -345,9 +345,20 @@ json.dump(d, open(sys.argv[1], "w")); print("(during the uninstall %d probe pods
   [ "$before" = "$after" ] && ok "uninstall left the workloads running (same pods)" \
     || bad "uninstall left the workloads running" "before: $(tr '\n' ';' <<<"$before") after: $(tr '\n' ';' <<<"$after")"
   t0=$(date +%s%N)
-  if kubectl -n $LC_NS scale deploy/jto --replicas=2 >/dev/null && kubectl -n $LC_NS rollout status deploy/jto --timeout=90s >/dev/null 2>&1 \
-     && kubectl -n $LC_NS scale deploy/jto --replicas=1 >/dev/null && kubectl -n $LC_NS rollout status deploy/jto --timeout=60s >/dev/null 2>&1; then
-    t=$(lc_secs "$t0"); ok "right after uninstall the NodeAgent Deployment scales 1 -> 2 -> 1 ($t s)"
+  local up_ok=0 t_up newjto
+  kubectl -n $LC_NS scale deploy/jto --replicas=2 >/dev/null && kubectl -n $LC_NS rollout status deploy/jto --timeout=90s >/dev/null 2>&1 && up_ok=1
+  t_up=$(lc_secs "$t0")
+  # The new pod came without the webhook: the ConfigMap's options still reach its JVM, the
+  # injected flags do not (the same jcmd check as above, now expected to find them absent).
+  newjto=$(comm -13 <(grep '^jto-' <<<"$before" | awk '{print $1}' | sort) <(lc_pods | grep '^jto-' | awk '{print $1}' | sort) | head -n1)
+  flags=$([ -n "$newjto" ] && kubectl -n $LC_NS exec "$newjto" -c app -- jcmd 1 VM.flags 2>&1)
+  if [ -n "$newjto" ] && grep -q -- '-XX:+UseSerialGC' <<<"$flags" && ! grep -q -- 'DTraceMonitorProbes' <<<"$flags" \
+     && ! grep -q -- 'ReservedCodeCacheSize=104857600' <<<"$flags"; then
+    ok "a pod created after uninstall: its JVM has the ConfigMap's -XX:+UseSerialGC and none of the injected flags (jcmd VM.flags)"
+  else bad "a pod created after uninstall has no injected flags" "pod '$newjto': $(tr '\n' ' ' <<<"$flags" | head -c 300)"; fi
+  t0=$(date +%s%N)
+  if [ "$up_ok" = 1 ] && kubectl -n $LC_NS scale deploy/jto --replicas=1 >/dev/null && kubectl -n $LC_NS rollout status deploy/jto --timeout=60s >/dev/null 2>&1; then
+    ok "right after uninstall the NodeAgent Deployment scales 1 -> 2 ($t_up s) -> 1 ($(lc_secs "$t0") s)"
   else bad "Deployment scales up and down after uninstall" "$(kubectl -n $LC_NS get pods 2>&1 | tr '\n' ' ')"; fi
   t0=$(date +%s%N)
   if kubectl -n $LC_NS rollout restart deploy/sc >/dev/null && kubectl -n $LC_NS rollout status deploy/sc --timeout=90s >/dev/null 2>&1; then
