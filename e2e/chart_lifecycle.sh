@@ -43,6 +43,18 @@ for p in sorted(json.load(sys.stdin)["items"], key=lambda p: p["metadata"]["name
     sc = [c["image"] for c in p["spec"]["containers"] if c["name"] == "jvmdiag-sidecar"]
     print(p["metadata"]["name"], p["metadata"]["uid"], ",".join("%s=%d" % (c["name"], c["restartCount"]) for c in st), sc[0] if sc else "-")'
 }
+# The Sidecar pod's counters (threads started, safepoint log lines): a restarted sidecar starts
+# them again from zero.
+lc_sc_counters() {
+  local p; p=$(kubectl -n $LC_NS get pods -l lifecycle=sc -o jsonpath='{.items[0].metadata.name}' 2>/dev/null)
+  kubectl get --raw "/api/v1/namespaces/$LC_NS/pods/$p:9464/proxy/metrics" 2>/dev/null | python3 -c '
+import re, sys
+t = 0.0
+for line in sys.stdin:
+    m = re.match(r"(jvmdiag_thread_starts_total|jvmdiag_agent_sidecar_log_lines_total)(\{[^}]*\})? ([0-9.e+]+)", line)
+    if m: t += float(m.group(3))
+print("%d" % t)'
+}
 lc_lease_holder() { kubectl -n $RELEASE_NS get lease jd-jvm-diagnostics-operator -o jsonpath='{.spec.holderIdentity} {.spec.leaseTransitions}' 2>/dev/null; }
 lc_ready() {  # RESOURCE: its Ready condition status
   kubectl -n $LC_NS get jvmdiag "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null
@@ -182,7 +194,8 @@ spec:
     metadata: {labels: {lifecycle: sc}}
     spec:
       terminationGracePeriodSeconds: 2
-      securityContext: {runAsUser: 1000, runAsGroup: 1000}
+      # a user the image's /etc/passwd names: the JVM writes no hsperfdata for an unknown one
+      securityContext: {runAsUser: 65534, runAsGroup: 65534}
       containers:
       - name: app
         image: jvmdiag/jdk25-base:dev
@@ -244,7 +257,8 @@ EOF
   fi
 
   # --- 4. upgrade to the current version ---------------------------------------------------
-  local before lease_before after lease_after
+  local before lease_before after lease_after counters_before counters_after
+  counters_before=$(lc_sc_counters)
   before=$(lc_pods); lease_before=$(lc_lease_holder)
   lc_probe_start "$WORK/probe-upgrade.json"
   sleep 2   # creations before the upgrade too: the probe itself must work
@@ -318,6 +332,10 @@ PY
         <(kubectl -n $RELEASE_NS get deploy jd-jvm-diagnostics-operator -o jsonpath='{.spec.template.spec.containers[0].args}'); then
     ok "agent image alone: the DaemonSet rolled to :$new_ver-agentfix, the operator runs with it, the Sidecar pod did not restart ($(awk '{print $1, $3, $4}' <<<"$scafter"))"
   else bad "agent image alone restarts no Sidecar workload" "sidecar pod before: $scbefore | after: $scafter | agent pod before $apod_before after $apod_after"; fi
+  counters_after=$(lc_sc_counters)
+  if [ "${counters_before:-0}" -gt 0 ] && [ "${counters_after:-0}" -ge "$counters_before" ]; then
+    ok "the Sidecar's counters continued through both upgrades ($counters_before -> $counters_after: no reset)"
+  else bad "the Sidecar's counters continued through both upgrades" "before '$counters_before', after '$counters_after'"; fi
 
   # --- 6. uninstall --------------------------------------------------------------------------
   before=$(lc_pods)
