@@ -257,7 +257,12 @@ EOF
   fi
 
   # --- 4. upgrade to the current version ---------------------------------------------------
-  local before lease_before after lease_after counters_before counters_after
+  local before lease_before after lease_after counters_before counters_after scpod
+  # Safepoints the sidecar reads from the JVM's log, beyond what a freshly started JVM has: a
+  # restarted sidecar (or JVM) would count fewer afterwards.
+  scpod=$(kubectl -n $LC_NS get pods -l lifecycle=sc -o jsonpath='{.items[0].metadata.name}')
+  for _ in 1 2 3 4 5; do kubectl -n $LC_NS exec "$scpod" -c app -- jcmd 1 GC.run >/dev/null 2>&1; done
+  sleep 2
   counters_before=$(lc_sc_counters)
   before=$(lc_pods); lease_before=$(lc_lease_holder)
   lc_probe_start "$WORK/probe-upgrade.json"
