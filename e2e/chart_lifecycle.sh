@@ -55,6 +55,11 @@ for line in sys.stdin:
     if m: t += float(m.group(3))
 print("%d" % t)'
 }
+# What the release's pods went through (after a failed upgrade).
+lc_dump() {
+  kubectl -n $RELEASE_NS get pods -o wide 2>&1 | head -n 8
+  kubectl -n $RELEASE_NS get events --sort-by=.lastTimestamp 2>&1 | grep -vE ' Normal +(Pulled|Created|Started|Scheduled|SuccessfulCreate|SuccessfulDelete|ScalingReplicaSet|Killing)' | tail -n 8
+}
 lc_lease_holder() { kubectl -n $RELEASE_NS get lease jd-jvm-diagnostics-operator -o jsonpath='{.spec.holderIdentity} {.spec.leaseTransitions}' 2>/dev/null; }
 lc_ready() {  # RESOURCE: its Ready condition status
   kubectl -n $LC_NS get jvmdiag "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null
@@ -291,7 +296,7 @@ PY
   if "$HELM" upgrade jd "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http -n $RELEASE_NS -f "$values" "${extra[@]}" \
        --wait --timeout 240s >"$WORK/lc-upgrade.log" 2>&1; then
     ok "helm upgrade $old_ver -> $new_ver from oci:// --wait ($(lc_secs "$t0") s)"
-  else bad "helm upgrade $old_ver -> $new_ver" "$(tail -n 3 "$WORK/lc-upgrade.log" | tr '\n' ' ')"; fi
+  else bad "helm upgrade $old_ver -> $new_ver" "$(tail -n 3 "$WORK/lc-upgrade.log" | tr '\n' ' ')"; lc_dump; fi
   sleep 3   # creations after the last replica changed too
   lc_probe_stop
   lc_probe_check "webhook during the upgrade (pods created 4/s from before it to after it)" "$WORK/probe-upgrade.json"
@@ -325,7 +330,7 @@ PY
   if "$HELM" upgrade jd "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http -n $RELEASE_NS -f "$values" "${extra[@]}" \
        --set agent.image.tag="$new_ver-agentfix" --wait --timeout 240s >"$WORK/lc-upgrade2.log" 2>&1; then
     ok "helm upgrade --set agent.image.tag=$new_ver-agentfix --wait ($(lc_secs "$t0") s)"
-  else bad "helm upgrade of the agent image" "$(tail -n 3 "$WORK/lc-upgrade2.log" | tr '\n' ' ')"; fi
+  else bad "helm upgrade of the agent image" "$(tail -n 3 "$WORK/lc-upgrade2.log" | tr '\n' ' ')"; lc_dump; fi
   sleep 3
   lc_probe_stop
   lc_probe_check "webhook during the agent-image upgrade" "$WORK/probe-agent.json"
