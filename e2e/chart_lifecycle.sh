@@ -6,7 +6,7 @@
 #  1. the node's registry (hack/cluster/node.sh) answers; Chart.yaml's version equals appVersion;
 #     the agent and operator archives are pushed with skopeo under the previous and the current
 #     appVersion (the same images: their configs are the archives'); both charts are pushed with
-#     `helm push` (the previous one built from PREVIOUS_CHART_COMMIT with `git archive`);
+#     `helm push` (the previous one as released: PREVIOUS_CHART, kept in e2e/fixtures/);
 #  2. the previous version is installed from oci://, its images pulled by the kubelet from the
 #     registry (removed from containerd first, so the pull is real);
 #  3. two injected Deployments: "jto" (NodeAgent, its JAVA_TOOL_OPTIONS from a ConfigMap: the
@@ -24,9 +24,10 @@
 #     the suite's remaining checks run against it.
 # Each step prints its seconds.
 
-# The last commit whose chart is the previous version (0.1.0). Move it when Chart.yaml's
-# version changes: to the last commit before the change.
-PREVIOUS_CHART_COMMIT=4ea48624c8a186ebcd3fd4cd3411af06674e62b7
+# The previous chart version as it was released (`helm package` of charts/jvm-diagnostics at
+# commit 4ea4862), kept in the repository so the test needs no git history (CI may clone
+# shallow). When Chart.yaml's version changes, replace it with the last release's package.
+PREVIOUS_CHART="$REPO_ROOT/e2e/fixtures/jvm-diagnostics-0.1.0.tgz"
 REG="$REGISTRY_ADDR"
 LC_NS=lifecycle PROBE_NS=lifecycle-probe
 RELEASE_NS=jvm-diagnostics
@@ -85,7 +86,7 @@ print(("BAD " if bad else "OK ") + "%(created)d pods created in %(seconds)s s: %
 
 lifecycle() {
   local t0 t out old_ver new_ver values
-  echo "--- chart lifecycle: registry $REG, previous chart from ${PREVIOUS_CHART_COMMIT:0:12}"
+  echo "--- chart lifecycle: registry $REG, previous chart $(basename "$PREVIOUS_CHART")"
   # --- 1. registry, images, charts --------------------------------------------------------
   if curl -fsS "http://$REG/v2/" >/dev/null 2>&1; then ok "the node's registry answers on $REG (docker-registry $(docker-registry --version 2>/dev/null | awk '{print $3}'))"
   else bad "the node's registry answers on $REG" "not running: is docker-registry installed (make setup)? $(tail -n 3 "$LOGS/registry.log" 2>/dev/null | tr '\n' ' ')"; return; fi
@@ -93,13 +94,9 @@ lifecycle() {
   local app_ver; app_ver=$(sed -nE 's/^appVersion: *"?([^" ]+)"?.*/\1/p' "$CHART/Chart.yaml")
   [ -n "$new_ver" ] && [ "$new_ver" = "$app_ver" ] && ok "Chart.yaml: version = appVersion = $new_ver (the images' tag)" \
     || bad "Chart.yaml: version = appVersion" "version '$new_ver', appVersion '$app_ver': move them together"
-  mkdir -p "$WORK/prev"
-  if ! git -C "$REPO_ROOT" cat-file -e "$PREVIOUS_CHART_COMMIT^{commit}" 2>/dev/null; then
-    bad "previous chart available" "commit $PREVIOUS_CHART_COMMIT is not in this clone (shallow?): git fetch --unshallow"; return
-  fi
-  git -C "$REPO_ROOT" archive "$PREVIOUS_CHART_COMMIT" charts/jvm-diagnostics | tar -x -C "$WORK/prev"
-  old_ver=$(sed -nE 's/^version: *"?([^" ]+)"?.*/\1/p' "$WORK/prev/charts/jvm-diagnostics/Chart.yaml")
-  [ "$old_ver" != "$new_ver" ] || { bad "previous chart is an older version" "both are $new_ver: move PREVIOUS_CHART_COMMIT"; return; }
+  old_ver=$("$HELM" show chart "$PREVIOUS_CHART" 2>/dev/null | sed -nE 's/^version: *"?([^" ]+)"?.*/\1/p')
+  [ -n "$old_ver" ] || { bad "previous chart readable" "helm show chart $PREVIOUS_CHART failed"; return; }
+  [ "$old_ver" != "$new_ver" ] || { bad "previous chart is an older version" "both are $new_ver: keep the last release's package as PREVIOUS_CHART"; return; }
   t0=$(date +%s%N)
   local pushed=1 digests=""
   for tag in "$old_ver" "$new_ver"; do
@@ -121,8 +118,7 @@ lifecycle() {
     ok "make images-push: agent and operator as :$old_ver and :$new_ver (+ agent :$new_ver-agentfix), image configs = the archives' ($(lc_secs "$t0") s)"
   else bad "make images-push" "$(tail -n 3 "$WORK/push.err" | tr '\n' ' ') pushed: $(tr '\n' ' ' <<<"$digests") configs:$checked"; return; fi
   t0=$(date +%s%N)
-  if "$HELM" package "$WORK/prev/charts/jvm-diagnostics" -d "$WORK/prev" >"$WORK/chart-push.log" 2>&1 \
-     && "$HELM" push "$WORK/prev/jvm-diagnostics-$old_ver.tgz" "oci://$REG/charts" --plain-http >>"$WORK/chart-push.log" 2>&1 \
+  if "$HELM" push "$PREVIOUS_CHART" "oci://$REG/charts" --plain-http >"$WORK/chart-push.log" 2>&1 \
      && "$REPO_ROOT/hack/chart/push.sh" "$REG" >>"$WORK/chart-push.log" 2>&1 \
      && [ "$("$HELM" show chart "oci://$REG/charts/jvm-diagnostics" --version "$old_ver" --plain-http 2>/dev/null | sed -nE 's/^version: *//p')" = "$old_ver" ] \
      && [ "$("$HELM" show chart "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http 2>/dev/null | sed -nE 's/^version: *//p')" = "$new_ver" ]; then
