@@ -19,6 +19,7 @@ const LE: Endian = Endian::Little;
 const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 const SHT_NOBITS: u32 = 8;
+const SHT_NOTE: u32 = 7;
 const PT_LOAD: u32 = 1;
 const SHDR_LEN: usize = 64;
 const PHDR_LEN: usize = 56;
@@ -237,18 +238,13 @@ fn symbols_of(elf: &Elf<'_>, filter: &dyn Fn(&str) -> bool) -> Result<Vec<Symbol
             if s.entsize != SYM_LEN as u64 {
                 return Err(Error::malformed("symbol table", s.offset as usize, format!("entry size {}, expected {SYM_LEN}", s.entsize)));
             }
+            // Counts and sizes from the headers, checked before either table is read.
+            let strs = table_sizes(elf, s)?;
             let data = elf.data(s, "symbol table")?;
             let data: &[u8] = &data;
-            let strs = elf
-                .sections
-                .get(s.link as usize)
-                .ok_or_else(|| Error::malformed("symbol table", s.offset as usize, format!("string table index {} out of range", s.link)))?;
             let strs = elf.data(strs, "symbol string table")?;
             let strs: &[u8] = &strs;
             let n = data.len() / SYM_LEN;
-            if n > ELF_MAX_SYMBOLS {
-                return Err(Error::too_large("ELF symbol count", n as u64, ELF_MAX_SYMBOLS as u64));
-            }
             let mut local = Vec::new();
             for i in 1..n {
                 let o = i * SYM_LEN;
@@ -275,6 +271,45 @@ fn symbols_of(elf: &Elf<'_>, filter: &dyn Fn(&str) -> bool) -> Result<Vec<Symbol
         }
     }
     Ok(out)
+}
+
+/// The string table of symbol table `s`, once the symbol count and the string table's size
+/// (from their section headers) are within the bounds.
+fn table_sizes<'e>(elf: &'e Elf<'_>, s: &Section) -> Result<&'e Section, Error> {
+    let n = s.size / SYM_LEN as u64;
+    if n > ELF_MAX_SYMBOLS as u64 {
+        return Err(Error::too_large("ELF symbol count", n, ELF_MAX_SYMBOLS as u64));
+    }
+    let strs = elf
+        .sections
+        .get(s.link as usize)
+        .ok_or_else(|| Error::malformed("symbol table", s.offset as usize, format!("string table index {} out of range", s.link)))?;
+    if strs.kind != SHT_NOBITS && strs.size > ELF_MAX_STRTAB {
+        return Err(Error::too_large("ELF symbol string table", strs.size, ELF_MAX_STRTAB));
+    }
+    Ok(strs)
+}
+
+/// Checks an open file against every bound before anything else reads it (libbpf reads the
+/// USDT notes and resolves uprobe symbols itself): ELF64 LE, the size, the section and
+/// segment tables inside the file, each symbol table's count and string table's size, each
+/// note section's size, and every section's data inside the file. Reads the headers only.
+pub fn check_file(f: &File) -> Result<(), Error> {
+    let src = FileSource::new(f)?;
+    let elf = Elf::parse(&src)?;
+    for s in &elf.sections {
+        if s.kind != SHT_NOBITS && s.offset.checked_add(s.size).map_or(true, |end| end > src.len) {
+            return Err(Error::Truncated { what: "section data", offset: s.offset, needed: s.size, len: src.len });
+        }
+        match s.kind {
+            SHT_SYMTAB | SHT_DYNSYM => {
+                table_sizes(&elf, s)?;
+            }
+            SHT_NOTE if s.size > ELF_MAX_NOTES => return Err(Error::too_large("ELF note section", s.size, ELF_MAX_NOTES)),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The file offset of a virtual address, through PT_LOAD segments (what [`read_vaddr`] reads

@@ -16,8 +16,10 @@ pub const CMDLINE_MAX_ARGS: usize = 65_536;
 pub const CGROUP_MAX_BYTES: u64 = 64 << 10;
 /// Lines kept from one cgroup file.
 pub const CGROUP_MAX_LINES: usize = 256;
-/// hsperfdata: the JVM's default `-XX:PerfDataMemorySize` is 64 KiB; we allow up to 32 MiB.
-pub const HSPERFDATA_MAX_BYTES: u64 = 32 << 20;
+/// hsperfdata: HotSpot's `-XX:PerfDataMemorySize` is 64 KiB by default and at most 2 MiB
+/// (the flag's range in JDK 11–25); we allow twice that. A larger file is refused from its
+/// size, before it is read.
+pub const HSPERFDATA_MAX_BYTES: u64 = 4 << 20;
 /// hsperfdata entries (a JDK 25 JVM has ~300).
 pub const HSPERFDATA_MAX_ENTRIES: usize = 65_536;
 /// Length of an hsperfdata counter name.
@@ -28,8 +30,15 @@ pub const HSPERFDATA_MAX_STRING: usize = 64 << 10;
 pub const ELF_MAX_BYTES: u64 = 512 << 20;
 /// Section headers in one ELF file (libjvm has ~40).
 pub const ELF_MAX_SECTIONS: usize = 65_535;
-/// Symbols scanned per table (libjvm's `.symtab` has ~100 000).
-pub const ELF_MAX_SYMBOLS: usize = 4_000_000;
+/// Symbols per table (libjvm's `.symtab` has 57 000–70 000): checked from the section
+/// header, before the table (24 bytes per symbol, so at most 24 MB) is read.
+pub const ELF_MAX_SYMBOLS: usize = 1_000_000;
+/// A string table linked to a symbol table (libjvm's `.strtab` is 2.7–3.3 MB), checked
+/// before it is read.
+pub const ELF_MAX_STRTAB: u64 = 32 << 20;
+/// A note section, USDT notes included (libjvm's `.note.stapsdt` is 53–56 KB): libbpf
+/// reads them, so a larger one is refused before libbpf sees the file.
+pub const ELF_MAX_NOTES: u64 = 4 << 20;
 /// Length of a symbol name (C++ mangled names get long).
 pub const ELF_MAX_NAME: usize = 64 << 10;
 /// One line of the safepoint log.

@@ -86,7 +86,7 @@ fn hsperfdata_hostile() {
             for x in &mut b[32 + 20..] { if *x == 0 { *x = b'A'; } }
             b
         }, |e| matches!(e, Error::Malformed { .. })),
-        ("file over 32 MiB", vec![0u8; (32 << 20) + 1], |e| matches!(e, Error::TooLarge { .. })),
+        ("file over 4 MiB (twice HotSpot's largest PerfDataMemorySize)", vec![0u8; (4 << 20) + 1], |e| matches!(e, Error::TooLarge { .. })),
     ];
     for (what, input, want) in cases {
         match hsperfdata::parse(&input) {
@@ -139,7 +139,8 @@ fn elf_hostile() {
         ("symbol table string index out of range", m(&|b| put_u32(b, sh_symtab + 40, 999)), bad),
         ("symbol name offset past its string table", m(&|b| put_u32(b, symtab + 24, 0xffff)), trunc),
         ("string table without a final NUL", m(&|b| { let len = u64::from_le_bytes(b[sh_strtab + 32..sh_strtab + 40].try_into().unwrap()) as usize; b[strtab + len - 1] = b'X'; }), bad),
-        ("symbol table size past the end", m(&|b| put_u64(b, sh_symtab + 32, 1 << 50)), trunc),
+        ("symbol table size past the end (its count is over the bound first)", m(&|b| put_u64(b, sh_symtab + 32, 1 << 50)), big),
+        ("symbol table size past the end, count within the bound", m(&|b| put_u64(b, sh_symtab + 32, 24 * 900_000)), trunc),
     ];
     for (what, input, want) in cases {
         // Every entry point is an error or fine, and at least one says what is broken.
@@ -151,6 +152,76 @@ fn elf_hostile() {
             assert!(!e.to_string().contains('\n'), "{what}: one line: {e}");
         }
     }
+}
+
+/// The peak resident memory of this test process (VmHWM), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches(" kB").trim();
+    kib.parse::<u64>().unwrap() * 1024
+}
+
+/// A sparse file of `len` bytes holding `head` at its start (tmpfs and ext4 store no zeros).
+fn sparse_file(dir: &common::TempDir, name: &str, head: &[u8], len: u64) -> std::fs::File {
+    let path = dir.path().join(name);
+    std::fs::write(&path, head).unwrap();
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    f.set_len(len).unwrap();
+    f
+}
+
+#[test]
+fn elf_sparse_512_mib_file_refused_from_its_headers_before_any_table_is_read() {
+    // A 512 MiB libjvm.so (the size bound) that is all holes but its headers, whose symbol
+    // and string tables claim the whole file. Reading them would take 500 MiB; the counts
+    // and sizes in the section headers are checked first, so this test process's peak RSS
+    // grows by far less (the other tests of this binary, running beside it, hold < 64 MiB).
+    let dir = common::TempDir::new("sparse-elf");
+    let e = sample_elf();
+    let (symtab, strtab) = (section_header(&e, ".symtab"), section_header(&e, ".strtab"));
+    let notes = section_header(&e, ".note.stapsdt");
+    let len: u64 = 512 << 20;
+    let cases: [(&str, Box<dyn Fn(&mut Vec<u8>)>, &str); 3] = [
+        ("symbols", Box::new(|b: &mut Vec<u8>| put_u64(b, symtab + 32, 500 << 20)), "ELF symbol count"),
+        ("strings", Box::new(|b: &mut Vec<u8>| put_u64(b, strtab + 32, 500 << 20)), "ELF symbol string table"),
+        ("notes", Box::new(|b: &mut Vec<u8>| put_u64(b, notes + 32, 100 << 20)), "ELF note section"),
+    ];
+    let before = peak_rss();
+    for (name, edit, what) in cases {
+        let mut head = e.bytes.clone();
+        edit(&mut head);
+        let f = sparse_file(&dir, name, &head, len);
+        let errs = [elf::check_file(&f).err(), elf::symbols_in_file(&f, &|_| true).err()];
+        let checked = errs[0].as_ref().unwrap_or_else(|| panic!("{name}: check_file accepted it"));
+        assert!(matches!(checked, Error::TooLarge { what: w, .. } if w == what), "{name}: {checked}");
+        if name != "notes" {
+            let read = errs[1].as_ref().unwrap_or_else(|| panic!("{name}: symbols_in_file accepted it"));
+            assert!(matches!(read, Error::TooLarge { what: w, .. } if w == what), "{name}: {read}");
+        }
+    }
+    let grew = peak_rss().saturating_sub(before);
+    assert!(grew < 256 << 20, "peak RSS grew by {} MiB reading sparse 512 MiB files", grew >> 20);
+    // The same file at the bound + 1 byte is refused from its size alone.
+    let f = sparse_file(&dir, "over", &e.bytes, len + 1);
+    assert!(matches!(elf::check_file(&f), Err(Error::TooLarge { .. })));
+    // And the real libjvm.so passes the check.
+    let real = std::fs::File::open(common::libjvm(&common::jdks()[0])).unwrap();
+    elf::check_file(&real).unwrap();
+}
+
+#[test]
+fn elf_check_file_refuses_section_data_past_the_end() {
+    // A real libjvm.so cut short: its section table is gone (truncated), or, with the section
+    // table kept, sections point past the end. Either is refused before libbpf reads it.
+    let dir = common::TempDir::new("cut-elf");
+    let real = std::fs::read(common::libjvm(&common::jdks()[0])).unwrap();
+    let f = sparse_file(&dir, "cut", &real[..1 << 20], 1 << 20);
+    assert!(matches!(elf::check_file(&f), Err(Error::Truncated { .. })), "{:?}", elf::check_file(&f));
+    let e = sample_elf();
+    let mut b = e.bytes.clone();
+    put_u64(&mut b, section_header(&e, ".strtab") + 24, 1 << 30); // offset past the end
+    let f = sparse_file(&dir, "past", &b, b.len() as u64);
+    assert!(matches!(elf::check_file(&f), Err(Error::Truncated { .. })), "{:?}", elf::check_file(&f));
 }
 
 #[test]
