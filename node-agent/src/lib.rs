@@ -26,6 +26,7 @@ pub mod probe;
 pub mod report;
 pub mod serve;
 pub mod sidecar;
+pub mod sigbus;
 pub mod skel;
 pub mod symbols;
 
