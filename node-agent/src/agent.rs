@@ -30,6 +30,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let limits_map = attach::create_jvm_limits().map_err(bpf_fatal)?;
     let limits_fd = limits_map.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
     let load_cfg = LoadConfig {
+        max_jvms: cfg.cli.max_jvms,
         max_thread_names: cfg.cli.max_thread_names,
         max_vmop_names: cfg.cli.max_vm_operations,
         max_methods: cfg.cli.max_methods,
@@ -47,7 +48,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let host = cfg.cli.host.clone().unwrap_or_else(hostname);
     tracing::info!(listen = %cfg.cli.listen, collectors = %cfg.collectors.join(","), "jvmdiag-agent: serving http://{}/metrics", cfg.cli.listen);
 
-    let mut mgr = AttachManager::new(collectors, traced, host).with_jvm_limits(limits_map, cfg.caps());
+    let mut mgr = AttachManager::new(collectors, traced, host).with_jvm_limits(limits_map, cfg.caps()).with_max_jvms(cfg.cli.max_jvms);
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
     let mut agent = Agent { mgr, disc: Discovery::default(), stats, jvm_limits: cfg.jvm_limits() };
@@ -84,7 +85,7 @@ impl Mode for Agent {
                     }
                 }
             }
-            Err(e) => crate::log::warn(&format!("scanning /proc: {e}")),
+            Err(e) => tracing::warn!(error = %e, "scanning /proc"),
         }
         if let Some(k) = stats.kube.as_mut() {
             k.resolve(mgr);
@@ -105,6 +106,31 @@ fn bpf_fatal(e: anyhow::Error) -> Fatal {
     }
 }
 
+/// This process's RSS (`/proc/self/statm`, resident pages).
+fn own_resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf only reads a constant.
+    Some(pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64)
+}
+
+/// The memlock of every BPF map this process holds, each map once (`/proc/self/fdinfo`: the
+/// figure `bpftool map show` prints; for maps without preallocation it grows with the entries).
+fn own_bpf_map_bytes() -> Option<u64> {
+    let mut seen = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc/self/fd").ok()?.flatten() {
+        if !std::fs::read_link(e.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:bpf-map") {
+            continue;
+        }
+        let Ok(info) = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", e.file_name().to_string_lossy())) else { continue };
+        let field = |k: &str| info.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.trim().parse::<u64>().ok());
+        if let (Some(id), Some(memlock)) = (field("map_id:"), field("memlock:")) {
+            seen.insert(id, memlock);
+        }
+    }
+    Some(seen.values().sum())
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
 }
@@ -119,7 +145,7 @@ fn scrape(mgr: &mut AttachManager, stats: &AgentStats, previous: Option<Duration
         let t0 = Instant::now();
         let r = c.collect(&mut fams);
         if let Err(e) = &r {
-            crate::log::warn(&format!("collector {}: {e:#}", c.name()));
+            tracing::warn!(collector = c.name(), error = format!("{e:#}"), "collecting");
         }
         report.collectors.push(CollectorReport {
             name: c.name(),
@@ -147,6 +173,8 @@ fn scrape(mgr: &mut AttachManager, stats: &AgentStats, previous: Option<Duration
     report.proc_unreadable = stats.proc_unreadable;
     report.failures = mgr.failures.clone();
     report.last_scrape_seconds = previous.map(|d| d.as_secs_f64());
+    report.resident_bytes = own_resident_bytes();
+    report.bpf_map_bytes = own_bpf_map_bytes();
     fams.extend(report::agent_families(&report));
     fams.extend(crate::fallback::agent_families(mgr, &stats.fallback));
 

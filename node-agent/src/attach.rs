@@ -150,6 +150,12 @@ impl AttachManager {
         self
     }
 
+    /// Uses only the first `n` JVM slots (`--max-jvms`): the per-JVM tables are sized for them.
+    pub fn with_max_jvms(mut self, n: u32) -> Self {
+        self.free_slots = (0..n.min(MAX_JVMS)).rev().collect();
+        self
+    }
+
     pub fn new(collectors: Vec<Box<dyn Collector>>, traced_pids: MapHandle, host: String) -> Self {
         AttachManager {
             collectors,
@@ -158,10 +164,11 @@ impl AttachManager {
             identity: match FileIdentity::load() {
                 Ok(fi) => Some(fi),
                 Err(e) => {
-                    crate::log::warn(&format!(
-                        "{e:#}: JVMs are grouped by the device and inode /proc/PID/maps shows, so containers \
+                    tracing::warn!(
+                        error = format!("{e:#}"),
+                        "JVMs are grouped by the device and inode /proc/PID/maps shows, so containers \
                          sharing a JDK image layer are attached (and counted) once each"
-                    ));
+                    );
                     None
                 }
             },
@@ -269,12 +276,12 @@ impl AttachManager {
         };
         if let Some(m) = &self.jvm_limits {
             if let Err(e) = m.update(&slot.to_ne_bytes(), &limits_value(&limits), MapFlags::ANY) {
-                crate::log::warn(&format!("pid {pid}: jvm_limits update: {e} (the agent's limits apply)"));
+                tracing::warn!(pid, error = %e, "jvm_limits update failed: the agent's limits apply");
             }
         }
         let value = traced_pids_value(slot, wanted);
         if let Err(e) = self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY) {
-            crate::log::warn(&format!("pid {pid}: traced_pids update: {e}"));
+            tracing::warn!(pid, error = %e, "traced_pids update failed");
             self.release_group(file);
             return self.fail(pid, start, "map_error", "");
         }
@@ -299,7 +306,7 @@ impl AttachManager {
             Ok(None) => Err("libjvm_not_found"), // unmapped since discovery
             Err(_) if !Path::new(&format!("/proc/{}", found.pid)).exists() => Err("exited_before_attach"),
             Err(e) => {
-                crate::log::warn(&format!("pid {}: the file behind libjvm.so: {e:#}", found.pid));
+                tracing::warn!(pid = found.pid, error = format!("{e:#}"), "the file behind libjvm.so");
                 Err("no_access")
             }
         }
@@ -321,10 +328,18 @@ impl AttachManager {
         } else if !file.metadata().is_ok_and(|m| found.libjvm.matches(&m)) {
             return Err(("identity_mismatch", String::new()));
         }
+        // libbpf reads the file itself (USDT notes, uprobe symbols): it gets it only once the
+        // bounded parser has checked every table size against the file and the bounds.
+        if let Err(e) = jvmdiag_inspect::elf::check_file(&file) {
+            tracing::warn!(pid = found.pid, path = %found.libjvm_path, error = %e, "libjvm.so refused before any probe reads it");
+            return Err(("libjvm_refused", String::new()));
+        }
+        let before = changed_stamp(&file);
         let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         let mut links = Vec::new();
         let mut mode = ProbeMode::Usdt;
         let mut failed = Vec::new();
+        let guard = crate::sigbus::Guard::new();
         for c in &self.collectors {
             match c.attach(&binary) {
                 Ok(a) => {
@@ -332,11 +347,19 @@ impl AttachManager {
                     mode = mode.max(a.mode);
                 }
                 Err(e) => {
-                    crate::log::warn(&format!("pid {} ({}): collector {}: {e:#}", found.pid, found.libjvm_path, c.name()));
+                    tracing::warn!(pid = found.pid, path = %found.libjvm_path, collector = c.name(), error = format!("{e:#}"), "collector not attached");
                     let reason = if crate::probe::needs_sys_admin(&e) { "needs_cap_sys_admin" } else { "collector_failed" };
                     failed.push((c.name(), reason));
                 }
             }
+        }
+        // Truncated or rewritten while libbpf read it: what it read is not the file's (a read
+        // past a truncated end gave zeros, see `sigbus`). Dropping `links` detaches.
+        let faults = guard.faults();
+        drop(guard);
+        if faults > 0 || changed_stamp(&file) != before {
+            tracing::warn!(pid = found.pid, path = %found.libjvm_path, pages_gone = faults, "libjvm.so changed while it was read; not traced");
+            return Err(("libjvm_changed", String::new()));
         }
         // The uprobes went on the file the path resolves to now; the JVM maps the file it
         // resolved to then. They differ when the container replaced or copied up its
@@ -360,7 +383,7 @@ impl AttachManager {
             Ok(Some(now)) if now == want => Ok(()),
             Ok(_) => Err(("identity_mismatch", String::new())),
             Err(e) => {
-                crate::log::warn(&format!("pid {}: the file behind {}: {e:#}", found.pid, found.libjvm_path));
+                tracing::warn!(pid = found.pid, path = %found.libjvm_path, error = format!("{e:#}"), "the file behind libjvm.so");
                 Err(("no_access", String::new()))
             }
         }
@@ -422,7 +445,7 @@ impl AttachManager {
         let _ = self.traced_pids.delete(&pid.to_ne_bytes());
         for c in &self.collectors {
             if let Err(e) = c.forget(j.slot) {
-                crate::log::warn(&format!("forget slot {} in {}: {e:#}", j.slot, c.name()));
+                tracing::warn!(slot = j.slot, collector = c.name(), error = format!("{e:#}"), "forgetting a slot");
             }
         }
         if let Some(m) = &self.jvm_limits {
@@ -457,6 +480,12 @@ impl AttachManager {
         }
         Some(pd)
     }
+}
+
+/// What changes when a file is written or truncated: (size, ctime).
+fn changed_stamp(f: &std::fs::File) -> Option<(u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().ok().map(|m| (m.size(), m.ctime(), m.ctime_nsec()))
 }
 
 fn read_all(f: std::fs::File, max: u64) -> Option<Vec<u8>> {

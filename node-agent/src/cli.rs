@@ -61,9 +61,16 @@ pub struct Cli {
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=500))]
     pub poll_interval_ms: u64,
 
+    /// Most JVMs traced at once on this node (at most 1024); more are refused, counted as
+    /// jvmdiag_agent_attach_failures_total{reason="slots_exhausted"}. The per-JVM kernel tables
+    /// are sized for it, so it sets the agent's idle memory: set it to the node's pod capacity
+    /// times the JVMs per pod (a kubelet runs at most 110 pods by default).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=crate::attach::MAX_JVMS as i64))]
+    pub max_jvms: u32,
+
     /// Kubernetes mode: most JVMs traced at once per namespace (JVMs outside pods count as one
     /// namespace, ""); more are refused, counted as jvmdiag_agent_attach_failures_total{reason="namespace_share"}
-    /// and logged once per namespace. Default: a quarter of the node's JVM slots, at least 64.
+    /// and logged once per namespace. Default: a quarter of --max-jvms, at least 64.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::attach::MAX_JVMS as i64))]
     pub max_jvms_per_namespace: Option<u32>,
 
@@ -142,7 +149,7 @@ impl Config {
 
     /// `--max-jvms-per-namespace`, or its default from the node's slots.
     pub fn max_jvms_per_namespace(&self) -> u32 {
-        self.cli.max_jvms_per_namespace.unwrap_or(crate::attach::default_max_jvms_per_namespace(crate::attach::MAX_JVMS))
+        self.cli.max_jvms_per_namespace.unwrap_or(crate::attach::default_max_jvms_per_namespace(self.cli.max_jvms))
     }
 
     /// The agent's own `--max-*`: the ceiling of every JVM's limits.

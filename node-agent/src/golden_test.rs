@@ -62,6 +62,8 @@ fn fixture() -> String {
         proc_unreadable: 1,
         failures,
         last_scrape_seconds: Some(0.0015),
+        resident_bytes: Some(7_340_032),
+        bpf_map_bytes: Some(23_592_960),
     }));
     // Slot 2 has no labels (released JVM): its samples must not appear.
     let mut gone = metrics::THREAD_STARTS.family();

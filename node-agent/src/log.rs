@@ -37,11 +37,6 @@ pub fn init(level: &str, format: Format) -> Result<(), String> {
     Ok(())
 }
 
-/// A warning that needs no fields beyond its text.
-pub fn warn(msg: &str) {
-    tracing::warn!("{msg}");
-}
-
 fn libbpf_message(level: libbpf_rs::PrintLevel, msg: String) {
     let msg = msg.trim_end();
     match level {

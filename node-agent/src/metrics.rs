@@ -171,6 +171,14 @@ pub static AGENT_MAP_ENTRIES: Desc = desc(
     Gauge,
     &["map"],
 );
+pub static AGENT_RESIDENT_MEMORY: Desc =
+    desc("jvmdiag_agent_resident_memory_bytes", "The agent's resident memory (RSS) at this scrape.", Gauge, &[]);
+pub static AGENT_BPF_MAP_MEMORY: Desc = desc(
+    "jvmdiag_agent_bpf_map_memory_bytes",
+    "Kernel memory of the BPF maps the agent holds (their memlock, as bpftool map show prints it), not in its RSS.",
+    Gauge,
+    &[],
+);
 pub static AGENT_SCRAPE_DURATION: Desc =
     desc("jvmdiag_agent_scrape_duration_seconds", "Duration of the previous scrape.", Gauge, &[]);
 /// The reason of a JVM with neither probes nor hsperfdata (`-XX:-UsePerfData`): seen, nothing counted.
@@ -291,6 +299,8 @@ pub static ALL: &[&Desc] = &[
     &AGENT_FILTERED_EVENTS,
     &AGENT_MAP_ENTRIES,
     &AGENT_SCRAPE_DURATION,
+    &AGENT_RESIDENT_MEMORY,
+    &AGENT_BPF_MAP_MEMORY,
     &AGENT_JVMS_UNTRACED,
     &AGENT_JVM_NOT_TRACED,
     &AGENT_COLLECTOR_UNAVAILABLE,

@@ -37,6 +37,9 @@ pub struct AgentReport {
     /// (reason, collector) -> count
     pub failures: BTreeMap<(String, String), u64>,
     pub last_scrape_seconds: Option<f64>,
+    /// The agent's RSS and its BPF maps' memory, in bytes (None where not read).
+    pub resident_bytes: Option<u64>,
+    pub bpf_map_bytes: Option<u64>,
 }
 
 pub fn jvm_families(jvms: &[JvmReport]) -> Vec<Family> {
@@ -108,6 +111,12 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
     ];
     if let Some(d) = r.last_scrape_seconds {
         out.push(gauge(&metrics::AGENT_SCRAPE_DURATION, d));
+    }
+    if let Some(b) = r.resident_bytes {
+        out.push(gauge(&metrics::AGENT_RESIDENT_MEMORY, b as f64));
+    }
+    if let Some(b) = r.bpf_map_bytes {
+        out.push(gauge(&metrics::AGENT_BPF_MAP_MEMORY, b as f64));
     }
     out
 }

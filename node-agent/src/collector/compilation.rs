@@ -75,9 +75,9 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps.comp_stats.set_max_entries(super::table_size(MAX_COMPILERS))?;
-    open.maps.method_hot.set_max_entries(super::table_size(hot_budget))?;
-    open.maps.heap_usage.set_max_entries(super::table_size(MAX_HEAPS))?;
+    open.maps.comp_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_COMPILERS))?;
+    open.maps.method_hot.set_max_entries(super::table_size(cfg.max_jvms, hot_budget))?;
+    open.maps.heap_usage.set_max_entries(super::table_size(cfg.max_jvms, MAX_HEAPS))?;
     let skel = open.load().context("load compilation.bpf.o")?;
     Ok(Box::new(Compilation { skel, max_methods: cfg.max_methods as usize, layouts: RefCell::new(Vec::new()) }))
 }
@@ -158,7 +158,7 @@ impl Collector for Compilation {
         // The code cache parts are extras: a failure there leaves the compilations traced.
         let extra = |r: Result<Link>, links: &mut Vec<Link>| match r {
             Ok(l) => links.push(l),
-            Err(e) => crate::log::warn(&format!("{}: compilation: {e:#}", binary.display())),
+            Err(e) => tracing::warn!(binary = %binary.display(), collector = "compilation", error = format!("{e:#}"), "a code cache probe did not attach"),
         };
         if let Some(sym) = find_symbol(&syms, SYM_FULL) {
             extra(uprobe(&p.codemem_full, binary, &sym, false), &mut links);
@@ -174,10 +174,11 @@ impl Collector for Compilation {
                     i as u64 + 1
                 }
                 None => {
-                    crate::log::warn(&format!(
-                        "{}: code heap layout not recognised: jvmdiag_code_cache_used_bytes is as of the JVM's last code allocation",
-                        binary.display()
-                    ));
+                    tracing::warn!(
+                        binary = %binary.display(),
+                        collector = "compilation",
+                        "code heap layout not recognised: jvmdiag_code_cache_used_bytes is as of the JVM's last code allocation"
+                    );
                     0
                 }
             };

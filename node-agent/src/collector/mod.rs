@@ -28,6 +28,8 @@ pub mod vmops;
 /// Load-time settings every collector may read (set as rodata before load).
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
+    /// JVM slots in use (`--max-jvms`, at most MAX_JVMS): the per-JVM tables are sized for it.
+    pub max_jvms: u32,
     pub max_thread_names: u32,
     pub max_vmop_names: u32,
     /// Compilation collector: methods named per JVM (`--max-methods`).
@@ -173,9 +175,11 @@ pub(crate) fn object_storage() -> &'static mut MaybeUninit<OpenObject> {
     Box::leak(Box::new(MaybeUninit::uninit()))
 }
 
-/// Map sizes: enough for every JVM slot times the per-JVM name budget plus "other".
-pub(crate) fn table_size(per_jvm: u32) -> u32 {
-    consts::MAX_JVMS.saturating_mul(per_jvm.saturating_add(1)).max(1)
+/// Map sizes: enough for every JVM slot the agent uses (`--max-jvms`) times the per-JVM name
+/// budget plus "other". The hash tables allocate entries as they are used, but their bucket
+/// arrays follow this size (rounded up to a power of two), so it sets the idle footprint.
+pub(crate) fn table_size(max_jvms: u32, per_jvm: u32) -> u32 {
+    max_jvms.min(consts::MAX_JVMS).saturating_mul(per_jvm.saturating_add(1)).max(1)
 }
 
 /// A collector's probe names by their index in its `enum *_probe` (src/bpf/<collector>.h,

@@ -53,7 +53,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.max_names = MAX_CLASSES;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
-    open.maps.mon_stats.set_max_entries(super::table_size(MAX_CLASSES))?;
+    open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_CLASSES))?;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
 }
@@ -158,7 +158,7 @@ impl Collector for Monitors {
             // nothing is attached (logged; documented) rather than a failure of the JVM's
             // other collectors' mode. Its JVMs show no monitor series.
             Err(e) => {
-                crate::log::warn(&format!("{}: monitors: {e:#}; no monitor probes for this libjvm.so", binary.display()));
+                tracing::warn!(binary = %binary.display(), collector = "monitors", error = format!("{e:#}"), "no monitor probes for this libjvm.so");
                 Ok(Attached { links: Vec::new(), mode: ProbeMode::Usdt })
             }
         }

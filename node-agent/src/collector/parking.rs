@@ -47,8 +47,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     probe::prepare_uprobes(open.open_object_mut());
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
-    open.maps.park_counts.set_max_entries(super::table_size(cfg.max_thread_names))?;
-    open.maps.park_names.set_max_entries(super::table_size(cfg.max_thread_names))?;
+    open.maps.park_counts.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    open.maps.park_names.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
     let skel = open.load().context("load parking.bpf.o")?;
     Ok(Box::new(Parking { skel }))
 }

@@ -45,8 +45,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.ticks_per_sec = 1_000_000_000;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps.sp_pause.set_max_entries(super::table_size(cfg.max_vmop_names))?;
-    open.maps.sp_sync.set_max_entries(super::table_size(cfg.max_vmop_names))?;
+    open.maps.sp_pause.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_vmop_names))?;
+    open.maps.sp_sync.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_vmop_names))?;
     let skel = open.load().context("load safepoints.bpf.o")?;
     Ok(Box::new(Safepoints { skel, vtables: Default::default() }))
 }
@@ -91,10 +91,12 @@ impl Collector for Safepoints {
             (Ok(s), Ok(e)) => links.extend([s, e]),
             (s, e) => {
                 if let Some(err) = [s.as_ref().err(), e.as_ref().err()].into_iter().flatten().next() {
-                    crate::log::warn(&format!(
-                        "{}: safepoints: {err:#}; timing safepoints with the agent's own clock",
-                        binary.display()
-                    ));
+                    tracing::warn!(
+                        binary = %binary.display(),
+                        collector = "safepoints",
+                        error = format!("{err:#}"),
+                        "timing safepoints with the agent's own clock"
+                    );
                 }
                 if let Ok(s) = s {
                     links.push(s);

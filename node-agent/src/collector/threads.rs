@@ -86,8 +86,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps.threads_counts.set_max_entries(super::table_size(cfg.max_thread_names))?;
-    open.maps.threads_names.set_max_entries(super::table_size(cfg.max_thread_names))?;
+    open.maps.threads_counts.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    open.maps.threads_names.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
     let skel = open.load().context("load threads.bpf.o")?;
     Ok(Box::new(Threads { skel, jvm_start_thread: cfg.jvm_start_thread }))
 }

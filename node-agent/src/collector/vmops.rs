@@ -43,10 +43,10 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     // Twice the budget: each name may appear at and not at a safepoint.
-    open.maps.vmops_hist.set_max_entries(super::table_size(cfg.max_vmop_names.saturating_mul(2)))?;
+    open.maps.vmops_hist.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_vmop_names.saturating_mul(2)))?;
     // Per JVM: the named (operation, requester) pairs, then at most max_names operations
     // requested by "other", then ("other", "other").
-    open.maps.vmop_requests.set_max_entries(super::table_size(cfg.max_thread_names.saturating_add(cfg.max_vmop_names)))?;
+    open.maps.vmop_requests.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_vmop_names)))?;
     let skel = open.load().context("load vmops.bpf.o")?;
     Ok(Box::new(Vmops { skel, vtables: Default::default() }))
 }
@@ -68,7 +68,7 @@ impl Collector for Vmops {
                 // The requester: only where the JDK has the probe (never guessed without it).
                 match p.vmop_request.attach_usdt(-1, binary, "hotspot", "vmops__request") {
                     Ok(l) => links.push(l),
-                    Err(e) => crate::log::warn(&format!("{}: no requester of VM operations: USDT hotspot:vmops__request: {e:#}", binary.display())),
+                    Err(e) => tracing::warn!(binary = %binary.display(), collector = "vmOperations", error = format!("{e:#}"), "no requester of VM operations: USDT hotspot:vmops__request"),
                 }
                 return Ok(Attached { links, mode: ProbeMode::Usdt });
             }
