@@ -236,10 +236,211 @@ def test_hostile():
     return problems
 
 
+# The agent's peak RSS whatever a container's files hold (docs/untrusted-input.md: the
+# bounds on one libjvm.so's tables, checked before they are read, keep it there).
+PEAK_RSS_CAP_MIB = 96
+
+
+def perf_file(entries):
+    """A little-endian v2.0 hsperfdata file laid out like HotSpot's: entries are
+    (name, int) for a long or (name, bytes) for a string."""
+    import struct
+    body = b""
+    for name, v in entries:
+        name = name.encode() + b"\0"
+        data_off = 20 + len(name)
+        data_off += (8 - data_off % 8) % 8
+        if isinstance(v, int):
+            dtype, vlen, units, data = b"J", 0, 4, struct.pack("<q", v)
+        else:
+            dtype, vlen, units, data = b"B", len(v) + 1, 5, v + b"\0"
+        length = data_off + len(data)
+        length += (8 - length % 8) % 8
+        ent = struct.pack("<iii", length, 20, vlen) + dtype + bytes([0, units, 1]) + struct.pack("<i", data_off)
+        body += (ent + name).ljust(data_off, b"\0") + data.ljust(length - data_off, b"\0")
+    used = 32 + len(body)
+    return b"\xca\xfe\xc0\xc0" + bytes([1, 2, 0, 1]) + struct.pack("<iiqii", used, 0, 0, 32, len(entries)) + body
+
+
+def with_symtab_size(lib, size):
+    """libjvm.so bytes whose .symtab section header claims `size` bytes."""
+    import struct
+    b = bytearray(lib)
+    shoff, = struct.unpack_from("<Q", b, 0x28)
+    shnum, = struct.unpack_from("<H", b, 0x3c)
+    for i in range(shnum):
+        o = shoff + i * 64
+        if struct.unpack_from("<I", b, o + 4)[0] == 2:  # SHT_SYMTAB
+            struct.pack_into("<Q", b, o + 32, size)
+            return bytes(b)
+    raise RuntimeError("no .symtab")
+
+
+def peak_rss_mib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+FLIPPER_C = r"""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+/* flipper FILE READY: a container truncating its libjvm.so while the agent reads it. Watches
+   FILE's opens (inotify IN_OPEN); from the third on (the first is the container process's own,
+   the second the agent's, whose bounded checks must see the file whole; the next ones are
+   libbpf's), waits 0-2 ms (a different moment of libbpf's read each time), cuts the file's last
+   8 MiB (section headers, symbol and string tables), keeps it cut for 1 ms and writes it back. Runs until killed. */
+static void pause_us(long us) { struct timespec t = {us / 1000000, (us % 1000000) * 1000}; nanosleep(&t, 0); }
+int main(int argc, char **argv) {
+    int ino = inotify_init1(0), fd = open(argv[1], O_RDWR);
+    struct stat st;
+    if (ino < 0 || fd < 0 || fstat(fd, &st) != 0 || inotify_add_watch(ino, argv[1], IN_OPEN) < 0) return 1;
+    off_t cut = st.st_size - (8 << 20);
+    char *tail = malloc(st.st_size - cut);
+    if (!tail || pread(fd, tail, st.st_size - cut, cut) != st.st_size - cut) return 1;
+    close(open(argv[2], O_WRONLY | O_CREAT, 0644));
+    char ev[4096];
+    long opens = 0;
+    for (;;) {
+        ssize_t n = read(ino, ev, sizeof ev);
+        if (n <= 0) return 1;
+        opens += n / sizeof(struct inotify_event);
+        if (opens < 3) continue;
+        pause_us(rand() % 2000);
+        if (ftruncate(fd, cut) != 0) return 1;
+        pause_us(1000);
+        if (pwrite(fd, tail, st.st_size - cut, cut) != st.st_size - cut) return 1;
+    }
+}
+"""
+
+
+def test_hostile_files():
+    """Files of a size or shape meant to exhaust the agent's memory or kill it, beside a normal
+    JVM: a sparse 512 MiB libjvm.so whose .symtab claims 480 MiB, a 1 GiB sparse hsperfdata,
+    an hsperfdata whose vendor string is 64 KiB of the text format's characters, and three
+    copies of the real libjvm.so cut short while libbpf reads them (see flip). The agent stays alive and serving, its peak RSS under PEAK_RSS_CAP_MIB, every
+    hostile pid is reported (traced or with a reason), the scrape passes promtool with the
+    vendor bounded, and the normal JVM's thread starts equal its own counter."""
+    port_ = port(5)
+    base = os.path.join(WORK, "hostile-files")
+    if os.path.isdir(base):
+        shutil.rmtree(base)
+    os.makedirs(base)
+    src = os.path.join(base, "hostile.c")
+    open(src, "w").write(HOSTILE_C)
+    subprocess.run(["gcc", "-static", "-O1", "-o", os.path.join(base, "hostile"), src], check=True)
+    open(os.path.join(base, "flipper.c"), "w").write(FLIPPER_C)
+    subprocess.run(["gcc", "-O1", "-o", os.path.join(base, "flipper"), os.path.join(base, "flipper.c")], check=True)
+    real = open(f"{standalone.JDK17}/lib/server/libjvm.so", "rb").read()
+    plain_elf = open(os.path.realpath("/usr/bin/true"), "rb").read()  # ELF, no probes, no .symtab: hsperfdata mode
+    vendor = (b'x"\\\n# TYPE jvmdiag_forged counter\n' * 3000)[:64 * 1024 - 1]
+    good_perf = perf_file([("java.property.java.version", b"17.0.99"), ("java.property.java.vendor", vendor),
+                           ("java.threads.live", 3), ("java.threads.started", 5)])
+
+    agent = start_agent(port_)
+    apid = standalone.AGENT_PIDS[port_]
+    problems, hostile, flippers = [], {}, []
+    try:
+        def root(name, lib, perf=None):
+            r = make_root(base, name, lib)
+            if perf is not None:
+                open(os.path.join(r, "tmp/hsperfdata_root/1"), "wb").write(perf)
+            return r
+
+        r = root("sparse_512mib_libjvm", with_symtab_size(real, 480 << 20))  # inside the file: refused by count
+        os.truncate(os.path.join(r, "lib/server/libjvm.so"), 512 << 20)
+        hostile["sparse_512mib_libjvm"] = start_hostile(r, False, "keep")[1]
+        r = root("sparse_1gib_hsperfdata", plain_elf, good_perf)
+        os.truncate(os.path.join(r, "tmp/hsperfdata_root/1"), 1 << 30)
+        hostile["sparse_1gib_hsperfdata"] = start_hostile(r, False, "keep")[1]
+        r = root("vendor_64kib", plain_elf, good_perf)
+        hostile["vendor_64kib"] = start_hostile(r, False, "keep")[1]
+        for i in range(3):
+            name = f"libjvm_truncated_while_read_{i}"
+            r = root(name, real)
+            lib = os.path.join(r, "lib/server/libjvm.so")
+            # Watching before the process starts: its own open is the first one counted, so
+            # the agent's own checks see the file whole.
+            ready = os.path.join(base, name + ".flipper-ready")
+            f = subprocess.Popen([os.path.join(base, "flipper"), lib, ready], stdout=subprocess.DEVNULL)
+            procs.append(f)
+            flippers.append(f)
+            wait_file(ready, 20, f)
+            hostile[name] = start_hostile(r, False, "keep")[1]
+        log("hostile pids: " + ", ".join(f"{n}={p}" for n, p in hostile.items()))
+
+        storm_problems, _, jpid = check_storm(port_, standalone.JDK17, "hostilefiles17", per_name=300)
+        problems += [p for p in storm_problems if not p.startswith("only ")]
+
+        deadline = time.time() + 20
+        while True:
+            text = scrape(port_)
+            info = {l.get("pid"): l for n, l, _ in samples(text) if n == "jvmdiag_jvm_info"}
+            not_traced = {l.get("pid"): l.get("reason") for n, l, _ in samples(text) if n == "jvmdiag_agent_jvm_not_traced"}
+            untraced = {l["reason"]: v for n, l, v in samples(text) if n == "jvmdiag_agent_jvms_untraced" and v}
+            n_untraced = sum(v for r_, v in untraced.items() if r_ != "not_selected")
+            n_named = sum(1 for p in hostile.values() if str(p) in info or str(p) in not_traced)
+            if n_named + n_untraced >= len(hostile) or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        for f in flippers:
+            f.kill()
+        failures = {(l["reason"], l.get("collector", "")): v for n, l, v in samples(text)
+                    if n == "jvmdiag_agent_attach_failures_total"}
+        log(f"hostile files: traced {[n for n, p in hostile.items() if str(p) in info]}; untraced {untraced}; "
+            f"attach failures {failures}")
+        if n_named + n_untraced < len(hostile):
+            problems.append(f"hostile pids not all reported: traced or named {n_named}, untraced {untraced}")
+        if str(hostile["sparse_512mib_libjvm"]) in info or not failures.get(("libjvm_refused", "")):
+            problems.append("the sparse 512 MiB libjvm.so was not refused (libjvm_refused)")
+        v = info.get(str(hostile["vendor_64kib"]))
+        if not v or v.get("probe_mode") != "hsperfdata" or v.get("java_version") != "17.0.99":
+            problems.append(f"the 64 KiB-vendor JVM is not traced from its hsperfdata: {v}")
+        elif len(re.sub(r'\\(.)', r'\1', v["vendor"])) > 64:
+            problems.append(f"vendor label not bounded to 64 characters: {len(v['vendor'])}")
+        for name, pid in hostile.items():
+            # Cut while libbpf read it: whatever libbpf made of it is dropped (libjvm_changed),
+            # or the agent's own checks saw it cut (libjvm_refused).
+            if name.startswith("libjvm_truncated_while_read") and str(pid) in info:
+                problems.append(f"{name} (pid {pid}) is traced from a file cut while it was read")
+        if not failures.get(("libjvm_changed", "")):
+            log("hostile files: no libjvm_changed this run (every cut was seen by the agent's own checks)")
+        if str(hostile["sparse_1gib_hsperfdata"]) in info:
+            problems.append("the JVM with a 1 GiB hsperfdata is traced from it")
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        if r.returncode != 0 or "error" in (r.stdout + r.stderr):
+            problems.append(f"promtool: {(r.stdout + r.stderr).strip()[:400]}")
+        if any("forged" in l.split("{")[0] for l in text.splitlines()):
+            problems.append("a forged series in the scrape")
+        if str(jpid) not in info or info[str(jpid)].get("probe_mode") != "usdt":
+            problems.append(f"normal JVM {jpid}: jvm_info {info.get(str(jpid))}")
+        if agent.poll() is not None:
+            problems.append(f"the agent died (exit {agent.returncode}); log {WORK}/agent-{port_}.log")
+        elif healthz(port_).strip() != "ok":
+            problems.append("agent not healthy after the hostile files")
+        else:
+            peak = peak_rss_mib(apid)
+            log(f"agent peak RSS (VmHWM) {peak:.1f} MiB (cap {PEAK_RSS_CAP_MIB})")
+            if peak is None or peak > PEAK_RSS_CAP_MIB:
+                problems.append(f"agent peak RSS {peak} MiB over its cap {PEAK_RSS_CAP_MIB} MiB")
+    finally:
+        for f in flippers:
+            f.kill()
+        agent.terminate()
+    return problems
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     try:
         run("hostile_containers_next_to_normal_jvm", test_hostile)
+        run("hostile_files_sparse_truncated_huge_within_memory_cap", test_hostile_files)
     finally:
         kill_leftovers()
     return summary()
