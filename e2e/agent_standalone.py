@@ -363,10 +363,14 @@ def test_shared_jdk_counted_once(port, jdk):
     return problems
 
 
+HOSTILE_NAMES = 8  # the thread names of e2e/workloads/HostileNames.java
+
+
 def test_hostile_thread_names(jdk):
     """A JVM whose thread names hold the text format's quote, backslash and newline, forged
-    series and TYPE lines: the whole scrape passes promtool, holds no series the agent did
-    not make, and the JVM's thread starts still equal its own java.threads.started."""
+    series and TYPE lines and bytes that are not UTF-8, started from a jar whose path and name
+    hold them too (the `jvm` label): the whole scrape passes promtool, holds no series the agent
+    did not make, and the JVM's thread starts still equal its own java.threads.started."""
     port = e2e_port(6)
     agent = start_agent(port, "--match-jvm", "HostileNames")
     classes = os.path.join(WORK, "classes-hostile")
@@ -374,7 +378,12 @@ def test_hostile_thread_names(jdk):
     d = os.path.join(WORK, "hostile-names")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    p = subprocess.Popen([f"{jdk}/bin/java", "-cp", classes, "HostileNames", d], stdout=subprocess.DEVNULL,
+    jar_dir = os.path.join(d, 'jar"dir\\x\n# TYPE jvmdiag_forged counter')
+    os.makedirs(jar_dir)
+    jar = os.path.join(jar_dir, 'HostileNames"} 1\njvmdiag_forged_total{namespace="kube-system"} 1\n\udcff.jar')  # a raw 0xFF byte
+    subprocess.run([f"{jdk}/bin/jar", "--create", "--file", jar, "--main-class", "HostileNames", "-C", classes,
+                    "HostileNames.class"], check=True)
+    p = subprocess.Popen([f"{jdk}/bin/java", "-jar", jar, d], stdout=subprocess.DEVNULL,
                          stderr=open(os.path.join(d, "stderr"), "w"))
     procs.append(p)
     problems = []
@@ -396,8 +405,13 @@ def test_hostile_thread_names(jdk):
             problems.append("a series claims namespace kube-system")
         d_started = h1["java.threads.started"] - h0["java.threads.started"]
         d_agent = sum(a1["starts"].values()) - sum(a0["starts"].values())
-        if d_started != d_agent or d_started != 6:
-            problems.append(f"thread starts: agent {d_agent}, hsperfdata {d_started}, started 6")
+        if d_started != d_agent or d_started != HOSTILE_NAMES:
+            problems.append(f"thread starts: agent {d_agent}, hsperfdata {d_started}, started {HOSTILE_NAMES}")
+        jvm = a1.get("info", {}).get("jvm", "")
+        if not jvm.startswith("HostileNames") or len(jvm) > 80:
+            problems.append(f"jvm label {jvm!r}: not the jar's name, bounded")
+        if "\ufffd" not in "".join(a1["starts"]):
+            problems.append("no thread name with its non-UTF-8 bytes replaced (U+FFFD)")
         if 'thread_name="x\\"y"' not in text or 'thread_name="back\\\\slash"' not in text:
             problems.append("quote and backslash names not shown escaped")
         log(f"hostile names: {d_agent}/{d_started} starts; names {sorted(a1['starts'])}")

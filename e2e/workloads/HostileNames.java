@@ -3,8 +3,9 @@ import java.nio.file.Path;
 
 /**
  * Threads whose names a hostile tenant would choose: the text format's quote, backslash and
- * newline, a forged series and a forged TYPE line, and a name whose 63-byte prefix (what the
- * probe reads) ends inside a multi-byte character. Usage: HostileNames DIR; writes DIR/ready,
+ * newline, a forged series and a forged TYPE line, a name whose 63-byte prefix (what the
+ * probe reads) ends inside a multi-byte character, and names that reach the probe as bytes
+ * that are not UTF-8. Usage: HostileNames DIR; writes DIR/ready,
  * waits for DIR/go, starts one thread of each name, writes DIR/done, waits for DIR/stop.
  */
 public class HostileNames {
@@ -15,6 +16,8 @@ public class HostileNames {
         "# TYPE jvmdiag_forged counter",
         "a".repeat(62) + "\u4e2d\u4e2d",
         "close\"} 1\nother_forged 2",
+        "lone\ud800surrogate", // HotSpot's modified UTF-8 makes it ED A0 80: not UTF-8
+        "nul\u0000byte",       // and this C0 80
     };
 
     public static void main(String[] args) throws Exception {
