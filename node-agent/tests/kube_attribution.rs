@@ -456,3 +456,82 @@ fn five_hundred_pods_cost_flat_memory_and_no_traffic_but_the_watch() {
     assert!(rss2.saturating_sub(rss0) < 8 * 1024, "RSS grew {} KiB after the pods went", rss2 - rss0);
     let _ = std::fs::remove_file(&relayed);
 }
+
+#[test]
+#[ignore = "needs root and a local control plane: hack/suites/45-agent-kube.sh"]
+fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
+    // The agent's share is 2 JVMs per namespace here (--max-jvms-per-namespace 2): namespace
+    // "greedy" runs 3 injected JVMs, "quiet" 1, started after greedy's. Greedy gets 2 traced
+    // and 1 refused (counted as namespace_share, with its reason in jvms_untraced); quiet's
+    // JVM is traced though it came last.
+    let tag = std::process::id();
+    let (greedy, quiet) = (format!("jvmdiag-greedy-{tag}"), format!("jvmdiag-quiet-{tag}"));
+    let node = format!("jvmdiag-share-node-{tag}");
+    let top = format!("jvmdiag-share-{tag}");
+    let work = std::env::temp_dir().join(format!("jvmdiag-kube-share-{tag}"));
+    std::fs::create_dir_all(&work).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
+    assert!(Command::new(format!("{JDK17}/bin/javac")).args(["--release", "17", "-d"]).arg(&work).arg(&src).status().unwrap().success());
+    kubectl_stdin(&["apply", "-f", "-"], &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"));
+    create_namespace(&greedy);
+    create_namespace(&quiet);
+    struct Cleanup(Vec<String>, String);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let k = std::env::var("KUBECTL").unwrap_or_default();
+            for ns in &self.0 {
+                let _ = Command::new(&k).args(["-n", ns, "delete", "pods", "--all", "--force", "--grace-period=0"]).env("KUBECONFIG", kubeconfig()).output();
+                let _ = Command::new(&k).args(["delete", "namespace", ns, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+            }
+            let _ = Command::new(&k).args(["delete", "node", &self.1, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+        }
+    }
+    let _cleanup = Cleanup(vec![greedy.clone(), quiet.clone()], node.clone());
+
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _agent = Kill(
+        Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
+            .args(["--node-name", &node, "--kubeconfig"])
+            .arg(kubeconfig())
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--poll-interval-ms", "100", "--max-jvms-per-namespace", "2"])
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("agent /metrics", Duration::from_secs(30), || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    wait_for("watch synced", Duration::from_secs(30), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0));
+
+    let mut cgroups = Vec::new();
+    let mut jvms = Vec::new();
+    for (i, (ns, pod)) in [(&greedy, "g-0"), (&greedy, "g-1"), (&greedy, "g-2"), (&quiet, "q-0")].into_iter().enumerate() {
+        let id = container_id(0x5a00 + i as u32);
+        let uid = create_pod(ns, pod, &node, Some(("threads,safepoints", "app")));
+        report_container(ns, pod, &id);
+        let cg = Cgroup::new(&top, &uid, &id);
+        let mut j = start_jvm(JDK17, &work, Some(&cg), 5);
+        j.wait_idle();
+        if ns == &greedy {
+            // Greedy's JVMs are found first, one at a time.
+            let n = i as f64 + 1.0;
+            wait_for("greedy's JVM seen", Duration::from_secs(30), || {
+                let t = scrape(port);
+                let traced = t.lines().filter(|l| l.starts_with("jvmdiag_jvm_info{") && l.contains(&format!("namespace=\"{greedy}\""))).count() as f64;
+                traced + value(&t, "jvmdiag_agent_attach_failures_total", &["reason=\"namespace_share\""]).unwrap_or(0.0) >= n
+            });
+        }
+        cgroups.push(cg);
+        jvms.push(j);
+    }
+    wait_for("quiet's JVM traced", Duration::from_secs(30), || scrape(port).contains(&format!("namespace=\"{quiet}\",pod=\"q-0\"")));
+    let text = scrape(port);
+    let info = |ns: &str| text.lines().filter(|l| l.starts_with("jvmdiag_jvm_info{") && l.contains(&format!("namespace=\"{ns}\""))).count();
+    assert_eq!(info(&greedy), 2, "greedy: 2 JVMs traced (its share)\n{text}");
+    assert_eq!(info(&quiet), 1, "quiet: its JVM traced\n{text}");
+    assert_eq!(value(&text, "jvmdiag_agent_attach_failures_total", &["reason=\"namespace_share\""]), Some(1.0), "{text}");
+    assert_eq!(value(&text, "jvmdiag_agent_jvms_untraced", &["reason=\"namespace_share\""]), Some(1.0), "{text}");
+    // The refused JVM is named nowhere else: no series of its pod.
+    let refused = ["g-0", "g-1", "g-2"].iter().filter(|p| !text.contains(&format!("pod=\"{p}\""))).count();
+    assert_eq!(refused, 1, "{text}");
+    drop(jvms);
+    drop(cgroups);
+    let _ = std::fs::remove_dir_all(&work);
+}
