@@ -10,8 +10,11 @@ enum monitors_probe {
 	MON_PROBE_ENTERED = 1, /* USDT hotspot:monitor__contended__entered */
 };
 
-/* Contended enters in flight at once (one per blocked thread), over all JVMs. */
+/* Contended enters in flight at once (one per blocked thread), over all JVMs: the loader
+ * sizes mon_inflight MON_INFLIGHT_PER_JVM x --max-jvms (an LRU is preallocated whole), at
+ * most MON_INFLIGHT_MAX. */
 #define MON_INFLIGHT_MAX 65536
+#define MON_INFLIGHT_PER_JVM 32
 
 /* Per JVM and monitor class (struct name_key, name = the class's internal name as
  * HotSpot's Symbol holds it, java/lang/Object, at most NAME_LEN - 1 bytes). */

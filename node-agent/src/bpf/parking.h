@@ -20,8 +20,11 @@ enum parking_probe {
 #define PARK_FNV_PRIME 0x100000001b3ULL
 #define PARK_OTHER_HASH 0ULL
 /* Parks in flight at once (one per parked thread), over all JVMs; LRU: a thread parked
- * longer than the rest of a full table loses its time, never another's. */
+ * longer than the rest of a full table loses its time, never another's. The loader sizes
+ * park_inflight PARK_INFLIGHT_PER_JVM x --max-jvms (an LRU is preallocated whole), at most
+ * PARK_INFLIGHT_MAX. */
 #define PARK_INFLIGHT_MAX 65536
+#define PARK_INFLIGHT_PER_JVM 64
 
 struct park_key {
 	__u32 slot;

@@ -54,6 +54,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_CLASSES))?;
+    open.maps.mon_inflight.set_max_entries(cfg.max_jvms.saturating_mul(consts::MON_INFLIGHT_PER_JVM).min(consts::MON_INFLIGHT_MAX))?;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
 }

@@ -49,6 +49,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.park_counts.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
     open.maps.park_names.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    open.maps.park_inflight.set_max_entries(cfg.max_jvms.saturating_mul(consts::PARK_INFLIGHT_PER_JVM).min(consts::PARK_INFLIGHT_MAX))?;
     let skel = open.load().context("load parking.bpf.o")?;
     Ok(Box::new(Parking { skel }))
 }
