@@ -1,7 +1,8 @@
 #![no_main]
 //! ELF symbol tables of a container's libjvm.so: never panics; the filter is honoured; the
 //! file reader the agent uses (`symbols_in_file`, `read_vaddr`: pread of the parts asked
-//! for) gives exactly what the in-memory parser gives for the same bytes.
+//! for) gives exactly what the in-memory parser gives for the same bytes; a file the agent's
+//! pre-check (`check_file`) accepts is never refused by the symbol reader for a size or count.
 use std::io::{Seek, Write};
 use std::sync::OnceLock;
 
@@ -36,6 +37,14 @@ fuzz_target!(|data: &[u8]| {
         (Ok(m), Ok(d)) => assert_eq!(m, d),
         (Err(_), Err(_)) => {}
         (m, d) => panic!("in-memory and file parsers disagree: {m:?} vs {d:?}"),
+    }
+
+    // The check the agent makes before libbpf reads a file: what it accepts, the symbol
+    // reader never refuses for a size or count (those come from the same headers).
+    if elf::check_file(f).is_ok() {
+        if let Err(e @ jvmdiag_inspect::Error::TooLarge { .. }) = &from_file {
+            panic!("check_file accepted a file whose symbols are refused as too large: {e}");
+        }
     }
 
     if let Some(v) = data.get(..8) {
