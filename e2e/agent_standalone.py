@@ -380,7 +380,7 @@ def test_hostile_thread_names(jdk):
     os.makedirs(d)
     jar_dir = os.path.join(d, 'jar"dir\\x\n# TYPE jvmdiag_forged counter')
     os.makedirs(jar_dir)
-    jar = os.path.join(jar_dir, 'HostileNames"} 1\njvmdiag_forged_total{namespace="kube-system"} 1\n\udcff.jar')  # a raw 0xFF byte
+    jar = os.path.join(jar_dir, 'HostileNames"} 1\njvmdiag_forged_total{namespace="kube-system"} 1\n.jar')
     subprocess.run([f"{jdk}/bin/jar", "--create", "--file", jar, "--main-class", "HostileNames", "-C", classes,
                     "HostileNames.class"], check=True)
     p = subprocess.Popen([f"{jdk}/bin/java", "-jar", jar, d], stdout=subprocess.DEVNULL,
