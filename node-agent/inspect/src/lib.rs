@@ -13,6 +13,7 @@ pub mod elf;
 mod error;
 pub mod hsperfdata;
 pub mod limits;
+pub mod options;
 pub mod procfs;
 pub mod root;
 pub mod safepoint_log;

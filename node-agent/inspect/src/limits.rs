@@ -47,3 +47,11 @@ pub const SAFEPOINT_LINE_MAX: usize = 64 << 10;
 pub const DIR_MAX_ENTRIES: usize = 65_536;
 /// Length of one field of a text file from `/proc` (a path, a name).
 pub const PROC_MAX_FIELD: usize = 8192;
+/// An options file a JVM reads at start (`@argfile`, `-XX:VMOptionsFile=`, `-XX:Flags=`):
+/// real ones are a few KiB.
+pub const OPTIONS_FILE_MAX_BYTES: u64 = 1 << 20;
+/// Options files read for one JVM (each `@argfile` of its command line, one options file, one
+/// flags file); past it the rest are not read.
+pub const OPTIONS_FILES_MAX: usize = 16;
+/// Options taken from one JVM's variables, command line and options files together.
+pub const OPTIONS_MAX_TOKENS: usize = 65_536;

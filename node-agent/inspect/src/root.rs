@@ -79,9 +79,23 @@ impl ProcRoot {
     /// a FIFO/device/socket/directory (without blocking and without opening it for reading),
     /// a file larger than `max_len`, a path with `..`.
     pub fn open_file(&self, path_in_root: &Path, max_len: u64) -> Result<std::fs::File, Error> {
+        self.open_regular(path_in_root, max_len, false)
+    }
+
+    /// Like [`ProcRoot::read_file`], but a symlink in last position is followed, inside the root
+    /// as every other link (a Kubernetes ConfigMap or Secret volume presents each file as such
+    /// a link). For files a process names itself (its options files); the file must still be
+    /// a regular file within the bound.
+    pub fn read_file_following_links(&self, path_in_root: &Path, max_len: u64) -> Result<Vec<u8>, Error> {
+        let f = self.open_regular(path_in_root, max_len, true)?;
+        read_bounded(f, max_len, &self.shown(path_in_root))
+    }
+
+    fn open_regular(&self, path_in_root: &Path, max_len: u64, follow_last: bool) -> Result<std::fs::File, Error> {
         let shown = self.shown(path_in_root);
         let rel = checked_relative(path_in_root, &shown)?;
-        let opath = self.resolve(&rel, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, &shown)?;
+        let nofollow = if follow_last { OFlags::empty() } else { OFlags::NOFOLLOW };
+        let opath = self.resolve(&rel, OFlags::PATH | nofollow | OFlags::CLOEXEC, &shown)?;
         let st = rustix::fs::fstat(&opath).map_err(|e| io_err(&shown, "fstat", e))?;
         let ft = FileType::from_raw_mode(st.st_mode);
         if ft != FileType::RegularFile {
@@ -287,7 +301,7 @@ fn walk(root: std::os::fd::BorrowedFd<'_>, rel: &Path, flags: OFlags) -> Result<
         }
         let cur = stack.last().map(AsFd::as_fd).unwrap_or(root);
         let name = std::ffi::OsStr::from_bytes(&c);
-        if last {
+        if last && flags.contains(OFlags::NOFOLLOW) {
             // O_NOFOLLOW: a symlink here is ELOOP; a swap after our checks still cannot
             // escape, the lookup is one name inside a directory that is inside the root.
             return rustix::fs::openat(cur, name, flags | OFlags::NOFOLLOW, Mode::empty());
@@ -295,6 +309,11 @@ fn walk(root: std::os::fd::BorrowedFd<'_>, rel: &Path, flags: OFlags) -> Result<
         let fd = rustix::fs::openat(cur, name, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
         let st = rustix::fs::fstat(&fd)?;
         match FileType::from_raw_mode(st.st_mode) {
+            // Following a link in last position (no O_NOFOLLOW asked): the file it ends on is
+            // reopened by name inside its directory, never followed further by the kernel.
+            _ if last && !matches!(FileType::from_raw_mode(st.st_mode), FileType::Symlink) => {
+                return rustix::fs::openat(cur, name, flags | OFlags::NOFOLLOW, Mode::empty());
+            }
             FileType::Directory => stack.push(fd),
             FileType::Symlink => {
                 links += 1;

@@ -271,3 +271,29 @@ fn proc_root_of_a_live_process() {
     assert!(matches!(e, Error::TooLarge { .. }));
     assert!(e.to_string().contains("/etc/hostname"), "{e}");
 }
+
+#[test]
+fn links_in_last_position_are_followed_inside_the_root_when_asked() {
+    let fx = Fixture::new();
+    let root = fx.tmp.path().join("root");
+    // A ConfigMap volume: the file is a relative link into ..data/.
+    std::fs::create_dir_all(root.join("etc/config/..data")).unwrap();
+    std::fs::write(root.join("etc/config/..data/jvm.args"), INSIDE).unwrap();
+    symlink("..data/jvm.args", root.join("etc/config/jvm.args")).unwrap();
+    for r in RESOLVERS {
+        let follow = |p: &str| fx.root(r).read_file_following_links(Path::new(p), 1 << 20);
+        assert_eq!(follow("/etc/config/jvm.args").unwrap(), INSIDE, "{r:?}");
+        assert!(fx.root(r).read_file(Path::new("/etc/config/jvm.args"), 1 << 20).is_err(), "{r:?}: read_file never follows");
+        // Absolute links resolve from the container's root, never the host's.
+        assert_eq!(follow("/tmp/hsperfdata_x").unwrap(), INSIDE, "{r:?}: /etc/shadow of the container");
+        for p in ["/tmp/hsperfdata_y/7", "/a/b/up", "/loop1", "/big/x"] {
+            let got = follow(p);
+            never_host(&got);
+            assert!(got.is_err(), "{r:?}: {p} must not be read");
+        }
+        assert!(follow("/big").is_ok() && matches!(fx.root(r).read_file_following_links(Path::new("/big"), 100), Err(Error::TooLarge { .. })));
+        let fifo = fx.root(r);
+        let got = bounded(move || fifo.read_file_following_links(Path::new("/fifo/lib/server/libjvm.so"), 1 << 20).map(|_| ()));
+        assert!(matches!(got, Err(Error::NotRegularFile { .. })), "{r:?}: {got:?}");
+    }
+}
