@@ -8,9 +8,9 @@ import java.nio.file.Path;
  * internal name has slashes, that no JDK code locks on its own) THREADS threads
  * enter one shared instance ROUNDS times each, holding it HOLD_MS; writes CTL_DIR/done, waits
  * for CTL_DIR/quit (so JFR dumps at exit after the agent was scraped).
- * Bench mode: LockContention --bench THREADS SECONDS: a lock storm, THREADS threads entering
- * one monitor and holding it ~10 us (a busy loop) for SECONDS, so nearly every enter is
- * contended; prints "ops <monitor enters per second>".
+ * Bench mode: LockContention --bench THREADS SECONDS [HOLD_US]: a lock storm, THREADS threads
+ * entering one monitor and holding it HOLD_US (default 10; a busy loop) for SECONDS; prints
+ * "ops <monitor enters per second> cpu_ns_per_op <process CPU time per enter>".
  */
 public class LockContention {
     static final class Alpha {}
@@ -18,7 +18,7 @@ public class LockContention {
 
     static long counter;
 
-    static void bench(int threads, double seconds) throws Exception {
+    static void bench(int threads, double seconds, long holdNs) throws Exception {
         Object lock = new Object();
         long end = System.nanoTime() + (long) (seconds * 1e9);
         Thread[] ts = new Thread[threads];
@@ -27,20 +27,26 @@ public class LockContention {
                 while (System.nanoTime() < end) {
                     synchronized (lock) {
                         counter++;
-                        long until = System.nanoTime() + 10_000;
+                        long until = System.nanoTime() + holdNs;
                         while (System.nanoTime() < until) Thread.onSpinWait();
                     }
                 }
             }, "storm-" + i);
         }
+        long cpu0 = cpuNanos();
         for (Thread t : ts) t.start();
         for (Thread t : ts) t.join();
-        System.out.println("ops " + (long) (counter / seconds));
+        System.out.println("ops " + (long) (counter / seconds) + " cpu_ns_per_op " + (cpuNanos() - cpu0) / Math.max(1, counter));
+    }
+
+    /** CPU time of the whole process (every thread), as the JVM reports it. */
+    static long cpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     public static void main(String[] a) throws Exception {
         if (a[0].equals("--bench")) {
-            bench(Integer.parseInt(a[1]), Double.parseDouble(a[2]));
+            bench(Integer.parseInt(a[1]), Double.parseDouble(a[2]), a.length > 3 ? Long.parseLong(a[3]) * 1000 : 10_000);
             return;
         }
         Path ctl = Path.of(a[0]);
