@@ -2,7 +2,9 @@
 # Node agent: unit + golden tests (cargo), then end-to-end tests against real JVMs on JDK 17
 # and 25 (e2e/agent_standalone.py, e2e/agent_hostile.py): accuracy against hsperfdata, a JVM in its own pid and
 # mount namespace, churn without leaks, the name budget, bad-environment errors, hostile
-# containers next to a normal JVM.
+# containers next to a normal JVM; the monitors and parking collectors against JFR, hsperfdata and
+# the workload (e2e/agent_locks.py; also JDK 11 and 21 when hack/setup.d/jdks.sh set them up,
+# virtual threads on 21 and 25). Their cost benchmarks are in make bench (hack/bench.d/locks.sh).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$REPO_ROOT/node-agent"
