@@ -311,7 +311,7 @@ mod tests {
         ];
         let on = |env: &str, cmd: &str| opts_with(env, cmd, &files);
         assert!(on("", "java @app.args"), "an @argfile's options, up to its main class");
-        assert!(!on("", "java @app.args @/etc/jvm/off.args"), "after the main class: application arguments");
+        assert!(on("", "java @app.args @/etc/jvm/off.args"), "after the main class: an application argument, not read");
         assert!(!on("", "java -XX:+DTraceMonitorProbes @/etc/jvm/off.args Main"), "in place: the later one wins");
         assert!(!on("", "java --disable-@files @app.args Main"));
         assert!(!on("", "java @@app.args"), "@@ is a literal argument");
