@@ -24,7 +24,13 @@ pub fn words(text: &[u8], max: usize) -> Vec<String> {
             continue;
         }
         if let Some(q) = quote {
-            if b == q {
+            if b == 0 {
+                // A NUL ends the word even inside quotes (no option holds one; C stops there).
+                out.push(String::from_utf8_lossy(&word).into_owned());
+                word.clear();
+                in_word = false;
+                quote = None;
+            } else if b == q {
                 quote = None;
             } else {
                 word.push(b);
@@ -68,6 +74,7 @@ mod tests {
         assert_eq!(words(b"+DTraceMonitorProbes\n", 100), ["+DTraceMonitorProbes"]);
         assert_eq!(words(b"a b c", 2), ["a", "b"]);
         assert_eq!(words(b"\"unterminated", 9), ["unterminated"]);
+        assert_eq!(words(b"\"a\0b\" c", 9), ["a", "b c"], "a NUL ends a quoted word");
         assert!(words(b"", 9).is_empty());
     }
 }
