@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CONTRACT = os.environ.get("CONTRACT_TOOL", "/work/shared/tools/check-metrics-contract.py")
 WORKLOADS = os.path.join(HERE, "workloads")
 PORT = port(10)
+shared_agent = None  # the agent most tests share (main)
 JFC = """<?xml version="1.0" encoding="UTF-8"?>
 <configuration version="2.0" label="jvmdiag-locks">
   <event name="jdk.JavaMonitorEnter">
@@ -210,6 +211,38 @@ def test_monitors(jdk, tag):
             problems.append(f"sun.rt._sync_ContendedLockAttempts delta {h1 - h0} vs the agent's {workload_total} contended enters of the workload (> 1 % or 2 apart)")
     else:
         log(f"  {tag}: no sun.rt._sync_ContendedLockAttempts in hsperfdata")
+    return problems
+
+
+def test_monitor_classes_top_k(jdk):
+    """A JVM whose limit keeps 2 monitor classes (as the pod annotation jvm.diagnostics.dev/limits
+    would; here --jvm-limits) contends on 3: at most 2 are named, the rest is counted as
+    "other", and nothing is lost: the total equals JFR's (+ the JVM's own contention while JFR
+    started, which JFR does not record)."""
+    global shared_agent
+    if shared_agent is not None:
+        stop(shared_agent)
+        shared_agent = None
+    start_agent("--jvm-limits", "LockContention:maxClasses=2")
+    ctl_jfc = os.path.join(WORK, "monitor-enter.jfc")
+    open(ctl_jfc, "w").write(JFC)
+    jfr = os.path.join(WORK, "locks-topk.jfr")
+    p, ctl = workload(jdk, "locks-topk", "LockContention", [3, 30, 1],
+                      ["-XX:+DTraceMonitorProbes", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"])
+    open(os.path.join(ctl, "go"), "w").close()
+    wait_file(os.path.join(ctl, "done"), 120, p)
+    enters = by_label(scrape(), p.pid, "jvmdiag_monitor_contended_total", "monitor_class")
+    open(os.path.join(ctl, "quit"), "w").close()
+    p.wait(60)
+    want = sum(n for n, _ in jfr_monitor_enters(jdk, jfr).values())
+    total = int(sum(enters.values()))
+    named = sorted(c for c in enters if c != "other")
+    log(f"  top 2 classes: agent {({c: int(n) for c, n in enters.items()})}, total {total}; JFR total {want}")
+    problems = []
+    if len(named) > 2 or "other" not in enters:
+        problems.append(f"expected at most 2 named classes and 'other', got {sorted(enters)}")
+    if not want <= total <= want + 2:
+        problems.append(f"agent total {total} contended enters vs JFR {want} (expected that, + at most 2 of JFR's own start)")
     return problems
 
 
@@ -457,7 +490,8 @@ def main():
                 run(f"lock_storm_cost_of_the_flag_and_the_agent_hold_{hold}us", lock_bench, JDKS[0], secs, rounds, 4, int(hold))
             if os.environ.get("LOCKS_BENCH") == "only":
                 return summary()
-        start_agent()
+        global shared_agent
+        shared_agent = start_agent()
         want_extra = os.environ.get("EXTRA_JDKS", "1") == "1"
         extra = [j for j in EXTRA_JDKS if want_extra and os.path.exists(f"{j}/bin/java")]
         for j in EXTRA_JDKS:
@@ -477,6 +511,8 @@ def main():
             nostapsdt = f"{CACHE}/jdk-variants/e2e-{os.path.basename(j.rstrip('/'))}-nostapsdt"
             if os.path.exists(f"{nostapsdt}/bin/java"):
                 run(f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}", test_parking, nostapsdt, "nostapsdt")
+        # Last: it replaces the agent by one with a per-JVM limit.
+        run("monitor_classes_top_k_rest_other", test_monitor_classes_top_k, JDKS[0])
     finally:
         kill_leftovers()
     return summary()
