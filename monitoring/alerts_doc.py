@@ -22,6 +22,10 @@ Alertmanager routes and inhibits by; `spec.alerts.*.severity` also accepts `page
 written as `critical` and `warning`), a `summary`, a `description` that
 names the workload (JvmDiagnostics, or the JVM and host when standalone), the pod and
 the culprit label (VM operation, thread name, method, monitor class, reason), and a `runbook_url`.
+The pause alert also names the thread that requested the VM operation (`requester`, from
+`jvmdiag_vm_operation_requests_total`) and the thread-storm alert the thread that starts them
+(`starter`, from the agent's on-demand `jvmdiag_thread_starts_by_starter_total`), each through
+a join that leaves the alert as it is, without the label, where that series is absent.
 
 Pause and time-to-safepoint alerts are exact: "any pause longer than X in the last
 {eventWindow}" is `increase(_count) - increase(_bucket{{le="X"}}) > 0`, and X is always
@@ -54,7 +58,7 @@ TAIL = """
 (`monitoring/tests/`: for every alert a case that fires and one that must not) on
 the rules taken from `helm template` of the packaged chart and from the operator's
 `render-rules` of a `JvmDiagnostics`; mutations of the rules (wrong bucket, no new-series
-arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method join dropped)
+arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method, requester and starter joins dropped)
 must make those tests fail; and an end-to-end test on JDK 17 and 25: a real Prometheus scrapes the real agent while a
 JVM makes a long safepoint and a thread storm, and both alerts reach an Alertmanager
 webhook receiver; a second JVM (`-XX:+DTraceMonitorProbes`) keeps threads blocked on one

@@ -22,18 +22,30 @@ def m_threshold_le(g):  # compare against the wrong bucket
     r["expr"] = re.sub(r'le="[^"]+"', 'le="+Inf"', r["expr"])
 
 
-def m_no_new_series_arm(g):  # forget the series born with a long pause
+def m_no_new_series_arm(g):  # forget the series born with a long pause (its arm matches nothing)
     r = rule(g, "JvmDiagSafepointPauseHigh")
-    r["expr"] = r["expr"].split("\nor\n")[0]
+    r["expr"] = re.sub(r"unless (jvmdiag_safepoint_pause_seconds_count(\{[^}]*\})?) offset \S+", r"unless \1", r["expr"])
 
 
 def m_for(g):  # fire without waiting
     rule(g, "JvmDiagThreadStartRateHigh")["for"] = "0m"
 
 
-def m_culprit(g):  # aggregate the culprit away
+def m_culprit(g):  # aggregate the culprit away (in every arm of the starter join)
     r = rule(g, "JvmDiagThreadStartRateHigh")
-    r["expr"] = r["expr"].replace("rate(", "sum without (thread_name) (rate(", 1).replace("])", "]))", 1)
+    r["expr"] = re.sub(r"(rate\(jvmdiag_thread_starts_total[^\]]*\]\))", r"sum without (thread_name) (\1)", r["expr"])
+
+
+def _without_culprit_join(r):  # keep only the fallback arm of with_culprit()
+    r["expr"] = r["expr"].split("\nor on (", 1)[1].split(")\n", 1)[1]
+
+
+def m_requester_join(g):  # lose who requested the VM operation of a long pause
+    _without_culprit_join(rule(g, "JvmDiagSafepointPauseHigh"))
+
+
+def m_starter_join(g):  # lose who starts the threads of a storm
+    _without_culprit_join(rule(g, "JvmDiagThreadStartRateHigh"))
 
 
 def m_description(g):  # a description that no longer names the pod
@@ -61,7 +73,7 @@ def m_monitor_other(g):  # alert on "other" (the classes folded beyond the top K
     r["expr"] = re.sub(r',?\s*monitor_class!="other"', "", r["expr"])
 
 
-MUTATIONS = [m_threshold_le, m_no_new_series_arm, m_for, m_culprit, m_description, m_method_join, m_code_heap,
+MUTATIONS = [m_threshold_le, m_no_new_series_arm, m_for, m_culprit, m_requester_join, m_starter_join, m_description, m_method_join, m_code_heap,
              m_monitor_class, m_monitor_other]
 
 

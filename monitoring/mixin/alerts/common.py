@@ -47,3 +47,25 @@ def increased(total, window, over=None):
                 f"(\n  {total} > 0\n  unless {total} offset {window}\n)")
     return (f"(\n  increase({total}[{window}])\n  - ignoring (le) increase({over}[{window}])\n) > 0\n"
             f"or\n(\n  ({total} - ignoring (le) {over}) > 0\n  unless {total} offset {window}\n)")
+
+
+# The labels that name one JVM, in Kubernetes and standalone (docs/metrics.md).
+JVM_LABELS = "namespace, pod, container, jvm, jvmdiagnostics, host, pid"
+
+
+def grown(metric, window):
+    """Counter series that grew in the last window, including those born inside it (a
+    requester's first request creates its series: increase() alone would not see it)."""
+    return f"increase({metric}[{window}]) > 0 or ({metric} > 0 unless {metric} offset {window})"
+
+
+def with_culprit(expr, culprits, label, on):
+    """`expr` with one more label, `label`, from the series of `culprits` (same JVM, same `on`
+    label) with the highest value: who requested the VM operation, who started the threads
+    of that name. Where there is none (a JDK without the probe, the on-demand probe never
+    attached) `expr` as it is, without the label: the join never drops an alert."""
+    by = f"{JVM_LABELS}, {on}"
+    inner = "\n".join("  " + line for line in expr.splitlines())
+    return (f"(\n{inner}\n)\n* on ({by}) group_left ({label})\n"
+            f"(0 * topk by ({by}) (1, {culprits}) + 1)\n"
+            f"or on ({by})\n(\n{inner}\n)")

@@ -1,5 +1,5 @@
 """Safepoint alerts: pauses and time to safepoint, exact from the histogram buckets."""
-from .common import Alert, WHERE, increased, sel
+from .common import Alert, WHERE, grown, increased, sel, with_culprit
 
 
 def _hist(metric, p):
@@ -8,16 +8,22 @@ def _hist(metric, p):
                      over=f"{metric}_bucket{sel(p, le)}")
 
 
+# " requested by <thread>" where the requester is known (USDT hotspot:vmops__request).
+REQUESTED_BY = "{{ if $labels.requester }} requested by {{ $labels.requester }}{{ end }}"
+
 ALERTS = [
     Alert(
         name="JvmDiagSafepointPauseHigh", key="safepointPause", spec_field=True,
         runbook="JvmDiagSafepointPauseHigh.md",
         meaning="a safepoint pause longer than the threshold, by VM operation",
-        expr=lambda p: _hist("jvmdiag_safepoint_pause_seconds", p),
-        summary=lambda p: f"Safepoint pause over {p.threshold}s in {{{{ $labels.vm_operation }}}}.",
+        # Who asked for the operation: the thread that requested it most in the same window.
+        expr=lambda p: with_culprit(_hist("jvmdiag_safepoint_pause_seconds", p),
+                                    grown(f"jvmdiag_vm_operation_requests_total{sel(p)}", p.windows["eventWindow"]),
+                                    "requester", "vm_operation"),
+        summary=lambda p: f"Safepoint pause over {p.threshold}s in {{{{ $labels.vm_operation }}}}{REQUESTED_BY}.",
         description=lambda p: (
             f"{WHERE} stopped all its threads for more than {p.threshold}s in safepoint "
-            f"VM operation {{{{ $labels.vm_operation }}}} "
+            f"VM operation {{{{ $labels.vm_operation }}}}{REQUESTED_BY} "
             f"({{{{ printf \"%.0f\" $value }}}} such pause(s) in the last {p.windows['eventWindow']})."),
     ),
     Alert(
