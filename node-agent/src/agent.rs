@@ -39,10 +39,19 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         jvm_limits: Some(std::sync::Arc::new(limits_fd)),
     };
     let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
+    let mut starters = None;
     for name in &cfg.collectors {
         let r = REGISTRY.iter().find(|r| r.name == *name).expect("registered");
         let own = LoadConfig { collector_bit: r.bit(), ..load_cfg.clone() };
         collectors.push((r.load)(&own, traced.as_fd()).map_err(bpf_fatal)?);
+        // The on-demand starter probe goes with thread starts (their bit, their rate).
+        if r.name == "threads" && !cfg.cli.threads_jvm_start_thread {
+            let settings = crate::starters::Settings {
+                threshold: cfg.cli.starter_threshold,
+                window: Duration::from_secs(cfg.cli.starter_window_seconds),
+            };
+            starters = crate::starters::load(&own, traced.as_fd(), settings);
+        }
     }
     let server = serve::listen(&cfg)?;
     let host = cfg.cli.host.clone().unwrap_or_else(hostname);
@@ -51,7 +60,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let mut mgr = AttachManager::new(collectors, traced, host).with_jvm_limits(limits_map, cfg.caps()).with_max_jvms(cfg.cli.max_jvms);
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
-    let mut agent = Agent { mgr, disc: Discovery::default(), stats, jvm_limits: cfg.jvm_limits() };
+    let mut agent = Agent { mgr, disc: Discovery::default(), stats, jvm_limits: cfg.jvm_limits(), starters };
     serve::run(&cfg, server, &mut agent)
 }
 
@@ -61,6 +70,8 @@ struct Agent {
     stats: AgentStats,
     /// Standalone `--jvm-limits`: (text in the `jvm` label, limits), first match wins.
     jvm_limits: Vec<(String, crate::kube::limits::Limits)>,
+    /// The on-demand starter probe (None: off, or it could not load).
+    starters: Option<crate::starters::Starters>,
 }
 
 impl Mode for Agent {
@@ -70,6 +81,11 @@ impl Mode for Agent {
 
     fn poll(&mut self) {
         let (mgr, stats) = (&mut self.mgr, &mut self.stats);
+        // Before reap and discovery: a slot released now is forgotten here before a new JVM
+        // can take it.
+        if let Some(s) = self.starters.as_mut() {
+            s.poll(mgr, Instant::now());
+        }
         mgr.reap();
         stats.fallback.poll(mgr);
         match self.disc.poll(&mgr.known()) {
@@ -93,7 +109,7 @@ impl Mode for Agent {
     }
 
     fn scrape(&mut self, previous: Option<Duration>) -> String {
-        scrape(&mut self.mgr, &self.stats, previous)
+        scrape(&mut self.mgr, &self.stats, self.starters.as_ref(), previous)
     }
 }
 
@@ -136,7 +152,7 @@ fn hostname() -> String {
 }
 
 /// One scrape: every collector, the per-JVM hsperfdata gauges, the agent's own health.
-fn scrape(mgr: &mut AttachManager, stats: &AgentStats, previous: Option<Duration>) -> String {
+fn scrape(mgr: &mut AttachManager, stats: &AgentStats, starters: Option<&crate::starters::Starters>, previous: Option<Duration>) -> String {
     mgr.reap();
     let exited_before = mgr.exited();
     let mut fams: Vec<Family> = Vec::new();
@@ -154,6 +170,11 @@ fn scrape(mgr: &mut AttachManager, stats: &AgentStats, previous: Option<Duration
             health: c.health().ok(),
         });
     }
+    if let Some(s) = starters {
+        if let Err(e) = s.collect(&mut fams) {
+            crate::log::warn(&format!("starters: {e:#}"));
+        }
+    }
     let pids: Vec<u32> = mgr.jvms.keys().copied().collect();
     let mut jvms = Vec::with_capacity(pids.len());
     for pid in pids {
@@ -169,7 +190,7 @@ fn scrape(mgr: &mut AttachManager, stats: &AgentStats, previous: Option<Duration
     report.jvms_attached = mgr.live() as u64;
     report.jvms_seen = mgr.seen;
     report.libjvm_files = mgr.files() as u64;
-    report.links = mgr.links() as u64;
+    report.links = (mgr.links() + starters.map_or(0, |s| s.links())) as u64;
     report.proc_unreadable = stats.proc_unreadable;
     report.failures = mgr.failures.clone();
     report.last_scrape_seconds = previous.map(|d| d.as_secs_f64());

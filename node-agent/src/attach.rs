@@ -84,6 +84,8 @@ pub struct Jvm {
     pub info: Option<(String, String)>,
     /// Collectors that could not attach to this JVM's libjvm.so (src/fallback.rs fills in).
     pub missing: Vec<&'static str>,
+    /// Its limits as applied (the pod's annotation, `--jvm-limits`), clamped to the agent's.
+    pub limits: Limits,
     pidfd: Option<OwnedFd>,
     attached_at: Instant,
 }
@@ -294,7 +296,7 @@ impl AttachManager {
         let labels = JvmLabels::standalone(&self.host, pid, &found.name);
         self.jvms.insert(
             pid,
-            Jvm { found, file, slot, labels, state: JvmState::Live, probe_mode, info: None, missing, pidfd, attached_at: Instant::now() },
+            Jvm { found, file, slot, labels, state: JvmState::Live, probe_mode, info: None, missing, limits, pidfd, attached_at: Instant::now() },
         );
     }
 
@@ -386,6 +388,31 @@ impl AttachManager {
                 tracing::warn!(pid = found.pid, path = %found.libjvm_path, error = format!("{e:#}"), "the file behind libjvm.so");
                 Err(("no_access", String::new()))
             }
+        }
+    }
+
+    /// A live JVM's libjvm.so opened as at attach (inside its root, the real file of its
+    /// group), for probes on that one process (src/starters.rs). Attach through
+    /// `/proc/self/fd/N` of it, then call [`AttachManager::check_libjvm`] before keeping them.
+    pub fn open_libjvm(&mut self, pid: u32) -> Result<std::fs::File> {
+        let j = self.jvms.get(&pid).filter(|j| j.state == JvmState::Live).context("not a live traced JVM")?;
+        let found = j.found.clone();
+        let root = ProcRoot::open(pid).context("its root")?;
+        let file = root.open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES).context("its libjvm.so")?;
+        self.check_libjvm(pid, &file)?;
+        Ok(file)
+    }
+
+    /// Err unless `file` is still the real file of the JVM's group (see `attach_file`).
+    pub fn check_libjvm(&mut self, pid: u32, file: &std::fs::File) -> Result<()> {
+        let j = self.jvms.get(&pid).context("not a traced JVM")?;
+        let (found, want) = (j.found.clone(), j.file);
+        if self.identity.is_some() {
+            self.same_real_file(&found, file, want).map_err(|(reason, _)| anyhow::anyhow!("{reason}"))
+        } else if file.metadata().is_ok_and(|m| found.libjvm.matches(&m)) {
+            Ok(())
+        } else {
+            anyhow::bail!("identity_mismatch")
         }
     }
 

@@ -57,6 +57,14 @@ pub struct Cli {
     #[arg(long)]
     pub threads_jvm_start_thread: bool,
 
+    /// On-demand starter probe: a JVM starting threads faster than this (per second) gets JVM_StartThread attached for --starter-window-seconds, naming the starting threads in jvmdiag_thread_starts_by_starter_total; 0 turns it off. A pod's threadStartRate limit (its JvmDiagnostics alert threshold) or --jvm-limits TEXT:threadStartRate=N takes its place.
+    #[arg(long, value_name = "PER_SECOND", default_value_t = 50)]
+    pub starter_threshold: u32,
+
+    /// How long the on-demand starter probe stays attached to a JVM (seconds); it is attached to that JVM again at the earliest as long after.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub starter_window_seconds: u64,
+
     /// How often /proc is scanned for new JVMs and exits (milliseconds, at most 500).
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=500))]
     pub poll_interval_ms: u64,

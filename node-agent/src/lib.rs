@@ -28,6 +28,7 @@ pub mod serve;
 pub mod sidecar;
 pub mod sigbus;
 pub mod skel;
+pub mod starters;
 pub mod symbols;
 
 /// Runs the mode the flags ask for (agent or sidecar) until killed or `--exit-after`.

@@ -55,6 +55,12 @@ pub static VM_OPERATION_REQUESTS: Desc = desc(
     Counter,
     &["vm_operation", "requester"],
 );
+pub static THREAD_STARTS_BY_STARTER: Desc = desc(
+    "jvmdiag_thread_starts_by_starter_total",
+    "Platform threads started while the on-demand starter probe was attached, by thread name and starting thread's native name (its first 15 bytes), digit runs folded to N.",
+    Counter,
+    &["thread_name", "starter"],
+);
 pub static COMPILATIONS: Desc =
     desc("jvmdiag_compilations_total", "JIT compilations finished (successful or not), by compiler.", Counter, &["compiler"]);
 pub static COMPILATION_SECONDS: Desc = desc(
@@ -201,6 +207,18 @@ pub static AGENT_COLLECTOR_UNAVAILABLE: Desc = desc(
     Gauge,
     &["collector", "reason"],
 );
+pub static AGENT_STARTER_PROBE_ATTACHED: Desc = desc(
+    "jvmdiag_agent_starter_probe_attached",
+    "1 while the on-demand starter probe (JVM_StartThread) is attached to the JVM because its thread start rate passed the threshold.",
+    Gauge,
+    &[],
+);
+pub static AGENT_STARTER_PROBE_WINDOWS: Desc = desc(
+    "jvmdiag_agent_starter_probe_windows_total",
+    "Times the on-demand starter probe was attached to the JVM.",
+    Counter,
+    &[],
+);
 pub static AGENT_HSPERFDATA_MERGED: Desc = desc(
     "jvmdiag_agent_hsperfdata_merged_safepoints_total",
     "Safepoints of hsperfdata-mode JVMs recorded at the mean duration of their poll interval (more than one per interval).",
@@ -274,6 +292,7 @@ pub static ALL: &[&Desc] = &[
     &SAFEPOINT_SYNC,
     &VM_OPERATION,
     &VM_OPERATION_REQUESTS,
+    &THREAD_STARTS_BY_STARTER,
     &COMPILATIONS,
     &COMPILATION_SECONDS,
     &METHOD_COMPILATIONS,
@@ -304,6 +323,8 @@ pub static ALL: &[&Desc] = &[
     &AGENT_JVMS_UNTRACED,
     &AGENT_JVM_NOT_TRACED,
     &AGENT_COLLECTOR_UNAVAILABLE,
+    &AGENT_STARTER_PROBE_ATTACHED,
+    &AGENT_STARTER_PROBE_WINDOWS,
     &AGENT_HSPERFDATA_MERGED,
     &SIDECAR_LOG_LINES,
     &SIDECAR_LOG_ROTATIONS,

@@ -14,6 +14,11 @@ use libbpf_rs::{Link, UprobeOpts};
 /// the path; a uprobe_multi BPF link (6.6+) needs only CAP_BPF + CAP_PERFMON, as libbpf's USDT
 /// attach already uses. The chart grants exactly those, without CAP_SYS_ADMIN.
 pub fn uprobe_sym(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool, cookie: u64) -> Result<Link> {
+    uprobe_sym_pid(p, -1, binary, sym, ret, cookie)
+}
+
+/// [`uprobe_sym`] firing only in process `pid` (-1: every process).
+pub fn uprobe_sym_pid(p: &libbpf_rs::ProgramMut<'_>, pid: i32, binary: &Path, sym: &str, ret: bool, cookie: u64) -> Result<Link> {
     let kind = if ret { "uretprobe" } else { "uprobe" };
     if uprobe_multi() {
         let opts = libbpf_rs::UprobeMultiOpts {
@@ -22,10 +27,10 @@ pub fn uprobe_sym(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: 
             retprobe: ret,
             ..Default::default()
         };
-        return p.attach_uprobe_multi_with_opts(-1, binary, "", opts).with_context(|| format!("{kind} {sym} (uprobe_multi link)"));
+        return p.attach_uprobe_multi_with_opts(pid, binary, "", opts).with_context(|| format!("{kind} {sym} (uprobe_multi link)"));
     }
     let opts = UprobeOpts { func_name: Some(sym.into()), retprobe: ret, cookie, ..Default::default() };
-    p.attach_uprobe_with_opts(-1, binary, 0, opts).map_err(|e| {
+    p.attach_uprobe_with_opts(pid, binary, 0, opts).map_err(|e| {
         let denied = e.kind() == libbpf_rs::ErrorKind::PermissionDenied;
         let err = anyhow::Error::from(e).context(format!("{kind} {sym} (perf event)"));
         if denied && !has_cap_sys_admin() {

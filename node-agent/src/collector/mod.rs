@@ -78,6 +78,11 @@ pub trait Collector {
     fn forget(&self, slot: u32) -> Result<()>;
     /// (probe name, events, map errors, overflowed names, filtered) for agent health.
     fn health(&self) -> Result<Health>;
+    /// Threads started so far per JVM slot: what the on-demand starter probe's rate trigger
+    /// reads (src/starters.rs). Only the threads collector counts them.
+    fn starts_per_slot(&self) -> Option<Result<std::collections::HashMap<u32, u64>>> {
+        None
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -123,7 +128,12 @@ pub const REGISTRY: &[Registration] = &[
         annotation: "threads",
         help: "thread starts by thread name (USDT hotspot:thread__start)",
         load: threads::load,
-        families: &[&metrics::THREAD_STARTS],
+        families: &[
+            &metrics::THREAD_STARTS,
+            &metrics::THREAD_STARTS_BY_STARTER,
+            &metrics::AGENT_STARTER_PROBE_ATTACHED,
+            &metrics::AGENT_STARTER_PROBE_WINDOWS,
+        ],
     },
     Registration {
         name: "safepoints",

@@ -138,6 +138,18 @@ impl Collector for Threads {
         h.entries = (self.skel.maps.threads_counts.keys().count() + self.skel.maps.threads_names.keys().count()) as u64;
         Ok(h)
     }
+
+    fn starts_per_slot(&self) -> Option<Result<std::collections::HashMap<u32, u64>>> {
+        Some(maps::entries(&self.skel.maps.threads_counts).map(|counts| {
+            let mut per = std::collections::HashMap::new();
+            for (k, v) in &counts {
+                if let (Some(slot), Some(n)) = (slot_of(k), maps::counter(v)) {
+                    *per.entry(slot).or_default() += n;
+                }
+            }
+            per
+        }))
+    }
 }
 
 /// `jvmdiag_thread_starts_total` from threads_counts entries (name_hkey -> __u64), the text

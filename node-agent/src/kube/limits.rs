@@ -1,5 +1,6 @@
 //! Per-JVM limits: the pod annotation `jvm.diagnostics.dev/limits`
-//! (`maxThreadNames=50,maxMethods=20,maxClasses=20`, only the enabled collectors' names), the
+//! (`maxThreadNames=50,maxMethods=20,maxClasses=20`, only the enabled collectors' names;
+//! `threadStartRate=N`, the threshold of the on-demand starter probe, where one is set), the
 //! sidecar's `JVMDIAG_LIMITS` (the same text) and standalone `--jvm-limits TEXT:LIMITS`.
 //!
 //! The text comes from whoever can write a pod's annotations, so it is parsed strictly and
@@ -23,6 +24,10 @@ pub struct Limits {
     pub methods: Option<u32>,
     /// `maxClasses`: monitor classes named (monitors collector).
     pub classes: Option<u32>,
+    /// `threadStartRate`: thread starts per second above which the on-demand starter probe
+    /// is attached (src/starters.rs); the resource's `threadStartRate` alert threshold. Not a
+    /// table size, so never clamped.
+    pub thread_start_rate: Option<u32>,
 }
 
 /// A parse: the limits and what was refused (for logs and the invalid count).
@@ -76,6 +81,7 @@ pub fn parse(text: &str) -> Parsed {
             "maxThreadNames" => &mut p.limits.thread_names,
             "maxMethods" => &mut p.limits.methods,
             "maxClasses" => &mut p.limits.classes,
+            "threadStartRate" => &mut p.limits.thread_start_rate,
             _ => continue, // a limit this agent does not have
         };
         match value(v.trim()) {
@@ -94,6 +100,7 @@ impl Limits {
             thread_names: self.thread_names.map(|n| n.min(caps.thread_names)),
             methods: self.methods.map(|n| n.min(caps.methods)),
             classes: self.classes.map(|n| n.min(caps.classes)),
+            thread_start_rate: self.thread_start_rate,
         }
     }
 
@@ -118,7 +125,16 @@ mod tests {
     use super::*;
 
     fn l(t: Option<u32>, m: Option<u32>, c: Option<u32>) -> Limits {
-        Limits { thread_names: t, methods: m, classes: c }
+        Limits { thread_names: t, methods: m, classes: c, ..Default::default() }
+    }
+
+    #[test]
+    fn the_thread_start_rate_threshold_parses_and_is_not_clamped() {
+        let p = parse("maxThreadNames=50,threadStartRate=20");
+        assert_eq!(p.limits.thread_start_rate, Some(20));
+        let caps = Caps { thread_names: 10, methods: 10, classes: 10 };
+        assert_eq!(parse("threadStartRate=5000").limits.clamp(&caps).thread_start_rate, Some(5000));
+        assert_eq!(parse("threadStartRate=0").invalid.len(), 1);
     }
 
     #[test]

@@ -89,6 +89,7 @@ impl Settings {
             thread_names: limits.thread_names.or(Some(caps.thread_names)),
             methods: limits.methods.or(Some(caps.methods)),
             classes: limits.classes.or(Some(caps.classes)),
+            thread_start_rate: None, // the sidecar has no probes to attach
         };
         Settings {
             tmp: cfg.cli.sidecar_tmp.clone(),

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Who starts the threads, on demand: attached to one JVM for a bounded window when its
+ * thread start rate passes a threshold (src/starters.rs), then detached.
+ *
+ * JVM_StartThread (the JNI entry of Thread.start) runs in the starting thread; the clone it
+ * makes (pthread_create) is seen by sched_process_fork in that thread, with the new
+ * thread's tid; the new thread then fires hotspot:thread__start with its name. So a start
+ * is counted by (folded thread name, starter's folded native name), and only starts that
+ * went through JVM_StartThread while attached are counted.
+ *
+ * Unlike the collectors this object reads a kernel struct (the new task's pid), so it
+ * keeps CO-RE relocations (build.rs compiles every object with BPF_NO_PRESERVE_ACCESS_INDEX). */
+#undef BPF_NO_PRESERVE_ACCESS_INDEX
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+#include "common.bpf.h"
+#include "starters.h"
+
+/* (thread name, starter) pairs named per JVM (--max-thread-names; a JVM's own
+ * maxThreadNames may lower it); the rest are ("other", "other"). */
+const volatile __u32 max_pairs = 50;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, STARTERS_PENDING);
+	__type(key, __u32);
+	__type(value, struct starter_of);
+} starting SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, STARTERS_PENDING);
+	__type(key, __u32);
+	__type(value, struct starter_of);
+} started SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader: MAX_JVMS * (max_pairs + 1) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct starter_key);
+	__type(value, __u64);
+} starts_by_starter SEC(".maps");
+
+/* The new thread's raw name and the key it is counted under. */
+struct scratch {
+	char raw[NAME_LEN];
+	struct starter_key key;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} starters_scratch SEC(".maps");
+
+/* Copies the starter's comm (at most 15 bytes, stops at NUL) with digit runs folded to N. */
+static __always_inline void fold_comm(char *dst, const char *src, __u32 n, __u32 len)
+{
+	__u32 j = 0;
+	bool prev = false;
+	for (__u32 i = 0; i < n - 1; i++) {
+		if (i >= len)
+			break;
+		char c = src[i];
+		if (!c)
+			break;
+		bool d = c >= '0' && c <= '9';
+		if (d && prev)
+			continue;
+		prev = d;
+		dst[j & (n - 1)] = d ? 'N' : c;
+		j++;
+	}
+}
+
+/* The thread name (s->raw, len bytes) folded into s->key.thread_name, one byte per bpf_loop
+ * step (5.17+): the verifier checks one step, not 63 unrolled ones. */
+struct fold_ctx {
+	struct scratch *s;
+	__u32 len;
+	__u32 j;
+	__u32 prev_digit;
+};
+
+static long fold_step(__u64 i, struct fold_ctx *c)
+{
+	if (i >= c->len || i >= NAME_LEN - 1)
+		return 1;
+	char ch = c->s->raw[i & (NAME_LEN - 1)];
+	if (!ch)
+		return 1;
+	__u32 digit = ch >= '0' && ch <= '9';
+	if (digit && c->prev_digit)
+		return 0;
+	c->prev_digit = digit;
+	c->s->key.thread_name[c->j & (NAME_LEN - 1)] = digit ? 'N' : ch;
+	c->j++;
+	return 0;
+}
+
+/* JVM_StartThread(JNIEnv *env, jobject jthread), in the thread calling Thread.start(). */
+SEC("uprobe")
+int BPF_UPROBE(starter_enter)
+{
+	__u32 slot;
+	if (current_slot(&slot))
+		return 0;
+	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_JVM_START);
+	struct starter_of s = { .slot = slot };
+	char comm[STARTER_LEN] = {};
+	bpf_get_current_comm(comm, sizeof(comm));
+	fold_comm(s.starter, comm, STARTER_LEN, STARTER_LEN);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_update_elem(&starting, &tid, &s, BPF_ANY);
+	return 0;
+}
+
+/* The clone JVM_StartThread makes, in the starting thread: its new thread inherits the
+ * starter. Every other fork on the host costs one hash lookup while a window is open. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(starter_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct starter_of *s = bpf_map_lookup_elem(&starting, &tid);
+	if (!s)
+		return 0;
+	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_FORK);
+	__u32 child_tid = child->pid;
+	bpf_map_update_elem(&started, &child_tid, s, BPF_ANY);
+	bpf_map_delete_elem(&starting, &tid);
+	return 0;
+}
+
+static __always_inline void count(struct starter_key *k)
+{
+	__u64 *n = bpf_map_lookup_elem(&starts_by_starter, k);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+		return;
+	}
+	__u32 *used = bpf_map_lookup_elem(&name_budget, &k->slot);
+	if (!used)
+		return;
+	__u32 budget = jvm_limit(k->slot, thread_names, max_pairs);
+	if (*used >= budget || __sync_fetch_and_add(used, 1) >= budget) {
+		__builtin_memset(k->thread_name, 0, NAME_LEN);
+		__builtin_memcpy(k->thread_name, "other", 6);
+		__builtin_memset(k->starter, 0, STARTER_LEN);
+		__builtin_memcpy(k->starter, "other", 6);
+		stat_inc(STAT_NAMES_OVERFLOW);
+	}
+	__u64 zero = 0;
+	/* NOEXIST: a racing CPU may have inserted the same key first; both then add. */
+	bpf_map_update_elem(&starts_by_starter, k, &zero, BPF_NOEXIST);
+	n = bpf_map_lookup_elem(&starts_by_starter, k);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		stat_inc(STAT_MAP_ERRORS);
+}
+
+/* hotspot:thread__start(name, name_len, java_tid, native_tid, daemon), in the new thread:
+ * counted when its clone came from JVM_StartThread. */
+SEC("usdt")
+int BPF_USDT(starter_thread_start, void *name, long len)
+{
+	__u32 slot, zero = 0;
+	if (current_slot(&slot))
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct starter_of *s = bpf_map_lookup_elem(&started, &tid);
+	if (!s)
+		return 0; /* started by the JVM itself, or before the window */
+	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_START);
+	struct scratch *sc = bpf_map_lookup_elem(&starters_scratch, &zero);
+	if (!sc)
+		return 0;
+	__builtin_memset(sc, 0, sizeof(*sc));
+	sc->key.slot = slot;
+	__builtin_memcpy(sc->key.starter, s->starter, STARTER_LEN);
+	bpf_map_delete_elem(&started, &tid);
+	if (len > NAME_LEN - 1)
+		len = NAME_LEN - 1;
+	if (len > 0 && name && bpf_probe_read_user(sc->raw, len & (NAME_LEN - 1), name))
+		len = 0;
+	if (len < 0)
+		len = 0;
+	struct fold_ctx c = { .s = sc, .len = (__u32)len };
+	bpf_loop(NAME_LEN - 1, fold_step, &c, 0);
+	count(&sc->key);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,37 @@
+/* starters: the on-demand probe naming the thread that starts threads; shapes shared with
+ * src/starters.rs. */
+#ifndef JVMDIAG_STARTERS_H
+#define JVMDIAG_STARTERS_H
+
+#include "jvm.h"
+
+/* Probe indexes for STAT_EVENTS_0 + i. */
+enum starters_probe {
+	STARTERS_PROBE_JVM_START = 0, /* uprobe JVM_StartThread, in the starting thread */
+	STARTERS_PROBE_FORK = 1,      /* tp_btf sched_process_fork, the clone inside it */
+	STARTERS_PROBE_START = 2,     /* USDT hotspot:thread__start, in the started thread */
+};
+
+/* The starter is the starting thread's native name (comm): the first 15 bytes of its Java
+ * name, digit runs folded to N. */
+#define STARTER_LEN 16
+/* Threads in JVM_StartThread, and started threads not yet named, at once (LRU). */
+#define STARTERS_PENDING 8192
+
+/* A thread between JVM_StartThread and its clone (keyed by the starter's host tid), then
+ * the new thread until its thread__start (keyed by the new thread's host tid). */
+struct starter_of {
+	__u32 slot;
+	__u32 pad;
+	char starter[STARTER_LEN];
+};
+
+/* Map starts_by_starter: struct starter_key -> __u64 starts. */
+struct starter_key {
+	__u32 slot;
+	__u32 pad;
+	char thread_name[NAME_LEN];
+	char starter[STARTER_LEN];
+};
+
+#endif

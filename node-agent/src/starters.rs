@@ -1,0 +1,236 @@
+//! Who starts a JVM's threads, on demand (src/bpf/starters.bpf.c).
+//!
+//! Naming the starter takes a second probe per thread start (`JVM_StartThread`, in the
+//! starting thread), so it is not always on: every second the agent reads each JVM's thread
+//! starts (the threads collector's counts) and, when a JVM starts threads faster than its
+//! threshold (its pod's `threadStartRate`, i.e. the resource's alert threshold, else
+//! `--starter-threshold`), attaches the probes to that process alone for
+//! `--starter-window-seconds`, then detaches them. A JVM gets them again at the earliest one
+//! window after they were detached, so a storm that goes on is sampled at most half the time.
+//! Other JVMs of the same libjvm.so pay nothing (the uprobe and USDT links carry the pid);
+//! while any window is open every fork on the host costs one hash lookup.
+//!
+//! Counts (`jvmdiag_thread_starts_by_starter_total`) are kept for the JVM's life and grow only
+//! while attached; `jvmdiag_agent_starter_probe_attached` / `…_windows_total` say when.
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::Link;
+
+use crate::attach::{AttachManager, JvmState};
+use crate::collector::{self, LoadConfig};
+use crate::maps::{self, decode};
+use crate::metrics;
+use crate::model::{c_name, Family, Value};
+use crate::probe;
+use crate::skel::starters::types::starter_key;
+use crate::skel::starters::{StartersSkel, StartersSkelBuilder};
+
+// SAFETY: a plain C struct of integers and chars (generated from src/bpf/starters.h).
+unsafe impl plain::Plain for starter_key {}
+
+/// How often each JVM's start rate is computed.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Thread starts per second that attach the probe (0: never, unless the JVM's limits
+    /// name a threshold).
+    pub threshold: u32,
+    pub window: Duration,
+}
+
+struct JvmStarters {
+    slot: u32,
+    /// (when, thread starts then) at the previous check.
+    last: Option<(Instant, u64)>,
+    links: Vec<Link>,
+    until: Option<Instant>,
+    next_allowed: Option<Instant>,
+    windows: u64,
+}
+
+pub struct Starters {
+    skel: StartersSkel<'static>,
+    settings: Settings,
+    /// sched_process_fork, held while any window is open.
+    fork: Option<Link>,
+    jvms: HashMap<u32, JvmStarters>,
+    last_check: Option<Instant>,
+}
+
+/// Loads the object; None (logged) where it cannot load (e.g. no kernel BTF for
+/// `tp_btf/sched_process_fork`): the agent runs on without starters.
+pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>, settings: Settings) -> Option<Starters> {
+    match load_skel(cfg, traced_pids) {
+        Ok(skel) => Some(Starters { skel, settings, fork: None, jvms: HashMap::new(), last_check: None }),
+        Err(e) => {
+            crate::log::warn(&format!("the on-demand starter probe is off: {e:#}"));
+            None
+        }
+    }
+}
+
+fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSkel<'static>> {
+    let mut open = StartersSkelBuilder::default().open(collector::object_storage()).context("open starters.bpf.o")?;
+    let ro = open.maps.rodata_data.as_deref_mut().context("starters: no rodata")?;
+    ro.collector_bit = cfg.collector_bit;
+    ro.max_pairs = cfg.max_thread_names;
+    open.maps.traced_pids.reuse_fd(traced_pids)?;
+    collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
+    probe::prepare_uprobes(open.open_object_mut());
+    open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_thread_names))?;
+    open.load().context("load starters.bpf.o")
+}
+
+impl Starters {
+    /// Links held now (part of `jvmdiag_agent_bpf_links`).
+    pub fn links(&self) -> usize {
+        self.jvms.values().map(|j| j.links.len()).sum::<usize>() + usize::from(self.fork.is_some())
+    }
+
+    /// Called every discovery poll: forgets released JVMs, closes windows that ended, and
+    /// once a second opens one for each JVM over its threshold.
+    pub fn poll(&mut self, mgr: &mut AttachManager, now: Instant) {
+        // Released JVMs (or a pid now another JVM's): their entries go, links with them.
+        let gone: Vec<u32> = self
+            .jvms
+            .iter()
+            .filter(|(pid, s)| mgr.jvms.get(pid).is_none_or(|j| j.slot != s.slot))
+            .map(|(pid, _)| *pid)
+            .collect();
+        for pid in gone {
+            if let Some(s) = self.jvms.remove(&pid) {
+                self.forget(s.slot);
+            }
+        }
+        for (pid, s) in self.jvms.iter_mut() {
+            let exited = mgr.jvms.get(pid).is_none_or(|j| j.state != JvmState::Live);
+            if s.until.is_some_and(|u| now >= u) || (exited && s.until.is_some()) {
+                s.links.clear(); // detached
+                s.until = None;
+                s.next_allowed = Some(now + self.settings.window);
+                tracing::info!(pid = *pid, "starter probe detached");
+            }
+        }
+        if self.fork.is_some() && self.jvms.values().all(|s| s.until.is_none()) {
+            self.fork = None;
+        }
+        if self.last_check.is_some_and(|t| now.duration_since(t) < CHECK_EVERY) {
+            return;
+        }
+        self.last_check = Some(now);
+        let Some(Ok(starts)) = mgr.collectors.iter().find_map(|c| c.starts_per_slot()) else { return };
+        let live: Vec<(u32, u32, u32)> = mgr
+            .jvms
+            .iter()
+            .filter(|(_, j)| j.state == JvmState::Live)
+            .map(|(pid, j)| (*pid, j.slot, j.limits.thread_start_rate.unwrap_or(self.settings.threshold)))
+            .collect();
+        for (pid, slot, threshold) in live {
+            let total = starts.get(&slot).copied().unwrap_or(0);
+            let s = self.jvms.entry(pid).or_insert(JvmStarters { slot, last: None, links: Vec::new(), until: None, next_allowed: None, windows: 0 });
+            let prev = s.last.replace((now, total));
+            let Some((t0, n0)) = prev else { continue };
+            let dt = now.duration_since(t0).as_secs_f64();
+            let rate = total.saturating_sub(n0) as f64 / dt.max(1e-3);
+            if threshold == 0 || rate < f64::from(threshold) || s.until.is_some() || s.next_allowed.is_some_and(|t| now < t) {
+                continue;
+            }
+            match self.attach(mgr, pid) {
+                Ok(links) => {
+                    let s = self.jvms.get_mut(&pid).expect("inserted above");
+                    s.links = links;
+                    s.until = Some(now + self.settings.window);
+                    s.windows += 1;
+                    tracing::info!(pid, rate = format!("{rate:.0}/s"), threshold, window_s = self.settings.window.as_secs(), "starter probe attached");
+                }
+                Err(e) => {
+                    let s = self.jvms.get_mut(&pid).expect("inserted above");
+                    s.next_allowed = Some(now + self.settings.window);
+                    crate::log::warn(&format!("pid {pid}: starter probe: {e:#}"));
+                }
+            }
+        }
+    }
+
+    /// JVM_StartThread (uprobe) and hotspot:thread__start (USDT) on this process alone, and
+    /// sched_process_fork if no window holds it yet.
+    fn attach(&mut self, mgr: &mut AttachManager, pid: u32) -> Result<Vec<Link>> {
+        let file = mgr.open_libjvm(pid)?;
+        let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let p = &self.skel.progs;
+        let start = p.starter_thread_start.attach_usdt(pid as i32, &binary, "hotspot", "thread__start").context("USDT hotspot:thread__start")?;
+        let enter = probe::uprobe_sym_pid(&p.starter_enter, pid as i32, &binary, "JVM_StartThread", false, 0)?;
+        mgr.check_libjvm(pid, &file)?; // Err drops the links
+        if self.fork.is_none() {
+            self.fork = Some(p.starter_fork.attach().context("tp_btf sched_process_fork")?);
+        }
+        // The new thread's probe first: a start whose JVM_StartThread was seen is named.
+        Ok(vec![start, enter])
+    }
+
+    fn forget(&self, slot: u32) {
+        let r = maps::forget_where(&self.skel.maps.starts_by_starter, |k| decode::<starter_key>(k).is_some_and(|k| k.slot == slot))
+            .and_then(|_| maps::reset_slot(&self.skel.maps.name_budget, slot));
+        if let Err(e) = r {
+            crate::log::warn(&format!("forget slot {slot} in starters: {e:#}"));
+        }
+    }
+
+    /// `jvmdiag_thread_starts_by_starter_total`, and for JVMs the probe was attached to, the
+    /// attached gauge and the windows counter.
+    pub fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
+        out.push(starts_by_starter_family(&maps::entries(&self.skel.maps.starts_by_starter)?));
+        let mut attached = metrics::AGENT_STARTER_PROBE_ATTACHED.family();
+        let mut windows = metrics::AGENT_STARTER_PROBE_WINDOWS.family();
+        for s in self.jvms.values().filter(|s| s.windows > 0) {
+            attached.jvm(s.slot, vec![], Value::Gauge(if s.until.is_some() { 1.0 } else { 0.0 }));
+            windows.jvm(s.slot, vec![], Value::Counter(s.windows));
+        }
+        out.push(attached);
+        out.push(windows);
+        Ok(())
+    }
+}
+
+/// `jvmdiag_thread_starts_by_starter_total` from starts_by_starter entries (starter_key -> __u64).
+pub fn starts_by_starter_family(entries: &[(Vec<u8>, Vec<u8>)]) -> Family {
+    let mut f = metrics::THREAD_STARTS_BY_STARTER.family();
+    for (k, v) in entries {
+        let (Some(key), Some(n)) = (decode::<starter_key>(k), maps::counter(v)) else { continue };
+        f.jvm(key.slot, vec![("thread_name", c_name(&key.thread_name)), ("starter", c_name(&key.starter))], Value::Counter(n));
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(slot: u32, name: &str, starter: &str) -> Vec<u8> {
+        let mut k = starter_key { slot, ..Default::default() };
+        for (d, s) in k.thread_name.iter_mut().zip(name.bytes()) {
+            *d = s as _;
+        }
+        for (d, s) in k.starter.iter_mut().zip(starter.bytes()) {
+            *d = s as _;
+        }
+        // SAFETY: starter_key is Plain.
+        unsafe { plain::as_bytes(&k) }.to_vec()
+    }
+
+    #[test]
+    fn starts_are_labelled_by_thread_name_and_starter() {
+        let e = vec![(key(2, "worker-A-N", "starter-A"), 3000u64.to_ne_bytes().to_vec())];
+        let f = starts_by_starter_family(&e);
+        assert_eq!(f.samples.len(), 1);
+        assert_eq!(f.samples[0].slot, Some(2));
+        assert_eq!(f.samples[0].labels, vec![("thread_name", "worker-A-N".to_string()), ("starter", "starter-A".to_string())]);
+        assert!(matches!(f.samples[0].value, Value::Counter(3000)));
+    }
+}
