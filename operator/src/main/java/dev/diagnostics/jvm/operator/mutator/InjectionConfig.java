@@ -16,6 +16,11 @@ import java.util.List;
  * The part of a spec that changes what is injected into a pod, and its hash. Alerts and the
  * rollout mode are not in it: changing them must not restart pods.
  *
+ * <p>{@code threadStartRate} is the resource's {@code alerts.threadStartRate} threshold rounded up
+ * to whole threads per second (0: none): the node agent attaches its on-demand starter probe to a
+ * JVM that starts threads faster. It travels in the limits annotation but not in the hash (an
+ * alert threshold must not restart pods): a pod gets a changed threshold when it is next created.
+ *
  * <p>{@code refusedOptions} are the entries of {@code jvmOptions.extra} that {@link JvmOptionPolicy}
  * refuses ("option: why"): never injected and not in the hash. The API server refuses them
  * already; this is the last line for a resource that got in another way (no validating webhook,
@@ -27,6 +32,7 @@ public record InjectionConfig(
     int maxThreadNames,
     int maxMethods,
     int maxClasses,
+    int threadStartRate,
     Collection collection,
     List<String> flags,
     String agentImage,
@@ -65,6 +71,7 @@ public record InjectionConfig(
         c.threads == null ? 50 : c.threads.maxThreadNames,
         c.compilation == null ? 20 : c.compilation.maxMethods,
         c.monitors == null ? 20 : c.monitors.maxClasses,
+        threadStartRate(spec),
         collection,
         List.copyOf(flags),
         // the image only matters when it runs in the pod
@@ -72,15 +79,26 @@ public record InjectionConfig(
         List.copyOf(refused));
   }
 
+  /** alerts.threadStartRate's threshold in whole threads per second, rounded up; 0 without one. */
+  static int threadStartRate(JvmDiagnosticsSpec spec) {
+    if (spec.alerts == null || spec.alerts.threadStartRate == null || spec.alerts.threadStartRate.threshold == null) return 0;
+    double t = spec.alerts.threadStartRate.threshold;
+    return t > 0 ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, Math.ceil(t))) : 0;
+  }
+
   /** The flags as appended to JAVA_TOOL_OPTIONS ("" when none). */
   public String flagString() {
     return String.join(" ", flags);
   }
 
-  /** The jvm.diagnostics.dev/limits annotation: the limits of the enabled collectors only. */
+  /**
+   * The jvm.diagnostics.dev/limits annotation: the limits of the enabled collectors only, and the
+   * threshold of the agent's on-demand starter probe where the resource has a threadStartRate alert.
+   */
   public String limits() {
     StringBuilder b = new StringBuilder();
     if (collectors.contains("threads")) b.append(",maxThreadNames=").append(maxThreadNames);
+    if (collectors.contains("threads") && threadStartRate > 0) b.append(",threadStartRate=").append(threadStartRate);
     if (collectors.contains("compilation")) b.append(",maxMethods=").append(maxMethods);
     if (collectors.contains("monitors")) b.append(",maxClasses=").append(maxClasses);
     return b.isEmpty() ? "" : b.substring(1);

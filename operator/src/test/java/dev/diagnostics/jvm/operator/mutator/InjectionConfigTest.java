@@ -107,4 +107,18 @@ class InjectionConfigTest {
     s.collectors.compilation.enabled = false;
     assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxClasses=20");
   }
+
+  @Test
+  void theThreadStartRateThresholdReachesTheAgentWithoutRestartingPods() {
+    JvmDiagnosticsSpec s = PodMutatorTest.spec();
+    String base = hash(s);
+    s.alerts.threadStartRate = new dev.diagnostics.jvm.operator.api.Alerts.NumberAlert(7.5, "1m", "warning");
+    // rounded up to whole threads per second: the starter probe attaches at the alert's rate
+    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxThreadNames=50,threadStartRate=8,maxMethods=20");
+    assertThat(hash(s)).isEqualTo(base);
+    s.alerts.threadStartRate = new dev.diagnostics.jvm.operator.api.Alerts.NumberAlert(0.2, "1m", "warning");
+    assertThat(InjectionConfig.of(s, "i").limits()).contains("threadStartRate=1");
+    s.collectors.threads.enabled = false;
+    assertThat(InjectionConfig.of(s, "i").limits()).doesNotContain("threadStartRate");
+  }
 }
