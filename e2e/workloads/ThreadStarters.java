@@ -1,0 +1,94 @@
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Threads with known names start known numbers of threads (the starter test of
+ * e2e/agent_standalone.py). Usage: ThreadStarters DIR A B MORE.
+ *
+ * Writes DIR/ready. On DIR/trigger, `trigger` starts short `warmup-N` threads as fast as it
+ * can (the storm that makes the agent attach its starter probe) until DIR/go; then
+ * `starter-A` starts A threads `worker-a-N` and `starter-B` B threads `worker-b-N`, both at
+ * once; DIR/done gets "A B WARMUPS". On DIR/more, `starter-A` starts MORE `late-N` threads
+ * (after the probe is detached) and writes DIR/more-done. Lives until DIR/stop.
+ */
+public class ThreadStarters {
+    static void waitFor(Path p) throws InterruptedException {
+        while (!Files.exists(p)) {
+            Thread.sleep(10);
+        }
+    }
+
+    /** Starts n threads named prefix-i from the current thread, each joined before the next batch. */
+    static int startMany(String prefix, int n) throws InterruptedException {
+        List<Thread> batch = new ArrayList<>();
+        int started = 0;
+        for (int i = 0; i < n; i++) {
+            Thread t = new Thread(() -> { }, prefix + "-" + i);
+            t.start();
+            started++;
+            batch.add(t);
+            if (batch.size() == 50) {
+                for (Thread b : batch) b.join();
+                batch.clear();
+            }
+        }
+        for (Thread b : batch) b.join();
+        return started;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Path.of(args[0]);
+        int a = Integer.parseInt(args[1]);
+        int b = Integer.parseInt(args[2]);
+        int more = Integer.parseInt(args[3]);
+        Files.writeString(dir.resolve("ready"), "");
+        waitFor(dir.resolve("trigger"));
+        int[] warmups = new int[1];
+        Thread trigger = new Thread(() -> {
+            try {
+                while (!Files.exists(dir.resolve("go"))) {
+                    warmups[0] += startMany("warmup", 50);
+                }
+            } catch (InterruptedException e) {
+                throw new RuntimeException(e);
+            }
+        }, "trigger");
+        trigger.start();
+        trigger.join();
+        int[] counts = new int[2];
+        Thread sa = new Thread(() -> {
+            try {
+                counts[0] = startMany("worker-a", a);
+            } catch (InterruptedException e) {
+                throw new RuntimeException(e);
+            }
+        }, "starter-A");
+        Thread sb = new Thread(() -> {
+            try {
+                counts[1] = startMany("worker-b", b);
+            } catch (InterruptedException e) {
+                throw new RuntimeException(e);
+            }
+        }, "starter-B");
+        sa.start();
+        sb.start();
+        sa.join();
+        sb.join();
+        Files.writeString(dir.resolve("done"), counts[0] + " " + counts[1] + " " + warmups[0]);
+        waitFor(dir.resolve("more"));
+        int[] late = new int[1];
+        Thread sa2 = new Thread(() -> {
+            try {
+                late[0] = startMany("late", more);
+            } catch (InterruptedException e) {
+                throw new RuntimeException(e);
+            }
+        }, "starter-A");
+        sa2.start();
+        sa2.join();
+        Files.writeString(dir.resolve("more-done"), String.valueOf(late[0]));
+        waitFor(dir.resolve("stop"));
+    }
+}
