@@ -5,15 +5,21 @@
 
 Every interval it prints: top thread names by start rate, worst safepoint pauses by VM
 operation, most-compiled methods, code cache use, contended monitors by class, and the
-firing alerts with their culprit label. It also records when each seed incident was first *named* by the product
-(counted from --since, when the workloads were applied):
+firing alerts with their culprit label; beside a thread name the thread that starts them (the
+agent's on-demand starter probe), beside a VM operation the thread that requested it. It also
+records when each seed incident was first *named* by the product (counted from --since, when
+the workloads were applied):
   1. thread storm  - HandshakeCompletedNotify-Thread among the thread names started
   2. safepoints    - a RedefineClasses safepoint pause over 0.5 s
   3. code cache    - the code cache full (or over 90 %) of a JVM, or its methods recompiled
   4. one lock      - threads blocked on a contended monitor whose class is named (a
                      SecureRandom class: the DHE handshake stall), by the metric or by
                      JvmDiagMonitorContentionHigh; the alert's firing is shown beside it
-With --duration it stops after that many seconds and exits 1 unless all four were named.
+and when the culprit behind the first two was named: the thread starting the
+HandshakeCompletedNotify-Threads (jvmdiag_thread_starts_by_starter_total) and the thread that
+requested the RedefineClasses (jvmdiag_vm_operation_requests_total).
+With --duration it stops after that many seconds and exits 1 unless all four, and both
+culprits, were named.
 
 With --rate-check, once the incidents are named (or 30 s after the thread storm was, if
 another one is slow), it runs rate-check.py once beside the summary: the thread-start rate
@@ -83,8 +89,21 @@ def snapshot(base, sel):
     s["mon_blocked"] = query(base, (f"topk(5, sum by ({GROUP}, monitor_class) "
                                     f"(rate(jvmdiag_monitor_blocked_seconds_sum{{monitor_class!=\"other\",{sel}}}[1m])) > 0)"))
     s["mon_enters"] = query(base, f"sum by ({GROUP}, monitor_class) (rate(jvmdiag_monitor_contended_total{{{sel}}}[1m]))")
+    s["starters"] = query(base, f"sum by ({GROUP}, thread_name, starter) (jvmdiag_thread_starts_by_starter_total{{{sel}}}) > 0")
+    s["requesters"] = query(base, f"sum by ({GROUP}, vm_operation, requester) (jvmdiag_vm_operation_requests_total{{{sel}}}) > 0")
     s["alerts"] = [a for a in alerts(base) if selected(a["labels"], sel)]
     return s
+
+
+def top_culprits(rows, what, culprit):
+    """(JVM key, what) -> the culprit with the highest count, from rows of (…, what, culprit)."""
+    best = {}
+    for r in rows:
+        m = r["metric"]
+        k = (key(m), m.get(what))
+        if k not in best or float(r["value"][1]) > best[k][1]:
+            best[k] = (m.get(culprit, ""), float(r["value"][1]))
+    return {k: v[0] for k, v in best.items()}
 
 
 def selected(labels, sel):
@@ -104,16 +123,18 @@ def key(m):
     return (m.get("namespace", ""), m.get("pod", ""), m.get("jvm", ""), m.get("pid", ""))
 
 
-def render(s, elapsed, named, check=None, lock=None):
+def render(s, elapsed, named, check=None, lock=None, culprits=None):
     out = []
     out.append(f"jvm-diagnostics demo — {elapsed:4.0f}s since the workloads were applied, {len(s['jvms'])} JVM(s) traced")
     out.append("")
     out.append("Top thread names by start rate (1m)")
     if not s["threads"]:
         out.append("  (no thread starts yet)")
+    starters = top_culprits(s.get("starters", []), "thread_name", "starter")
     for r in sorted(s["threads"], key=lambda r: -float(r["value"][1])):
         m = r["metric"]
-        out.append(f"  {float(r['value'][1]):8.1f}/s  {m.get('thread_name', '?'):<40} {who(m)}")
+        by = starters.get((key(m), m.get("thread_name")))
+        out.append(f"  {float(r['value'][1]):8.1f}/s  {m.get('thread_name', '?'):<40} {who(m)}" + (f"  started by {by}" if by else ""))
     out.append("")
     out.append("Worst safepoint pauses by VM operation: count and total (2m), pauses > 500 ms (since start)")
     sums = {(key(r["metric"]), r["metric"].get("vm_operation")): float(r["value"][1]) for r in s["p_sum"]}
@@ -129,9 +150,12 @@ def render(s, elapsed, named, check=None, lock=None):
         rows.append((over.get(k, 0.0), avg * cnt, cnt, m))
     if not rows:
         out.append("  (no safepoints yet)")
+    requesters = top_culprits(s.get("requesters", []), "vm_operation", "requester")
     for o, tot, cnt, m in sorted(rows, key=lambda x: (-x[0], -x[1]))[:6]:
         avg = tot / cnt
-        out.append(f"  {m.get('vm_operation', '?'):<28} {cnt:6.0f} x  total {fmt_secs(tot):>9}  avg {fmt_secs(avg):>9}  >500ms: {o:3.0f}  {who(m)}")
+        by = requesters.get((key(m), m.get("vm_operation")))
+        out.append(f"  {m.get('vm_operation', '?'):<28} {cnt:6.0f} x  total {fmt_secs(tot):>9}  avg {fmt_secs(avg):>9}  >500ms: {o:3.0f}  {who(m)}"
+                   + (f"  requested by {by}" if by else ""))
     out.append("")
     out.append("Most-compiled methods (since start) and code cache")
     if not s["methods"]:
@@ -162,6 +186,7 @@ def render(s, elapsed, named, check=None, lock=None):
     for a in sorted(s["alerts"], key=lambda a: a["labels"].get("alertname", "")):
         l = a["labels"]
         culprit = next((f"{c}={l[c]}" for c in ("vm_operation", "thread_name", "method", "monitor_class") if l.get(c)), "")
+        culprit += "".join(f" {c}={l[c]}" for c in ("requester", "starter") if l.get(c))
         out.append(f"  {l.get('severity', ''):<7} {l.get('alertname', '?'):<30} {culprit:<44} {who(l)}")
     out.append("")
     lock = lock or {}
@@ -171,6 +196,10 @@ def render(s, elapsed, named, check=None, lock=None):
         line = f"  incident {i + 1}: {name:<50} " + (f"named after {named[i]:.0f}s" if named[i] is not None else "not yet")
         if i == 3 and lock.get("alert_at") is not None:
             line += f"; alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s"
+        c = (culprits or {}).get(i)
+        if i in (0, 1):
+            verb = "started by" if i == 0 else "requested by"
+            line += f"; {verb} {c[0]} after {c[1]:.0f}s" if c else f"; {verb}: not yet"
         out.append(line)
     if check is not None:
         out.append("")
@@ -223,6 +252,21 @@ class RateCheck:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+
+
+def update_culprits(s, elapsed, culprits):
+    """Who starts the HandshakeCompletedNotify-Threads (incident 1) and who requested the
+    RedefineClasses (incident 2), once the product names them."""
+    if 0 not in culprits:
+        for (_, name), by in top_culprits(s.get("starters", []), "thread_name", "starter").items():
+            if "HandshakeCompletedNotify" in (name or "") and by and by != "other":
+                culprits[0] = (by, elapsed)
+                break
+    if 1 not in culprits:
+        for (_, op), by in top_culprits(s.get("requesters", []), "vm_operation", "requester").items():
+            if op == "RedefineClasses" and by and by != "other":
+                culprits[1] = (by, elapsed)
+                break
 
 
 def update_named(s, elapsed, named, lock=None):
@@ -278,6 +322,7 @@ def run(a, check):
     tty = sys.stdout.isatty()
     named = [None, None, None, None]
     lock = {}
+    culprits = {}
     end = time.time() + a.duration if a.duration else None
     last_print = 0.0
     while True:
@@ -285,6 +330,12 @@ def run(a, check):
         elapsed = time.time() - a.since
         before = (named[3], lock.get("alert_at"))
         update_named(s, elapsed, named, lock)
+        before_culprits = dict(culprits)
+        update_culprits(s, elapsed, culprits)
+        for i, (by, t) in sorted(culprits.items()):
+            if not tty and i not in before_culprits:
+                what = "HandshakeCompletedNotify-Thread started by" if i == 0 else "RedefineClasses requested by"
+                print(f"demo: incident {i + 1}: {what} {by} (named after {t:.0f}s)", flush=True)
         if not tty and before[0] is None and named[3] is not None:
             print(f"demo: incident 4 named after {named[3]:.0f}s: threads blocked on contended monitors of class {lock['class']}", flush=True)
         if not tty and before[1] is None and lock.get("alert_at") is not None:
@@ -293,7 +344,7 @@ def run(a, check):
                 and ((all(t is not None for t in named) and lock.get("alert_at") is not None) or elapsed - named[0] >= 30):
             check.start(elapsed)
         n_check = len(check.lines) if check is not None else 0
-        text = render(s, elapsed, named, check, lock)
+        text = render(s, elapsed, named, check, lock, culprits)
         if tty:
             sys.stdout.write("\033[H\033[2J" + text + "\n\n(Ctrl-C stops the demo and everything it started)\n")
             sys.stdout.flush()
@@ -316,7 +367,7 @@ def run(a, check):
             check.stop()
     if check is not None and check.reader is not None:
         check.reader.join(timeout=5)   # its last lines
-    print(render(s, time.time() - a.since, named, check, lock))
+    print(render(s, time.time() - a.since, named, check, lock, culprits))
     failed = False
     missing = [i + 1 for i, t in enumerate(named) if t is None]
     if missing:
@@ -325,6 +376,12 @@ def run(a, check):
     else:
         print("demo: all four incidents named: " + ", ".join(f"{t:.0f}s" for t in named)
               + f" (the contended monitor: {lock.get('class')})")
+    for i, what in ((0, "the thread starting HandshakeCompletedNotify-Threads"), (1, "the thread requesting RedefineClasses")):
+        if i in culprits:
+            print(f"demo: culprit of incident {i + 1}: {what}: {culprits[i][0]} (named after {culprits[i][1]:.0f}s)")
+        else:
+            print(f"demo: culprit of incident {i + 1} not named within {a.duration:.0f}s: {what}", file=sys.stderr)
+            failed = True
     if check is not None and check.proc is not None and check.proc.returncode != 0:
         print(f"demo: the rate check failed (exit {check.proc.returncode}): see the rate check lines above", file=sys.stderr)
         failed = True

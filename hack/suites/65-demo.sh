@@ -8,7 +8,9 @@
 #      for the TLS storm's pod must match that JVM's own java.threads.started over the same
 #      minute (hack/demo/rate-check.py; a count multiplied by the agent fails it); and the
 #      fourth incident named: the contended monitor class of the DHE handshake stall (a
-#      SecureRandom) and JvmDiagMonitorContentionHigh firing on it.
+#      SecureRandom) and JvmDiagMonitorContentionHigh firing on it; and who is behind the first
+#      two: the thread starting the HandshakeCompletedNotify-Threads and the one requesting
+#      RedefineClasses, equal to the workloads' own thread names.
 # After each: no process the demo started (sampled every second while it ran: its session,
 # the cluster daemons, shims and pod processes), no listening port of theirs, no mount, no
 # cgroup, no network link, no iptables chain, no state directory of the demo remains.
@@ -192,5 +194,14 @@ la=$(grep -m1 -oE 'demo: alert JvmDiagMonitorContentionHigh firing .*' "$WORK/de
 if grep -q 'monitor_class=[A-Za-z0-9_.$]*SecureRandom' <<<"$la"; then ok "running: ${la#demo: }"
 else bad "running: JvmDiagMonitorContentionHigh fires naming the SecureRandom class" \
   "$(grep -A4 '^Firing alerts' "$WORK/demo-running.log" | tail -n 5 | tr '\n' ' ')"; fi
+# Who is behind the first two incidents, as the workloads know them: the TLS clients
+# (tls-client-N, the threads that run the handshakes) start the HandshakeCompletedNotify-Threads;
+# the Java agent's apm-retransformer (15 bytes of it: the native name) requests RedefineClasses.
+for want in 'incident 1: HandshakeCompletedNotify-Thread started by tls-client-N ' 'incident 2: RedefineClasses requested by apm-retransform '; do
+  l=$(grep -m1 -F "demo: $want" "$WORK/demo-running.log")
+  if [ -n "$l" ]; then ok "running: ${l#demo: }"
+  else bad "running: the summary names who is behind it: $want" \
+    "$(grep -E 'demo: incident [12]:|started by|requested by' "$WORK/demo-running.log" | tail -n 4 | tr '\n' ' ')"; fi
+done
 echo "elapsed $(($(date +%s) - T0))s"
 finish
