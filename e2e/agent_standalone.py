@@ -172,6 +172,13 @@ def check_collectors(text, pid, mode):
     failures = [(l, v) for n, l, v in samples(text) if n == "jvmdiag_agent_attach_failures_total" and v > 0]
     if failures:
         problems.append(f"attach failures: {failures}")
+    # Who asked, only where the JDK says (USDT vmops__request / thread__start), never guessed.
+    reqs = [l for n, l, _ in samples(text, pid) if n == "jvmdiag_vm_operation_requests_total"]
+    starters = [l for n, l, _ in samples(text, pid) if n == "jvmdiag_thread_starts_by_starter_total"]
+    if mode == "usdt" and not any(l["vm_operation"] == "ThreadDump" for l in reqs):
+        problems.append("no requester of ThreadDump")
+    if mode != "usdt" and (reqs or starters):
+        problems.append(f"requesters or starters without the USDT probes: {(reqs + starters)[:3]}")
     return problems
 
 
@@ -425,19 +432,25 @@ def test_hostile_thread_names(jdk):
 def test_vm_operation_requesters(jdk, tag):
     """Threads with known names request known numbers of VM operations: `gc-caller` calls
     System.gc() 7 times (G1CollectFull), `dumper` ThreadMXBean.dumpAllThreads 11 times
-    (ThreadDump), and one `jcmd PID Thread.print` from outside (PrintThreads, requested by
-    the JVM's `Attach Listener`): jvmdiag_vm_operation_requests_total equals each, by requester,
-    and no other thread is named for those operations."""
+    (ThreadDump), `retransformer` (a thread of the JVM's own Java agent, as an APM agent's)
+    retransforms a class 5 times (RedefineClasses), and one `jcmd PID Thread.print` from outside
+    (PrintThreads, requested by the JVM's `Attach Listener`): jvmdiag_vm_operation_requests_total
+    equals each, by requester, and no other thread is named for those operations."""
     port = e2e_port(16)
-    gcs, dumps = 7, 11
+    gcs, dumps, retransforms = 7, 11, 5
     agent = start_agent(port, "--match-jvm", "VmOpRequesters")
     classes = compile_for(jdk, tag, [f"{WORKLOADS}/VmOpRequesters.java"], "vmreq")
+    # The workload is its own Java agent (JDK 17's jar tool; a jar is the same for every JDK).
+    manifest = os.path.join(classes, "agent.mf")
+    open(manifest, "w").write("Premain-Class: VmOpRequesters\nCan-Retransform-Classes: true\n")
+    agent_jar = os.path.join(classes, "vmreq-agent.jar")
+    subprocess.run([f"{JDK17}/bin/jar", "cfm", agent_jar, manifest, "-C", classes, "."], check=True)
     d = os.path.join(WORK, f"vmop-requesters-{tag}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     # A fixed heap: no GC of its own between the workload's requests.
-    p = subprocess.Popen([f"{jdk}/bin/java", "-Xms256m", "-Xmx256m", "-XX:+UseG1GC", "-cp", classes, "VmOpRequesters", d,
-                          str(gcs), str(dumps)], stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"))
+    p = subprocess.Popen([f"{jdk}/bin/java", "-Xms256m", "-Xmx256m", "-XX:+UseG1GC", f"-javaagent:{agent_jar}", "-cp", classes,
+                          "VmOpRequesters", d, str(gcs), str(dumps), str(retransforms)], stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"))
     procs.append(p)
     problems = []
     try:
@@ -457,7 +470,11 @@ def test_vm_operation_requesters(jdk, tag):
                 break
             time.sleep(0.1)
         open(os.path.join(WORK, f"vmop-requesters-{tag}-metrics.txt"), "w").write(text)
-        want = {("G1CollectFull", "gc-caller"): gcs, ("ThreadDump", "dumper"): dumps, ("PrintThreads", "Attach Listener"): 1}
+        did = int(open(os.path.join(d, "done")).read().split()[3])
+        if did != retransforms:
+            problems.append(f"the workload retransformed {did} times, not {retransforms}")
+        want = {("G1CollectFull", "gc-caller"): gcs, ("ThreadDump", "dumper"): dumps, ("RedefineClasses", "retransformer"): did,
+                ("PrintThreads", "Attach Listener"): 1}
         for (op, who), n in want.items():
             mine = got.get((op, who), 0)
             others = {k: v for k, v in got.items() if k[0] == op and k[1] != who}

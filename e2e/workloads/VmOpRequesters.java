@@ -1,3 +1,4 @@
+import java.lang.instrument.Instrumentation;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
@@ -7,15 +8,32 @@ import java.nio.file.Path;
  * Threads with known names request known numbers of VM operations (the requester test of
  * e2e/agent_standalone.py): `gc-caller` calls System.gc() GCS times (G1: one G1CollectFull
  * each), then `dumper` calls ThreadMXBean.dumpAllThreads DUMPS times (one ThreadDump each),
- * one after the other so neither's allocation triggers a GC the other would count.
- * Usage: VmOpRequesters DIR GCS DUMPS. Writes DIR/ready, waits for DIR/go, runs, writes
- * DIR/done, then lives until DIR/stop (for a jcmd from outside: the Attach Listener).
+ * one after the other so neither's allocation triggers a GC the other would count; then, when
+ * the JVM runs with this class as its Java agent (-javaagent: a jar whose manifest names it
+ * Premain-Class, with Can-Retransform-Classes), `retransformer` retransforms one class
+ * RETRANSFORMS times (one RedefineClasses each), as an APM agent's background thread does.
+ * Usage: VmOpRequesters DIR GCS DUMPS [RETRANSFORMS]. Writes DIR/ready, waits for DIR/go, runs,
+ * writes DIR/done, then lives until DIR/stop (for a jcmd from outside: the Attach Listener).
  */
 public class VmOpRequesters {
+    static volatile Instrumentation inst;
+
+    /** The class retransformed: nothing else touches it. */
+    static final class Target {
+        static int f() {
+            return 1;
+        }
+    }
+
+    public static void premain(String options, Instrumentation i) {
+        inst = i;
+    }
+
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(args[0]);
         int gcs = Integer.parseInt(args[1]);
         int dumps = Integer.parseInt(args[2]);
+        int retransforms = args.length > 3 ? Integer.parseInt(args[3]) : 0;
         Files.writeString(dir.resolve("ready"), "");
         while (!Files.exists(dir.resolve("go"))) {
             Thread.sleep(20);
@@ -36,7 +54,26 @@ public class VmOpRequesters {
         }, "dumper");
         dumper.start();
         dumper.join();
-        Files.writeString(dir.resolve("done"), gcs + " " + dumps + " " + frames[0]);
+        int[] done = new int[1];
+        if (retransforms > 0) {
+            if (inst == null || !inst.isRetransformClassesSupported()) {
+                throw new IllegalStateException("retransforms asked for, but no Instrumentation that can retransform (-javaagent)");
+            }
+            Target.f();
+            Thread retransformer = new Thread(() -> {
+                try {
+                    for (int i = 0; i < retransforms; i++) {
+                        inst.retransformClasses(Target.class);
+                        done[0]++;
+                    }
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            }, "retransformer");
+            retransformer.start();
+            retransformer.join();
+        }
+        Files.writeString(dir.resolve("done"), gcs + " " + dumps + " " + frames[0] + " " + done[0]);
         while (!Files.exists(dir.resolve("stop"))) {
             Thread.sleep(20);
         }
