@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Node agent overhead: thread storm (start+join BENCH_THREADS threads) and safepoint storm
-# (thread dumps + GCs), each without and with the agent and under the tools users have today
+# (thread dumps + GCs), each without and with the agent (its on-demand starter probe kept off,
+# `agent`, and allowed, `starters`: the storm passes its threshold and it attaches within a
+# second or two, for the rest of the storm) and under the tools users have today
 # (-Xlog to a file, JFR, async-profiler tracing JVM_StartThread), alternating in one run for
 # BENCH_ROUNDS rounds (order rotated each round). Prints the slowdown against the baseline of
 # the same round (median and min..max), the agent's attach time and what attaching cost the JVM
@@ -17,7 +19,7 @@
 # The storm's slowdown and its counted thread starts must not depend on N.
 #
 # Knobs: BENCH_ROUNDS (10), BENCH_THREADS (100000), BENCH_SAFEPOINT_ROUNDS (300), BENCH_JDK ($JDK17),
-# BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent xlog jfr asyncprof"),
+# BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent starters xlog jfr asyncprof"),
 # BENCH_IDLE_MS (1000), BENCH_SHARED ("0 1 8"; "" skips the scenario, as do BENCH_WORKLOADS
 # without ThreadStorm and BENCH_CONFIGS without agent), BENCH_AGENT (an agent
 # binary to measure instead of building node-agent, e.g. to compare two builds).
@@ -44,7 +46,7 @@ unmount_all() {
 unmount_all
 rm -rf "$WORK"; mkdir -p "$WORK"
 
-read -ra CONFIGS <<<"${BENCH_CONFIGS:-baseline agent xlog jfr asyncprof}"
+read -ra CONFIGS <<<"${BENCH_CONFIGS:-baseline agent starters xlog jfr asyncprof}"
 read -ra WORKLOADS <<<"${BENCH_WORKLOADS:-ThreadStorm SafepointStorm}"
 read -ra SHARED_NS <<<"$SHARED"
 case " ${CONFIGS[*]} " in *" baseline "*) ;; *) die "BENCH_CONFIGS must include baseline (every slowdown is against it)";; esac
@@ -106,8 +108,8 @@ scrape() { curl -sf -o "$1" "http://$LISTEN/metrics"; }
 # attached PROMFILE PID: the agent lists the JVM (it adds jvm_info only once every probe is attached)
 attached() { grep -q "^jvmdiag_jvm_info{.*pid=\"$2\"" "$1"; }
 
-start_agent() {  # start_agent MATCH
-  "$AGENT" --standalone --listen "$LISTEN" --match-jvm "$1" 2>>"$WORK/agent.log" & AGENT_PID=$!
+start_agent() {  # start_agent MATCH [FLAG...]
+  "$AGENT" --standalone --listen "$LISTEN" --match-jvm "$@" 2>>"$WORK/agent.log" & AGENT_PID=$!
   for _ in $(seq 100); do curl -sf "http://$LISTEN/healthz" >/dev/null && return 0; kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
   tail -n 20 "$WORK/agent.log" >&2; die "the agent did not come up on $LISTEN"
 }
@@ -129,19 +131,24 @@ bpf_memlock() {
     | sort -u -k1,1 | awk '{s += $2} END {print s + 0}'
 }
 
+is_agent() { [ "$1" = agent ] || [ "$1" = starters ]; }
+
 # run SCENARIO ROUND WORKLOAD CONFIG JAVA [PID...]: one measured run of WORKLOAD started with
 # JAVA; the PIDs are other JVMs the agent must have attached before this one starts.
 # Appends "SCENARIO WORKLOAD ROUND CONFIG WALL CPU PRE_CPU WAIT_CPU WAIT READY_AT GO_AT ATTACHED_AT
-# COUNTED EXPECTED JVM_OWN HITS FILES LINKS" (ms; "-" where it does not apply) to results.txt.
+# COUNTED EXPECTED JVM_OWN HITS FILES LINKS PROBED WINDOWS" (ms; "-" where it does not apply) to
+# results.txt.
 run() {
   local scen=$1 r=$2 wl=$3 cfg=$4 java=$5; shift 5
   local args opts=() expected=-
   if [ "$wl" = ThreadStorm ]; then args="$THREADS"; expected=$((THREADS + 4)); else args="$SP_ROUNDS"; fi
   case "$cfg" in
     baseline) ;;
-    agent)
-      start_agent "$wl"
+    agent)  # the always-on probes only: the starter probe never attaches
+      start_agent "$wl" --starter-threshold 0
       [ $# -eq 0 ] || wait_attached "$@" ;;
+    starters)  # the agent's defaults: the starter probe attaches when the storm passes 50/s
+      start_agent "$wl" ;;
     xlog)
       if [ "$wl" = ThreadStorm ]; then opts=(-Xlog:os+thread=info:file="$WORK/xlog.log"); else opts=(-Xlog:safepoint=info:file="$WORK/xlog.log"); fi ;;
     jfr) opts=(-XX:StartFlightRecording=filename="$WORK/rec.jfr",settings=default) ;;
@@ -165,9 +172,9 @@ run() {
         grep -q " ${java%/bin/java}/lib/server/libjvm.so\$" /proc/"$pid"/maps || die "$wl does not map libjvm.so from ${java%/bin/java}"
       fi
     fi
-    if [ "$cfg" = agent ] && [ -z "$att" ] && scrape "$WORK/poll.prom" && attached "$WORK/poll.prom" "$pid"; then att=${EPOCHREALTIME/[.,]/}; fi
+    if is_agent "$cfg" && [ -z "$att" ] && scrape "$WORK/poll.prom" && attached "$WORK/poll.prom" "$pid"; then att=${EPOCHREALTIME/[.,]/}; fi
     now=${EPOCHREALTIME/[.,]/}
-    if [ -n "$ready" ] && [ $(( (now - ready) / 1000 )) -ge "$IDLE_MS" ] && { [ "$cfg" != agent ] || [ -n "$att" ]; }; then
+    if [ -n "$ready" ] && [ $(( (now - ready) / 1000 )) -ge "$IDLE_MS" ] && { ! is_agent "$cfg" || [ -n "$att" ]; }; then
       go=$now; echo go >&"$gofd"; break
     fi
     sleep 0.05
@@ -176,10 +183,10 @@ run() {
   [ -n "$go" ] || { [ -n "$ready" ] || cat "$WORK/run.err" >&2; die "$wl ($cfg): no go within 5 minutes (ready: ${ready:-no}, attached: ${att:-no})"; }
   wait "$pid" || { cat "$WORK/run.err" >&2; die "$wl ($cfg) failed"; }
   forget_jvm "$pid"
-  local res counted=- jvm_own=- hits=- files=- links=-
+  local res counted=- jvm_own=- hits=- files=- links=- probed=- windows=-
   res=$(tail -n1 "$out")
   [ "$(wc -w <<<"$res")" -eq 5 ] || die "$wl ($cfg): unexpected output: $res"
-  if [ "$cfg" = agent ]; then
+  if is_agent "$cfg"; then
     local m="$WORK/last-metrics.txt"
     scrape "$m" || : >"$m"
     if [ "$wl" = ThreadStorm ]; then
@@ -189,6 +196,10 @@ run() {
       read -r counted jvm_own < <(awk -v p="pid=\"$pid\"" '/^jvmdiag_thread_starts_total\{/ && index($0, p) {
           if ($0 ~ /thread_name="(pool-N-thread-N|starter-N)"/) s += $NF; else o += $NF } END {print s + 0, o + 0}' "$m")
       hits=$(awk '/^jvmdiag_agent_probe_events_total\{.*probe="thread__start"/ {s += $NF} END {print s + 0}' "$m")
+      # The starter probe: thread starts it named (the part of the storm while attached) and
+      # how often it was attached.
+      read -r probed windows < <(awk -v p="pid=\"$pid\"" 'index($0, p) && /^jvmdiag_thread_starts_by_starter_total\{/ {s += $NF}
+          index($0, p) && /^jvmdiag_agent_starter_probe_windows_total\{/ {w += $NF} END {print s + 0, w + 0}' "$m")
     fi
     files=$(awk '/^jvmdiag_agent_libjvm_files / {print $2 + 0}' "$m"); links=$(awk '/^jvmdiag_agent_bpf_links / {print $2 + 0}' "$m")
     # Peak RSS (VmHWM, KiB), CPU time (ticks), RSS now and its anonymous / file-backed parts (KiB),
@@ -198,7 +209,7 @@ run() {
   fi
   local rel=(); local x
   for x in "$ready" "$go" "$att"; do if [ -n "$x" ]; then rel+=($(( (x - t0) / 1000 ))); else rel+=(-); fi; done
-  echo "$scen $wl $r $cfg $res ${rel[*]} $counted $expected $jvm_own ${hits:--} ${files:--} ${links:--}" | tee -a "$WORK/results.txt" >&2
+  echo "$scen $wl $r $cfg $res ${rel[*]} $counted $expected $jvm_own ${hits:--} ${files:--} ${links:--} ${probed:--} ${windows:--}" | tee -a "$WORK/results.txt" >&2
 }
 
 # The usual comparison: each JVM from the JDK's own path, alone.
@@ -259,12 +270,12 @@ hz = int(hz)
 rows = []
 for l in open(os.path.join(work, "results.txt")):
     f = l.split()
-    if len(f) != 18:
+    if len(f) != 20:
         continue
     num = lambda x: None if x == "-" else float(x)
     rows.append(dict(scen=f[0], wl=f[1], r=int(f[2]), cfg=f[3], wall=float(f[4]), cpu=float(f[5]),
                      pre_cpu=float(f[6]), wait_cpu=float(f[7]), wait=float(f[8]), ready=num(f[9]), go=num(f[10]),
-                     att=num(f[11]), counted=f[12], expected=f[13], jvm_own=f[14], hits=f[15], files=f[16], links=f[17]))
+                     att=num(f[11]), counted=f[12], expected=f[13], jvm_own=f[14], hits=f[15], files=f[16], links=f[17], probed=f[18], windows=f[19]))
 med = statistics.median
 pct = lambda x: f"{100 * x:+.1f} %"
 def spread(xs, fmt):
@@ -275,7 +286,8 @@ def paired(rs, cfg, key):
         by.setdefault(x["r"], {})[x["cfg"]] = x
     return [v[cfg][key] / v["baseline"][key] - 1 for v in by.values() if cfg in v and "baseline" in v and v["baseline"][key] > 0]
 
-names = {"agent": "jvmdiag-agent (eBPF)", "xlog": "-Xlog to a file", "jfr": "JFR (default settings)",
+names = {"agent": "jvmdiag-agent (eBPF), starter probe not attached", "starters": "jvmdiag-agent, starter probe attached on demand",
+         "xlog": "-Xlog to a file", "jfr": "JFR (default settings)",
          "asyncprof": "async-profiler -e JVM_StartThread"}
 solo = [x for x in rows if x["scen"] == "solo"]
 wls = set(x["wl"] for x in rows)
@@ -290,7 +302,7 @@ if solo:
         rs = [x for x in solo if x["wl"] == wl]
         base = [x for x in rs if x["cfg"] == "baseline"]
         print(f"| {wl} | baseline | median {med([x['wall'] for x in base]):.0f} ms | median {med([x['cpu'] for x in base]):.0f} ms |")
-        for cfg in ("agent", "xlog", "jfr", "asyncprof"):
+        for cfg in ("agent", "starters", "xlog", "jfr", "asyncprof"):
             if any(x["cfg"] == cfg for x in rs):
                 print(f"| {wl} | {names[cfg]} | {spread(paired(rs, cfg, 'wall'), pct)} | {spread(paired(rs, cfg, 'cpu'), pct)} |")
 
@@ -331,6 +343,12 @@ if shared:
               f"JVM's own threads besides: {', '.join(sorted(set(x['jvm_own'] for x in ag)))}) | "
               f"{', '.join(sorted(set(x['hits'] for x in ag)))} | {', '.join(fl)} |")
 
+st = [x for x in solo if x["cfg"] == "starters" and x["wl"] == "ThreadStorm"]
+if st:
+    share = [int(x["probed"]) / int(x["expected"]) for x in st if x["probed"] != "-" and x["expected"] != "-"]
+    print(f"\nstarter probe (starters): attached {', '.join(sorted(set(x['windows'] for x in st)))} time(s) per storm; it named the starter"
+          f" of {spread(share, lambda v: f'{100 * v:.0f} %')} of the storm's thread starts (the part after it attached);"
+          f" thread starts counted: {sum(1 for x in st if x['counted'] == x['expected'])} of {len(st)} runs exactly {st[0]['expected']}")
 c = [x for x in solo if x["cfg"] == "agent" and x["wl"] == "ThreadStorm"]
 if c:
     exact = sum(1 for x in c if x["counted"] == x["expected"])
