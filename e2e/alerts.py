@@ -5,7 +5,8 @@ on loopback, while the ThreadDumpStorm JVM makes long ThreadDump safepoints and 
 "storm-worker-<n>" threads. Checks, printing PASS/FAIL lines:
 
   - both alerts (pause by vm_operation=ThreadDump, thread start rate by thread_name) reach the
-    webhook within --timeout seconds, with descriptions naming workload, pod and culprit;
+    webhook within --timeout seconds, with descriptions naming workload, pod and culprit, and
+    name who is behind them (requester, starter: the workload's main thread);
   - the JVM's own -Xlog:safepoint confirms a ThreadDump pause above the threshold (the alert
     is not a false positive) and the workload confirms the threads it started;
   - a second JVM (ThreadDumpStormLocks, -XX:+DTraceMonitorProbes, same pod labels) keeps 8
@@ -290,6 +291,24 @@ def run(a, work, procs, prom_dir):
         else:
             report(False, f"{name} {{{label}=\"{value}\"}} did not reach the webhook within {a.timeout:.0f}s")
             print(prom(base, "alerts"))
+
+    # Who is behind them, as the workload knows it: its main thread (native name "java") runs
+    # the thread dumps and starts the storm's threads. The starter comes from the agent's
+    # on-demand probe, attached once the storm passes 50/s: the alert may first fire without it.
+    behind = {"JvmDiagSafepointPauseHigh": ("requester", "java"), "JvmDiagThreadStartRateHigh": ("starter", "java")}
+    seen_behind = {name: set() for name in behind}
+
+    def behind_named():
+        for line in open(hook) if os.path.exists(hook) else []:
+            for al in json.loads(line).get("alerts", []):
+                l = al["labels"]
+                if l.get("alertname") in behind and l.get("jvm") == "ThreadDumpStorm" and al["status"] == "firing":
+                    seen_behind[l["alertname"]].add(l.get(behind[l["alertname"]][0], ""))
+        return all(v in seen_behind[n] for n, (_, v) in behind.items())
+
+    wait_for(behind_named, 60, every=1)
+    for name, (label, value) in behind.items():
+        report(value in seen_behind[name], f"{name} names who is behind it: {label}=\"{value}\" (alerts seen with {label}: {sorted(seen_behind[name])})")
 
     # Independent confirmation from the JVM itself.
     wl.wait(timeout=max(5, 90 - (time.time() - start)))
