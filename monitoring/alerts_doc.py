@@ -61,7 +61,8 @@ the rules taken from `helm template` of the packaged chart and from the operator
 arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method, requester and starter joins dropped)
 must make those tests fail; and an end-to-end test on JDK 17 and 25: a real Prometheus scrapes the real agent while a
 JVM makes a long safepoint and a thread storm, and both alerts reach an Alertmanager
-webhook receiver; a second JVM (`-XX:+DTraceMonitorProbes`) keeps threads blocked on one
+webhook receiver naming who is behind them (the requester of the thread dumps and the starter of
+the storm's threads: the workload's main thread); a second JVM (`-XX:+DTraceMonitorProbes`) keeps threads blocked on one
 `java.security.SecureRandom` and parking, and once the agent exposes the monitor and parking
 metrics the blocked and parked seconds must match what that JVM measured itself and the
 `JvmDiagMonitorContentionHigh` expression must name the class; the same run checks that the agent exposes every bucket bound an alert
