@@ -511,6 +511,19 @@ def compile_for(jdk, tag, sources, name):
     return classes
 
 
+def agent_link_ids(agent_pid):
+    """The BPF links the agent holds, as the kernel lists its descriptors (fdinfo link_id)."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{agent_pid}/fdinfo"):
+        try:
+            m = re.search(r"^link_id:\s*(\d+)", open(f"/proc/{agent_pid}/fdinfo/{fd}").read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    return ids
+
+
 def starters_view(port, pid):
     text = scrape(port)
     by = {(l["thread_name"], l["starter"]): int(v) for n, l, v in samples(text, pid) if n == "jvmdiag_thread_starts_by_starter_total"}
@@ -541,7 +554,7 @@ def test_thread_starters(jdk, tag):
         wait_file(os.path.join(d, "ready"), 60, p)
         wait_attached(port, p.pid)
         time.sleep(1.2)  # the agent's first rate check sees the quiet JVM
-        links_before = set(bpf_objects_of(agent.pid)[1])
+        links_before = set(agent_link_ids(agent.pid))
         open(os.path.join(d, "trigger"), "w").close()
         t0 = time.time()
         while time.time() - t0 < 15:
@@ -552,10 +565,10 @@ def test_thread_starters(jdk, tag):
         else:
             return problems + ["the probe was not attached within 15 s of a storm above the threshold"]
         log(f"starters jdk{tag}: attached {time.time() - t0:.1f}s after the storm began")
-        links_during = set(bpf_objects_of(agent.pid)[1])
         open(os.path.join(d, "go"), "w").close()
         wait_file(os.path.join(d, "done"), 60, p)
         done_a, done_b, warmups = map(int, open(os.path.join(d, "done")).read().split())
+        links_during = set(agent_link_ids(agent.pid))
         by, attached, windows, text = starters_view(port, p.pid)
         open(os.path.join(WORK, f"starters-{tag}-metrics.txt"), "w").write(text)
         if attached != 1 or windows != 1:
@@ -574,14 +587,15 @@ def test_thread_starters(jdk, tag):
         if strays:
             problems.append(f"other (thread name, starter) pairs: {strays}")
         if len(links_during - links_before) < 3:
-            problems.append(f"links while attached: {len(links_during - links_before)} new (want JVM_StartThread, thread__start, sched_process_fork)")
+            problems.append(f"links while attached: {len(links_during - links_before)} new of {len(links_during)} "
+                            f"(before: {len(links_before)}; want JVM_StartThread, thread__start, sched_process_fork)")
         t1 = time.time()
         while time.time() - t1 < window + 5:
             _, attached, _, _ = starters_view(port, p.pid)
             if attached == 0:
                 break
             time.sleep(0.1)
-        links_after = set(bpf_objects_of(agent.pid)[1])
+        links_after = set(agent_link_ids(agent.pid))
         if attached != 0 or links_after != links_before:
             problems.append(f"after the window: attached {attached}, links {sorted(links_after - links_before)} left, {sorted(links_before - links_after)} gone")
         open(os.path.join(d, "more"), "w").close()
@@ -593,7 +607,11 @@ def test_thread_starters(jdk, tag):
         log(f"starters jdk{tag}: {sorted(by.items())}, workload a={done_a} b={done_b} warmups={warmups}")
     finally:
         open(os.path.join(d, "stop"), "w").close()
-        p.wait(timeout=20)
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # never hide the failure above behind this one
+            p.kill()
+            problems.append("the workload did not stop within 20 s")
         agent.terminate()
         agent.wait(timeout=10)
     return problems

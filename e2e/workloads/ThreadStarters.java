@@ -1,5 +1,6 @@
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -18,6 +19,13 @@ public class ThreadStarters {
         while (!Files.exists(p)) {
             Thread.sleep(10);
         }
+    }
+
+    /** Writes DIR/name whole: the test sees the file only with its content. */
+    static void publish(Path dir, String name, String text) throws java.io.IOException {
+        Path tmp = dir.resolve(name + ".tmp");
+        Files.writeString(tmp, text);
+        Files.move(tmp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE);
     }
 
     /** Starts n threads named prefix-i from the current thread, each joined before the next batch. */
@@ -76,8 +84,13 @@ public class ThreadStarters {
         sb.start();
         sa.join();
         sb.join();
-        Files.writeString(dir.resolve("done"), counts[0] + " " + counts[1] + " " + warmups[0]);
-        waitFor(dir.resolve("more"));
+        publish(dir, "done", counts[0] + " " + counts[1] + " " + warmups[0]);
+        while (!Files.exists(dir.resolve("more"))) {
+            if (Files.exists(dir.resolve("stop"))) {
+                return; // the test ended early
+            }
+            Thread.sleep(10);
+        }
         int[] late = new int[1];
         Thread sa2 = new Thread(() -> {
             try {
@@ -88,7 +101,7 @@ public class ThreadStarters {
         }, "starter-A");
         sa2.start();
         sa2.join();
-        Files.writeString(dir.resolve("more-done"), String.valueOf(late[0]));
+        publish(dir, "more-done", String.valueOf(late[0]));
         waitFor(dir.resolve("stop"));
     }
 }

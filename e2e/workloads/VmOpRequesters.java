@@ -73,7 +73,9 @@ public class VmOpRequesters {
             retransformer.start();
             retransformer.join();
         }
-        Files.writeString(dir.resolve("done"), gcs + " " + dumps + " " + frames[0] + " " + done[0]);
+        // Whole or not at all: the test reads it as soon as it exists.
+        Files.writeString(dir.resolve("done.tmp"), gcs + " " + dumps + " " + frames[0] + " " + done[0]);
+        Files.move(dir.resolve("done.tmp"), dir.resolve("done"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
         while (!Files.exists(dir.resolve("stop"))) {
             Thread.sleep(20);
         }
