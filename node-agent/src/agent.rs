@@ -172,7 +172,7 @@ fn scrape(mgr: &mut AttachManager, stats: &AgentStats, starters: Option<&crate::
     }
     if let Some(s) = starters {
         if let Err(e) = s.collect(&mut fams) {
-            crate::log::warn(&format!("starters: {e:#}"));
+            tracing::warn!(error = format!("{e:#}"), "starters: reading the maps failed");
         }
     }
     let pids: Vec<u32> = mgr.jvms.keys().copied().collect();

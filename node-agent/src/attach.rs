@@ -391,24 +391,36 @@ impl AttachManager {
         }
     }
 
-    /// A live JVM's libjvm.so opened as at attach (inside its root, the real file of its
-    /// group), for probes on that one process (src/starters.rs). Attach through
-    /// `/proc/self/fd/N` of it, then call [`AttachManager::check_libjvm`] before keeping them.
-    pub fn open_libjvm(&mut self, pid: u32) -> Result<std::fs::File> {
+    /// Attaches probes to one live JVM's process alone (src/starters.rs): `attach` gets its
+    /// libjvm.so as `/proc/self/fd/N`, opened and checked as at the JVM's first attach (inside
+    /// its root, the real file of its group, the bounded parser's check before libbpf reads
+    /// it, the SIGBUS guard while it does); links made on a file that changed meanwhile are
+    /// dropped.
+    pub fn attach_to_process(&mut self, pid: u32, attach: impl FnOnce(&Path) -> Result<Vec<Link>>) -> Result<Vec<Link>> {
         let j = self.jvms.get(&pid).filter(|j| j.state == JvmState::Live).context("not a live traced JVM")?;
-        let found = j.found.clone();
+        let (found, want) = (j.found.clone(), j.file);
         let root = ProcRoot::open(pid).context("its root")?;
         let file = root.open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES).context("its libjvm.so")?;
-        self.check_libjvm(pid, &file)?;
-        Ok(file)
+        self.real_file_of(&found, &file, want)?;
+        jvmdiag_inspect::elf::check_file(&file).map_err(|e| anyhow::anyhow!("libjvm_refused: {e}"))?;
+        let before = changed_stamp(&file);
+        let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let guard = crate::sigbus::Guard::new();
+        let links = attach(&binary);
+        let faults = guard.faults();
+        drop(guard);
+        let links = links?;
+        if faults > 0 || changed_stamp(&file) != before {
+            anyhow::bail!("libjvm_changed"); // drops the links
+        }
+        self.real_file_of(&found, &file, want)?;
+        Ok(links)
     }
 
-    /// Err unless `file` is still the real file of the JVM's group (see `attach_file`).
-    pub fn check_libjvm(&mut self, pid: u32, file: &std::fs::File) -> Result<()> {
-        let j = self.jvms.get(&pid).context("not a traced JVM")?;
-        let (found, want) = (j.found.clone(), j.file);
+    /// Err unless `file` is the real file `want` (see `attach_file`).
+    fn real_file_of(&mut self, found: &Found, file: &std::fs::File, want: FileId) -> Result<()> {
         if self.identity.is_some() {
-            self.same_real_file(&found, file, want).map_err(|(reason, _)| anyhow::anyhow!("{reason}"))
+            self.same_real_file(found, file, want).map_err(|(reason, _)| anyhow::anyhow!("{reason}"))
         } else if file.metadata().is_ok_and(|m| found.libjvm.matches(&m)) {
             Ok(())
         } else {

@@ -13,8 +13,7 @@
 //! Counts (`jvmdiag_thread_starts_by_starter_total`) are kept for the JVM's life and grow only
 //! while attached; `jvmdiag_agent_starter_probe_attached` / `…_windows_total` say when.
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, BorrowedFd};
-use std::path::PathBuf;
+use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -69,7 +68,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>, settings: Settings) -
     match load_skel(cfg, traced_pids) {
         Ok(skel) => Some(Starters { skel, settings, fork: None, jvms: HashMap::new(), last_check: None }),
         Err(e) => {
-            crate::log::warn(&format!("the on-demand starter probe is off: {e:#}"));
+            tracing::warn!(error = format!("{e:#}"), "the on-demand starter probe is off");
             None
         }
     }
@@ -83,7 +82,7 @@ fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSk
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_thread_names))?;
+    open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_jvms, cfg.max_thread_names))?;
     open.load().context("load starters.bpf.o")
 }
 
@@ -152,7 +151,7 @@ impl Starters {
                 Err(e) => {
                     let s = self.jvms.get_mut(&pid).expect("inserted above");
                     s.next_allowed = Some(now + self.settings.window);
-                    crate::log::warn(&format!("pid {pid}: starter probe: {e:#}"));
+                    tracing::warn!(pid, error = format!("{e:#}"), "starter probe not attached");
                 }
             }
         }
@@ -161,24 +160,23 @@ impl Starters {
     /// JVM_StartThread (uprobe) and hotspot:thread__start (USDT) on this process alone, and
     /// sched_process_fork if no window holds it yet.
     fn attach(&mut self, mgr: &mut AttachManager, pid: u32) -> Result<Vec<Link>> {
-        let file = mgr.open_libjvm(pid)?;
-        let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         let p = &self.skel.progs;
-        let start = p.starter_thread_start.attach_usdt(pid as i32, &binary, "hotspot", "thread__start").context("USDT hotspot:thread__start")?;
-        let enter = probe::uprobe_sym_pid(&p.starter_enter, pid as i32, &binary, "JVM_StartThread", false, 0)?;
-        mgr.check_libjvm(pid, &file)?; // Err drops the links
+        let links = mgr.attach_to_process(pid, |binary| {
+            let start = p.starter_thread_start.attach_usdt(pid as i32, binary, "hotspot", "thread__start").context("USDT hotspot:thread__start")?;
+            let enter = probe::uprobe_sym_pid(&p.starter_enter, pid as i32, binary, "JVM_StartThread", false, 0)?;
+            Ok(vec![start, enter])
+        })?;
         if self.fork.is_none() {
             self.fork = Some(p.starter_fork.attach().context("tp_btf sched_process_fork")?);
         }
-        // The new thread's probe first: a start whose JVM_StartThread was seen is named.
-        Ok(vec![start, enter])
+        Ok(links)
     }
 
     fn forget(&self, slot: u32) {
         let r = maps::forget_where(&self.skel.maps.starts_by_starter, |k| decode::<starter_key>(k).is_some_and(|k| k.slot == slot))
             .and_then(|_| maps::reset_slot(&self.skel.maps.name_budget, slot));
         if let Err(e) = r {
-            crate::log::warn(&format!("forget slot {slot} in starters: {e:#}"));
+            tracing::warn!(slot, error = format!("{e:#}"), "starters: forgetting a slot failed");
         }
     }
 
