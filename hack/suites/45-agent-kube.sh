@@ -46,6 +46,10 @@ if ! "$REPO_ROOT/hack/cluster/up.sh" >"$OUT/cluster-up.log" 2>&1; then
 fi
 kc=$(tail -n 1 "$OUT/cluster-up.log" | sed -n 's/^export KUBECONFIG=//p')
 [ -f "$kc" ] || { bad "control plane kubeconfig" "$(tail -n 2 "$OUT/cluster-up.log")"; finish; }
+# The JvmDiagnostics CRD: the agent traces only pods whose resource exists.
+KUBECONFIG="$kc" "$KBIN/kubectl" apply --server-side -f "$REPO_ROOT/crds/" >"$OUT/crds.log" 2>&1 \
+  && KUBECONFIG="$kc" "$KBIN/kubectl" wait --for condition=Established --timeout=60s crd/jvmdiagnostics.jvm.diagnostics.dev >>"$OUT/crds.log" 2>&1 \
+  || { bad "JvmDiagnostics CRD installed" "$(tail -n 3 "$OUT/crds.log" | tr '\n' ' ')"; finish; }
 KUBECTL="$KBIN/kubectl" JVMDIAG_TEST_KUBECONFIG="$kc" cargo_tests kube --test kube_attribution -- --ignored --test-threads=1 --nocapture
 grep -E '^agent RSS' "$OUT/kube.log" || true
 "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1

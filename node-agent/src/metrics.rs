@@ -267,13 +267,13 @@ pub static KUBE_PENDING_DROPPED: Desc = desc(
 );
 pub static KUBE_JVMS_PENDING: Desc = desc(
     "jvmdiag_agent_kube_jvms_pending",
-    "JVMs waiting for their pod (or its container ID) to appear in the watch, by reason.",
+    "JVMs waiting for their pod (or its container ID, or the list of JvmDiagnostics) to appear in the watch, by reason.",
     Gauge,
     &["reason"],
 );
 pub static KUBE_JVMS_SKIPPED: Desc = desc(
     "jvmdiag_agent_kube_jvms_skipped_total",
-    "JVMs not traced by the pod contract, by reason (not_injected, container_not_selected, not_in_pod).",
+    "JVMs not traced by the pod contract, by reason (not_injected, no_resource: no JvmDiagnostics of the pod's label, container_not_selected, not_in_pod).",
     Counter,
     &["reason"],
 );

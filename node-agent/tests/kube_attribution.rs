@@ -59,8 +59,26 @@ fn container_id(seed: u32) -> String {
     format!("{:08x}", seed).repeat(8)
 }
 
-/// A pod bound to `node`; `injected`: the webhook's annotations. Returns its UID.
+/// The JvmDiagnostics `name` in `ns` (the agent traces only pods whose resource exists; no
+/// operator runs here, so nothing acts on it).
+fn create_resource(ns: &str, name: &str) {
+    let yaml = format!(
+        "apiVersion: jvm.diagnostics.dev/v1alpha1\nkind: JvmDiagnostics\nmetadata: {{name: {name}, namespace: {ns}}}\nspec: {{targetRef: {{kind: Deployment, name: {name}}}}}\n"
+    );
+    kubectl_stdin(&["apply", "-f", "-"], &yaml);
+}
+
+/// A pod bound to `node`; `injected`: the webhook's annotations, and its JvmDiagnostics
+/// `res-<name>` created first. Returns its UID.
 fn create_pod(ns: &str, name: &str, node: &str, injected: Option<(&str, &str)>) -> String {
+    if injected.is_some() {
+        create_resource(ns, &format!("res-{name}"));
+    }
+    create_pod_only(ns, name, node, injected)
+}
+
+/// A pod as `create_pod` makes it, without creating its JvmDiagnostics.
+fn create_pod_only(ns: &str, name: &str, node: &str, injected: Option<(&str, &str)>) -> String {
     let ann = match injected {
         Some((collectors, containers)) => format!(
             "labels: {{jvm.diagnostics.dev/inject: res-{name}}}\n  annotations: {{jvm.diagnostics.dev/injected: \"h1\", jvm.diagnostics.dev/collectors: \"{collectors}\", jvm.diagnostics.dev/containers: \"{containers}\"}}"
@@ -275,11 +293,16 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     let (id_a, id_b, id_d) = (container_id(0xa), container_id(0xb), container_id(0xd));
     let uid_a = create_pod(&ns, "pod-a", &node, Some(("threads,safepoints", "app")));
     let uid_b = create_pod(&ns, "pod-b", &node, None);
+    // E: the webhook's annotations written by the pod's author, with no JvmDiagnostics behind them.
+    let id_e = container_id(0xe);
+    let uid_e = create_pod_only(&ns, "pod-e", &node, Some(("threads,safepoints", "app")));
     report_container(&ns, "pod-a", &id_a);
     report_container(&ns, "pod-b", &id_b);
+    report_container(&ns, "pod-e", &id_e);
     let uid_d = "d0d0d0d0-0000-4000-8000-00000000000d".to_string(); // placeholder until D exists
     let (cg_a, cg_b) = (Cgroup::new(&top, &uid_a, &id_a), Cgroup::new(&top, &uid_b, &id_b));
     let cg_d = Cgroup::new(&top, &uid_d, &id_d);
+    let cg_e = Cgroup::new(&top, &uid_e, &id_e);
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let agent = env!("CARGO_BIN_EXE_jvmdiag-agent");
@@ -298,7 +321,8 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     let mut b = start_jvm(JDK25, &work, Some(&cg_b), 10);
     let mut c = start_jvm(JDK17, &work, None, 10);
     let mut d = start_jvm(JDK25, &work, Some(&cg_d), 0);
-    for j in [&mut a, &mut b, &mut c, &mut d] {
+    let mut e = start_jvm(JDK17, &work, Some(&cg_e), 10);
+    for j in [&mut a, &mut b, &mut c, &mut d, &mut e] {
         j.wait_idle();
     }
     let pod_a = ["namespace=\"", "\",pod=\"pod-a\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-pod-a\""];
@@ -348,8 +372,10 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
         last = rows_vs_series(&scrape(port));
     }
     assert_eq!(last.0, Some(last.1), "vmops kernel table rows vs exported series (pod-a's not wanted)");
-    // Not injected, host JVM: not traced, counted by reason.
+    // Not injected, host JVM, annotations without a resource: not traced, counted by reason.
     assert!(!text.contains("pod=\"pod-b\""), "{text}");
+    assert!(!text.contains("pod=\"pod-e\""), "a pod whose JvmDiagnostics does not exist is traced: {text}");
+    assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"no_resource\""]).unwrap_or(0.0) >= 1.0, "{text}");
     assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_injected\""]).unwrap_or(0.0) >= 1.0, "{text}");
     assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_in_pod\""]).unwrap_or(0.0) >= 1.0, "{text}");
     assert_eq!(value(&text, "jvmdiag_jvm_info", &["pid="]), None, "pid label in Kubernetes mode: {text}");
@@ -371,8 +397,8 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     let after = scrape(port);
     assert!(!after.contains("pod=\"pod-a\""), "pod-a still exported after its final scrape");
     assert!(after.contains("pod=\"pod-d\""));
-    drop((b, c, d));
-    drop((cg_a, cg_b, cg_d));
+    drop((b, c, d, e));
+    drop((cg_a, cg_b, cg_d, cg_e));
     let _ = std::fs::remove_dir_all(&work);
 }
 

@@ -27,6 +27,25 @@ pub enum Decision {
     Wait(&'static str),
 }
 
+impl Decision {
+    /// A pod is traced only if the JvmDiagnostics its labels name exists in its namespace
+    /// (`resources`: namespace, name); until the resources are listed, it waits.
+    pub fn checked_against(self, resources: &std::collections::HashSet<(String, String)>, synced: bool) -> Decision {
+        match self {
+            Decision::Trace(l, c, lim) if !l.pod.is_empty() => {
+                if !synced {
+                    Decision::Wait("resource_unknown")
+                } else if resources.contains(&(l.namespace.clone(), l.jvmdiagnostics.clone())) {
+                    Decision::Trace(l, c, lim)
+                } else {
+                    Decision::Skip("no_resource")
+                }
+            }
+            d => d,
+        }
+    }
+}
+
 /// The collectors the annotation's list names (`Registration::annotation`); unknown names
 /// are ignored.
 pub fn collectors(names: &[String]) -> Vec<&'static str> {
@@ -155,5 +174,22 @@ mod tests {
             let c = cgroup::container_of(&cgroup::parse(f.as_bytes()).unwrap());
             assert!(matches!(decide(c.as_ref(), &t, false), Decision::Trace(ref l, _, _) if l.pod == "checkout-1"), "{f}");
         }
+    }
+
+    #[test]
+    fn a_pod_is_traced_only_if_its_resource_exists_in_its_namespace() {
+        let l = PodLabels { namespace: "shop".into(), pod: "p-1".into(), container: "app".into(), jvmdiagnostics: "checkout".into() };
+        let trace = Decision::Trace(l, None, Limits::default());
+        let mut have = std::collections::HashSet::new();
+        assert_eq!(trace.clone().checked_against(&have, false), Decision::Wait("resource_unknown"));
+        assert_eq!(trace.clone().checked_against(&have, true), Decision::Skip("no_resource"));
+        have.insert(("other".to_string(), "checkout".to_string())); // same name, another namespace
+        assert_eq!(trace.clone().checked_against(&have, true), Decision::Skip("no_resource"));
+        have.insert(("shop".to_string(), "checkout".to_string()));
+        assert_eq!(trace.clone().checked_against(&have, true), trace);
+        // Decisions that trace no pod are left as they are.
+        assert_eq!(Decision::Skip("not_injected").checked_against(&have, false), Decision::Skip("not_injected"));
+        let host = Decision::Trace(PodLabels::default(), None, Limits::default());
+        assert_eq!(host.clone().checked_against(&have, false), host);
     }
 }

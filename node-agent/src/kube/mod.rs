@@ -45,6 +45,12 @@ pub struct Shared {
     pub watch_errors: u64,
     pub watch_events: u64,
     pub last_error: String,
+    /// The JvmDiagnostics resources of the cluster, as (namespace, name): a pod is traced only
+    /// if the resource its `jvm.diagnostics.dev/inject` label names exists (the injected
+    /// annotation alone is something any pod author can write).
+    pub resources: HashSet<(String, String)>,
+    /// A first list of the resources has completed (before it, injected pods' JVMs wait).
+    pub resources_synced: bool,
 }
 
 pub struct Attributor {
@@ -132,7 +138,13 @@ impl Attributor {
             self.pending
                 .iter()
                 .map(|(pid, (_, c, _))| {
-                    let d = if c.is_some() && !sh.synced { Decision::Wait("pod_unknown") } else { attribution::decide(c.as_ref(), &sh.table, self.all_jvms) };
+                    let d = if c.is_some() && !sh.synced {
+                        Decision::Wait("pod_unknown")
+                    } else if self.all_jvms {
+                        attribution::decide(c.as_ref(), &sh.table, true)
+                    } else {
+                        attribution::decide(c.as_ref(), &sh.table, false).checked_against(&sh.resources, sh.resources_synced)
+                    };
                     (*pid, d)
                 })
                 .collect()

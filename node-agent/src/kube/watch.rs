@@ -1,5 +1,6 @@
 //! The pod watch: kube-rs's watcher (list + watch, re-list after a lost watch, backoff) on
-//! a thread with a single-threaded tokio runtime, folding events into the shared table.
+//! a thread with a single-threaded tokio runtime, folding events into the shared table;
+//! beside it, a watch of the JvmDiagnostics resources' names (metadata only).
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,6 +11,7 @@ use ::kube::config::{KubeConfigOptions, Kubeconfig};
 use ::kube::runtime::watcher::{self, Event};
 use ::kube::runtime::WatchStreamExt;
 use ::kube::api::ListParams;
+use ::kube::core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 use ::kube::{Api, Client};
 
 use super::table::PodMeta;
@@ -75,6 +77,49 @@ async fn probe(api: Api<Pod>, fields: String, shared: Arc<Mutex<Shared>>) {
     }
 }
 
+/// The JvmDiagnostics resources, by (namespace, name): which pods may be traced.
+async fn resources(client: Client, shared: Arc<Mutex<Shared>>) {
+    let gvk = GroupVersionKind::gvk("jvm.diagnostics.dev", "v1alpha1", "JvmDiagnostics");
+    // Metadata only: names are all it needs.
+    let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client, &ApiResource::from_gvk_with_plural(&gvk, "jvmdiagnostics"));
+    let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut last_log = None;
+    let mut listing: Option<std::collections::HashSet<(String, String)>> = None;
+    let key = |m: &::kube::core::ObjectMeta| Some((m.namespace.clone()?, m.name.clone()?));
+    while let Some(ev) = stream.next().await {
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                note_error(&shared, format!("JvmDiagnostics watch: {e}"), &mut last_log);
+                continue;
+            }
+        };
+        let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+        match ev {
+            Event::Init => listing = Some(Default::default()),
+            Event::InitApply(r) => {
+                if let (Some(l), Some(k)) = (listing.as_mut(), key(&r.metadata)) {
+                    l.insert(k);
+                }
+            }
+            Event::InitDone => {
+                sh.resources = listing.take().unwrap_or_default();
+                sh.resources_synced = true;
+            }
+            Event::Apply(r) => {
+                if let Some(k) = key(&r.metadata) {
+                    sh.resources.insert(k);
+                }
+            }
+            Event::Delete(r) => {
+                if let Some(k) = key(&r.metadata) {
+                    sh.resources.remove(&k);
+                }
+            }
+        }
+    }
+}
+
 async fn run(node: String, kc: Option<Kubeconfig>, shared: Arc<Mutex<Shared>>) {
     let mut last_log = None;
     let client = loop {
@@ -86,6 +131,7 @@ async fn run(node: String, kc: Option<Kubeconfig>, shared: Arc<Mutex<Shared>>) {
             }
         }
     };
+    tokio::spawn(resources(client.clone(), shared.clone()));
     let api: Api<Pod> = Api::all(client);
     let fields = format!("spec.nodeName={node}");
     tokio::spawn(probe(api.clone(), fields.clone(), shared.clone()));
