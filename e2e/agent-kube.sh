@@ -211,7 +211,7 @@ stable() {
 }
 counter() { sed -n "s/^$1=//p" "$WORK/jcmd"; }
 # sum METRIC SELECTOR FILE: the sum of the values of METRIC's series whose labels contain SELECTOR
-msum() { grep -F "$2" "$3" | awk -v m="$1" '$1 ~ "^"m"[{]" {s+=$NF} END{printf "%.9g\n", s+0}'; }
+msum() { grep -F "$2" "$3" | grep -F -- "${4:-}" | awk -v m="$1" '$1 ~ "^"m"[{]" {s+=$NF} END{printf "%.9g\n", s+0}'; }
 
 # eBPF sees only what happens after the attach, which on a loaded machine may come after
 # the workload's start-up: the exact comparison is over a window that opens once the agent
@@ -220,7 +220,7 @@ msum() { grep -F "$2" "$3" | awk -v m="$1" '$1 ~ "^"m"[{]" {s+=$NF} END{printf "
 # request file), all pods at once; the window closes when each has printed BURST and both
 # counters stand still again. A pod counted once per container of its image would show a
 # multiple of its number.
-declare -A SEL BEFORE_S BEFORE_P C0_S C0_P WANT_T WANT_G
+declare -A SEL BEFORE_S BEFORE_P BEFORE_R C0_S C0_P WANT_T WANT_G
 PODS=() i=0
 for d in "${INJECTED[@]}"; do
   for pod in $(kc get pods -l "app=$d" -o jsonpath='{.items[*].metadata.name}'); do
@@ -245,6 +245,7 @@ for pod in "${PODS[@]}"; do
   if ! stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/before-$pod"; then bad "$pod: JVM counters stand still for a comparison"; continue; fi
   BEFORE_S[$pod]=$(msum jvmdiag_thread_starts_total "$sel" "$WORK/before-$pod")
   BEFORE_P[$pod]=$(msum jvmdiag_safepoint_pause_seconds_count "$sel" "$WORK/before-$pod")
+  BEFORE_R[$pod]=$(msum jvmdiag_vm_operation_requests_total "$sel" "$WORK/before-$pod" 'requester="java"')
   C0_S[$pod]=$(counter java.threads.started); C0_P[$pod]=$(counter sun.rt.safepoints)
   WINDOW+=("$pod")
 done
@@ -263,6 +264,12 @@ for pod in "${WINDOW[@]}"; do
   if [ "$ds" -eq "$dcs" ] && [ "$dcs" -eq "${WANT_T[$pod]}" ] && [ "$dp" -eq "$dcp" ] && [ "$dcp" -ge "${WANT_G[$pod]}" ]; then
     ok "$pod: thread starts +$ds = jcmd java.threads.started +$dcs = the ${WANT_T[$pod]} it started; safepoints +$dp = jcmd sun.rt.safepoints +$dcp"
   else bad "$pod: counts by pod labels equal the JVM's own" "thread starts: agent +$ds, jcmd +$dcs, started ${WANT_T[$pod]}; safepoints: agent +$dp, jcmd +$dcp (>= ${WANT_G[$pod]} GCs)"; fi
+  # Who asked: the burst's System.gc() calls run on the main thread (native name "java"),
+  # one VM operation request each, whatever collector the container's JVM chose.
+  dr=$(( $(msum jvmdiag_vm_operation_requests_total "$sel" "$WORK/after-$pod" 'requester="java"') - BEFORE_R[$pod] ))
+  if [ "$dr" -eq "${WANT_G[$pod]}" ]; then
+    ok "$pod: VM operations requested by its main thread +$dr = the ${WANT_G[$pod]} System.gc() calls of its burst"
+  else bad "$pod: requester of its VM operations by pod labels" "requested by \"java\": +$dr, System.gc() calls: ${WANT_G[$pod]}; $(grep -F "$sel" "$WORK/after-$pod" | grep -F jvmdiag_vm_operation_requests_total | head -n 3 | tr '\n' ' ')"; fi
 done
 # maxThreadNames: 3 on jdk17b's resource: its JVM shows at most 3 thread names plus other, and
 # other holds the rest (the sum over names equals the JVM's own count, checked above). The
