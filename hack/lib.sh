@@ -201,3 +201,15 @@ render_rbac() {
 
 operator_pid() { cat "$OPERATOR_STATE/operator.pid" 2>/dev/null; }
 operator_alive() { local p; p=$(operator_pid); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+
+# --- benchmarks (hack/bench.d/) ---------------------------------------------------------------
+# Sets AGENT: BENCH_AGENT (an agent binary to measure) or the release build of node-agent/.
+bench_agent() {
+  if [ -n "${BENCH_AGENT:-}" ]; then
+    AGENT="$BENCH_AGENT"; [ -x "$AGENT" ] || die "BENCH_AGENT=$AGENT is not an executable"
+  else
+    log "building jvmdiag-agent (release)"
+    (cd "$REPO_ROOT/node-agent" && nice cargo build --release -q -p jvmdiag-agent)
+    AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/release/jvmdiag-agent"
+  fi
+}

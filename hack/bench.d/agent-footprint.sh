@@ -23,13 +23,7 @@ LISTEN=127.0.0.1:19471
 WORK="$JVMDIAG_CACHE/bench/agent-footprint"
 rm -rf "$WORK"; mkdir -p "$WORK"
 
-if [ -n "${BENCH_AGENT:-}" ]; then
-  AGENT="$BENCH_AGENT"; [ -x "$AGENT" ] || die "BENCH_AGENT=$AGENT is not an executable"
-else
-  log "building jvmdiag-agent (release)"
-  (cd "$REPO_ROOT/node-agent" && nice cargo build --release -q -p jvmdiag-agent)
-  AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/release/jvmdiag-agent"
-fi
+bench_agent  # sets AGENT
 "$JDK/bin/javac" -d "$WORK/classes" "$JVMDIAG_WORKLOADS/FootprintJvm.java"
 
 AGENT_PID=""

@@ -51,13 +51,7 @@ read -ra WORKLOADS <<<"${BENCH_WORKLOADS:-ThreadStorm SafepointStorm}"
 read -ra SHARED_NS <<<"$SHARED"
 case " ${CONFIGS[*]} " in *" baseline "*) ;; *) die "BENCH_CONFIGS must include baseline (every slowdown is against it)";; esac
 
-if [ -n "${BENCH_AGENT:-}" ]; then
-  AGENT="$BENCH_AGENT"; [ -x "$AGENT" ] || die "BENCH_AGENT=$AGENT is not an executable"
-else
-  log "building jvmdiag-agent (release)"
-  (cd "$REPO_ROOT/node-agent" && nice cargo build --release -q -p jvmdiag-agent)
-  AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/release/jvmdiag-agent"
-fi
+bench_agent  # sets AGENT
 
 AP_LIB=""
 if [[ " ${CONFIGS[*]} " == *" asyncprof "* ]]; then

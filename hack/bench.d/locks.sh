@@ -15,13 +15,7 @@ set -euo pipefail
 JDK="${BENCH_JDK:-$JDK17}"
 WORK="$JVMDIAG_CACHE/bench/locks"
 rm -rf "$WORK"; mkdir -p "$WORK"
-if [ -n "${BENCH_AGENT:-}" ]; then
-  AGENT="$BENCH_AGENT"; [ -x "$AGENT" ] || die "BENCH_AGENT=$AGENT is not an executable"
-else
-  log "building jvmdiag-agent (release)"
-  (cd "$REPO_ROOT/node-agent" && nice cargo build --release -q -p jvmdiag-agent)
-  AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/release/jvmdiag-agent"
-fi
+bench_agent  # sets AGENT
 log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 LOCKS_BENCH=only LOCKS_BENCH_ROUNDS="${LOCKS_BENCH_ROUNDS:-5}" LOCKS_BENCH_SECONDS="${LOCKS_BENCH_SECONDS:-4}" \
   LOCKS_BENCH_HOLD_US="${LOCKS_BENCH_HOLD_US:-10 100}" EXTRA_JDKS=0 \
