@@ -47,7 +47,7 @@ for p in sorted(json.load(sys.stdin)["items"], key=lambda p: p["metadata"]["name
 # The Sidecar pod's counters (threads started, safepoint log lines): a restarted sidecar starts
 # them again from zero.
 lc_sc_counters() {
-  local p; p=$(kubectl -n $LC_NS get pods -l lifecycle=sc -o jsonpath='{.items[0].metadata.name}' 2>/dev/null)
+  local p; p=$(lc_pods | awk '/^sc-/ {print $1; exit}')
   kubectl get --raw "/api/v1/namespaces/$LC_NS/pods/$p:9464/proxy/metrics" 2>/dev/null | python3 -c '
 import re, sys
 t = 0.0
@@ -245,7 +245,8 @@ EOF
     bad "two injected Deployments Ready" "$(cat "$WORK/lc-apply.log" | tr '\n' ' ') $(kubectl -n $LC_NS get jvmdiag,pods 2>&1 | tr '\n' ' ')"; return
   fi
   local jpod flags cmdline msg
-  jpod=$(kubectl -n $LC_NS get pods -l lifecycle=jto -o jsonpath='{.items[0].metadata.name}')
+  # The live pod (lc_pods skips one still terminating from before the rollout that injected it).
+  jpod=$(lc_pods | awk '/^jto-/ {print $1; exit}')
   flags=$(kubectl -n $LC_NS exec "$jpod" -c app -- jcmd 1 VM.flags 2>&1)
   cmdline=$(kubectl -n $LC_NS exec "$jpod" -c app -- jcmd 1 VM.command_line 2>&1)
   msg=$(kubectl -n $LC_NS get jvmdiag jto -o jsonpath='{.status.conditions[?(@.type=="Injected")].message}')
@@ -261,7 +262,7 @@ EOF
   local before lease_before after lease_after counters_before counters_after scpod
   # Safepoints the sidecar reads from the JVM's log, beyond what a freshly started JVM has: a
   # restarted sidecar (or JVM) would count fewer afterwards.
-  scpod=$(kubectl -n $LC_NS get pods -l lifecycle=sc -o jsonpath='{.items[0].metadata.name}')
+  scpod=$(lc_pods | awk '/^sc-/ {print $1; exit}')
   for _ in 1 2 3 4 5; do kubectl -n $LC_NS exec "$scpod" -c app -- jcmd 1 GC.run >/dev/null 2>&1; done
   sleep 2
   counters_before=$(lc_sc_counters)
