@@ -142,14 +142,20 @@ def strace_opens(path):
     return ok, lines
 
 
-def test_hostile():
-    base = os.path.join(WORK, "hostile")
+def fresh_base(name):
+    """An empty WORK/name with the hostile pid-1 program compiled in it."""
+    base = os.path.join(WORK, name)
     if os.path.isdir(base):
         shutil.rmtree(base)
     os.makedirs(base)
     src = os.path.join(base, "hostile.c")
     open(src, "w").write(HOSTILE_C)
     subprocess.run(["gcc", "-static", "-O1", "-o", os.path.join(base, "hostile"), src], check=True)
+    return base
+
+
+def test_hostile():
+    base = fresh_base("hostile")
     # A host file no container may read; its directory is outside every hostile root.
     canary_dir = os.path.join(WORK, "host-secret")
     os.makedirs(canary_dir, exist_ok=True)
@@ -328,13 +334,7 @@ def test_hostile_files():
     hostile pid is reported (traced or with a reason), the scrape passes promtool with the
     vendor bounded, and the normal JVM's thread starts equal its own counter."""
     port_ = port(5)
-    base = os.path.join(WORK, "hostile-files")
-    if os.path.isdir(base):
-        shutil.rmtree(base)
-    os.makedirs(base)
-    src = os.path.join(base, "hostile.c")
-    open(src, "w").write(HOSTILE_C)
-    subprocess.run(["gcc", "-static", "-O1", "-o", os.path.join(base, "hostile"), src], check=True)
+    base = fresh_base("hostile-files")
     open(os.path.join(base, "flipper.c"), "w").write(FLIPPER_C)
     subprocess.run(["gcc", "-O1", "-o", os.path.join(base, "flipper"), os.path.join(base, "flipper.c")], check=True)
     real = open(f"{standalone.JDK17}/lib/server/libjvm.so", "rb").read()
