@@ -6,7 +6,7 @@ Accuracy is checked against each JVM's own hsperfdata counters, read here indepe
 Usage: agent_standalone.py AGENT_BINARY WORKDIR JDK17 JDK25
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
-import json, os, re, shutil, signal, subprocess, sys, time
+import collections, json, os, re, shutil, signal, subprocess, sys, time
 
 from hsperfdata import hsperf  # the JVM's own counters, read independently
 from harness import log, scrape, samples, wait_file, run, kill_leftovers, summary, procs, port as e2e_port
@@ -317,7 +317,7 @@ def test_shared_jdk_counted_once(port, jdk):
     other = jdk_nostapsdt(jdk)  # same path in its container, a different file
     runs = [("host", None, jdk), ("overlay0", "overlay-tmpfs", jdk), ("overlay1", "overlay", jdk), ("overlay2", "overlay", jdk),
             ("bind", "bind", jdk), ("different", "overlay", other)]
-    started, link_counts, problems = [], [], []
+    started, link_counts, programs, problems = [], [], [], []
     try:
         for tag, kind, src in runs:
             d = os.path.join(WORK, f"shared-{tag}")
@@ -332,8 +332,9 @@ def test_shared_jdk_counted_once(port, jdk):
             pid = host_pid_of(marker)
             wait_attached(port, pid, timeout=30)
             started.append((tag, p, pid, d))
-            _, links = bpf_objects_of(AGENT_PIDS[port])
-            link_counts.append((tag, len(links)))
+            n, by_program = always_on_links(AGENT_PIDS[port])
+            link_counts.append((tag, n))
+            programs.append((tag, by_program))
         text = scrape(port)
         files = agent_scalar(text, "jvmdiag_agent_libjvm_files")
         devices = {libjvm_device(pid) for _, _, pid, _ in started}
@@ -345,7 +346,8 @@ def test_shared_jdk_counted_once(port, jdk):
             problems.append(f"jvmdiag_agent_libjvm_files = {files}, expected 2 (the shared JDK's and the different one)")
         shared_links = link_counts[0][1]
         if shared_links == 0 or any(n != shared_links for t, n in link_counts if t != "different"):
-            problems.append(f"links after each JVM of the shared JDK: {link_counts} (expected one set for all)")
+            problems.append(f"links after each JVM of the shared JDK: {link_counts} (expected one set for all); "
+                            f"links by program: {programs}")
         if link_counts[-1][1] <= shared_links:
             problems.append(f"the different libjvm.so got no links of its own: {link_counts}")
         before = {tag: snapshot(port, pid)[:2] for tag, _, pid, _ in started}
@@ -650,6 +652,24 @@ def bpf_objects_of(agent_pid):
             link_ids.add(int(m.group(1)))
     maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True, check=True).stdout)
     return [m for m in maps if m["id"] in map_ids], sorted(link_ids)
+
+
+def link_programs(link_ids):
+    """The name of the BPF program behind each link (bpftool), in link_ids' order."""
+    links = json.loads(subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout)
+    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True).stdout)
+    prog_name = {p["id"]: p.get("name", "?") for p in progs}
+    link_prog = {l["id"]: prog_name.get(l.get("prog_id"), "?") for l in links}
+    return [link_prog.get(i, "gone") for i in link_ids]
+
+
+def always_on_links(agent_pid):
+    """The agent's links less the on-demand starter probe's (a storm may hold a window
+    open for a while), with a count of each program's links for the failure message."""
+    _, links = bpf_objects_of(agent_pid)
+    names = link_programs(links)
+    kept = [n for n in names if not n.startswith("starter_")]
+    return len(kept), dict(sorted(collections.Counter(names).items()))
 
 
 def map_entries(map_id):
