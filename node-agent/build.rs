@@ -171,7 +171,7 @@ fn histogram_bounds(out: &std::path::Path) {
             panic!("{}: want `le  specDuration`, got {line:?}", at());
         };
         let ns = decimal_ns(le, 1_000_000_000).unwrap_or_else(|| panic!("{}: le {le:?} is not a decimal number of seconds", at()));
-        let spec_ns = spec_duration_ns(spec).unwrap_or_else(|| panic!("{}: {spec:?} is not a duration (ms or s)", at()));
+        let spec_ns = spec_duration_ns(spec).unwrap_or_else(|| panic!("{}: {spec:?} is not a duration (us, ms or s)", at()));
         assert_eq!(ns, spec_ns, "{}: le {le} and spec duration {spec} differ", at());
         assert!(le.contains('.'), "{}: le {le:?} must be written as exposed (a float: 1.0, not 1)", at());
         if let Some(prev) = bounds.last() {
@@ -221,9 +221,11 @@ fn decimal_ns(s: &str, unit: u64) -> Option<u64> {
     int.parse::<u64>().ok()?.checked_mul(unit)?.checked_add(frac_ns)
 }
 
-/// `2.5ms`, `60s` (the spec's duration syntax for the bounds) -> ns.
+/// `100us`, `2.5ms`, `60s` (the spec's duration syntax for the bounds) -> ns.
 fn spec_duration_ns(s: &str) -> Option<u64> {
-    if let Some(v) = s.strip_suffix("ms") {
+    if let Some(v) = s.strip_suffix("us") {
+        decimal_ns(v, 1_000)
+    } else if let Some(v) = s.strip_suffix("ms") {
         decimal_ns(v, 1_000_000)
     } else {
         decimal_ns(s.strip_suffix('s')?, 1_000_000_000)

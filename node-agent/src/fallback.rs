@@ -159,11 +159,11 @@ mod tests {
     fn one_safepoint_per_interval_is_exact_and_many_are_the_mean() {
         let mut h = Hist::default();
         h.observe(1, 3_000_000); // 3 ms -> le 0.005
-        assert_eq!(h.buckets[2], 1);
+        assert_eq!(h.buckets[Hist::slot_le("0.005")], 1);
         h.observe(4, 400_000_000); // 4 x 100 ms -> le 0.1
-        assert_eq!(h.buckets[6], 4);
+        assert_eq!(h.buckets[Hist::slot_le("0.1")], 4);
         h.observe(1, 61_000_000_000); // +Inf
-        assert_eq!(h.buckets[15], 1);
+        assert_eq!(h.buckets[Hist::slot_le("+Inf")], 1);
         assert_eq!(h.count, 6);
         assert_eq!(h.sum_ns, 61_403_000_000);
     }
@@ -175,12 +175,12 @@ mod tests {
         s.sample((0, 0, 0), hz, &mut merged);
         // Sampled mid-safepoint: counted (sync 1 ms in), its pause not yet added.
         s.sample((1, 0, 1_000_000), hz, &mut merged);
-        assert_eq!((s.pause.count, s.pause.buckets[0]), (1, 1));
+        assert_eq!((s.pause.count, s.pause.buckets[Hist::slot_le("0.0001")]), (1, 1));
         // Its end: 300 ms of pause, no new safepoint -> the same observation, le 0.5.
         s.sample((1, 300_000_000, 1_000_000), hz, &mut merged);
         assert_eq!((s.pause.count, s.pause.sum_ns), (1, 300_000_000));
-        assert_eq!((s.pause.buckets[0], s.pause.buckets[8]), (0, 1));
-        assert_eq!((s.sync.count, s.sync.sum_ns, s.sync.buckets[0]), (1, 1_000_000, 1));
+        assert_eq!((s.pause.buckets[Hist::slot_le("0.0001")], s.pause.buckets[Hist::slot_le("0.5")]), (0, 1));
+        assert_eq!((s.sync.count, s.sync.sum_ns, s.sync.buckets[Hist::slot_le("0.001")]), (1, 1_000_000, 1));
         // Two more, then nothing new: totals equal the counters, nothing merged twice.
         s.sample((3, 304_000_000, 2_000_000), hz, &mut merged);
         s.sample((3, 304_000_000, 2_000_000), hz, &mut merged);

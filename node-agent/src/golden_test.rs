@@ -10,10 +10,11 @@ use crate::labels::JvmLabels;
 use crate::model::{Hist, Value};
 use crate::report::{agent_families, jvm_families, AgentReport, CollectorReport, JvmReport};
 
-fn hist(per_bucket: &[(usize, u64)], sum_ns: u64) -> Value {
+/// A histogram from (le label, observations in that bucket) pairs.
+fn hist(per_bucket: &[(&str, u64)], sum_ns: u64) -> Value {
     let mut h = Hist::default();
-    for &(i, n) in per_bucket {
-        h.buckets[i] = n;
+    for &(le, n) in per_bucket {
+        h.buckets[Hist::slot_le(le)] = n;
         h.count += n;
     }
     h.sum_ns = sum_ns;
@@ -28,15 +29,15 @@ fn fixture() -> String {
     t.jvm(1, vec![("thread_name", "HandshakeCompletedNotify-Thread".into())], Value::Counter(1_000_000));
     fams.push(t);
     let mut p = metrics::SAFEPOINT_PAUSE.family();
-    p.jvm(0, vec![("vm_operation", "ThreadDump".into())], hist(&[(0, 20)], 4_000_000));
-    p.jvm(1, vec![("vm_operation", "RedefineClasses".into())], hist(&[(12, 1), (15, 1)], 71_500_000_000));
+    p.jvm(0, vec![("vm_operation", "ThreadDump".into())], hist(&[("0.00025", 20)], 4_000_000));
+    p.jvm(1, vec![("vm_operation", "RedefineClasses".into())], hist(&[("10.0", 1), ("+Inf", 1)], 71_500_000_000));
     fams.push(p);
     let mut s = metrics::SAFEPOINT_SYNC.family();
-    s.jvm(0, vec![("vm_operation", "ThreadDump".into())], hist(&[(0, 20)], 200_000));
+    s.jvm(0, vec![("vm_operation", "ThreadDump".into())], hist(&[("0.0001", 20)], 200_000));
     fams.push(s);
     let mut v = metrics::VM_OPERATION.family();
-    v.jvm(0, vec![("vm_operation", "G1CollectFull".into()), ("at_safepoint", "true".into())], hist(&[(3, 5)], 41_000_000));
-    v.jvm(0, vec![("vm_operation", "HandshakeAllThreads".into()), ("at_safepoint", "false".into())], hist(&[(0, 4)], 312_000));
+    v.jvm(0, vec![("vm_operation", "G1CollectFull".into()), ("at_safepoint", "true".into())], hist(&[("0.01", 5)], 41_000_000));
+    v.jvm(0, vec![("vm_operation", "HandshakeAllThreads".into()), ("at_safepoint", "false".into())], hist(&[("0.0001", 4)], 312_000));
     fams.push(v);
     fams.extend(jvm_families(&[
         JvmReport { slot: 0, threads_live: Some(12), java_version: "17.0.15".into(), vendor: "Debian".into(), probe_mode: Some(ProbeMode::Usdt) },
@@ -144,6 +145,7 @@ mod raw_maps {
     use super::*;
     use crate::collector::{compilation, threads};
     use crate::maps;
+    use crate::model::HIST_BOUNDS;
 
     fn name_key(slot: u32, flags: u32, name: &str) -> Vec<u8> {
         let mut k = [slot.to_le_bytes(), flags.to_le_bytes()].concat();
@@ -161,10 +163,11 @@ mod raw_maps {
         k
     }
 
-    fn hist(buckets: &[(usize, u64)], sum_ns: u64) -> Vec<u8> {
-        let mut b = [0u64; 16];
-        for &(i, n) in buckets {
-            b[i] = n;
+    /// struct hist's bytes from (le label, observations in that bucket) pairs.
+    fn hist(buckets: &[(&str, u64)], sum_ns: u64) -> Vec<u8> {
+        let mut b = [0u64; HIST_BOUNDS + 1];
+        for &(le, n) in buckets {
+            b[Hist::slot_le(le)] = n;
         }
         let count: u64 = b.iter().sum();
         b.iter().chain([sum_ns, count].iter()).flat_map(|v| v.to_le_bytes()).collect()
@@ -195,8 +198,8 @@ mod raw_maps {
         // sp_pause: struct name_key -> struct hist; one name, one vtable nobody resolves.
         let mut pause = metrics::SAFEPOINT_PAUSE.family();
         let pause_entries = vec![
-            (name_key(0, 0, "G1CollectForAllocation"), hist(&[(2, 3), (15, 1)], 61_010_000_000)),
-            (vtable_key(1, 0, 0x1234), hist(&[(0, 2)], 1_500_000)),
+            (name_key(0, 0, "G1CollectForAllocation"), hist(&[("0.005", 3), ("+Inf", 1)], 61_010_000_000)),
+            (vtable_key(1, 0, 0x1234), hist(&[("0.001", 2)], 1_500_000)),
         ];
         maps::hist_family(&pause_entries, &mut pause, None, |k| vec![("vm_operation", k.name.clone())]);
         fams.push(pause);
@@ -204,8 +207,8 @@ mod raw_maps {
         // vmops_hist: flags = at_safepoint.
         let mut vm = metrics::VM_OPERATION.family();
         let vm_entries = vec![
-            (name_key(0, 1, "G1CollectFull"), hist(&[(9, 1)], 800_000_000)),
-            (name_key(0, 0, "HandshakeAllThreads"), hist(&[(0, 4)], 312_000)),
+            (name_key(0, 1, "G1CollectFull"), hist(&[("1.0", 1)], 800_000_000)),
+            (name_key(0, 0, "HandshakeAllThreads"), hist(&[("0.0001", 4)], 312_000)),
         ];
         maps::hist_family(&vm_entries, &mut vm, None, |k| {
             vec![("vm_operation", k.name.clone()), ("at_safepoint", (k.flags != 0).to_string())]
@@ -215,13 +218,13 @@ mod raw_maps {
         // compilation: comp_stats {struct hist timed; __u64 untimed}, method_hot -> __u64,
         // heap_usage -> heap_value {memory_usage {init, used, committed, max}, pool, tgid, layout},
         // code_full: slot -> __u64.
-        let comp = |b: &[(usize, u64)], sum: u64, untimed: u64| [hist(b, sum), u64s(&[untimed])].concat();
+        let comp = |b: &[(&str, u64)], sum: u64, untimed: u64| [hist(b, sum), u64s(&[untimed])].concat();
         let heap = |used: u64, max: u64| [u64s(&[2_555_904, used, 2_555_904, max, 0x7f00_0000_1000]), 4242u32.to_le_bytes().to_vec(), 0u32.to_le_bytes().to_vec()].concat();
         let tables = compilation::Tables {
             comp_stats: vec![
-                (name_key(0, 1, "C2"), comp(&[(0, 90), (3, 10)], 150_000_000, 2)),
-                (name_key(0, 1, "c2"), comp(&[(0, 1)], 500_000, 0)),
-                (name_key(0, 1, "C1"), comp(&[(0, 400)], 40_000_000, 0)),
+                (name_key(0, 1, "C2"), comp(&[("0.001", 90), ("0.01", 10)], 150_000_000, 2)),
+                (name_key(0, 1, "c2"), comp(&[("0.0005", 1)], 500_000, 0)),
+                (name_key(0, 1, "C1"), comp(&[("0.0001", 400)], 40_000_000, 0)),
             ],
             method_hot: vec![
                 (name_key(0, 0, "java/lang/String.hashCode"), u64s(&[7])),

@@ -27,6 +27,15 @@ impl Hist {
     pub fn slot_of(ns: u64) -> usize {
         BOUNDS_NS.iter().position(|&b| ns <= b).unwrap_or(HIST_BOUNDS)
     }
+    /// The bucket whose `le` label is `le` ("+Inf" is the last): tests name buckets as the
+    /// exposition does, so they hold whatever histogram-bounds.txt holds.
+    #[cfg(test)]
+    pub fn slot_le(le: &str) -> usize {
+        if le == "+Inf" {
+            return HIST_BOUNDS;
+        }
+        BOUNDS_LE.iter().position(|b| *b == le).unwrap_or_else(|| panic!("no bound le={le}"))
+    }
     /// Adds `n` observations summing to `total_ns`, each at the mean (exact for n == 1).
     pub fn observe(&mut self, n: u64, total_ns: u64) {
         if n == 0 {
@@ -122,13 +131,15 @@ mod tests {
     #[test]
     fn encoder_buckets_follow_the_documented_bounds_and_end_with_max() {
         let mut h = Hist::default();
-        h.buckets[0] = 2;
-        h.buckets[15] = 4;
+        h.buckets[Hist::slot_le("0.001")] = 2;
+        h.buckets[Hist::slot_le("+Inf")] = 4;
         let c = h.encoder_buckets();
-        assert_eq!(c.len(), 16);
-        assert_eq!(c[0], (0.001, 2));
-        assert_eq!(c[14], (60.0, 0));
-        assert_eq!(c[15], (f64::MAX, 4));
+        assert_eq!(c.len(), HIST_BOUNDS + 1);
+        assert_eq!(c[Hist::slot_le("0.001")], (0.001, 2));
+        assert_eq!(c[Hist::slot_le("60.0")], (60.0, 0));
+        assert_eq!(c[HIST_BOUNDS], (f64::MAX, 4));
+        let les: Vec<f64> = c.iter().map(|(le, _)| *le).collect();
+        assert_eq!(&les[..HIST_BOUNDS], &BOUNDS_SECONDS[..]);
     }
 
     #[test]

@@ -53,10 +53,11 @@ mod tests {
     #[test]
     fn buckets_are_le_bounds() {
         assert_eq!(Hist::slot_of(0), 0);
-        assert_eq!(Hist::slot_of(1_000_000), 0);
-        assert_eq!(Hist::slot_of(1_000_001), 1);
-        assert_eq!(Hist::slot_of(60_000_000_000), 14);
-        assert_eq!(Hist::slot_of(60_000_000_001), 15);
+        assert_eq!(Hist::slot_of(100_000), 0);
+        assert_eq!(Hist::slot_of(1_000_000), Hist::slot_le("0.001"));
+        assert_eq!(Hist::slot_of(1_000_001), Hist::slot_le("0.0025"));
+        assert_eq!(Hist::slot_of(60_000_000_000), Hist::slot_le("60.0"));
+        assert_eq!(Hist::slot_of(60_000_000_001), Hist::slot_le("+Inf"));
     }
 
     #[test]
@@ -68,7 +69,7 @@ mod tests {
         s.line(&l("A", 3));
         s.line("[1.000s][info][gc] something else");
         let a = &s.by_op["A"];
-        assert_eq!((a.0.count, a.0.sum_ns, a.0.buckets[1], a.0.buckets[0]), (2, 2_000_003, 1, 1));
+        assert_eq!((a.0.count, a.0.sum_ns, a.0.buckets[Hist::slot_le("0.0025")], a.0.buckets[Hist::slot_le("0.0001")]), (2, 2_000_003, 1, 1));
         assert_eq!(a.1.sum_ns, 10);
         assert_eq!(s.by_op["other"].0.count, 1);
         assert_eq!((s.count(), s.ignored_lines, s.names_overflow), (3, 1, 1));

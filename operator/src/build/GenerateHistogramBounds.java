@@ -42,7 +42,7 @@ public final class GenerateHistogramBounds {
       if (f.length != 2) throw new IllegalArgumentException(file + ":" + n + ": expected \"le  specDuration\", got \"" + line + "\"");
       double le = Double.parseDouble(f[0]);
       if (le <= last) throw new IllegalArgumentException(file + ":" + n + ": bounds must increase, " + f[0] + " does not");
-      if (!f[1].matches("[0-9.]+(ms|s)")) throw new IllegalArgumentException(file + ":" + n + ": \"" + f[1] + "\" is not a duration in ms or s");
+      if (!f[1].matches("[0-9.]+(us|ms|s)")) throw new IllegalArgumentException(file + ":" + n + ": \"" + f[1] + "\" is not a duration in us, ms or s");
       last = le;
       bounds.add(new Bound(f[0], f[1]));
     }

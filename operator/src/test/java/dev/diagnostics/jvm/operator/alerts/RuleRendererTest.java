@@ -64,7 +64,8 @@ class RuleRendererTest {
   @Test
   void everyBoundOfDocsMetricsIsAccepted() {
     assertThat(Durations.LE.values()).containsExactly(
-        "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "30.0", "60.0");
+        "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0",
+        "10.0", "30.0", "60.0");
     assertThatThrownBy(() -> Durations.le("spec.alerts.safepointPause", "300ms"))
         .hasMessageContaining("spec.alerts.safepointPause.threshold").hasMessageContaining("250ms 500ms");
   }
