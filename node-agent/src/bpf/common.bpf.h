@@ -112,6 +112,18 @@ static __always_inline void hist_add(struct hist *h, __u64 ns)
 	__sync_fetch_and_add(&h->count, 1);
 }
 
+/* The value for key, inserting `init` first if it is absent. NOEXIST: a racing CPU may
+ * have inserted the same key; then both use that entry. NULL (counted as a map error) only
+ * if the map is full. */
+static __always_inline void *insert_lookup(void *map, const void *key, const void *init)
+{
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	void *v = bpf_map_lookup_elem(map, key);
+	if (!v)
+		stat_inc(STAT_MAP_ERRORS);
+	return v;
+}
+
 /* Returns the value for key in a table whose names are bounded per JVM: a name seen
  * before is found; a new one takes one unit of the JVM's budget, and once the budget is
  * spent, new names are counted under "other". Fails (NULL) only if the map is full.
@@ -133,12 +145,7 @@ static __always_inline void *budgeted_lookup(void *map, void *budget, struct nam
 		if (v)
 			return v;
 	}
-	/* NOEXIST: a racing CPU may have inserted the same name; then just look it up. */
-	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(map, key);
-	if (!v)
-		stat_inc(STAT_MAP_ERRORS);
-	return v;
+	return insert_lookup(map, key, zero);
 }
 
 /* budgeted_lookup against the shared per-JVM name budget. */

@@ -153,13 +153,9 @@ static __always_inline void count(struct starter_key *k)
 		stat_inc(STAT_NAMES_OVERFLOW);
 	}
 	__u64 zero = 0;
-	/* NOEXIST: a racing CPU may have inserted the same key first; both then add. */
-	bpf_map_update_elem(&starts_by_starter, k, &zero, BPF_NOEXIST);
-	n = bpf_map_lookup_elem(&starts_by_starter, k);
+	n = insert_lookup(&starts_by_starter, k, &zero);
 	if (n)
 		__sync_fetch_and_add(n, 1);
-	else
-		stat_inc(STAT_MAP_ERRORS);
 }
 
 /* hotspot:thread__start(name, name_len, java_tid, native_tid, daemon), in the new thread:

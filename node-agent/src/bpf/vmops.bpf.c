@@ -83,13 +83,9 @@ static __always_inline void count_request(struct vmop_req_key *k)
 		}
 	}
 	__u64 zero = 0;
-	/* NOEXIST: a racing CPU may have inserted the same key first; both then add. */
-	bpf_map_update_elem(&vmop_requests, k, &zero, BPF_NOEXIST);
-	n = bpf_map_lookup_elem(&vmop_requests, k);
+	n = insert_lookup(&vmop_requests, k, &zero);
 	if (n)
 		__sync_fetch_and_add(n, 1);
-	else
-		stat_inc(STAT_MAP_ERRORS);
 }
 
 /* hotspot:vmops__request(name, len, mode): fired by VMThread::execute in the thread that
