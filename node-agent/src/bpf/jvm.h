@@ -4,6 +4,14 @@
 
 /* Names read from the JVM (thread names, VM operation names), NUL-padded. */
 #define NAME_LEN 64
+/* A thread's native name (comm, as bpf_get_current_comm reads it): the first 15 bytes of the
+ * Java name HotSpot gives every thread it starts, NUL-terminated. */
+#define COMM_LEN 16
+/* Folded thread names (fold.bpf.h) are keyed by the 64-bit FNV-1a hash of their text where a
+ * table stores each text once; hash 0 means "other". */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+#define OTHER_HASH 0ULL
 /* Upper bound on JVMs traced at once (slots in per-JVM arrays). */
 #define MAX_JVMS 1024
 

@@ -8,6 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
+#include "fold.bpf.h"
 #include "parking.h"
 
 /* Set by the loader before load: names per JVM (--max-thread-names; a JVM's own
@@ -37,11 +38,6 @@ struct {
 	__type(value, struct park_inflight);
 } park_inflight SEC(".maps");
 
-static __always_inline bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
 static __noinline int count_new(struct park_key *key, const char *comm)
 {
 	struct park_name text = {};
@@ -50,23 +46,11 @@ static __noinline int count_new(struct park_key *key, const char *comm)
 		return 0;
 	__u32 budget = jvm_limit(key->slot, thread_names, max_names);
 	if (*used >= budget || __sync_fetch_and_add(used, 1) >= budget) {
-		key->hash = PARK_OTHER_HASH;
+		key->hash = OTHER_HASH;
 		__builtin_memcpy(text.name, "other", 6);
 		stat_inc(STAT_NAMES_OVERFLOW);
 	} else {
-		__u32 j = 0;
-		bool prev = false;
-		for (int i = 0; i < PARK_COMM_LEN - 1; i++) {
-			char c = comm[i];
-			if (!c)
-				break;
-			bool d = is_digit(c);
-			if (d && prev)
-				continue;
-			prev = d;
-			text.name[j & (PARK_COMM_LEN - 1)] = d ? 'N' : c;
-			j++;
-		}
+		fold(text.name, comm, COMM_LEN, COMM_LEN);
 	}
 	struct park_count zero = {};
 	/* NOEXIST: a racing CPU may have inserted the same name first; both then add. */
@@ -87,22 +71,9 @@ static __always_inline int begin(__u32 probe)
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + probe);
-	char comm[PARK_COMM_LEN] = {};
+	char comm[COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));
-	__u64 h = PARK_FNV_OFFSET;
-	bool prev = false;
-	for (int i = 0; i < PARK_COMM_LEN - 1; i++) {
-		char c = comm[i];
-		if (!c)
-			break;
-		bool d = is_digit(c);
-		if (d && prev)
-			continue;
-		prev = d;
-		h = (h ^ (__u8)(d ? 'N' : c)) * PARK_FNV_PRIME;
-	}
-	if (h == PARK_OTHER_HASH)
-		h = 1;
+	__u64 h = fold(NULL, comm, COMM_LEN, COMM_LEN);
 	struct park_inflight in = { .key = { .slot = slot, .hash = h } };
 	struct park_count *c = bpf_map_lookup_elem(&park_counts, &in.key);
 	if (c)

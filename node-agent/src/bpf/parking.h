@@ -12,13 +12,9 @@ enum parking_probe {
 	PARK_PROBE_END_SYM = 3,   /* uretprobe Parker::park */
 };
 
-/* The thread's name is its native name (comm): the first 15 bytes of the Java name, which
- * HotSpot sets for every Java thread it starts. Folded (digit runs -> N) and keyed by the
- * FNV-1a hash of the folded text, as the threads collector does; hash 0 means "other". */
-#define PARK_COMM_LEN 16
-#define PARK_FNV_OFFSET 0xcbf29ce484222325ULL
-#define PARK_FNV_PRIME 0x100000001b3ULL
-#define PARK_OTHER_HASH 0ULL
+/* The thread's name is its native name (comm, COMM_LEN): the first 15 bytes of the Java name,
+ * which HotSpot sets for every Java thread it starts. Folded (fold.bpf.h) and keyed by the
+ * FNV-1a hash of the folded text, as the threads collector does; OTHER_HASH means "other". */
 /* Parks in flight at once (one per parked thread), over all JVMs; LRU: a thread parked
  * longer than the rest of a full table loses its time, never another's. The loader sizes
  * park_inflight PARK_INFLIGHT_PER_JVM x --max-jvms (an LRU is preallocated whole), at most
@@ -38,7 +34,7 @@ struct park_count {
 };
 
 struct park_name {
-	char name[PARK_COMM_LEN];
+	char name[COMM_LEN];
 };
 
 struct park_inflight {

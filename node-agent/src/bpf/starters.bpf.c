@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
+#include "fold.bpf.h"
 #include "starters.h"
 
 /* (thread name, starter) pairs named per JVM (--max-thread-names; a JVM's own
@@ -56,51 +57,6 @@ struct {
 	__type(value, struct scratch);
 } starters_scratch SEC(".maps");
 
-/* Copies the starter's comm (at most 15 bytes, stops at NUL) with digit runs folded to N. */
-static __always_inline void fold_comm(char *dst, const char *src, __u32 n, __u32 len)
-{
-	__u32 j = 0;
-	bool prev = false;
-	for (__u32 i = 0; i < n - 1; i++) {
-		if (i >= len)
-			break;
-		char c = src[i];
-		if (!c)
-			break;
-		bool d = c >= '0' && c <= '9';
-		if (d && prev)
-			continue;
-		prev = d;
-		dst[j & (n - 1)] = d ? 'N' : c;
-		j++;
-	}
-}
-
-/* The thread name (s->raw, len bytes) folded into s->key.thread_name, one byte per bpf_loop
- * step (5.17+): the verifier checks one step, not 63 unrolled ones. */
-struct fold_ctx {
-	struct scratch *s;
-	__u32 len;
-	__u32 j;
-	__u32 prev_digit;
-};
-
-static long fold_step(__u64 i, struct fold_ctx *c)
-{
-	if (i >= c->len || i >= NAME_LEN - 1)
-		return 1;
-	char ch = c->s->raw[i & (NAME_LEN - 1)];
-	if (!ch)
-		return 1;
-	__u32 digit = ch >= '0' && ch <= '9';
-	if (digit && c->prev_digit)
-		return 0;
-	c->prev_digit = digit;
-	c->s->key.thread_name[c->j & (NAME_LEN - 1)] = digit ? 'N' : ch;
-	c->j++;
-	return 0;
-}
-
 /* JVM_StartThread(JNIEnv *env, jobject jthread), in the thread calling Thread.start(). */
 SEC("uprobe")
 int BPF_UPROBE(starter_enter)
@@ -110,9 +66,9 @@ int BPF_UPROBE(starter_enter)
 		return 0;
 	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_JVM_START);
 	struct starter_of s = { .slot = slot };
-	char comm[STARTER_LEN] = {};
+	char comm[COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));
-	fold_comm(s.starter, comm, STARTER_LEN, STARTER_LEN);
+	fold(s.starter, comm, COMM_LEN, COMM_LEN);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_map_update_elem(&starting, &tid, &s, BPF_ANY);
 	return 0;
@@ -148,7 +104,7 @@ static __always_inline void count(struct starter_key *k)
 	if (*used >= budget || __sync_fetch_and_add(used, 1) >= budget) {
 		__builtin_memset(k->thread_name, 0, NAME_LEN);
 		__builtin_memcpy(k->thread_name, "other", 6);
-		__builtin_memset(k->starter, 0, STARTER_LEN);
+		__builtin_memset(k->starter, 0, COMM_LEN);
 		__builtin_memcpy(k->starter, "other", 6);
 		stat_inc(STAT_NAMES_OVERFLOW);
 	}
@@ -176,7 +132,7 @@ int BPF_USDT(starter_thread_start, void *name, long len)
 		return 0;
 	__builtin_memset(sc, 0, sizeof(*sc));
 	sc->key.slot = slot;
-	__builtin_memcpy(sc->key.starter, s->starter, STARTER_LEN);
+	__builtin_memcpy(sc->key.starter, s->starter, COMM_LEN);
 	bpf_map_delete_elem(&started, &tid);
 	if (len > NAME_LEN - 1)
 		len = NAME_LEN - 1;
@@ -184,8 +140,7 @@ int BPF_USDT(starter_thread_start, void *name, long len)
 		len = 0;
 	if (len < 0)
 		len = 0;
-	struct fold_ctx c = { .s = sc, .len = (__u32)len };
-	bpf_loop(NAME_LEN - 1, fold_step, &c, 0);
+	fold_loop(sc->key.thread_name, sc->raw, (__u32)len);
 	count(&sc->key);
 	return 0;
 }

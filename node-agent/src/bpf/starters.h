@@ -12,9 +12,8 @@ enum starters_probe {
 	STARTERS_PROBE_START = 2,     /* USDT hotspot:thread__start, in the started thread */
 };
 
-/* The starter is the starting thread's native name (comm): the first 15 bytes of its Java
- * name, digit runs folded to N. */
-#define STARTER_LEN 16
+/* The starter is the starting thread's native name (comm, COMM_LEN): the first 15 bytes of
+ * its Java name, folded (fold.bpf.h). */
 /* Threads in JVM_StartThread, and started threads not yet named, at once (LRU). */
 #define STARTERS_PENDING 8192
 
@@ -23,7 +22,7 @@ enum starters_probe {
 struct starter_of {
 	__u32 slot;
 	__u32 pad;
-	char starter[STARTER_LEN];
+	char starter[COMM_LEN];
 };
 
 /* Map starts_by_starter: struct starter_key -> __u64 starts. */
@@ -31,7 +30,7 @@ struct starter_key {
 	__u32 slot;
 	__u32 pad;
 	char thread_name[NAME_LEN];
-	char starter[STARTER_LEN];
+	char starter[COMM_LEN];
 };
 
 #endif

@@ -8,6 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
+#include "fold.bpf.h"
 #include "threads.h"
 
 /* Set by the loader before load. */
@@ -42,34 +43,6 @@ struct {
 	__type(value, struct scratch);
 } threads_scratch SEC(".maps");
 
-static __always_inline bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/* Slow path only (a name not seen before): the folded text, pool-12-thread-3 ->
- * pool-N-thread-N. bpf_loop (5.17+) keeps the verifier to one step. */
-struct fold_ctx {
-	struct scratch *s;
-	__u32 len;
-	__u32 j;
-	__u32 prev_digit;
-};
-
-static long fold_step(__u64 i, struct fold_ctx *c)
-{
-	if (i >= c->len || i >= NAME_LEN - 1)
-		return 1;
-	char ch = c->s->raw[i & (NAME_LEN - 1)];
-	__u32 digit = is_digit(ch);
-	if (digit && c->prev_digit)
-		return 0;
-	c->prev_digit = digit;
-	c->s->folded.name[c->j & (NAME_LEN - 1)] = digit ? 'N' : ch;
-	c->j++;
-	return 0;
-}
-
 static __noinline int count_new(struct name_hkey *key, struct scratch *s, __u32 len)
 {
 	__u32 *used = bpf_map_lookup_elem(&name_budget, &key->slot);
@@ -82,8 +55,8 @@ static __noinline int count_new(struct name_hkey *key, struct scratch *s, __u32 
 		__builtin_memcpy(s->folded.name, "other", 6);
 		stat_inc(STAT_NAMES_OVERFLOW);
 	} else {
-		struct fold_ctx c = { .s = s, .len = len };
-		bpf_loop(NAME_LEN - 1, fold_step, &c, 0);
+		/* Slow path only (a name not seen before): the folded text. */
+		fold_loop(s->folded.name, s->raw, len);
 	}
 	__u64 zero = 0;
 	/* NOEXIST: a racing CPU may have inserted the same name first; both then add. */
@@ -96,24 +69,6 @@ static __noinline int count_new(struct name_hkey *key, struct scratch *s, __u32 
 	}
 	__sync_fetch_and_add(cnt, 1);
 	return 0;
-}
-
-/* FNV-1a over the folded name (s->raw, len bytes), without building it. */
-static __always_inline __u64 folded_hash(struct scratch *s, long len)
-{
-	__u64 h = FNV_OFFSET;
-	bool prev = false;
-	for (__u32 i = 0; i < NAME_LEN - 1; i++) {
-		if (i >= len)
-			break;
-		char c = s->raw[i];
-		bool d = is_digit(c);
-		if (d && prev)
-			continue;
-		prev = d;
-		h = (h ^ (__u8)(d ? 'N' : c)) * FNV_PRIME;
-	}
-	return h == OTHER_HASH ? 1 : h;
 }
 
 /* Whether a folded name is one of HotSpot's JVM-internal thread names. */
@@ -162,7 +117,7 @@ int thread_start(struct pt_regs *ctx)
 	if (len > 0 && bpf_probe_read_user(s->raw, len & (NAME_LEN - 1), (const void *)name))
 		len = 0;
 
-	__u64 h = folded_hash(s, len);
+	__u64 h = fold(NULL, s->raw, NAME_LEN, len);
 	/* HotSpot's JVM-internal threads (hidden from java.threads.started) are daemon
 	 * threads the JVM starts under fixed names: compare the folded name's hash. */
 	if (hidden_name(h)) {
@@ -206,7 +161,7 @@ int BPF_UPROBE(native_thread_name, const char *name)
 	len = len > 0 ? len - 1 : 0; /* without the NUL; at most NAME_LEN - 1 */
 	if (len > NAME_LEN - 1)
 		len = NAME_LEN - 1;
-	__u64 h = folded_hash(s, len);
+	__u64 h = fold(NULL, s->raw, NAME_LEN, len);
 	if (hidden_name(h)) {
 		stat_inc(STAT_FILTERED);
 		return 0;
@@ -227,10 +182,7 @@ int BPF_UPROBE(jvm_start_thread)
 	if (!s)
 		return 0;
 	__builtin_memcpy(s->raw, "unknown", 7);
-	/* FNV-1a of "unknown" computed the same way as above. */
-	__u64 h = FNV_OFFSET;
-	for (int i = 0; i < 7; i++)
-		h = (h ^ (__u8)s->raw[i]) * FNV_PRIME;
+	__u64 h = fold(NULL, s->raw, NAME_LEN, 7);
 	struct name_hkey key = { .slot = slot, .hash = h };
 	__u64 *cnt = bpf_map_lookup_elem(&threads_counts, &key);
 	if (cnt) {

@@ -11,11 +11,8 @@ enum threads_probe {
 	THREADS_PROBE_NATIVE_NAME = 2, /* uprobe os::set_native_thread_name (no USDT notes) */
 };
 
-/* Folded names are keyed by their 64-bit FNV-1a hash (cheap to hash and compare in the
- * probe); the text is stored once per new name in threads_names. Hash 0 means "other". */
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-#define OTHER_HASH 0ULL
+/* Folded names (fold.bpf.h) are keyed by their 64-bit FNV-1a hash (cheap to hash and compare
+ * in the probe); the text is stored once per new name in threads_names. */
 #define HIDDEN_MAX 8
 
 struct name_hkey {

@@ -7,6 +7,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
+#include "fold.bpf.h"
 #include "vmops.h"
 
 const volatile __u32 max_names = 64;
@@ -69,7 +70,7 @@ static __always_inline void count_request(struct vmop_req_key *k)
 		return;
 	__u32 pairs = jvm_limit(k->slot, thread_names, max_requesters);
 	if (b->pairs >= pairs || __sync_fetch_and_add(&b->pairs, 1) >= pairs) {
-		__builtin_memset(k->requester, 0, VMOP_COMM_LEN);
+		__builtin_memset(k->requester, 0, COMM_LEN);
 		__builtin_memcpy(k->requester, "other", 6);
 		stat_inc(STAT_NAMES_OVERFLOW);
 		n = bpf_map_lookup_elem(&vmop_requests, k);
@@ -105,21 +106,9 @@ int BPF_USDT(vmop_request, void *name, long len, long mode)
 	__builtin_memset(k, 0, sizeof(*k));
 	k->slot = slot;
 	read_name(k->op, name, len);
-	char comm[VMOP_COMM_LEN] = {};
+	char comm[COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));
-	__u32 j = 0;
-	bool prev = false;
-	for (int i = 0; i < VMOP_COMM_LEN - 1; i++) {
-		char c = comm[i];
-		if (!c)
-			break;
-		bool d = c >= '0' && c <= '9';
-		if (d && prev)
-			continue;
-		prev = d;
-		k->requester[j & (VMOP_COMM_LEN - 1)] = d ? 'N' : c;
-		j++;
-	}
+	fold(k->requester, comm, COMM_LEN, COMM_LEN);
 	count_request(k);
 	return 0;
 }

@@ -12,16 +12,16 @@ enum vmops_probe {
 	VMOPS_PROBE_REQUEST = 4,   /* USDT hotspot:vmops__request(name, len, mode), in the requester */
 };
 
-/* The requester of a VM operation is the requesting thread's native name (comm): the first
- * 15 bytes of the Java name HotSpot gives each thread it starts, digit runs folded to N. */
-#define VMOP_COMM_LEN 16
+/* The requester of a VM operation is the requesting thread's native name (comm, COMM_LEN):
+ * the first 15 bytes of the Java name HotSpot gives each thread it starts, folded
+ * (fold.bpf.h). */
 
 /* Map vmop_requests: struct vmop_req_key -> __u64 requests. */
 struct vmop_req_key {
 	__u32 slot;
 	__u32 pad;
 	char op[NAME_LEN];
-	char requester[VMOP_COMM_LEN];
+	char requester[COMM_LEN];
 };
 
 /* Per-JVM budget of vmop_requests entries: `pairs` (operation, requester) pairs named in

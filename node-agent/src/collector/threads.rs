@@ -40,7 +40,8 @@ const HIDDEN: &[&str] = &[
     "Notification Thread",
 ];
 
-/// FNV-1a (64 bit) of a name with digit runs folded to `N`, as threads.bpf.c computes it.
+/// FNV-1a (64 bit) of a name with digit runs folded to `N`, as `fold_hash` (src/bpf/fold.bpf.h)
+/// computes it.
 pub fn fnv1a_folded(name: &str) -> u64 {
     let mut h = consts::FNV_OFFSET;
     let mut prev = false;
@@ -50,7 +51,7 @@ pub fn fnv1a_folded(name: &str) -> u64 {
             continue;
         }
         prev = d;
-        h = (h ^ u64::from(if d { b'N' } else { c })).wrapping_mul(0x100_0000_01b3);
+        h = (h ^ u64::from(if d { b'N' } else { c })).wrapping_mul(consts::FNV_PRIME);
     }
     if h == 0 {
         1
