@@ -2,10 +2,13 @@
 """End-to-end tests of the monitors and parking collectors against real JVMs (run as root by
 hack/suites/20-agent.sh).
 
-Monitors: a workload contends on instances of three known classes; per class, the agent's
+Monitors: a workload contends on instances of three known classes from threads named
+handshake-<n> and reader-<n>; per class and per (class, folded thread name), the agent's
 contended enters equal what JFR's jdk.JavaMonitorEnter (threshold 0) recorded in the same run
+(grouped by monitorClass and the eventThread's name as the kernel holds it: 15 bytes, folded)
 and its blocked time is within 1 % of JFR's durations; the total is compared with hsperfdata's
-sun.rt._sync_ContendedLockAttempts. The flag comes from an @argfile (a relative path, a link);
+sun.rt._sync_ContendedLockAttempts. Per-JVM limits: 2 classes (the rest "other"), 2 (class,
+thread) pairs (the rest thread_name="other", the class kept), totals preserved. The flag comes from an @argfile (a relative path, a link);
 a JVM whose options file turns the flag off again is reported as without it.
 Parking: a workload with a known number of parks by name; the agent's count is exact and its
 parked seconds within 2 % of what the workload measured itself.
@@ -60,6 +63,24 @@ def scrape():
 
 def by_label(text, pid, name, label):
     return {l[label]: v for n, l, v in samples(text, pid) if n == name}
+
+
+def sum_by(text, pid, name, *labels):
+    """The samples of one metric summed by the given labels (a tuple key for several)."""
+    out = {}
+    for n, l, v in samples(text, pid):
+        if n == name:
+            k = tuple(l.get(x, "") for x in labels)
+            k = k[0] if len(k) == 1 else k
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def folded(name):
+    """A thread's name as the kernel holds it (comm: the first 15 bytes of the Java name, which
+    HotSpot sets as the native name) with each digit run folded to N, as the agent shows it."""
+    comm = name.encode()[:15].decode(errors="replace")
+    return re.sub(r"[0-9]+", "N", comm)
 
 
 def start_agent(*extra):
@@ -137,15 +158,19 @@ def seconds(iso):
 
 
 def jfr_monitor_enters(jdk, path):
+    """JFR's jdk.JavaMonitorEnter events: per class (count, seconds), and per (class, folded
+    name of the waiting thread) the count."""
     r = subprocess.run([*jfr_tool(jdk), "print", "--json", "--events", "jdk.JavaMonitorEnter", path],
                        capture_output=True, text=True, check=True)
-    per = {}
+    per, pairs = {}, {}
     for ev in json.loads(r.stdout)["recording"]["events"]:
         v = ev["values"]
         c = v["monitorClass"]["name"].replace("/", ".") if v.get("monitorClass") else "null"
         n, s = per.get(c, (0, 0.0))
         per[c] = (n + 1, s + seconds(v["duration"]))
-    return per
+        k = (c, folded((v.get("eventThread") or {}).get("javaName") or ""))
+        pairs[k] = pairs.get(k, 0) + 1
+    return per, pairs
 
 
 def contract(text, *require):
@@ -179,12 +204,13 @@ def test_monitors(jdk, tag):
     wait_file(os.path.join(ctl, "done"), 120, p)
     h1 = hsperf(p.pid).get("sun.rt._sync_ContendedLockAttempts")
     text = scrape()
-    enters = by_label(text, p.pid, "jvmdiag_monitor_contended_total", "monitor_class")
+    enters = sum_by(text, p.pid, "jvmdiag_monitor_contended_total", "monitor_class")
+    pairs = sum_by(text, p.pid, "jvmdiag_monitor_contended_total", "monitor_class", "thread_name")
     blocked = by_label(text, p.pid, "jvmdiag_monitor_blocked_seconds_sum", "monitor_class")
     unavailable = [l for n, l, v in samples(text, p.pid) if n == "jvmdiag_agent_collector_unavailable"]
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
-    want = jfr_monitor_enters(jdk, jfr)
+    want, want_pairs = jfr_monitor_enters(jdk, jfr)
     problems = contract(text, "jvmdiag_monitor_contended_total", "jvmdiag_monitor_blocked_seconds")
     if unavailable:
         problems.append(f"JVM with the flag reported unavailable: {unavailable}")
@@ -198,6 +224,18 @@ def test_monitors(jdk, tag):
             problems.append(f"{cls}: agent {int(an)} contended enters != JFR {jn}")
         if js and abs(as_ - js) > 0.01 * js:
             problems.append(f"{cls}: agent blocked {as_:.4f} s vs JFR {js:.4f} s (> 1 %)")
+    # Which threads blocked: per (class, folded thread name), exactly JFR's events; the
+    # workload's pairs are the ones its thread names say (LockContention.java).
+    named = {("LockContention$Alpha", "handshake-N"), ("LockContention$Beta", "reader-N"),
+             ("java.util.BitSet", "handshake-N"), ("java.util.BitSet", "reader-N")}
+    classes_ = {c for c, _ in named}
+    got = {k: int(v) for k, v in pairs.items() if k[0] in classes_}
+    jfr_got = {k: n for k, n in want_pairs.items() if k[0] in classes_}
+    log(f"  {tag} by (class, thread): agent {dict(sorted(got.items()))}, JFR {dict(sorted(jfr_got.items()))}")
+    if got != jfr_got:
+        problems.append(f"contended enters by (class, thread name): agent {sorted(got.items())} != JFR {sorted(jfr_got.items())}")
+    if set(jfr_got) != named or min(jfr_got.values(), default=0) < 20:
+        problems.append(f"JFR's (class, thread) pairs {sorted(jfr_got.items())} are not the workload's {sorted(named)} (20+ each)")
     total = int(sum(enters.values()))
     log(f"  {tag} agent classes: { {c: int(n) for c, n in enters.items()} }")
     if h0 is not None and h1 is not None:
@@ -214,35 +252,74 @@ def test_monitors(jdk, tag):
     return problems
 
 
-def test_monitor_classes_top_k(jdk):
-    """A JVM whose limit keeps 2 monitor classes (as the pod annotation jvm.diagnostics.dev/limits
-    would; here --jvm-limits) contends on 3: at most 2 are named, the rest is counted as
-    "other", and nothing is lost: the total equals JFR's (+ the JVM's own contention while JFR
-    started, which JFR does not record)."""
+def limited_run(jdk, limits, tag, threads, rounds):
+    """A LockContention run (THREADS per class, ROUNDS of 1 ms, JFR recording) under a new agent
+    that gives it the per-JVM LIMITS (as the pod annotation jvm.diagnostics.dev/limits would;
+    here --jvm-limits): its contended enters by (class, thread name) after the run, and JFR's."""
     global shared_agent
     if shared_agent is not None:
         stop(shared_agent)
-        shared_agent = None
-    start_agent("--jvm-limits", "LockContention:maxClasses=2")
+    shared_agent = start_agent("--jvm-limits", f"LockContention:{limits}")
     ctl_jfc = os.path.join(WORK, "monitor-enter.jfc")
     open(ctl_jfc, "w").write(JFC)
-    jfr = os.path.join(WORK, "locks-topk.jfr")
-    p, ctl = workload(jdk, "locks-topk", "LockContention", [3, 30, 1],
+    jfr = os.path.join(WORK, f"locks-{tag}.jfr")
+    p, ctl = workload(jdk, f"locks-{tag}", "LockContention", [threads, rounds, 1],
                       ["-XX:+DTraceMonitorProbes", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"])
     open(os.path.join(ctl, "go"), "w").close()
     wait_file(os.path.join(ctl, "done"), 120, p)
-    enters = by_label(scrape(), p.pid, "jvmdiag_monitor_contended_total", "monitor_class")
+    pairs = sum_by(scrape(), p.pid, "jvmdiag_monitor_contended_total", "monitor_class", "thread_name")
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
-    want = sum(n for n, _ in jfr_monitor_enters(jdk, jfr).values())
-    total = int(sum(enters.values()))
+    return {k: int(v) for k, v in pairs.items()}, jfr_monitor_enters(jdk, jfr)
+
+
+def test_monitor_classes_top_k(jdk):
+    """A JVM whose limit keeps 2 monitor classes contends on 3: at most 2 are named, the rest is
+    counted as "other", and nothing is lost: the total equals JFR's (+ the JVM's own contention
+    while JFR started, which JFR does not record)."""
+    pairs, (jfr, _) = limited_run(jdk, "maxClasses=2", "topk", 3, 30)
+    enters = {}
+    for (c, _), n in pairs.items():
+        enters[c] = enters.get(c, 0) + n
+    want = sum(n for n, _ in jfr.values())
+    total = sum(enters.values())
     named = sorted(c for c in enters if c != "other")
-    log(f"  top 2 classes: agent {({c: int(n) for c, n in enters.items()})}, total {total}; JFR total {want}")
+    log(f"  top 2 classes: agent {enters}, total {total}; JFR total {want}")
     problems = []
     if len(named) > 2 or "other" not in enters:
         problems.append(f"expected at most 2 named classes and 'other', got {sorted(enters)}")
     if not want <= total <= want + 2:
         problems.append(f"agent total {total} contended enters vs JFR {want} (expected that, + at most 2 of JFR's own start)")
+    return problems
+
+
+def test_monitor_thread_names_budget(jdk):
+    """A JVM whose limit keeps 2 thread names (maxThreadNames=2) has 4 (class, thread name)
+    pairs contending (LockContention: handshake-N on Alpha and the BitSet, reader-N on Beta and
+    the BitSet): at most 2 pairs are named, the rest count as thread_name="other" under their
+    own class, and per class the sum over thread names is exactly JFR's count; a named pair
+    is exactly JFR's, and a class's "other" is JFR's enters of the names not shown."""
+    pairs, (jfr, jfr_pairs) = limited_run(jdk, "maxThreadNames=2", "thread-budget", 4, 60)
+    named = sorted(k for k in pairs if k[1] != "other")
+    log(f"  2 thread names: agent {dict(sorted(pairs.items()))}; JFR {dict(sorted(jfr_pairs.items()))}")
+    problems = []
+    if len(named) > 2:
+        problems.append(f"{len(named)} named (class, thread) pairs, expected at most 2: {named}")
+    classes_ = ["LockContention$Alpha", "LockContention$Beta", "java.util.BitSet"]
+    if not any(k[1] == "other" and k[0] in classes_ for k in pairs):
+        problems.append(f"no thread_name=\"other\" under a workload class: {sorted(pairs)}")
+    for cls in classes_:
+        got = sum(n for (c, _), n in pairs.items() if c == cls)
+        want = jfr.get(cls, (0, 0.0))[0]
+        if want < 10 or got != want:
+            problems.append(f"{cls}: agent {got} contended enters over its thread names vs JFR {want} (10+)")
+        shown = {t for c, t in pairs if c == cls and t != "other"}
+        for t in shown:
+            if pairs[cls, t] != jfr_pairs.get((cls, t), 0):
+                problems.append(f"({cls}, {t}): agent {pairs[cls, t]} vs JFR {jfr_pairs.get((cls, t), 0)}")
+        rest = sum(n for (c, t), n in jfr_pairs.items() if c == cls and t not in shown)
+        if pairs.get((cls, "other"), 0) != rest:
+            problems.append(f"({cls}, other): agent {pairs.get((cls, 'other'), 0)} vs JFR's {rest} enters of the names not shown")
     return problems
 
 
@@ -380,11 +457,15 @@ def test_virtual_monitors(jdk, tag, feature):
     cls = "VirtualThreads$Gamma"
     enters = [v for v in jfr_events(jdk, jfr, "jdk.JavaMonitorEnter") if v.get("monitorClass") and v["monitorClass"]["name"].replace("/", ".") == cls]
     jn, js = len(enters), sum(seconds(v["duration"]) for v in enters)
-    an = by_label(text, pid, "jvmdiag_monitor_contended_total", "monitor_class").get(cls, 0)
+    an = sum_by(text, pid, "jvmdiag_monitor_contended_total", "monitor_class").get(cls, 0)
+    # The waiting thread's native name is the carrier's (15 bytes of ForkJoinPool-1-worker-1).
+    threads_seen = sorted(t for c, t in sum_by(text, pid, "jvmdiag_monitor_contended_total", "monitor_class", "thread_name") if c == cls)
     as_ = by_label(text, pid, "jvmdiag_monitor_blocked_seconds_sum", "monitor_class").get(cls, 0.0)
     ac = by_label(text, pid, "jvmdiag_monitor_blocked_seconds_count", "monitor_class").get(cls, 0)
-    log(f"  {tag} virtual threads on {cls}: agent {int(an)} contended enters ({int(ac)} entered) {as_:.4f} s, JFR {jn} enters {js:.4f} s")
+    log(f"  {tag} virtual threads on {cls}: agent {int(an)} contended enters ({int(ac)} entered) {as_:.4f} s by {threads_seen}, JFR {jn} enters {js:.4f} s")
     problems = contract(text, "jvmdiag_monitor_contended_total")
+    if threads_seen != ["ForkJoinPool-N-"]:
+        problems.append(f"virtual threads' contended enters by thread name {threads_seen}, expected the carriers' ForkJoinPool-N-")
     if feature < 24:
         if jn < 10:
             problems.append(f"JFR saw only {jn} contended enters (workload too small?)")
@@ -511,8 +592,9 @@ def main():
             nostapsdt = f"{CACHE}/jdk-variants/e2e-{os.path.basename(j.rstrip('/'))}-nostapsdt"
             if os.path.exists(f"{nostapsdt}/bin/java"):
                 run(f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}", test_parking, nostapsdt, "nostapsdt")
-        # Last: it replaces the agent by one with a per-JVM limit.
+        # Last: they replace the agent by one with a per-JVM limit.
         run("monitor_classes_top_k_rest_other", test_monitor_classes_top_k, JDKS[0])
+        run("monitor_thread_names_budget_rest_other_class_kept", test_monitor_thread_names_budget, JDKS[0])
     finally:
         kill_leftovers()
     return summary()

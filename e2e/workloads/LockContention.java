@@ -7,7 +7,9 @@ import java.nio.file.Path;
  * Waits for CTL_DIR/go, then for each class (Alpha, Beta, java.util.BitSet: a JDK class, so its
  * internal name has slashes, that no JDK code locks on its own) THREADS threads
  * enter one shared instance ROUNDS times each, holding it HOLD_MS; writes CTL_DIR/done, waits
- * for CTL_DIR/quit (so JFR dumps at exit after the agent was scraped).
+ * for CTL_DIR/quit (so JFR dumps at exit after the agent was scraped). The threads are named by
+ * what they lock: "handshake-<n>" on Alpha, "reader-<n>" on Beta, and on the BitSet half of
+ * each (the first half handshake-, the rest reader-).
  * Bench mode: LockContention --bench THREADS SECONDS [HOLD_US]: a lock storm, THREADS threads
  * entering one monitor and holding it HOLD_US (default 10; a busy loop) for SECONDS; prints
  * "ops <monitor enters per second> cpu_ns_per_op <process CPU time per enter>".
@@ -57,15 +59,17 @@ public class LockContention {
         Object[] locks = {new Alpha(), new Beta(), new java.util.BitSet()};
         Thread[] all = new Thread[locks.length * threads];
         int k = 0;
-        for (Object lock : locks) {
+        for (int c = 0; c < locks.length; c++) {
+            Object lock = locks[c];
             for (int t = 0; t < threads; t++) {
+                boolean handshake = c == 0 || (c == 2 && t < threads / 2);
                 all[k++] = new Thread(() -> {
                     for (int r = 0; r < rounds; r++) {
                         synchronized (lock) {
                             try { Thread.sleep(hold); } catch (InterruptedException e) { return; }
                         }
                     }
-                }, "contender-" + k);
+                }, (handshake ? "handshake-" : "reader-") + k);
             }
         }
         for (Thread t : all) t.start();

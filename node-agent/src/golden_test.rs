@@ -143,7 +143,7 @@ fn label_values_from_containers_are_escaped_and_forge_nothing() {
 /// tests/golden/maps.prom: a header change the decoding does not follow fails here.
 mod raw_maps {
     use super::*;
-    use crate::collector::{compilation, threads};
+    use crate::collector::{compilation, monitors, threads};
     use crate::maps;
     use crate::model::HIST_BOUNDS;
 
@@ -235,6 +235,28 @@ mod raw_maps {
         };
         fams.extend(compilation::families(&tables, 1, &|_| None));
 
+        // monitors: mon_threads: struct mon_thread_key {struct name_key cls; char thread_name[16]}
+        // -> __u64 enters; mon_stats: struct name_key -> struct mon_stat {struct hist blocked}.
+        let pair = |slot: u32, class: &str, thread: &[u8]| {
+            let mut k = name_key(slot, 0, class);
+            let mut t = [0u8; 16];
+            t[..thread.len()].copy_from_slice(thread);
+            k.extend(t);
+            k
+        };
+        let mon_threads = vec![
+            (pair(0, "java/security/SecureRandom", b"handshake-N"), u64s(&[41])),
+            (pair(0, "java/security/SecureRandom", b"other"), u64s(&[2])),
+            (pair(0, "other", b"reader-N"), u64s(&[5])),
+            // 15 bytes of a container's thread name: a quote, a newline, a cut UTF-8 sequence.
+            (pair(1, "java/lang/Object", b"q\"\n# TYPE x \xc3"), u64s(&[1])),
+        ];
+        let mon_stats = vec![
+            (name_key(0, 0, "java/security/SecureRandom"), hist(&[("0.025", 40), ("1.0", 3)], 1_250_000_000)),
+            (name_key(0, 0, "other"), hist(&[("0.0001", 5)], 400_000)),
+        ];
+        fams.extend(monitors::monitor_families(&mon_threads, &mon_stats, &[1]));
+
         to_prometheus_text(&render(fams, &two_jvms()))
     }
 
@@ -257,6 +279,13 @@ mod raw_maps {
             r#"jvmdiag_code_cache_used_bytes{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",code_heap="non-profiled nmethods"} 1048576.0"#,
             r#"jvmdiag_code_cache_max_bytes{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",code_heap="non-profiled nmethods"} 122912768.0"#,
             r#"jvmdiag_code_cache_full_total{host="node-1",jvm="app.jar",pid="77",namespace="",pod="",container=""} 2"#,
+            r#"jvmdiag_monitor_contended_total{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",monitor_class="java.security.SecureRandom",thread_name="handshake-N"} 41"#,
+            r#"monitor_class="java.security.SecureRandom",thread_name="other"} 2"#,
+            r#"monitor_class="other",thread_name="reader-N"} 5"#,
+            r#"jvm="app.jar",pid="77",namespace="",pod="",container="",monitor_class="java.lang.Object",thread_name="q\"\n# TYPE x �"} 1"#,
+            r#"jvmdiag_monitor_blocked_seconds_count{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",monitor_class="java.security.SecureRandom"} 43"#,
+            r#"jvmdiag_monitor_blocked_seconds_sum{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",monitor_class="java.security.SecureRandom"} 1.25"#,
+            r#"jvmdiag_agent_collector_unavailable{host="node-1",jvm="app.jar",pid="77",namespace="",pod="",container="",collector="monitors",reason="no_DTraceMonitorProbes"} 1"#,
         ] {
             assert!(p.contains(line), "missing {line} in:\n{p}");
         }

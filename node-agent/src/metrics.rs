@@ -91,9 +91,9 @@ pub static CODE_CACHE_FULL: Desc = desc(
 );
 pub static MONITOR_CONTENDED: Desc = desc(
     "jvmdiag_monitor_contended_total",
-    "Contended monitor enters (synchronized on an object another thread holds), by the locked object's class. Needs -XX:+DTraceMonitorProbes.",
+    "Contended monitor enters (synchronized on an object another thread holds), by the locked object's class and the waiting thread's native name (its first 15 bytes) with digit runs folded to N. Needs -XX:+DTraceMonitorProbes.",
     Counter,
-    &["monitor_class"],
+    &["monitor_class", "thread_name"],
 );
 pub static MONITOR_BLOCKED: Desc = desc(
     "jvmdiag_monitor_blocked_seconds",

@@ -124,28 +124,36 @@ static __always_inline void *insert_lookup(void *map, const void *key, const voi
 	return v;
 }
 
-/* Returns the value for key in a table whose names are bounded per JVM: a name seen
- * before is found; a new one takes one unit of the JVM's budget, and once the budget is
- * spent, new names are counted under "other". Fails (NULL) only if the map is full.
- * `budget` is a per-slot __u32 array (name_budget, or a collector's own). */
-static __always_inline void *budgeted_lookup(void *map, void *budget, struct name_key *key,
-					     const void *zero, __u32 budget_max)
+/* Returns the value for key in a table whose names are bounded per JVM: a key seen before is
+ * found; a new one takes one unit of the JVM's budget (budget[slot]), and once the budget is
+ * spent, its name (the name_len bytes at `name`, inside the key) becomes "other" and it is
+ * counted there. Fails (NULL) only if the map is full. `budget` is a per-slot __u32 array
+ * (name_budget, or a collector's own). */
+static __always_inline void *budgeted_lookup_at(void *map, void *budget, void *key, __u32 slot, char *name,
+						__u32 name_len, const void *zero, __u32 budget_max)
 {
 	void *v = bpf_map_lookup_elem(map, key);
 	if (v)
 		return v;
-	__u32 *used = bpf_map_lookup_elem(budget, &key->slot);
+	__u32 *used = bpf_map_lookup_elem(budget, &slot);
 	if (!used)
 		return NULL;
 	if (*used >= budget_max || __sync_fetch_and_add(used, 1) >= budget_max) {
-		__builtin_memset(key->name, 0, NAME_LEN);
-		__builtin_memcpy(key->name, "other", 6);
+		__builtin_memset(name, 0, name_len);
+		__builtin_memcpy(name, "other", 6);
 		stat_inc(STAT_NAMES_OVERFLOW);
 		v = bpf_map_lookup_elem(map, key);
 		if (v)
 			return v;
 	}
 	return insert_lookup(map, key, zero);
+}
+
+/* budgeted_lookup_at for a struct name_key, its name bounded. */
+static __always_inline void *budgeted_lookup(void *map, void *budget, struct name_key *key,
+					     const void *zero, __u32 budget_max)
+{
+	return budgeted_lookup_at(map, budget, key, key->slot, key->name, NAME_LEN, zero, budget_max);
 }
 
 /* budgeted_lookup against the shared per-JVM name budget. */

@@ -19,9 +19,16 @@ enum monitors_probe {
 /* Per JVM and monitor class (struct name_key, name = the class's internal name as
  * HotSpot's Symbol holds it, java/lang/Object, at most NAME_LEN - 1 bytes). */
 struct mon_stat {
-	__u64 enters;        /* contended enters (counted at enter) */
-	__u64 pad;
 	struct hist blocked; /* enter -> entered, added at entered */
+};
+
+/* Contended enters per JVM, monitor class and the folded native name (fold.bpf.h) of the
+ * thread that had to wait: the class as in mon_stats (possibly "other"), the thread name
+ * "other" once the JVM's (class, thread) pairs are spent. Summed over thread names, a class's
+ * enters. */
+struct mon_thread_key {
+	struct name_key cls;
+	char thread_name[COMM_LEN];
 };
 
 struct mon_inflight {
@@ -29,6 +36,13 @@ struct mon_inflight {
 	struct name_key key;
 };
 
-/* Maps: mon_stats: name_key -> mon_stat; mon_inflight: host tid -> mon_inflight. */
+/* Per-CPU scratch of a contended enter. */
+struct mon_scratch {
+	struct mon_inflight in;
+	struct mon_thread_key pair;
+};
+
+/* Maps: mon_stats: name_key -> mon_stat; mon_threads: mon_thread_key -> __u64 enters;
+ * mon_inflight: host tid -> mon_inflight; mon_thread_budget: slot -> pairs named. */
 
 #endif

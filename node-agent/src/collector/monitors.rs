@@ -1,6 +1,6 @@
-//! Contended monitor enters per JVM and monitor class, and the time blocked (contended
-//! enter -> entered) as a histogram (src/bpf/monitors.bpf.c, USDT
-//! `hotspot:monitor__contended__enter` / `__entered`). HotSpot fires them only with
+//! Contended monitor enters per JVM, monitor class and the waiting thread's folded native name,
+//! and the time blocked (contended enter -> entered) per class as a histogram
+//! (src/bpf/monitors.bpf.c, USDT `hotspot:monitor__contended__enter` / `__entered`). HotSpot fires them only with
 //! `-XX:+DTraceMonitorProbes`: a JVM without the flag is reported as such
 //! (`jvmdiag_agent_collector_unavailable`), never shown as "nothing contended".
 use std::collections::HashMap;
@@ -20,7 +20,7 @@ use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Hist, Value};
 use crate::skel::consts;
-use crate::skel::monitors::types::{mon_stat, name_key};
+use crate::skel::monitors::types::{mon_stat, mon_thread_key, name_key};
 use crate::skel::monitors::{MonitorsSkel, MonitorsSkelBuilder};
 
 const PROBES: [&str; 2] = super::probe_names([
@@ -40,6 +40,7 @@ pub const NO_FLAG: &str = "no_DTraceMonitorProbes";
 // SAFETY: plain C structs of integers (generated from src/bpf/monitors.h).
 unsafe impl plain::Plain for mon_stat {}
 unsafe impl plain::Plain for name_key {}
+unsafe impl plain::Plain for mon_thread_key {}
 
 pub struct Monitors {
     skel: MonitorsSkel<'static>,
@@ -52,9 +53,12 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let ro = open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = MAX_CLASSES;
+    ro.max_thread_names = cfg.max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_CLASSES))?;
+    // The named (class, thread) pairs and one "other" thread per class (MAX_CLASSES + "other").
+    open.maps.mon_threads.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(MAX_CLASSES)))?;
     open.maps.mon_inflight.set_max_entries(cfg.max_jvms.saturating_mul(consts::MON_INFLIGHT_PER_JVM).min(consts::MON_INFLIGHT_MAX))?;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
@@ -227,18 +231,21 @@ impl Collector for Monitors {
     }
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
-        out.extend(monitor_families(&maps::entries(&self.skel.maps.mon_stats)?, &self.without_flag()));
+        let m = &self.skel.maps;
+        out.extend(monitor_families(&maps::entries(&m.mon_threads)?, &maps::entries(&m.mon_stats)?, &self.without_flag()));
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
         maps::forget_where(&self.skel.maps.mon_stats, |k| decode::<name_key>(k).is_some_and(|k| k.slot == slot))?;
-        maps::reset_slot(&self.skel.maps.name_budget, slot)
+        maps::forget_where(&self.skel.maps.mon_threads, |k| decode::<mon_thread_key>(k).is_some_and(|k| k.cls.slot == slot))?;
+        maps::reset_slot(&self.skel.maps.name_budget, slot)?;
+        maps::reset_slot(&self.skel.maps.mon_thread_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
         let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
-        h.entries = self.skel.maps.mon_stats.keys().count() as u64;
+        h.entries = (self.skel.maps.mon_stats.keys().count() + self.skel.maps.mon_threads.keys().count()) as u64;
         Ok(h)
     }
 }
@@ -249,18 +256,21 @@ pub fn class_label(internal: &str) -> String {
     internal.replace('/', ".")
 }
 
-/// `jvmdiag_monitor_contended_total`, `jvmdiag_monitor_blocked_seconds` from mon_stats
-/// entries (name_key -> mon_stat), and `jvmdiag_agent_collector_unavailable` for the JVMs
-/// (slots) whose probes cannot fire.
-pub fn monitor_families(entries: &[(Vec<u8>, Vec<u8>)], without_flag: &[u32]) -> [Family; 3] {
+/// `jvmdiag_monitor_contended_total` from mon_threads entries (mon_thread_key -> __u64
+/// enters), `jvmdiag_monitor_blocked_seconds` from mon_stats entries (name_key -> mon_stat),
+/// and `jvmdiag_agent_collector_unavailable` for the JVMs (slots) whose probes cannot fire.
+pub fn monitor_families(threads: &[(Vec<u8>, Vec<u8>)], stats: &[(Vec<u8>, Vec<u8>)], without_flag: &[u32]) -> [Family; 3] {
     let mut enters = metrics::MONITOR_CONTENDED.family();
+    for (k, v) in threads {
+        let (Some(key), Some(n)) = (decode::<mon_thread_key>(k), decode::<u64>(v)) else { continue };
+        let labels = vec![("monitor_class", class_label(&c_name(&key.cls.name))), ("thread_name", c_name(&key.thread_name))];
+        enters.jvm(key.cls.slot, labels, Value::Counter(n));
+    }
     let mut blocked = metrics::MONITOR_BLOCKED.family();
-    for (k, v) in entries {
+    for (k, v) in stats {
         let (Some(key), Some(st)) = (decode::<name_key>(k), decode::<mon_stat>(v)) else { continue };
-        let class = class_label(&c_name(&key.name));
         let h = Hist { buckets: st.blocked.buckets, sum_ns: st.blocked.sum_ns, count: st.blocked.count };
-        enters.jvm(key.slot, vec![("monitor_class", class.clone())], Value::Counter(st.enters));
-        blocked.jvm(key.slot, vec![("monitor_class", class)], Value::Histogram(h));
+        blocked.jvm(key.slot, vec![("monitor_class", class_label(&c_name(&key.name)))], Value::Histogram(h));
     }
     let mut unavailable = metrics::AGENT_COLLECTOR_UNAVAILABLE.family();
     for &slot in without_flag {
