@@ -12,8 +12,8 @@ on loopback, while the ThreadDumpStorm JVM makes long ThreadDump safepoints and 
   - a second JVM (ThreadDumpStormLocks, -XX:+DTraceMonitorProbes, same pod labels) keeps 8
     threads contending on one java.security.SecureRandom and 4 "park-worker-<n>" threads
     parking: the blocked (parked) seconds Prometheus saw must match what the JVM measured
-    itself, and the chart's JvmDiagMonitorContentionHigh expression must name
-    java.security.SecureRandom;
+    itself, the threads blocked on it are its "lock-worker-N", and the chart's
+    JvmDiagMonitorContentionHigh expression must name java.security.SecureRandom;
   - a third JVM (ThreadDumpStormUntraced, same pod labels) runs on a copy of the JDK whose
     libjvm.so has neither USDT notes nor symbols, with -XX:-UsePerfData: the agent can trace
     nothing in it, and the chart's JvmDiagJvmNotTraced expression must name it by pod;
@@ -418,6 +418,15 @@ def locks_checks(base, start, end, log, default_rules):
         # The last second before the JVM exits may miss the last scrape (1 s interval).
         ok = 0.8 * own[what] <= seen <= 1.05 * own[what] + 0.5
         report(ok, f"Prometheus saw {seen:.1f}s {what} ({sel}) for {own[what]:.1f}s the JVM measured itself")
+    # Which threads blocked: only the workload's lock-worker-<n> threads lock the SecureRandom.
+    r = prom(base, "query", query=(f'sum by (thread_name, monitor_class) (max_over_time('
+                                   f'jvmdiag_monitor_contended_total{{jvm="{LOCKS_JVM}"}}[{rng}]))'), time=end)["data"]["result"]
+    pairs = {(x["metric"].get("thread_name"), x["metric"].get("monitor_class")): float(x["value"][1]) for x in r}
+    on_random = sorted(t for t, c in pairs if c == "java.security.SecureRandom")
+    top = max(pairs, key=pairs.get) if pairs else None
+    report(on_random == ["lock-worker-N"] and top == ("lock-worker-N", "java.security.SecureRandom"),
+           f"the threads blocked on java.security.SecureRandom are named {on_random} (the workload's lock-worker-N), "
+           f"the most contended enters: {top} {pairs.get(top, 0):.0f}")
     if default_rules:
         r = chart_rule_series(base, start, end, default_rules, "JvmDiagMonitorContentionHigh")
         if r is None:

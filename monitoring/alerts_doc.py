@@ -64,7 +64,8 @@ JVM makes a long safepoint and a thread storm, and both alerts reach an Alertman
 webhook receiver naming who is behind them (the requester of the thread dumps and the starter of
 the storm's threads: the workload's main thread); a second JVM (`-XX:+DTraceMonitorProbes`) keeps threads blocked on one
 `java.security.SecureRandom` and parking, and once the agent exposes the monitor and parking
-metrics the blocked and parked seconds must match what that JVM measured itself and the
+metrics the blocked and parked seconds must match what that JVM measured itself, the threads
+blocked on the class must be named (its `lock-worker-N`), and the
 `JvmDiagMonitorContentionHigh` expression must name the class; the same run checks that the agent exposes every bucket bound an alert
 can name as exactly the `le` string the rules use, and every metric the rules use.
 """

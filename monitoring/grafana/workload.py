@@ -8,6 +8,17 @@ def g(x, y, w, h=8):
     return {"x": x, "y": y, "w": w, "h": h}
 
 
+def ranked(title, desc, expr, value, grid, columns=()):
+    """A table of one instant query: a row per series, its labels as columns (COLUMNS first, in
+    that order), its value named VALUE."""
+    organize = {"excludeByName": {"Time": True}}
+    if columns:
+        organize["indexByName"] = {c: i for i, c in enumerate([*columns, "Value"])}
+    organize["renameByName"] = {"Value": value}
+    return table(title, desc, [target(expr, "", instant=True, fmt="table")], "short", grid,
+                 transformations=[{"id": "organize", "options": organize}])
+
+
 def q(expr_by, metric):
     return f"histogram_quantile(0.99, sum by ({expr_by}, le) (rate({metric}_bucket{{{SEL}}}[{RATE}])))"
 
@@ -35,40 +46,34 @@ def dashboard():
                    "Seconds per second spent in each VM operation, at a safepoint or not (handshakes, concurrent operations).",
                    [target(f"sum by (vm_operation, at_safepoint) (rate(jvmdiag_vm_operation_seconds_sum{{{SEL}}}[{RATE}]))",
                            "{{vm_operation}} (at_safepoint={{at_safepoint}})")], "percentunit", g(12, 17, 12)),
-        table("Who requested the VM operations in the range",
+        ranked("Who requested the VM operations in the range",
               "VM operations requested over the time range by operation and requesting thread (its native name, first 15 "
               "characters, digits folded): RedefineClasses from a Java agent's thread, Attach Listener for jcmd/jstack, an "
               "application thread calling System.gc(). What JvmDiagSafepointPauseHigh names. Needs USDT hotspot:vmops__request.",
-              [target(f"topk(20, sum by (vm_operation, requester) (increase(jvmdiag_vm_operation_requests_total{{{SEL}}}[$__range]))) > 0",
-                      "", instant=True, fmt="table")], "short", g(0, 25, 24),
-              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
-                                "renameByName": {"Value": "requests"}}}]),
+              f"topk(20, sum by (vm_operation, requester) (increase(jvmdiag_vm_operation_requests_total{{{SEL}}}[$__range]))) > 0",
+              "requests", g(0, 25, 24)),
         row("Threads", 33),
         timeseries("Thread starts by name", "Platform threads started per second by digit-folded name (top K per JVM, rest \"other\").",
                    [target(f"sum by (thread_name) (rate(jvmdiag_thread_starts_total{{{SEL}}}[{RATE}]))", "{{thread_name}}")],
                    "suffix: threads/s", g(0, 34, 12), stack=True),
         timeseries("Live threads by pod", "Platform threads alive per JVM.",
                    [target(f"sum by (pod, jvm) (jvmdiag_threads_live{{{SEL}}})", "{{pod}} {{jvm}}")], "short", g(12, 34, 12)),
-        table("Who started the threads (on-demand starter probe)",
+        ranked("Who started the threads (on-demand starter probe)",
               "Threads started by thread name and starting thread (native name, first 15 characters, digits folded), counted "
               "only while the agent's starter probe was attached: it attaches to a JVM for a bounded window when its thread "
               "start rate passes the threshold (the threadStartRate alert's). What JvmDiagThreadStartRateHigh names.",
-              [target(f"topk(20, sum by (thread_name, starter) (jvmdiag_thread_starts_by_starter_total{{{SEL}}}))",
-                      "", instant=True, fmt="table")], "short", g(0, 42, 24),
-              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
-                                "renameByName": {"Value": "threads started while probed"}}}]),
+              f"topk(20, sum by (thread_name, starter) (jvmdiag_thread_starts_by_starter_total{{{SEL}}}))",
+              "threads started while probed", g(0, 42, 24)),
         row("JIT compilation and code cache", 50),
         timeseries("Compilations per second by compiler", "JIT compilations per second, per compiler (c1, c2, …).",
                    [target(f"sum by (compiler) (rate(jvmdiag_compilations_total{{{SEL}}}[{RATE}]))", "{{compiler}}")],
                    "suffix: compilations/s", g(0, 51, 12), stack=True),
         timeseries("Compilation time p99 by compiler", "99th percentile of the time one compilation takes.",
                    [target(q("compiler", "jvmdiag_compilation_seconds"), "{{compiler}}")], "s", g(12, 51, 12)),
-        table("Most-compiled methods in the range",
+        ranked("Most-compiled methods in the range",
               "Methods compiled most often over the time range (top K per JVM, without \"other\"); one method compiled again and again is a recompilation storm.",
-              [target(f"topk(20, sum by (method) (increase(jvmdiag_method_compilations_total{{{SEL}, method!=\"other\"}}[$__range])))", "",
-                      instant=True, fmt="table")], "short", g(0, 59, 12),
-              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
-                                "renameByName": {"Value": "compilations"}}}]),
+              f"topk(20, sum by (method) (increase(jvmdiag_method_compilations_total{{{SEL}, method!=\"other\"}}[$__range])))",
+              "compilations", g(0, 59, 12)),
         timeseries("Code cache used by code heap, and max", "Code cache bytes in use per code heap (non-nmethods, profiled, "
                    "non-profiled) and the whole cache's maximum (ReservedCodeCacheSize).",
                    [target(f"sum by (pod, jvm, code_heap) (jvmdiag_code_cache_used_bytes{{{SEL}}})", "used {{code_heap}} {{pod}} {{jvm}}"),
@@ -95,17 +100,25 @@ def dashboard():
                    "with high blocked time, few long ones (a lock held across slow work). Needs collectors.monitors.",
                    [target(f"sum by (monitor_class) (rate(jvmdiag_monitor_contended_total{{{SEL}}}[{RATE}]))", "{{monitor_class}}")],
                    "suffix: /s", g(12, 76, 12), stack=True),
+        ranked("Threads blocked most on contended monitors",
+              "Contended monitor enters per second over the time range by the waiting thread's name (native name, first "
+              "15 characters, digits folded) and the locked object's class: every handshake-N thread blocked on one "
+              "java.security.SecureRandom shows here as one row. The holder is in a thread dump (runbook "
+              "JvmDiagMonitorContentionHigh). Per JVM at most maxThreadNames (class, thread) pairs, the rest "
+              "thread_name \"other\". Virtual threads show as their carriers (ForkJoinPool-N-). Needs collectors.monitors.",
+              f"topk(20, sum by (thread_name, monitor_class) (rate(jvmdiag_monitor_contended_total{{{SEL}}}[$__range]))) > 0",
+              "contended enters/s", g(0, 84, 24), columns=("thread_name", "monitor_class")),
         timeseries("Parked time by thread name (pool)",
                    "Seconds per second threads spent parked (LockSupport.park: locks, queues, pools, futures) by folded "
                    "native thread name, summed over threads: a pool of 200 threads waiting for 8 connections shows near 200.",
                    [target(f"sum by (thread_name) (rate(jvmdiag_thread_parked_seconds_total{{{SEL}}}[{RATE}]))", "{{thread_name}}")],
-                   "suffix: s/s", g(0, 84, 12), stack=True),
+                   "suffix: s/s", g(0, 92, 12), stack=True),
         timeseries("Parks per second by thread name (pool)",
                    "Park calls per second by folded native thread name; with parked time, the average park is time / parks.",
                    [target(f"sum by (thread_name) (rate(jvmdiag_thread_parks_total{{{SEL}}}[{RATE}]))", "{{thread_name}}")],
-                   "suffix: parks/s", g(12, 84, 12), stack=True),
+                   "suffix: parks/s", g(12, 92, 12), stack=True),
     ]
     return make("jvm-diagnostics-workload", "JVM diagnostics / Workload",
                 "One workload (JvmDiagnostics) drilled down: pause heat map and p99/max by VM operation, time to safepoint, "
                 "who requested the VM operations, thread starts by name and who started them, compilation rate, most-compiled methods, code cache, probe mode, "
-                "blocked time by monitor class and parked time by pool.", p)
+                "blocked time by monitor class, the threads blocked most, and parked time by pool.", p)
