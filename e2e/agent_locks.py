@@ -252,14 +252,15 @@ def test_monitors(jdk, tag):
     return problems
 
 
-def limited_run(jdk, limits, tag, threads, rounds):
+def limited_run(jdk, limits, tag, threads, rounds, agent_args=None):
     """A LockContention run (THREADS per class, ROUNDS of 1 ms, JFR recording) under a new agent
     that gives it the per-JVM LIMITS (as the pod annotation jvm.diagnostics.dev/limits would;
-    here --jvm-limits): its contended enters by (class, thread name) after the run, and JFR's."""
+    here --jvm-limits), or runs with AGENT_ARGS instead: its contended enters by (class, thread
+    name) after the run, and JFR's."""
     global shared_agent
     if shared_agent is not None:
         stop(shared_agent)
-    shared_agent = start_agent("--jvm-limits", f"LockContention:{limits}")
+    shared_agent = start_agent(*(agent_args or ["--jvm-limits", f"LockContention:{limits}"]))
     ctl_jfc = os.path.join(WORK, "monitor-enter.jfc")
     open(ctl_jfc, "w").write(JFC)
     jfr = os.path.join(WORK, f"locks-{tag}.jfr")
@@ -273,11 +274,13 @@ def limited_run(jdk, limits, tag, threads, rounds):
     return {k: int(v) for k, v in pairs.items()}, jfr_monitor_enters(jdk, jfr)
 
 
-def test_monitor_classes_top_k(jdk):
+def test_monitor_classes_top_k(jdk, agent_wide=False):
     """A JVM whose limit keeps 2 monitor classes contends on 3: at most 2 are named, the rest is
     counted as "other", and nothing is lost: the total equals JFR's (+ the JVM's own contention
-    while JFR started, which JFR does not record)."""
-    pairs, (jfr, _) = limited_run(jdk, "maxClasses=2", "topk", 3, 30)
+    while JFR started, which JFR does not record). The limit is the JVM's own (maxClasses=2) or,
+    with AGENT_WIDE, the agent's --max-classes 2."""
+    agent_args = ["--max-classes", "2"] if agent_wide else None
+    pairs, (jfr, _) = limited_run(jdk, "maxClasses=2", "topk", 3, 30, agent_args)
     enters = {}
     for (c, _), n in pairs.items():
         enters[c] = enters.get(c, 0) + n
@@ -592,8 +595,9 @@ def main():
             nostapsdt = f"{CACHE}/jdk-variants/e2e-{os.path.basename(j.rstrip('/'))}-nostapsdt"
             if os.path.exists(f"{nostapsdt}/bin/java"):
                 run(f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}", test_parking, nostapsdt, "nostapsdt")
-        # Last: they replace the agent by one with a per-JVM limit.
+        # Last: they replace the agent by one with a limit (per JVM, or the agent's own).
         run("monitor_classes_top_k_rest_other", test_monitor_classes_top_k, JDKS[0])
+        run("monitor_classes_top_k_rest_other_agent_max_classes", test_monitor_classes_top_k, JDKS[0], True)
         run("monitor_thread_names_budget_rest_other_class_kept", test_monitor_thread_names_budget, JDKS[0])
     finally:
         kill_leftovers()

@@ -34,6 +34,9 @@ pub struct LoadConfig {
     pub max_vmop_names: u32,
     /// Compilation collector: methods named per JVM (`--max-methods`).
     pub max_methods: u32,
+    /// Monitors collector: monitor classes named per JVM (`--max-classes`; a JVM's own
+    /// `maxClasses` in jvm.diagnostics.dev/limits may lower it), the rest `other`.
+    pub max_classes: u32,
     /// Threads collector: attach `JVM_StartThread` instead of `hotspot:thread__start`.
     pub jvm_start_thread: bool,
     /// The collector's own bit (`Registration::bit`), its programs' `collector_bit`.

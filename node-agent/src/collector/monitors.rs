@@ -28,10 +28,6 @@ const PROBES: [&str; 2] = super::probe_names([
     (consts::MON_PROBE_ENTERED, "monitor__contended__entered"),
 ]);
 
-/// Monitor classes named per JVM at most (the CRD's `collectors.monitors.maxClasses`
-/// default); a JVM's own `maxClasses` (jvm.diagnostics.dev/limits) may lower it. The rest are
-/// `other`.
-pub const MAX_CLASSES: u32 = 20;
 /// Bound on /proc/PID/environ (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS).
 const ENVIRON_MAX_BYTES: u64 = 1 << 20;
 /// The reason label of a JVM whose monitor probes do not fire.
@@ -52,13 +48,13 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let mut open = MonitorsSkelBuilder::default().open(super::object_storage()).context("open monitors.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
-    ro.max_names = MAX_CLASSES;
+    ro.max_names = cfg.max_classes;
     ro.max_thread_names = cfg.max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
-    open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_CLASSES))?;
-    // The named (class, thread) pairs and one "other" thread per class (MAX_CLASSES + "other").
-    open.maps.mon_threads.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(MAX_CLASSES)))?;
+    open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_classes))?;
+    // The named (class, thread) pairs and one "other" thread per class (max_classes + "other").
+    open.maps.mon_threads.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_classes)))?;
     open.maps.mon_inflight.set_max_entries(cfg.max_jvms.saturating_mul(consts::MON_INFLIGHT_PER_JVM).min(consts::MON_INFLIGHT_MAX))?;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
