@@ -5,14 +5,16 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Threads with known names start known numbers of threads (the starter test of
- * e2e/agent_standalone.py). Usage: ThreadStarters DIR A B MORE.
+ * Threads with known names start known numbers of threads (the starter tests of
+ * e2e/agent_standalone.py and e2e/agent-kube.sh). Usage: ThreadStarters DIR A B MORE [RATE].
  *
- * Writes DIR/ready. On DIR/trigger, `trigger` starts short `warmup-N` threads as fast as it
- * can (the storm that makes the agent attach its starter probe) until DIR/go; then
- * `starter-A` starts A threads `worker-a-N` and `starter-B` B threads `worker-b-N`, both at
- * once; DIR/done gets "A B WARMUPS". On DIR/more, `starter-A` starts MORE `late-N` threads
- * (after the probe is detached) and writes DIR/more-done. Lives until DIR/stop.
+ * Writes DIR/ready. On DIR/trigger, `trigger` starts short `warmup-N` threads (the storm that
+ * makes the agent attach its starter probe) until DIR/go: as fast as it can, or with RATE at
+ * most RATE a second (one at a time, a pause of 1/RATE s after each). Then `starter-A` starts
+ * A threads `worker-a-N` and `starter-B` B threads `worker-b-N`, both at once; DIR/done gets
+ * "A B WARMUPS STORM_MS" (STORM_MS: how long the storm ran). On DIR/more, `starter-A` starts
+ * MORE `late-N` threads (after the probe is detached) and writes DIR/more-done. Lives until
+ * DIR/stop.
  */
 public class ThreadStarters {
     static void waitFor(Path p) throws InterruptedException {
@@ -51,20 +53,31 @@ public class ThreadStarters {
         int a = Integer.parseInt(args[1]);
         int b = Integer.parseInt(args[2]);
         int more = Integer.parseInt(args[3]);
+        int rate = args.length > 4 ? Integer.parseInt(args[4]) : 0;
         Files.writeString(dir.resolve("ready"), "");
         waitFor(dir.resolve("trigger"));
         int[] warmups = new int[1];
         Thread trigger = new Thread(() -> {
             try {
                 while (!Files.exists(dir.resolve("go"))) {
-                    warmups[0] += startMany("warmup", 50);
+                    if (rate > 0) {
+                        Thread t = new Thread(() -> { }, "warmup-" + warmups[0]);
+                        t.start();
+                        t.join();
+                        warmups[0]++;
+                        Thread.sleep(1000 / rate);
+                    } else {
+                        warmups[0] += startMany("warmup", 50);
+                    }
                 }
             } catch (InterruptedException e) {
                 throw new RuntimeException(e);
             }
         }, "trigger");
+        long t0 = System.nanoTime();
         trigger.start();
         trigger.join();
+        long stormMs = (System.nanoTime() - t0) / 1_000_000;
         int[] counts = new int[2];
         Thread sa = new Thread(() -> {
             try {
@@ -84,7 +97,7 @@ public class ThreadStarters {
         sb.start();
         sa.join();
         sb.join();
-        publish(dir, "done", counts[0] + " " + counts[1] + " " + warmups[0]);
+        publish(dir, "done", counts[0] + " " + counts[1] + " " + warmups[0] + " " + stormMs);
         while (!Files.exists(dir.resolve("more"))) {
             if (Files.exists(dir.resolve("stop"))) {
                 return; // the test ended early

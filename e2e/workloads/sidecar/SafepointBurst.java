@@ -8,6 +8,8 @@
  * test can make a known number of thread starts and safepoints happen in a window it chose.
  * With NAMES (1 to 26), the burst's threads take that many names, digits folded as the agent
  * folds them: "more-a-N", "more-b-N", ... (else all are "more-N").
+ * A request "main CLASS ARGS..." instead runs CLASS's main(ARGS) (a class on the class path,
+ * e.g. ThreadStarters) on a new thread named CLASS, in this JVM, and the loop goes on.
  */
 public class SafepointBurst {
     public static void main(String[] args) throws Exception {
@@ -34,6 +36,10 @@ public class SafepointBurst {
             if (!java.nio.file.Files.exists(request)) continue;
             String[] want = java.nio.file.Files.readString(request).trim().split("\\s+");
             java.nio.file.Files.delete(request);
+            if (want[0].equals("main")) {
+                runMain(want[1], java.util.Arrays.copyOfRange(want, 2, want.length));
+                continue;
+            }
             int more = Integer.parseInt(want[0]), moreGcs = Integer.parseInt(want[1]);
             int names = want.length > 2 ? Integer.parseInt(want[2]) : 0;
             for (int i = 0; i < more; i++) {
@@ -45,5 +51,17 @@ public class SafepointBurst {
             System.out.println("BURST " + more + " " + moreGcs);
             System.out.flush();
         }
+    }
+
+    /** CLASS.main(args) on a new thread named CLASS (found by name: this file compiles alone). */
+    static void runMain(String cls, String[] args) throws ReflectiveOperationException {
+        java.lang.reflect.Method main = Class.forName(cls).getMethod("main", String[].class);
+        new Thread(() -> {
+            try {
+                main.invoke(null, (Object) args);
+            } catch (ReflectiveOperationException e) {
+                e.printStackTrace();
+            }
+        }, cls).start();
     }
 }
