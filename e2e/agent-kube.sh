@@ -10,8 +10,11 @@
 # series carry namespace, pod, container and jvmdiagnostics; in a window the test opens, each
 # pod's JVM starts a different known number of threads and runs known safepoints, and the
 # pod's thread starts and safepoints equal `kubectl exec … jcmd 1 PerfCounter.print` exactly
-# (counted once however many containers map the image's libjvm.so); the pod without the
-# annotation is not traced; a deleted pod's series are shown once more, then gone.
+# (counted once however many containers map the image's libjvm.so); who starts threads: each
+# pod's threshold of the on-demand starter probe is its resource's threadStartRate, the probe
+# attached to the pods storming past theirs counts by (thread name, starter) exactly what their
+# starters started, then detaches, and the pod storming below its own threshold gets none; the
+# pod without the annotation is not traced; a deleted pod's series are shown once more, then gone.
 # Sidecar mode: a JvmDiagnostics with `collection: Sidecar` per JDK; the webhook adds the
 # unprivileged jvmdiag-sidecar (this tree's agent binary, image built here) and the shared
 # /tmp volume; its /metrics, scraped through the pod IP, carries the contract's labels and
@@ -67,7 +70,7 @@ step "building the agent and the workload images"
 (cd "$REPO_ROOT/node-agent" && nice cargo build -p jvmdiag-agent >"$WORK/build.log" 2>&1) || { bad "agent build" "$(tail -3 "$WORK/build.log")"; finish; }
 AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/debug/jvmdiag-agent"
 mkdir -p "$WORK/classes" "$WORK/agent-root/etc" "$WORK/agent-root/tmp"
-"$JDK17/bin/javac" --release 17 -d "$WORK/classes" "$JVMDIAG_WORKLOADS/sidecar/SafepointBurst.java"
+"$JDK17/bin/javac" --release 17 -d "$WORK/classes" "$JVMDIAG_WORKLOADS/sidecar/SafepointBurst.java" "$JVMDIAG_WORKLOADS/ThreadStarters.java"
 IMAGES_NO_IMPORT=1 "$REPO_ROOT/hack/images/build.sh" pause jdk17-base jdk25-base >"$WORK/images.log" 2>&1 || { bad "base images" "$(tail -3 "$WORK/images.log")"; finish; }
 for v in 17 25; do
   python3 "$REPO_ROOT/hack/images/build-image.py" --tag "jvmdiag/agent-kube-e2e$v:dev" --base "jvmdiag/jdk$v-base:dev" \
@@ -95,7 +98,11 @@ if until_ok 60 "node $NODE_NAME Ready" node_ready; then ok "cluster with node $N
 else bad "node Ready" "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions}' 2>&1 | tail -c 400)"; finish; fi
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$AGENT" --node-name "$NODE_NAME" --kubeconfig "$KUBECONFIG_ADMIN" --listen "127.0.0.1:$PORT" >"$WORK/agent.log" 2>&1 &
+# The starter probe: the agent's own threshold (50/s, its default) for pods without one; a
+# window short enough for the test to see the probe detached.
+STARTER_THRESHOLD=50 STARTER_WINDOW=15
+"$AGENT" --node-name "$NODE_NAME" --kubeconfig "$KUBECONFIG_ADMIN" --listen "127.0.0.1:$PORT" \
+  --starter-threshold "$STARTER_THRESHOLD" --starter-window-seconds "$STARTER_WINDOW" >"$WORK/agent.log" 2>&1 &
 AGENT_PID=$!
 scrape() { curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics"; }
 
@@ -103,8 +110,9 @@ MARK="e2e-$$"
 deploy() {  # name version injected(0/1) [pod securityContext [replicas]]
   local meta="labels: {app: $1}" sc="${4:-}" replicas="${5:-1}"
   [ -n "$sc" ] || sc='{}'
-  local limits=""
-  [ "$1" = "$LIMITED" ] && limits=", jvm.diagnostics.dev/limits: \"maxThreadNames=3\""
+  local limits="threadStartRate=${START_RATE[$1]:-}"
+  [ "$1" = "$LIMITED" ] && limits="maxThreadNames=3,$limits"
+  limits=", jvm.diagnostics.dev/limits: \"$limits\""
   [ "$3" = 1 ] && [ "$E2E_OPERATOR" = 0 ] && meta="labels: {app: $1, jvm.diagnostics.dev/inject: res-$1}
       annotations: {jvm.diagnostics.dev/injected: \"h\", jvm.diagnostics.dev/collectors: \"threads,safepoints,vmOperations,compilation\", jvm.diagnostics.dev/containers: app$limits}"
   kc apply -f - >/dev/null <<EOF
@@ -130,8 +138,9 @@ spec:
 EOF
 }
 resource() {  # deployment collection
-  local collectors=''
+  local collectors='' alerts=''
   [ "$1" = "$LIMITED" ] && collectors='collectors: {threads: {maxThreadNames: 3}}'
+  [ -n "${START_RATE[$1]:-}" ] && alerts="alerts: {threadStartRate: {threshold: ${START_RATE[$1]}}}"
   kc apply -f - >/dev/null <<EOF
 apiVersion: jvm.diagnostics.dev/v1alpha1
 kind: JvmDiagnostics
@@ -140,6 +149,7 @@ spec:
   targetRef: {kind: Deployment, name: $1}
   collection: $2
   $collectors
+  $alerts
   rollout: Automatic
 EOF
 }
@@ -148,6 +158,12 @@ EOF
 LIMITED=jdk17b
 INJECTED=(jdk17 jdk17b jdk25 jdk25b) SIDECARS=()
 declare -A REPLICAS=([jdk17]=3 [jdk17b]=1 [jdk25]=3 [jdk25b]=1)
+# Each resource's threadStartRate alert threshold (threads/s), which the webhook carries to the
+# agent as the threshold of its on-demand starter probe. BELOW's pods storm faster than the
+# agent's own threshold but slower than theirs: no probe; the others slower than the agent's but
+# faster than theirs: probe attached, so each pod's own threshold is the one that decides.
+declare -A START_RATE=([jdk17]=20 [jdk17b]=2000 [jdk25]=25 [jdk25b]=15)
+BELOW=jdk17b BELOW_STORM=200 STORM=40
 if [ "$E2E_OPERATOR" = 1 ]; then
   step "operator on the host (webhook on loopback, sidecar image $SIDECAR_IMAGE)"
   # The CRD first, until Established: up.sh's `kubectl wait` fails at once when the new
@@ -213,6 +229,215 @@ counter() { sed -n "s/^$1=//p" "$WORK/jcmd"; }
 # sum METRIC SELECTOR FILE: the sum of the values of METRIC's series whose labels contain SELECTOR
 msum() { grep -F "$2" "$3" | grep -F -- "${4:-}" | awk -v m="$1" '$1 ~ "^"m"[{]" {s+=$NF} END{printf "%.9g\n", s+0}'; }
 
+# The instrumented pods, their series' labels, their Deployment, and what each does in the window below.
+declare -A SEL DEP WANT_T WANT_G
+PODS=() i=0
+for d in "${INJECTED[@]}"; do
+  for pod in $(kc get pods -l "app=$d" -o jsonpath='{.items[*].metadata.name}'); do
+    PODS+=("$pod"); DEP[$pod]=$d; SEL[$pod]="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-$d\""
+    WANT_T[$pod]=$((100 + 37 * i)); WANT_G[$pod]=$((3 + i % 4)); i=$((i + 1))
+  done
+done
+[ "${#PODS[@]}" -eq 8 ] || bad "8 instrumented pods (3 + 1 per JDK)" "found ${#PODS[@]}: ${PODS[*]}"
+
+# The on-demand starter probe, per pod. Each pod's JVM runs ThreadStarters (SafepointBurst's
+# request file starts it on a thread of its own, named ThreadStarters): `trigger` starts threads
+# at a fixed pace until the pod's go; then `starter-A` and `starter-B` start the pod's own
+# numbers of threads, all replicas differing. The threshold of each pod is its resource's
+# threadStartRate (START_RATE). Once the agent reports the probe attached to a pod, the test
+# gives that pod its go; the pod's jvmdiag_thread_starts_by_starter_total, read while the probe
+# is still attached, must equal what the workload says its starters started. After the window
+# the probe is detached (gauge 0, its links gone from the agent's descriptors) and the threads
+# starter-A starts then are not counted. BELOW's pod storms faster than the agent's own
+# threshold and slower than its own: no probe, no series. Across the whole part, jcmd's
+# java.threads.started and the agent's thread starts grow by the workload's own total.
+# The handshake files are in the container's /tmp, written and read from the host through
+# /proc/<pid>/root (root, as the agent is): a kubectl exec per step would spend seconds of the
+# probe's window on a loaded machine.
+step "the on-demand starter probe in every instrumented pod, each with its own threshold"
+host_pid() {  # POD -> host pid of its app container's JVM (the container ID in its cgroup)
+  local cid p
+  cid=$(kc get pod "$1" -o jsonpath='{.status.containerStatuses[?(@.name=="app")].containerID}'); cid=${cid#*://}
+  [ -n "$cid" ] || return 1
+  for p in $(pgrep -f "SafepointBurst 40 5 20 3000 /tmp/burst-$MARK-"); do
+    grep -q "$cid" "/proc/$p/cgroup" 2>/dev/null && { echo "$p"; return 0; }
+  done
+  return 1
+}
+# value METRIC SELECTOR FILE: the value of the JVM's one series of METRIC as a number ("1.0" is
+# 1; empty when absent)
+value() { grep -F "$2" "$3" | awk -v m="$1" '$1 ~ "^"m"[{]" {print $NF + 0; exit}'; }
+# starter_pairs SELECTOR FILE: "thread_name/starter=count" per series of the JVM, sorted
+starter_pairs() {
+  grep -F "$1" "$2" | sed -n 's/^jvmdiag_thread_starts_by_starter_total{.*,thread_name="\([^"]*\)",starter="\([^"]*\)"} \([0-9]*\)$/\1\/\2=\3/p' | sort
+}
+pair() { sed -n "s|^$1=||p" <<<"$2"; }
+# The BPF links the agent holds, as the kernel lists its descriptors.
+agent_links() { grep -h '^link_id:' /proc/"$AGENT_PID"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -n; }
+jcmd_parallel() {  # TAG POD...: jcmd PerfCounter.print of each pod at once, into $WORK/TAG-POD
+  local tag=$1 pids=() p; shift
+  for p in "$@"; do jcmd_counters "$p" >"$WORK/$tag-$p" & pids+=($!); done
+  [ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"
+}
+started() { sed -n 's/^java.threads.started=//p' "$WORK/$1-$2"; }
+
+declare -A ROOT_DIR WANT_A WANT_B WANT_M PHASE ATT_AT
+SDIR="/tmp/starters-$MARK"
+STARTERS=() i=0
+for pod in "${PODS[@]}"; do
+  d=${DEP[$pod]} sel=${SEL[$pod]}
+  WANT_A[$pod]=$((150 + 41 * i)); WANT_B[$pod]=$((60 + 13 * i)); WANT_M[$pod]=0; i=$((i + 1))
+  [ "$d" = "$BELOW" ] || WANT_M[$pod]=$((30 + 7 * i))
+  # jvm_info appears once every probe is attached and the pid is in traced_pids.
+  traced() { scrape | grep -F "$sel" | grep -q '^jvmdiag_jvm_info{'; }
+  if ! until_ok 60 "the agent to trace $pod (jvmdiag_jvm_info with its labels)" traced; then
+    bad "$pod: series labelled {$sel}" "$(grep -c "pod=\"$pod\"" <(scrape)) series of the pod; agent log: $(tail -n 3 "$WORK/agent.log" | tr '\n' ' ')"; continue
+  fi
+  ann=$(kc get pod "$pod" -o jsonpath='{.metadata.annotations.jvm\.diagnostics\.dev/limits}')
+  if [[ ",$ann," != *",threadStartRate=${START_RATE[$d]},"* ]]; then
+    bad "$pod: its resource's threadStartRate in its limits annotation" "annotation \"$ann\", want threadStartRate=${START_RATE[$d]}"; continue
+  fi
+  hpid=$(host_pid "$pod") || { bad "$pod: its JVM found on the host by its container ID"; continue; }
+  rate=$STORM; [ "$d" = "$BELOW" ] && rate=$BELOW_STORM
+  ROOT_DIR[$pod]=/proc/$hpid/root$SDIR
+  if ! mkdir -p "${ROOT_DIR[$pod]}" || ! echo "main ThreadStarters $SDIR ${WANT_A[$pod]} ${WANT_B[$pod]} ${WANT_M[$pod]} $rate" >"/proc/$hpid/root/tmp/burst-$MARK-$d"; then
+    bad "$pod: ThreadStarters requested through /proc/$hpid/root"; continue
+  fi
+  STARTERS+=("$pod")
+done
+for pod in "${STARTERS[@]}"; do
+  ready() { [ -f "${ROOT_DIR[$pod]}/ready" ]; }
+  until_ok 30 "$pod: ThreadStarters to start in its JVM (${ROOT_DIR[$pod]}/ready)" ready || { bad "$pod: ThreadStarters started" "$(kc logs "$pod" -c app | tail -n 3 | tr '\n' ' ')"; unset "ROOT_DIR[$pod]"; }
+done
+ST=() ATT=()
+for pod in "${STARTERS[@]}"; do
+  [ -n "${ROOT_DIR[$pod]:-}" ] || continue
+  ST+=("$pod"); [ "${DEP[$pod]}" = "$BELOW" ] || ATT+=("$pod")
+done
+jcmd_parallel st0 "${ST[@]}"
+scrape >"$WORK/st0.prom"
+for pod in "${ST[@]}"; do
+  if [ -n "$(value jvmdiag_agent_starter_probe_windows_total "${SEL[$pod]}" "$WORK/st0.prom")" ]; then
+    bad "$pod: no starter probe before its storm" "$(grep -F "${SEL[$pod]}" "$WORK/st0.prom" | grep starter | head -n 3 | tr '\n' ' ')"
+  fi
+done
+LINKS0=$(agent_links)
+T_TRIG=$SECONDS
+for pod in "${ST[@]}"; do PHASE[$pod]=storm; : >"${ROOT_DIR[$pod]}/trigger"; done
+# Each pod over its threshold gets its go as soon as the agent reports its probe attached (the
+# window runs from then); BELOW's pod once the others are done and it has stormed 8 s at least.
+LINKS1=""
+while [ $((SECONDS - T_TRIG)) -lt 90 ]; do
+  scrape >"$WORK/poll.prom" 2>/dev/null || { sleep 0.2; continue; }
+  open=0 left=0
+  for pod in "${ATT[@]}"; do
+    case ${PHASE[$pod]} in
+      storm) if [ "$(value jvmdiag_agent_starter_probe_attached "${SEL[$pod]}" "$WORK/poll.prom")" = 1 ]; then
+               : >"${ROOT_DIR[$pod]}/go"; PHASE[$pod]=go; ATT_AT[$pod]=$((SECONDS - T_TRIG))
+             fi ;;
+      go) if [ -f "${ROOT_DIR[$pod]}/done" ]; then scrape >"$WORK/done-$pod.prom"; PHASE[$pod]=done; fi ;;
+    esac
+    [ "$(value jvmdiag_agent_starter_probe_attached "${SEL[$pod]}" "$WORK/poll.prom")" = 1 ] && open=$((open + 1))
+    [ "${PHASE[$pod]}" = done ] || left=$((left + 1))
+  done
+  [ -z "$LINKS1" ] && [ "$open" -eq "${#ATT[@]}" ] && LINKS1=$(agent_links)
+  for pod in "${ST[@]}"; do
+    [ "${DEP[$pod]}" = "$BELOW" ] || continue
+    case ${PHASE[$pod]} in
+      storm) [ "$left" -eq 0 ] && [ $((SECONDS - T_TRIG)) -ge 8 ] && { : >"${ROOT_DIR[$pod]}/go"; PHASE[$pod]=go; } ;;
+      go) [ -f "${ROOT_DIR[$pod]}/done" ] && PHASE[$pod]=done ;;
+    esac
+    [ "${PHASE[$pod]}" = done ] || left=$((left + 1))
+  done
+  [ "$left" -eq 0 ] && break
+  sleep 0.2
+done
+for pod in "${ATT[@]}"; do
+  d=${DEP[$pod]} sel=${SEL[$pod]}
+  if [ "${PHASE[$pod]}" != done ]; then
+    bad "$pod: starter probe attached by its storm (${STORM}/s, threshold ${START_RATE[$d]}/s), its starters done" "phase ${PHASE[$pod]} after $((SECONDS - T_TRIG))s; $(grep -F "$sel" "$WORK/poll.prom" | grep starter_probe | tr '\n' ' ')"
+    continue
+  fi
+  read -r da db dw dms <"${ROOT_DIR[$pod]}/done"
+  r=$((dw * 1000 / (dms > 0 ? dms : 1)))
+  pairs=$(starter_pairs "$sel" "$WORK/done-$pod.prom")
+  att=$(value jvmdiag_agent_starter_probe_attached "$sel" "$WORK/done-$pod.prom")
+  win=$(value jvmdiag_agent_starter_probe_windows_total "$sel" "$WORK/done-$pod.prom")
+  wa=$(pair worker-a-N/starter-A "$pairs") wb=$(pair worker-b-N/starter-B "$pairs") ww=$(pair warmup-N/trigger "$pairs")
+  sa=$(pair starter-A/ThreadStarters "$pairs") sb=$(pair starter-B/ThreadStarters "$pairs")
+  strays=$(grep -vE '^(worker-a-N/starter-A|worker-b-N/starter-B|warmup-N/trigger|starter-[AB]/ThreadStarters)=' <<<"$pairs" | tr '\n' ' ')
+  if [ "$att" = 1 ] && [ "$win" = 1 ] && [ "${wa:-0}" -eq "$da" ] && [ "$da" -eq "${WANT_A[$pod]}" ] && [ "${wb:-0}" -eq "$db" ] && [ "$db" -eq "${WANT_B[$pod]}" ] \
+    && [ "$sa" = 1 ] && [ "$sb" = 1 ] && [ "${ww:-0}" -gt 0 ] && [ "$ww" -le "$dw" ] && [ -z "${strays// /}" ] && [ "$r" -lt "$STARTER_THRESHOLD" ]; then
+    ok "$pod (threadStartRate ${START_RATE[$d]}): probe attached ${ATT_AT[$pod]}s into its $r/s storm (below the agent's own $STARTER_THRESHOLD/s); while attached: worker-a-N by starter-A $wa, worker-b-N by starter-B $wb = what its starters started ($da, $db); warmup-N by trigger $ww of $dw"
+  else
+    bad "$pod: its starters' threads counted by (thread_name, starter) while attached" "attached=$att windows=$win; agent: $(tr '\n' ' ' <<<"$pairs"); workload: starter-A $da, starter-B $db (want ${WANT_A[$pod]}, ${WANT_B[$pod]}), $dw warmups in ${dms}ms ($r/s; want below $STARTER_THRESHOLD)"
+  fi
+done
+if [ "${#ATT[@]}" -gt 0 ]; then
+  if [ -z "$LINKS1" ]; then bad "agent: the starter probes of ${#ATT[@]} pods attached at once" "never seen all attached in one scrape"
+  else
+    new=$(comm -13 <(echo "$LINKS0") <(echo "$LINKS1") | grep -c .)
+    if [ "$new" -eq $((2 * ${#ATT[@]} + 1)) ]; then ok "agent: +$new BPF links while ${#ATT[@]} windows were open (JVM_StartThread and thread__start per pod's pid, one sched_process_fork)"
+    else bad "agent: 2 links per attached pod and one sched_process_fork" "$new new links with ${#ATT[@]} windows open (before: $(grep -c . <<<"$LINKS0"), during: $(grep -c . <<<"$LINKS1"))"; fi
+  fi
+fi
+# After the window: detached, and starter-A's late-N threads are not counted (the same pod gets
+# the probe again one window later at the earliest).
+detached() {
+  scrape >"$WORK/poll.prom" || return 1
+  local pod; for pod in "${ATT[@]}"; do [ "$(value jvmdiag_agent_starter_probe_attached "${SEL[$pod]}" "$WORK/poll.prom")" = 0 ] || return 1; done
+}
+if [ "${#ATT[@]}" -gt 0 ]; then
+  until_ok $((STARTER_WINDOW + 30)) "the probe detached from ${#ATT[@]} pods after its ${STARTER_WINDOW}s window" detached
+  LINKS2=$(agent_links)
+  for pod in "${ATT[@]}"; do [ "${PHASE[$pod]}" = done ] && : >"${ROOT_DIR[$pod]}/more"; done
+  for pod in "${ATT[@]}"; do
+    [ "${PHASE[$pod]}" = done ] || continue
+    more_done() { [ -f "${ROOT_DIR[$pod]}/more-done" ]; }
+    until_ok 30 "$pod: starter-A to start its late threads" more_done || bad "$pod: late threads started"
+  done
+  scrape >"$WORK/late.prom"
+  for pod in "${ATT[@]}"; do
+    [ "${PHASE[$pod]}" = done ] || continue
+    sel=${SEL[$pod]} late=$(cat "${ROOT_DIR[$pod]}/more-done" 2>/dev/null)
+    att=$(value jvmdiag_agent_starter_probe_attached "$sel" "$WORK/late.prom"); win=$(value jvmdiag_agent_starter_probe_windows_total "$sel" "$WORK/late.prom")
+    if [ "$att" = 0 ] && [ "$win" = 1 ] && [ "$late" = "${WANT_M[$pod]}" ] && [ "$(starter_pairs "$sel" "$WORK/late.prom")" = "$(starter_pairs "$sel" "$WORK/done-$pod.prom")" ]; then
+      ok "$pod: probe detached after the window (attached 0, 1 window), the $late late-N threads starter-A started then not counted"
+    else bad "$pod: detached after the window, series unchanged" "attached=$att windows=$win late=$late; now: $(starter_pairs "$sel" "$WORK/late.prom" | tr '\n' ' ')"; fi
+  done
+  if [ "$LINKS2" = "$LINKS0" ]; then ok "agent: every starter probe link gone after the windows ($(grep -c . <<<"$LINKS0") links, as before the storms)"
+  else bad "agent: starter probe links gone after the windows" "left: $(comm -13 <(echo "$LINKS0") <(echo "$LINKS2") | tr '\n' ' ') gone: $(comm -23 <(echo "$LINKS0") <(echo "$LINKS2") | tr '\n' ' ')"; fi
+fi
+scrape >"$WORK/late.prom"
+for pod in "${ST[@]}"; do
+  [ "${DEP[$pod]}" = "$BELOW" ] || continue
+  sel=${SEL[$pod]} t=${START_RATE[$BELOW]}
+  if [ "${PHASE[$pod]}" != done ]; then bad "$pod: its storm below its threshold ran" "phase ${PHASE[$pod]}"; continue; fi
+  read -r da db dw dms <"${ROOT_DIR[$pod]}/done"
+  r=$((dw * 1000 / (dms > 0 ? dms : 1)))
+  series=$(grep -F "$sel" "$WORK/late.prom" | grep -E '^jvmdiag_(thread_starts_by_starter_total|agent_starter_probe_(attached|windows_total))\{' | head -n 3)
+  if [ -z "$series" ] && [ "$r" -gt "$STARTER_THRESHOLD" ] && [ "$r" -lt "$t" ]; then
+    ok "$pod (threadStartRate $t): no starter probe, no series for its ${dms}ms storm at $r/s (above the agent's own $STARTER_THRESHOLD/s) and its starters' $((da + db)) threads"
+  else bad "$pod: no starter probe below its own threshold" "storm $dw threads in ${dms}ms = $r/s (want above $STARTER_THRESHOLD, below $t); series: $(tr '\n' ' ' <<<"$series")"; fi
+done
+for pod in "${ST[@]}"; do : >"${ROOT_DIR[$pod]}/stop"; done
+sleep 0.5
+jcmd_parallel st1 "${ST[@]}"
+scrape >"$WORK/st1.prom"
+for pod in "${ST[@]}"; do
+  [ "${PHASE[$pod]}" = done ] || continue
+  read -r da db dw dms <"${ROOT_DIR[$pod]}/done"
+  # trigger, starter-A, starter-B and their threads; then starter-A again and its late ones
+  want=$((dw + da + db + 3)); late=$(cat "${ROOT_DIR[$pod]}/more-done" 2>/dev/null); [ -n "$late" ] && want=$((want + 1 + late))
+  j0=$(started st0 "$pod") j1=$(started st1 "$pod")
+  [ -n "$j0" ] && [ -n "$j1" ] || { bad "$pod: jcmd PerfCounter.print before and after the starter part" "before: ${j0:-none}, after: ${j1:-none}"; continue; }
+  dj=$((j1 - j0))
+  dag=$(( $(msum jvmdiag_thread_starts_total "${SEL[$pod]}" "$WORK/st1.prom") - $(msum jvmdiag_thread_starts_total "${SEL[$pod]}" "$WORK/st0.prom") ))
+  if [ "$dj" -eq "$want" ] && [ "$dag" -eq "$want" ]; then ok "$pod: jcmd java.threads.started +$dj = agent's thread starts +$dag = the $want its workload started"
+  else bad "$pod: thread starts across the starter part" "jcmd +$dj, agent +$dag, workload $want"; fi
+done
+
+
 # eBPF sees only what happens after the attach, which on a loaded machine may come after
 # the workload's start-up: the exact comparison is over a window that opens once the agent
 # traces the pod and both counters stand still. In the window every pod's JVM starts its own
@@ -220,15 +445,7 @@ msum() { grep -F "$2" "$3" | grep -F -- "${4:-}" | awk -v m="$1" '$1 ~ "^"m"[{]"
 # request file), all pods at once; the window closes when each has printed BURST and both
 # counters stand still again. A pod counted once per container of its image would show a
 # multiple of its number.
-declare -A SEL BEFORE_S BEFORE_P BEFORE_R C0_S C0_P WANT_T WANT_G
-PODS=() i=0
-for d in "${INJECTED[@]}"; do
-  for pod in $(kc get pods -l "app=$d" -o jsonpath='{.items[*].metadata.name}'); do
-    PODS+=("$pod"); SEL[$pod]="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-$d\""
-    WANT_T[$pod]=$((100 + 37 * i)); WANT_G[$pod]=$((3 + i % 4)); i=$((i + 1))
-  done
-done
-[ "${#PODS[@]}" -eq 8 ] || bad "8 instrumented pods (3 + 1 per JDK)" "found ${#PODS[@]}: ${PODS[*]}"
+declare -A BEFORE_S BEFORE_P BEFORE_R C0_S C0_P
 # The window's threads take BURST_NAMES names (more-a-N ... more-f-N): more than the limited
 # pod's 3, so its bound is what keeps them out, as the other pods showing all of them prove.
 BURST_NAMES=6

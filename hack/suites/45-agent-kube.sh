@@ -8,8 +8,9 @@
 #      CLUSTER_NODE=0): real JVMs in runtime-shaped cgroups, pods written by the test as a
 #      kubelet would; API outage; 500 pods with flat memory and no traffic but the watch.
 #   4. end to end on the local cluster with its node (CLUSTER_INDEX=7, e2e/agent-kube.sh):
-#      the operator injects JDK 17/25 Deployments, the agent on the host attributes them; the
-#      operator's webhook adds the sidecar to two more, scraped through the pod IP.
+#      the operator injects JDK 17/25 Deployments, the agent on the host attributes them and
+#      attaches its starter probe by each pod's own threshold; the operator's webhook adds the
+#      sidecar to two more, scraped through the pod IP.
 #      AGENT_KUBE_E2E=0 skips it.
 # Everything started here is stopped on exit. Needs root (eBPF, cgroups, setpriv).
 set -uo pipefail
