@@ -4,6 +4,11 @@
  * {@code stdin} (hack/bench.d/agent.sh sends it after the same idle time in every configuration
  * and, with the agent, once it lists the JVM), else sleep that many milliseconds. Records the
  * process CPU time around the wait for the workload's output line.
+ *
+ * <p>Before the go, a line {@code threads N} makes the JVM start and join N short threads
+ * ({@code warmup-<i>}, one at a time), print {@code WARMED N} and start its wait again: the
+ * bench's way to make the thread start rate pass the agent's starter threshold before the
+ * measured part, the same in every configuration.
  */
 final class BenchStart {
     private final com.sun.management.OperatingSystemMXBean os =
@@ -15,16 +20,31 @@ final class BenchStart {
         BenchStart b = new BenchStart();
         System.out.println("READY " + ProcessHandle.current().pid());
         System.out.flush();
-        b.waitStartNs = System.nanoTime();
-        b.waitStartCpu = b.os.getProcessCpuTime();
+        b.startWait();
         if (how.equals("stdin")) {
-            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+            var in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+            for (String line = in.readLine(); line != null && line.startsWith("threads "); line = in.readLine()) {
+                int n = Integer.parseInt(line.substring("threads ".length()).trim());
+                for (int i = 0; i < n; i++) {
+                    Thread t = new Thread(() -> { }, "warmup-" + i);
+                    t.start();
+                    t.join();
+                }
+                System.out.println("WARMED " + n);
+                System.out.flush();
+                b.startWait();
+            }
         } else {
             Thread.sleep(Long.parseLong(how));
         }
         b.goCpu = b.os.getProcessCpuTime();
         b.goNs = System.nanoTime();
         return b;
+    }
+
+    private void startWait() {
+        waitStartNs = System.nanoTime();
+        waitStartCpu = os.getProcessCpuTime();
     }
 
     long processCpuNs() {

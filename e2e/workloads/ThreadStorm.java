@@ -7,13 +7,15 @@
  *   <li>{@code stdin} (what {@code hack/bench.d/agent.sh} uses): print {@code READY <pid>} once
  *       the JVM is up, then wait for a line on standard input. The benchmark sends it after the
  *       same minimum idle time in every configuration and, with the agent, only once the agent
- *       reports this JVM attached, so attaching never overlaps the measured part.</li>
+ *       reports this JVM attached, so attaching never overlaps the measured part. Lines
+ *       {@code threads N} before it start N warm-up threads ({@code BenchStart}).</li>
  *   <li>a number of milliseconds (default 800): print {@code READY <pid>}, sleep that long, then
  *       run. With a long sleep this is the idle JVM the benchmark runs beside a storm.</li>
  * </ul>
  * Prints "WALL_MS CPU_MS PRE_CPU_MS WAIT_CPU_MS WAIT_MS": wall and process CPU time (user +
  * system, every thread) of the storm; the process CPU time from the JVM's start to the start of
- * the storm; the part of it spent while waiting (READY to go); and the wait's length.
+ * the storm; the part of it spent while waiting (READY, or the end of the warm-up, to go); and
+ * the wait's length.
  */
 public class ThreadStorm {
     public static void main(String[] args) throws Exception {

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Node agent overhead: thread storm (start+join BENCH_THREADS threads) and safepoint storm
 # (thread dumps + GCs), each without and with the agent (its on-demand starter probe kept off,
-# `agent`, and allowed, `starters`: the storm passes its threshold and it attaches within a
-# second or two, for the rest of the storm) and under the tools users have today
+# `agent`, and attached for the whole measured part, `starters`) and under the tools users have today
 # (-Xlog to a file, JFR, async-profiler tracing JVM_StartThread), alternating in one run for
 # BENCH_ROUNDS rounds (order rotated each round). Prints the slowdown against the baseline of
 # the same round (median and min..max), the agent's attach time and what attaching cost the JVM
@@ -12,6 +11,11 @@
 # its measured part. The line is sent once the JVM has idled BENCH_IDLE_MS after READY (every
 # configuration) and, with the agent, once the agent's /metrics lists the JVM (jvm_info with its
 # pid: every probe of that JVM is attached), so attaching never overlaps the measured part.
+# Before its idle time each thread-storm JVM starts BENCH_WARM_THREADS threads (`threads N` on
+# stdin, every configuration alike): with `starters` that passes the starter threshold, and the
+# go also waits for the agent to report the probe attached to the JVM; its window
+# (--starter-window-seconds 3600) outlasts the storm, and the probe must have named the starter
+# of every thread the storm started.
 #
 # Shared-JDK scenario (BENCH_SHARED, e.g. "0 1 8"): a thread storm beside N idle JVMs of the
 # same JDK, every JVM (the storm too) run through its own overlay mount of the JDK, as
@@ -20,9 +24,12 @@
 #
 # Knobs: BENCH_ROUNDS (10), BENCH_THREADS (100000), BENCH_SAFEPOINT_ROUNDS (300), BENCH_JDK ($JDK17),
 # BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent starters xlog jfr asyncprof"),
-# BENCH_IDLE_MS (1000), BENCH_SHARED ("0 1 8"; "" skips the scenario, as do BENCH_WORKLOADS
+# BENCH_IDLE_MS (1000), BENCH_WARM_THREADS (500), BENCH_SHARED ("0 1 8"; "" skips the scenario, as do BENCH_WORKLOADS
 # without ThreadStorm and BENCH_CONFIGS without agent), BENCH_AGENT (an agent
-# binary to measure instead of building node-agent, e.g. to compare two builds).
+# binary to measure instead of building node-agent, e.g. to compare two builds),
+# BENCH_BPF_STATS (1: kernel.bpf_stats_enabled during the run, restored after; each agent run's
+# BPF programs' run counts and time per run, from the agent's descriptors. The statistics
+# cost every BPF program on the host two clock reads per run: not for the slowdown figures).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 ROUNDS="${BENCH_ROUNDS:-10}"
@@ -30,6 +37,8 @@ THREADS="${BENCH_THREADS:-100000}"
 SP_ROUNDS="${BENCH_SAFEPOINT_ROUNDS:-300}"
 JDK="${BENCH_JDK:-$JDK17}"
 IDLE_MS="${BENCH_IDLE_MS:-1000}"
+WARM="${BENCH_WARM_THREADS:-500}"
+BPF_STATS="${BENCH_BPF_STATS:-0}"
 SHARED="${BENCH_SHARED-0 1 8}"
 LISTEN=127.0.0.1:19470
 [ "$(id -u)" -eq 0 ] || die "the agent benchmark needs root (eBPF, overlay mounts)"
@@ -84,16 +93,21 @@ stop_jvms() {
   for p in "${JVM_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   JVM_PIDS=()
 }
+STATS_WAS=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   set +e
   stop_agent; stop_jvms; unmount_all
+  [ -z "$STATS_WAS" ] || sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
   exit $rc
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+if [ "$BPF_STATS" = 1 ]; then
+  STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled); sysctl -qw kernel.bpf_stats_enabled=1
+fi
 forget_jvm() { local p keep=(); for p in "${JVM_PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done; JVM_PIDS=("${keep[@]+"${keep[@]}"}"); }
 
 # Wall clock in µs from bash's own clock (no fork while a JVM idles): us=${EPOCHREALTIME/[.,]/}
@@ -101,6 +115,8 @@ forget_jvm() { local p keep=(); for p in "${JVM_PIDS[@]}"; do [ "$p" = "$1" ] ||
 scrape() { curl -sf -o "$1" "http://$LISTEN/metrics"; }
 # attached PROMFILE PID: the agent lists the JVM (it adds jvm_info only once every probe is attached)
 attached() { grep -q "^jvmdiag_jvm_info{.*pid=\"$2\"" "$1"; }
+# starter_attached PROMFILE PID: the on-demand starter probe is attached to the JVM now
+starter_attached() { grep -Eq "^jvmdiag_agent_starter_probe_attached\{.*pid=\"$2\".*\} 1(\.0)?\$" "$1"; }
 
 start_agent() {  # start_agent MATCH [FLAG...]
   "$AGENT" --standalone --listen "$LISTEN" --match-jvm "$@" 2>>"$WORK/agent.log" & AGENT_PID=$!
@@ -127,6 +143,17 @@ bpf_memlock() {
 
 is_agent() { [ "$1" = agent ] || [ "$1" = starters ]; }
 
+# prog_stats PID: "NAME RUNS RUN_TIME_NS" of each BPF program the process holds (fdinfo of its
+# program descriptors, each program once; its name from bpftool).
+prog_stats() {
+  local f id n ns
+  for f in /proc/"$1"/fdinfo/*; do
+    awk '/^prog_id:/ {id = $2} /^run_cnt:/ {n = $2} /^run_time_ns:/ {ns = $2} END {if (id != "" && n != "") print id, n, ns}' "$f" 2>/dev/null || true
+  done | sort -u -k1,1 | while read -r id n ns; do
+    echo "$(bpftool prog show id "$id" 2>/dev/null | sed -n 's/.* name \([^ ]*\) .*/\1/p' | head -n1) $n $ns"
+  done
+}
+
 # run SCENARIO ROUND WORKLOAD CONFIG JAVA [PID...]: one measured run of WORKLOAD started with
 # JAVA; the PIDs are other JVMs the agent must have attached before this one starts.
 # Appends "SCENARIO WORKLOAD ROUND CONFIG WALL CPU PRE_CPU WAIT_CPU WAIT READY_AT GO_AT ATTACHED_AT
@@ -141,8 +168,8 @@ run() {
     agent)  # the always-on probes only: the starter probe never attaches
       start_agent "$wl" --starter-threshold 0
       [ $# -eq 0 ] || wait_attached "$@" ;;
-    starters)  # the agent's defaults: the starter probe attaches when the storm passes 50/s
-      start_agent "$wl" ;;
+    starters)  # the starter probe attaches when the warm-up passes the default 50/s, for longer than the storm
+      start_agent "$wl" --starter-window-seconds 3600 ;;
     xlog)
       if [ "$wl" = ThreadStorm ]; then opts=(-Xlog:os+thread=info:file="$WORK/xlog.log"); else opts=(-Xlog:safepoint=info:file="$WORK/xlog.log"); fi ;;
     jfr) opts=(-XX:StartFlightRecording=filename="$WORK/rec.jfr",settings=default) ;;
@@ -151,7 +178,9 @@ run() {
   esac
   local fifo="$WORK/go.fifo" out="$WORK/run.out" gofd
   rm -f "$fifo" "$out"; mkfifo "$fifo"; : >"$out"
-  local t0 ready="" att="" go="" now pid
+  local t0 ready="" att="" go="" now pid warm=0 sent=0 warmed="" probe=""
+  # the warm-up: thread storms of the solo comparison, every configuration alike
+  [ "$wl" = ThreadStorm ] && [ "$scen" = solo ] && [ "$WARM" -gt 0 ] && warm=1
   t0=${EPOCHREALTIME/[.,]/}
   "$java" "${opts[@]}" -cp "$WORK/classes" "$wl" "$args" stdin <"$fifo" >"$out" 2>"$WORK/run.err" &
   pid=$!; JVM_PIDS+=("$pid")
@@ -167,14 +196,26 @@ run() {
       fi
     fi
     if is_agent "$cfg" && [ -z "$att" ] && scrape "$WORK/poll.prom" && attached "$WORK/poll.prom" "$pid"; then att=${EPOCHREALTIME/[.,]/}; fi
+    # The warm-up once the JVM is ready and, with the agent, listed (the agent must see it).
+    # With starters, again when the probe is not attached 1.5 s after one: the agent's first
+    # rate check of a new JVM may come after a warm-up, which then is its starting point.
+    if [ "$warm" = 1 ] && [ -n "$ready" ] && { ! is_agent "$cfg" || [ -n "$att" ]; }; then
+      echo "threads $WARM" >&"$gofd"; warm=2 sent=$((sent + 1)) warmed=""
+    fi
+    if [ "$warm" = 2 ] && [ -z "$warmed" ] && [ "$(grep -c "^WARMED $WARM\$" "$out")" -eq "$sent" ]; then warmed=${EPOCHREALTIME/[.,]/}; fi
+    if [ "$cfg" = starters ] && [ -n "$warmed" ] && [ -z "$probe" ] && scrape "$WORK/poll.prom"; then
+      if starter_attached "$WORK/poll.prom" "$pid"; then probe=1
+      elif [ $(( (${EPOCHREALTIME/[.,]/} - warmed) / 1000 )) -ge 1500 ]; then warm=1; fi
+    fi
     now=${EPOCHREALTIME/[.,]/}
-    if [ -n "$ready" ] && [ $(( (now - ready) / 1000 )) -ge "$IDLE_MS" ] && { ! is_agent "$cfg" || [ -n "$att" ]; }; then
+    if [ -n "$ready" ] && [ $(( (now - ${warmed:-$ready}) / 1000 )) -ge "$IDLE_MS" ] && { ! is_agent "$cfg" || [ -n "$att" ]; } \
+      && { [ "$warm" = 0 ] || [ -n "$warmed" ]; } && { [ "$cfg" != starters ] || [ "$warm" = 0 ] || [ -n "$probe" ]; }; then
       go=$now; echo go >&"$gofd"; break
     fi
     sleep 0.05
   done
   exec {gofd}>&-
-  [ -n "$go" ] || { [ -n "$ready" ] || cat "$WORK/run.err" >&2; die "$wl ($cfg): no go within 5 minutes (ready: ${ready:-no}, attached: ${att:-no})"; }
+  [ -n "$go" ] || { [ -n "$ready" ] || cat "$WORK/run.err" >&2; die "$wl ($cfg): no go within 5 minutes (ready: ${ready:-no}, attached: ${att:-no}, warmed: ${warmed:-no}, starter probe: ${probe:-no})"; }
   wait "$pid" || { cat "$WORK/run.err" >&2; die "$wl ($cfg) failed"; }
   forget_jvm "$pid"
   local res counted=- jvm_own=- hits=- files=- links=- probed=- windows=-
@@ -186,18 +227,22 @@ run() {
     if [ "$wl" = ThreadStorm ]; then
       # Nothing lost, nothing multiplied: the storm's own thread starts (pool-N-thread-N and the
       # 4 starter-N) counted for its pid; threads the JVM starts itself (e.g. a further JIT
-      # compiler thread) are counted apart.
+      # compiler thread) are counted apart, the warm-up's not at all.
       read -r counted jvm_own < <(awk -v p="pid=\"$pid\"" '/^jvmdiag_thread_starts_total\{/ && index($0, p) {
-          if ($0 ~ /thread_name="(pool-N-thread-N|starter-N)"/) s += $NF; else o += $NF } END {print s + 0, o + 0}' "$m")
+          if ($0 ~ /thread_name="(pool-N-thread-N|starter-N)"/) s += $NF; else if ($0 !~ /thread_name="warmup-N"/) o += $NF }
+          END {print s + 0, o + 0}' "$m")
       hits=$(awk '/^jvmdiag_agent_probe_events_total\{.*probe="thread__start"/ {s += $NF} END {print s + 0}' "$m")
-      # The starter probe: thread starts it named (the part of the storm while attached) and
+      # The starter probe: the storm's thread starts it named (pool-N-thread-N by starter-N, and
+      # the 4 starter-N by main, "java"; all of them when it was attached through the storm) and
       # how often it was attached.
-      read -r probed windows < <(awk -v p="pid=\"$pid\"" 'index($0, p) && /^jvmdiag_thread_starts_by_starter_total\{/ {s += $NF}
+      read -r probed windows < <(awk -v p="pid=\"$pid\"" 'index($0, p) && /^jvmdiag_thread_starts_by_starter_total\{/ &&
+          /thread_name="pool-N-thread-N",starter="starter-N"|thread_name="starter-N",starter="java"/ {s += $NF}
           index($0, p) && /^jvmdiag_agent_starter_probe_windows_total\{/ {w += $NF} END {print s + 0, w + 0}' "$m")
     fi
     files=$(awk '/^jvmdiag_agent_libjvm_files / {print $2 + 0}' "$m"); links=$(awk '/^jvmdiag_agent_bpf_links / {print $2 + 0}' "$m")
     # Peak RSS (VmHWM, KiB), CPU time (ticks), RSS now and its anonymous / file-backed parts (KiB),
     # BPF map memory (bytes).
+    [ "$BPF_STATS" != 1 ] || prog_stats "$AGENT_PID" | sed "s/^/$scen $wl $r $cfg /" >>"$WORK/bpf-stats.txt"
     echo "$scen $(awk '/VmHWM/ {print $2}' /proc/$AGENT_PID/status) $(awk '{print $14 + $15}' /proc/$AGENT_PID/stat) $(awk '/^(VmRSS|RssAnon|RssFile):/ {printf "%s ", $2}' /proc/$AGENT_PID/status)$(bpf_memlock "$AGENT_PID")" >> "$WORK/agent-usage.txt"
     stop_agent
   fi
@@ -280,7 +325,7 @@ def paired(rs, cfg, key):
         by.setdefault(x["r"], {})[x["cfg"]] = x
     return [v[cfg][key] / v["baseline"][key] - 1 for v in by.values() if cfg in v and "baseline" in v and v["baseline"][key] > 0]
 
-names = {"agent": "jvmdiag-agent (eBPF), starter probe not attached", "starters": "jvmdiag-agent, starter probe attached on demand",
+names = {"agent": "jvmdiag-agent (eBPF), starter probe not attached", "starters": "jvmdiag-agent, starter probe attached",
          "xlog": "-Xlog to a file", "jfr": "JFR (default settings)",
          "asyncprof": "async-profiler -e JVM_StartThread"}
 solo = [x for x in rows if x["scen"] == "solo"]
@@ -339,16 +384,29 @@ if shared:
 
 st = [x for x in solo if x["cfg"] == "starters" and x["wl"] == "ThreadStorm"]
 if st:
-    share = [int(x["probed"]) / int(x["expected"]) for x in st if x["probed"] != "-" and x["expected"] != "-"]
-    print(f"\nstarter probe (starters): attached {', '.join(sorted(set(x['windows'] for x in st)))} time(s) per storm; it named the starter"
-          f" of {spread(share, lambda v: f'{100 * v:.0f} %')} of the storm's thread starts (the part after it attached);"
-          f" thread starts counted: {sum(1 for x in st if x['counted'] == x['expected'])} of {len(st)} runs exactly {st[0]['expected']}")
+    whole = sum(1 for x in st if x["probed"] == x["expected"] and x["windows"] == "1")
+    print(f"\nstarter probe (starters): attached before the go, {', '.join(sorted(set(x['windows'] for x in st)))} time(s) per run; it named the"
+          f" starter of all {st[0]['expected']} thread starts of the storm in {whole} of {len(st)} runs"
+          + ("" if whole == len(st) else f" (seen: {', '.join(sorted(set(x['probed'] for x in st)))})")
+          + f"; thread starts counted: {sum(1 for x in st if x['counted'] == x['expected'])} of {len(st)} runs exactly {st[0]['expected']}")
 c = [x for x in solo if x["cfg"] == "agent" and x["wl"] == "ThreadStorm"]
 if c:
     exact = sum(1 for x in c if x["counted"] == x["expected"])
     print(f"\nthread starts of the storm counted by the agent (alone): {exact} of {len(c)} runs exactly {c[0]['expected']} (no event lost or multiplied)"
           + ("" if exact == len(c) else f"; seen {', '.join(sorted(set(x['counted'] for x in c)))}")
           + f"; threads the JVM started itself after the attach: {', '.join(sorted(set(x['jvm_own'] for x in c)))}")
+stats = os.path.join(work, "bpf-stats.txt")
+sr = [l.split() for l in open(stats)] if os.path.exists(stats) else []
+sr = [f for f in sr if len(f) == 7 and int(f[5]) > 0]
+if sr:
+    print("\nBPF program statistics (kernel.bpf_stats_enabled; per agent run: the program's runs, and its run time per run)")
+    print("| scenario | workload | configuration | program | runs, median (min..max) | time per run, median (min..max) |")
+    print("|---|---|---|---|---|---|")
+    for key in dict.fromkeys((f[0], f[1], f[3], f[4]) for f in sr):
+        v = [f for f in sr if (f[0], f[1], f[3], f[4]) == key]
+        runs = [int(f[5]) for f in v]
+        per = [int(f[6]) / int(f[5]) / 1000 for f in v]
+        print(f"| {' | '.join(key)} | {spread(runs, lambda x: f'{x:,.0f}')} | {spread(per, lambda x: f'{x:.2f} µs')} |")
 usage = os.path.join(work, "agent-usage.txt")
 u = [l.split() for l in open(usage)] if os.path.exists(usage) else []
 u = [(f[0], [int(x) for x in f[1:]]) for f in u if len(f) == 7]
