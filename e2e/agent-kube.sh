@@ -281,7 +281,7 @@ jcmd_parallel() {  # TAG POD...: jcmd PerfCounter.print of each pod at once, int
 }
 started() { sed -n 's/^java.threads.started=//p' "$WORK/$1-$2"; }
 
-declare -A ROOT_DIR WANT_A WANT_B WANT_M PHASE ATT_AT
+declare -A HPID ROOT_DIR WANT_A WANT_B WANT_M PHASE ATT_AT
 SDIR="/tmp/starters-$MARK"
 STARTERS=() i=0
 for pod in "${PODS[@]}"; do
@@ -299,7 +299,7 @@ for pod in "${PODS[@]}"; do
   fi
   hpid=$(host_pid "$pod") || { bad "$pod: its JVM found on the host by its container ID"; continue; }
   rate=$STORM; [ "$d" = "$BELOW" ] && rate=$BELOW_STORM
-  ROOT_DIR[$pod]=/proc/$hpid/root$SDIR
+  HPID[$pod]=$hpid ROOT_DIR[$pod]=/proc/$hpid/root$SDIR
   if ! mkdir -p "${ROOT_DIR[$pod]}" || ! echo "main ThreadStarters $SDIR ${WANT_A[$pod]} ${WANT_B[$pod]} ${WANT_M[$pod]} $rate" >"/proc/$hpid/root/tmp/burst-$MARK-$d"; then
     bad "$pod: ThreadStarters requested through /proc/$hpid/root"; continue
   fi
@@ -420,8 +420,12 @@ for pod in "${ST[@]}"; do
     ok "$pod (threadStartRate $t): no starter probe, no series for its ${dms}ms storm at $r/s (above the agent's own $STARTER_THRESHOLD/s) and its starters' $((da + db)) threads"
   else bad "$pod: no starter probe below its own threshold" "storm $dw threads in ${dms}ms = $r/s (want above $STARTER_THRESHOLD, below $t); series: $(tr '\n' ' ' <<<"$series")"; fi
 done
+# Stopped; then one System.gc() each (SafepointBurst's request "0 1", before the window below
+# opens): the storms' garbage would otherwise make the window's burst start an allocation GC,
+# one more VM operation requested by the main thread than its System.gc() calls.
 for pod in "${ST[@]}"; do : >"${ROOT_DIR[$pod]}/stop"; done
 sleep 0.5
+for pod in "${ST[@]}"; do echo "0 1" >"/proc/${HPID[$pod]}/root/tmp/burst-$MARK-${DEP[$pod]}"; done
 jcmd_parallel st1 "${ST[@]}"
 scrape >"$WORK/st1.prom"
 for pod in "${ST[@]}"; do
@@ -435,6 +439,10 @@ for pod in "${ST[@]}"; do
   dag=$(( $(msum jvmdiag_thread_starts_total "${SEL[$pod]}" "$WORK/st1.prom") - $(msum jvmdiag_thread_starts_total "${SEL[$pod]}" "$WORK/st0.prom") ))
   if [ "$dj" -eq "$want" ] && [ "$dag" -eq "$want" ]; then ok "$pod: jcmd java.threads.started +$dj = agent's thread starts +$dag = the $want its workload started"
   else bad "$pod: thread starts across the starter part" "jcmd +$dj, agent +$dag, workload $want"; fi
+done
+for pod in "${ST[@]}"; do
+  collected() { kc logs "$pod" -c app | grep -q '^BURST 0 1$'; }
+  until_ok 30 "$pod: its JVM to print BURST 0 1" collected || bad "$pod: the storms' garbage collected before the window"
 done
 
 
