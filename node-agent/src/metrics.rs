@@ -171,6 +171,18 @@ pub static AGENT_FILTERED_EVENTS: Desc = desc(
     Counter,
     &["collector"],
 );
+pub static AGENT_INFLIGHT_LOST: Desc = desc(
+    "jvmdiag_agent_inflight_lost_total",
+    "Begins (a park, a contended enter, a compilation, a thread start) that found no room in their in-flight table, by table and reason (jvm_share: the JVM held its share, full: the table was full); their events are counted, their time or starter is not.",
+    Counter,
+    &["collector", "map", "reason"],
+);
+pub static AGENT_JVM_INFLIGHT_LOST: Desc = desc(
+    "jvmdiag_agent_jvm_inflight_lost_total",
+    "Begins of this JVM that found no room in an in-flight table (its time parked, blocked or compiling, or its starter, not measured for them), by table and reason.",
+    Counter,
+    &["collector", "map", "reason"],
+);
 pub static AGENT_MAP_ENTRIES: Desc = desc(
     "jvmdiag_agent_map_entries",
     "Entries in the agent's kernel maps (per-JVM tables and traced_pids).",
@@ -316,6 +328,8 @@ pub static ALL: &[&Desc] = &[
     &AGENT_MAP_ERRORS,
     &AGENT_NAMES_OVERFLOW,
     &AGENT_FILTERED_EVENTS,
+    &AGENT_INFLIGHT_LOST,
+    &AGENT_JVM_INFLIGHT_LOST,
     &AGENT_MAP_ENTRIES,
     &AGENT_SCRAPE_DURATION,
     &AGENT_RESIDENT_MEMORY,

@@ -75,6 +75,7 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
     let mut overflow = metrics::AGENT_NAMES_OVERFLOW.family();
     let mut filtered = metrics::AGENT_FILTERED_EVENTS.family();
     let mut entries = metrics::AGENT_MAP_ENTRIES.family();
+    let mut inflight_lost = metrics::AGENT_INFLIGHT_LOST.family();
     for c in &r.collectors {
         let cl = || vec![("collector", c.name.to_string())];
         dur.agent(cl(), Value::Gauge(c.seconds));
@@ -87,6 +88,7 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
             overflow.agent(cl(), Value::Counter(h.names_overflow));
             filtered.agent(cl(), Value::Counter(h.filtered));
             entries.agent(vec![("map", c.name.to_string())], Value::Gauge(h.entries as f64));
+            inflight_lost.samples.append(&mut crate::collector::inflight::lost_family(c.name, &h.inflight_lost).samples);
         }
     }
     entries.agent(vec![("map", "traced_pids".into())], Value::Gauge(r.traced_pids_entries as f64));
@@ -107,6 +109,7 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
         map_errors,
         overflow,
         filtered,
+        inflight_lost,
         entries,
     ];
     if let Some(d) = r.last_scrape_seconds {

@@ -21,11 +21,13 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::Link;
 
 use crate::attach::{AttachManager, JvmState};
+use crate::collector::inflight::{self, Table};
 use crate::collector::{self, LoadConfig};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Value};
 use crate::probe;
+use crate::skel::consts;
 use crate::skel::starters::types::starter_key;
 use crate::skel::starters::{StartersSkel, StartersSkelBuilder};
 
@@ -34,6 +36,11 @@ unsafe impl plain::Plain for starter_key {}
 
 /// How often each JVM's start rate is computed.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
+/// Threads in JVM_StartThread, and new threads not yet started (src/bpf/starters.h).
+const INFLIGHT: [Table; 2] = [
+    Table { map: "starting", index: consts::STARTERS_TABLE_STARTING, per_jvm: consts::STARTERS_PENDING_PER_JVM, max: consts::STARTERS_PENDING },
+    Table { map: "started", index: consts::STARTERS_TABLE_STARTED, per_jvm: consts::STARTERS_PENDING_PER_JVM, max: consts::STARTERS_PENDING },
+];
 
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
@@ -83,6 +90,8 @@ fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSk
     collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    let shares = inflight::configure([(&INFLIGHT[0], &mut open.maps.starting), (&INFLIGHT[1], &mut open.maps.started)], cfg.max_jvms)?;
+    open.maps.rodata_data.as_deref_mut().context("starters: no rodata")?.inflight_share = shares;
     open.load().context("load starters.bpf.o")
 }
 
@@ -111,6 +120,11 @@ impl Starters {
             let exited = mgr.jvms.get(pid).is_none_or(|j| j.state != JvmState::Live);
             if s.until.is_some_and(|u| now >= u) || (exited && s.until.is_some()) {
                 s.links.clear(); // detached
+                // Starts in progress now will never be seen ending: their entries go, so they
+                // do not hold the JVM's share of the tables through its later windows.
+                if let Err(e) = clear_pending(&self.skel, s.slot) {
+                    tracing::warn!(pid = *pid, error = format!("{e:#}"), "starters: clearing the starts in progress failed");
+                }
                 s.until = None;
                 s.next_allowed = Some(now + self.settings.window);
                 tracing::info!(pid = *pid, "starter probe detached");
@@ -173,8 +187,11 @@ impl Starters {
     }
 
     fn forget(&self, slot: u32) {
-        let r = maps::forget_where(&self.skel.maps.starts_by_starter, |k| decode::<starter_key>(k).is_some_and(|k| k.slot == slot))
-            .and_then(|_| maps::reset_slot(&self.skel.maps.name_budget, slot));
+        let m = &self.skel.maps;
+        let r = maps::forget_where(&m.starts_by_starter, |k| decode::<starter_key>(k).is_some_and(|k| k.slot == slot))
+            .and_then(|_| clear_pending(&self.skel, slot))
+            .and_then(|_| inflight::forget_lost(&m.inflight_lost, slot))
+            .and_then(|_| maps::reset_slot(&m.name_budget, slot));
         if let Err(e) = r {
             tracing::warn!(slot, error = format!("{e:#}"), "starters: forgetting a slot failed");
         }
@@ -192,8 +209,17 @@ impl Starters {
         }
         out.push(attached);
         out.push(windows);
+        out.push(inflight::jvm_lost_family("starters", &maps::entries(&self.skel.maps.inflight_lost)?, &INFLIGHT));
+        out.push(inflight::lost_family("starters", &inflight::lost_totals(&maps::read_stats(&self.skel.maps.stats)?, &INFLIGHT)));
         Ok(())
     }
+}
+
+/// Deletes a JVM's entries from both in-flight tables and gives its share back.
+fn clear_pending(skel: &StartersSkel<'static>, slot: u32) -> Result<()> {
+    let m = &skel.maps;
+    inflight::forget_table(&m.starting, &INFLIGHT[0], &m.inflight_held, slot)?;
+    inflight::forget_table(&m.started, &INFLIGHT[1], &m.inflight_held, slot)
 }
 
 /// `jvmdiag_thread_starts_by_starter_total` from starts_by_starter entries (starter_key -> __u64).

@@ -19,6 +19,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
+#include "inflight.bpf.h"
 #include "compilation.h"
 
 /* Set by the loader before load. */
@@ -35,9 +36,11 @@ struct {
 	__type(value, struct comp_stats);
 } comp_stats SEC(".maps");
 
-/* Methods seen fewer than hot_threshold times: an LRU, so no JVM can fill it (a hostile
- * one can only evict entries, which delays another method's promotion, never miscounts
- * a promoted one). */
+/* Methods seen fewer than hot_threshold times: a staging area, an LRU by design, so no JVM
+ * can fill it. Its evictions are not counted (the kernel says nothing of them): a method
+ * evicted before its hot_threshold-th compilation starts counting again, so its promotion
+ * comes later, and its earlier compilations are in jvmdiag_compilations_total only; a
+ * promoted method's count is exact, whatever is evicted. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -84,18 +87,19 @@ struct {
 	__type(value, __u64);
 } code_full SEC(".maps");
 
-/* Keyed by host thread id; LRU so threads that die mid-compile cannot fill them. */
+/* In-flight tables COMP_TABLE_COMPILE and COMP_TABLE_POOL (inflight.bpf.h), sized by the
+ * loader (compilation.h). A compilation whose begin found no room is counted untimed. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, COMP_INFLIGHT_MAX);
+	__type(key, struct inflight_key);
 	__type(value, struct comp_inflight);
 } comp_inflight SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, COMP_INFLIGHT_MAX);
+	__type(key, struct inflight_key);
 	__type(value, struct pool_inflight);
 } pool_inflight SEC(".maps");
 
@@ -135,21 +139,22 @@ static __always_inline void count_compilation(struct name_key *key, __u64 begin_
 	}
 }
 
-static __always_inline __u64 take_begin(__u32 tid)
+static __always_inline __u64 take_begin(__u32 slot)
 {
-	struct comp_inflight *in = bpf_map_lookup_elem(&comp_inflight, &tid);
+	struct inflight_key k = inflight_key_of(slot);
+	struct comp_inflight *in = bpf_map_lookup_elem(&comp_inflight, &k);
 	if (!in)
 		return 0;
 	__u64 t = in->begin_ns;
-	bpf_map_delete_elem(&comp_inflight, &tid);
+	inflight_done(&comp_inflight, COMP_TABLE_COMPILE, &k);
 	return t;
 }
 
-static __always_inline void mark_begin(void)
+static __always_inline void mark_begin(__u32 slot)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct inflight_key k = inflight_key_of(slot);
 	struct comp_inflight in = { .begin_ns = bpf_ktime_get_ns() };
-	bpf_map_update_elem(&comp_inflight, &tid, &in, BPF_ANY);
+	inflight_put(&comp_inflight, COMP_TABLE_COMPILE, &k, &in);
 }
 
 /* "pkg/Class" + "." + "method" into s->buf (at most NAME_LEN - 1 bytes, NUL-padded). A class
@@ -201,6 +206,8 @@ static __always_inline void count_method(struct scratch *s)
 	}
 	if (bpf_map_update_elem(&method_hot, k, &n, BPF_NOEXIST) == 0)
 		bpf_map_delete_elem(&method_seen, k);
+	else if (!bpf_map_lookup_elem(&method_hot, k))
+		stat_inc(STAT_MAP_ERRORS); /* not a racing CPU's insert of the same method: full */
 }
 
 SEC("usdt")
@@ -210,7 +217,7 @@ int BPF_USDT(compile_begin, void *comp, long comp_len, void *cls, long cls_len, 
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + COMP_PROBE_BEGIN);
-	mark_begin();
+	mark_begin(slot);
 	return 0;
 }
 
@@ -221,7 +228,7 @@ int BPF_USDT(compile_end, void *comp, long comp_len, void *cls, long cls_len, vo
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + COMP_PROBE_END);
-	__u64 begin = take_begin((__u32)bpf_get_current_pid_tgid());
+	__u64 begin = take_begin(slot);
 	struct scratch *s = scratch(slot);
 	if (!s)
 		return 0;
@@ -244,7 +251,7 @@ int BPF_UPROBE(invoke_compiler)
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + COMP_PROBE_INVOKE);
-	mark_begin();
+	mark_begin(slot);
 	return 0;
 }
 
@@ -255,7 +262,7 @@ int BPF_URETPROBE(invoke_compiler_ret)
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + COMP_PROBE_INVOKE_RET);
-	__u64 begin = take_begin((__u32)bpf_get_current_pid_tgid());
+	__u64 begin = take_begin(slot);
 	struct scratch *s = scratch(slot);
 	if (!s)
 		return 0;
@@ -292,9 +299,9 @@ int BPF_UPROBE(pool_usage, void *sret, void *pool)
 	__u32 slot;
 	if (current_slot(&slot))
 		return 0;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct inflight_key k = inflight_key_of(slot);
 	struct pool_inflight in = { .sret = (__u64)sret, .pool = (__u64)pool, .layout = bpf_get_attach_cookie(ctx) };
-	bpf_map_update_elem(&pool_inflight, &tid, &in, BPF_ANY);
+	inflight_put(&pool_inflight, COMP_TABLE_POOL, &k, &in);
 	return 0;
 }
 
@@ -304,12 +311,12 @@ int BPF_URETPROBE(pool_usage_ret)
 	__u32 slot;
 	if (current_slot(&slot))
 		return 0;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct pool_inflight *in = bpf_map_lookup_elem(&pool_inflight, &tid);
+	struct inflight_key k = inflight_key_of(slot);
+	struct pool_inflight *in = bpf_map_lookup_elem(&pool_inflight, &k);
 	if (!in)
 		return 0;
 	struct pool_inflight call = *in;
-	bpf_map_delete_elem(&pool_inflight, &tid);
+	inflight_done(&pool_inflight, COMP_TABLE_POOL, &k);
 	stat_inc(STAT_EVENTS_0 + COMP_PROBE_POOL_RET);
 
 	struct memory_usage mu;

@@ -44,7 +44,13 @@ struct heap_value {
 	__u32 layout; /* attach cookie: 1 + index of the CodeHeap field layout, 0 = unknown */
 };
 
-/* Per-thread state between an entry probe and its return / end probe. */
+/* Per-thread state between an entry probe and its return / end probe: in-flight tables
+ * (inflight.bpf.h) keyed by struct inflight_key, sized COMP_INFLIGHT_PER_JVM x --max-jvms,
+ * at most COMP_INFLIGHT_MAX; one JVM may hold a quarter of one, at least the per-JVM size. */
+#define COMP_INFLIGHT_MAX 4096
+#define COMP_INFLIGHT_PER_JVM 16
+#define COMP_TABLE_COMPILE 0 /* comp_inflight: a compilation (begin -> end) */
+#define COMP_TABLE_POOL 1    /* pool_inflight: a CodeHeapPool::get_memory_usage call */
 struct comp_inflight {
 	__u64 begin_ns;
 };

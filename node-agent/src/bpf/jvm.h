@@ -52,13 +52,38 @@ struct vtable_name {
 };
 _Static_assert(sizeof(struct vtable_name) <= NAME_LEN, "a vtable name must fit a name");
 
+/* In-flight tables (inflight.bpf.h): a thread's state between a begin probe and its end (a
+ * park, a contended enter, a compilation, a thread start), keyed by the JVM's slot and the
+ * host thread id. At most INFLIGHT_TABLES per collector object, numbered from 0. */
+#define INFLIGHT_TABLES 2
+struct inflight_key {
+	__u32 slot;
+	__u32 tid;
+};
+
+/* Why a begin found no room (its event is counted; its end is not timed or attributed). */
+enum inflight_reason {
+	INFLIGHT_LOST_SHARE = 0, /* the JVM already held its share of the table */
+	INFLIGHT_LOST_FULL = 1,  /* the table was full */
+	INFLIGHT_REASONS = 2,
+};
+
+/* Map inflight_lost: per JVM, table and reason, the begins that found no room (__u64). */
+struct inflight_lost_key {
+	__u32 slot;
+	__u16 table;
+	__u16 reason;
+};
+
 /* Agent-health counters, one per-CPU array per collector (index = enum value). */
 enum stat_id {
 	STAT_EVENTS_0 = 0, /* STAT_EVENTS_0 + probe index: probe hits from traced JVMs */
 	STAT_MAP_ERRORS = 8,
 	STAT_NAMES_OVERFLOW = 9, /* a name went to "other" because the per-JVM budget was spent */
 	STAT_FILTERED = 10,      /* a collector-specific discard (threads: JVM-internal hidden threads) */
-	STAT_MAX = 12,
+	/* + table * INFLIGHT_REASONS + reason: begins that found no room in an in-flight table */
+	STAT_INFLIGHT_LOST_0 = 12,
+	STAT_MAX = 16,
 };
 
 #endif

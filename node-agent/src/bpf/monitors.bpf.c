@@ -9,6 +9,7 @@
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
 #include "fold.bpf.h"
+#include "inflight.bpf.h"
 #include "monitors.h"
 
 /* Set by the loader before load: monitor classes per JVM (a JVM's own maxClasses in
@@ -44,10 +45,11 @@ struct {
 	__type(value, __u32);
 } mon_thread_budget SEC(".maps");
 
+/* In-flight table MON_TABLE_INFLIGHT (inflight.bpf.h): one entry per blocked thread. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MON_INFLIGHT_MAX);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MON_INFLIGHT_MAX); /* resized by the loader (monitors.h) */
+	__type(key, struct inflight_key);
 	__type(value, struct mon_inflight);
 } mon_inflight SEC(".maps");
 
@@ -101,8 +103,8 @@ int monitor_enter(struct pt_regs *ctx)
 			__sync_fetch_and_add(n, 1);
 	}
 	in->begin_ns = bpf_ktime_get_ns();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&mon_inflight, &tid, in, BPF_ANY);
+	struct inflight_key k = inflight_key_of(slot);
+	inflight_put(&mon_inflight, MON_TABLE_INFLIGHT, &k, in);
 	return 0;
 }
 
@@ -110,16 +112,19 @@ int monitor_enter(struct pt_regs *ctx)
 SEC("usdt")
 int monitor_entered(struct pt_regs *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct mon_inflight *in = bpf_map_lookup_elem(&mon_inflight, &tid);
+	__u32 slot;
+	if (current_slot(&slot))
+		return 0;
+	struct inflight_key k = inflight_key_of(slot);
+	struct mon_inflight *in = bpf_map_lookup_elem(&mon_inflight, &k);
 	if (!in)
-		return 0; /* blocked before the attach (or not a traced JVM) */
+		return 0; /* blocked before the attach, or its enter found no room */
 	__u64 ns = bpf_ktime_get_ns() - in->begin_ns;
 	stat_inc(STAT_EVENTS_0 + MON_PROBE_ENTERED);
 	struct mon_stat *st = bpf_map_lookup_elem(&mon_stats, &in->key);
 	if (st)
 		hist_add(&st->blocked, ns);
-	bpf_map_delete_elem(&mon_inflight, &tid);
+	inflight_done(&mon_inflight, MON_TABLE_INFLIGHT, &k);
 	return 0;
 }
 

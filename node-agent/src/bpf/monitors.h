@@ -11,10 +11,11 @@ enum monitors_probe {
 };
 
 /* Contended enters in flight at once (one per blocked thread), over all JVMs: the loader
- * sizes mon_inflight MON_INFLIGHT_PER_JVM x --max-jvms (an LRU is preallocated whole), at
- * most MON_INFLIGHT_MAX. */
+ * sizes mon_inflight MON_INFLIGHT_PER_JVM x --max-jvms (preallocated), at most
+ * MON_INFLIGHT_MAX; one JVM may hold a quarter of it, at least MON_INFLIGHT_PER_JVM. */
 #define MON_INFLIGHT_MAX 65536
 #define MON_INFLIGHT_PER_JVM 32
+#define MON_TABLE_INFLIGHT 0 /* mon_inflight's table number (inflight.bpf.h) */
 
 /* Per JVM and monitor class (struct name_key, name = the class's internal name as
  * HotSpot's Symbol holds it, java/lang/Object, at most NAME_LEN - 1 bytes). */
@@ -43,6 +44,6 @@ struct mon_scratch {
 };
 
 /* Maps: mon_stats: name_key -> mon_stat; mon_threads: mon_thread_key -> __u64 enters;
- * mon_inflight: host tid -> mon_inflight; mon_thread_budget: slot -> pairs named. */
+ * mon_inflight: struct inflight_key -> mon_inflight; mon_thread_budget: slot -> pairs named. */
 
 #endif

@@ -9,6 +9,7 @@
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
 #include "fold.bpf.h"
+#include "inflight.bpf.h"
 #include "parking.h"
 
 /* Set by the loader before load: names per JVM (--max-thread-names; a JVM's own
@@ -31,10 +32,11 @@ struct {
 	__type(value, struct park_name);
 } park_names SEC(".maps");
 
+/* In-flight table PARK_TABLE_INFLIGHT (inflight.bpf.h): one entry per parked thread. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, PARK_INFLIGHT_MAX);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PARK_INFLIGHT_MAX); /* resized by the loader (parking.h) */
+	__type(key, struct inflight_key);
 	__type(value, struct park_inflight);
 } park_inflight SEC(".maps");
 
@@ -53,11 +55,12 @@ static __noinline int count_new(struct park_key *key, const char *comm)
 		fold(text.name, comm, COMM_LEN, COMM_LEN);
 	}
 	struct park_count zero = {};
-	/* NOEXIST: a racing CPU may have inserted the same name first; both then add. */
+	/* NOEXIST: a racing CPU may have inserted the same name first; both then add. A count
+	 * without its name is never shown, so a name that did not fit is a map error too. */
 	bpf_map_update_elem(&park_names, key, &text, BPF_NOEXIST);
 	bpf_map_update_elem(&park_counts, key, &zero, BPF_NOEXIST);
 	struct park_count *c = bpf_map_lookup_elem(&park_counts, key);
-	if (!c) {
+	if (!c || !bpf_map_lookup_elem(&park_names, key)) {
 		stat_inc(STAT_MAP_ERRORS);
 		return 0;
 	}
@@ -81,20 +84,23 @@ static __always_inline int begin(__u32 probe)
 	else
 		count_new(&in.key, comm); /* may turn the key into "other" */
 	in.begin_ns = bpf_ktime_get_ns();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&park_inflight, &tid, &in, BPF_ANY);
+	struct inflight_key k = inflight_key_of(slot);
+	inflight_put(&park_inflight, PARK_TABLE_INFLIGHT, &k, &in);
 	return 0;
 }
 
 static __always_inline int end(__u32 probe)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct park_inflight *in = bpf_map_lookup_elem(&park_inflight, &tid);
+	__u32 slot;
+	if (current_slot(&slot))
+		return 0;
+	struct inflight_key k = inflight_key_of(slot);
+	struct park_inflight *in = bpf_map_lookup_elem(&park_inflight, &k);
 	if (!in)
-		return 0; /* parked before the attach (or not a traced JVM) */
+		return 0; /* parked before the attach, or its begin found no room */
 	__u64 ns = bpf_ktime_get_ns() - in->begin_ns;
 	struct park_key key = in->key;
-	bpf_map_delete_elem(&park_inflight, &tid);
+	inflight_done(&park_inflight, PARK_TABLE_INFLIGHT, &k);
 	stat_inc(STAT_EVENTS_0 + probe);
 	struct park_count *c = bpf_map_lookup_elem(&park_counts, &key);
 	if (c)

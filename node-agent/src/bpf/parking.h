@@ -15,12 +15,12 @@ enum parking_probe {
 /* The thread's name is its native name (comm, COMM_LEN): the first 15 bytes of the Java name,
  * which HotSpot sets for every Java thread it starts. Folded (fold.bpf.h) and keyed by the
  * FNV-1a hash of the folded text, as the threads collector does; OTHER_HASH means "other". */
-/* Parks in flight at once (one per parked thread), over all JVMs; LRU: a thread parked
- * longer than the rest of a full table loses its time, never another's. The loader sizes
- * park_inflight PARK_INFLIGHT_PER_JVM x --max-jvms (an LRU is preallocated whole), at most
- * PARK_INFLIGHT_MAX. */
+/* Parks in flight at once (one per parked thread), over all JVMs: the loader sizes
+ * park_inflight PARK_INFLIGHT_PER_JVM x --max-jvms (preallocated), at most PARK_INFLIGHT_MAX;
+ * one JVM may hold a quarter of it, at least PARK_INFLIGHT_PER_JVM (src/collector/inflight.rs). */
 #define PARK_INFLIGHT_MAX 65536
 #define PARK_INFLIGHT_PER_JVM 64
+#define PARK_TABLE_INFLIGHT 0 /* park_inflight's table number (inflight.bpf.h) */
 
 struct park_key {
 	__u32 slot;
@@ -43,6 +43,6 @@ struct park_inflight {
 };
 
 /* Maps: park_counts: park_key -> park_count; park_names: park_key -> park_name;
- * park_inflight: host tid -> park_inflight. */
+ * park_inflight: struct inflight_key -> park_inflight. */
 
 #endif

@@ -9,5 +9,7 @@
 struct name_key shape_name_key = {};
 struct vtable_name shape_vtable_name = {};
 struct hist shape_hist = {};
+struct inflight_key shape_inflight_key = {};
+struct inflight_lost_key shape_inflight_lost_key = {};
 
 char LICENSE[] SEC("license") = "GPL";

@@ -17,23 +17,26 @@
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
 #include "fold.bpf.h"
+#include "inflight.bpf.h"
 #include "starters.h"
 
 /* (thread name, starter) pairs named per JVM (--max-thread-names; a JVM's own
  * maxThreadNames may lower it); the rest are ("other", "other"). */
 const volatile __u32 max_pairs = 50;
 
+/* In-flight tables STARTERS_TABLE_STARTING and STARTERS_TABLE_STARTED (inflight.bpf.h),
+ * sized by the loader (starters.h). A start whose entry found no room is not attributed. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, STARTERS_PENDING);
-	__type(key, __u32);
+	__type(key, struct inflight_key);
 	__type(value, struct starter_of);
 } starting SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, STARTERS_PENDING);
-	__type(key, __u32);
+	__type(key, struct inflight_key);
 	__type(value, struct starter_of);
 } started SEC(".maps");
 
@@ -69,8 +72,8 @@ int BPF_UPROBE(starter_enter)
 	char comm[COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));
 	fold(s.starter, comm, COMM_LEN, COMM_LEN);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&starting, &tid, &s, BPF_ANY);
+	struct inflight_key k = inflight_key_of(slot);
+	inflight_put(&starting, STARTERS_TABLE_STARTING, &k, &s);
 	return 0;
 }
 
@@ -79,14 +82,17 @@ int BPF_UPROBE(starter_enter)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(starter_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct starter_of *s = bpf_map_lookup_elem(&starting, &tid);
+	__u32 slot;
+	if (current_slot(&slot))
+		return 0;
+	struct inflight_key k = inflight_key_of(slot);
+	struct starter_of *s = bpf_map_lookup_elem(&starting, &k);
 	if (!s)
 		return 0;
 	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_FORK);
-	__u32 child_tid = child->pid;
-	bpf_map_update_elem(&started, &child_tid, s, BPF_ANY);
-	bpf_map_delete_elem(&starting, &tid);
+	struct inflight_key child_key = { .slot = slot, .tid = child->pid };
+	inflight_put(&started, STARTERS_TABLE_STARTED, &child_key, s);
+	inflight_done(&starting, STARTERS_TABLE_STARTING, &k);
 	return 0;
 }
 
@@ -122,10 +128,10 @@ int BPF_USDT(starter_thread_start, void *name, long len)
 	__u32 slot, zero = 0;
 	if (current_slot(&slot))
 		return 0;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct starter_of *s = bpf_map_lookup_elem(&started, &tid);
+	struct inflight_key k = inflight_key_of(slot);
+	struct starter_of *s = bpf_map_lookup_elem(&started, &k);
 	if (!s)
-		return 0; /* started by the JVM itself, or before the window */
+		return 0; /* started by the JVM itself, before the window, or found no room */
 	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_START);
 	struct scratch *sc = bpf_map_lookup_elem(&starters_scratch, &zero);
 	if (!sc)
@@ -133,7 +139,7 @@ int BPF_USDT(starter_thread_start, void *name, long len)
 	__builtin_memset(sc, 0, sizeof(*sc));
 	sc->key.slot = slot;
 	__builtin_memcpy(sc->key.starter, s->starter, COMM_LEN);
-	bpf_map_delete_elem(&started, &tid);
+	inflight_done(&started, STARTERS_TABLE_STARTED, &k);
 	if (len > NAME_LEN - 1)
 		len = NAME_LEN - 1;
 	if (len > 0 && name && bpf_probe_read_user(sc->raw, len & (NAME_LEN - 1), name))

@@ -14,8 +14,13 @@ enum starters_probe {
 
 /* The starter is the starting thread's native name (comm, COMM_LEN): the first 15 bytes of
  * its Java name, folded (fold.bpf.h). */
-/* Threads in JVM_StartThread, and started threads not yet named, at once (LRU). */
+/* Threads in JVM_StartThread, and started threads not yet named, at once: in-flight tables
+ * (inflight.bpf.h) sized STARTERS_PENDING_PER_JVM x --max-jvms, at most STARTERS_PENDING; one
+ * JVM may hold a quarter of one, at least the per-JVM size. */
 #define STARTERS_PENDING 8192
+#define STARTERS_PENDING_PER_JVM 64
+#define STARTERS_TABLE_STARTING 0 /* starting: keyed by the starter's tid */
+#define STARTERS_TABLE_STARTED 1  /* started: keyed by the new thread's tid */
 
 /* A thread between JVM_StartThread and its clone (keyed by the starter's host tid), then
  * the new thread until its thread__start (keyed by the new thread's host tid). */

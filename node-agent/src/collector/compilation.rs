@@ -18,6 +18,7 @@ use jvmdiag_inspect::elf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore};
 
+use super::inflight::{self, Table};
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps::{self, decode};
 use crate::metrics;
@@ -54,6 +55,12 @@ const MAX_HEAPS: u32 = 8;
 /// compiles a hot method about twice (C1 profiled, then C2), so the budget goes to methods
 /// compiled again and again.
 const HOT_THRESHOLD: u32 = 3;
+/// A compilation in progress per compiler thread, a code heap read per calling thread
+/// (src/bpf/compilation.h).
+const INFLIGHT: [Table; 2] = [
+    Table { map: "comp_inflight", index: consts::COMP_TABLE_COMPILE, per_jvm: consts::COMP_INFLIGHT_PER_JVM, max: consts::COMP_INFLIGHT_MAX },
+    Table { map: "pool_inflight", index: consts::COMP_TABLE_POOL, per_jvm: consts::COMP_INFLIGHT_PER_JVM, max: consts::COMP_INFLIGHT_MAX },
+];
 
 pub struct Compilation {
     skel: CompilationSkel<'static>,
@@ -78,6 +85,9 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.comp_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_COMPILERS))?;
     open.maps.method_hot.set_max_entries(super::table_size(cfg.max_jvms, hot_budget))?;
     open.maps.heap_usage.set_max_entries(super::table_size(cfg.max_jvms, MAX_HEAPS))?;
+    let shares =
+        inflight::configure([(&INFLIGHT[0], &mut open.maps.comp_inflight), (&INFLIGHT[1], &mut open.maps.pool_inflight)], cfg.max_jvms)?;
+    open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load compilation.bpf.o")?;
     Ok(Box::new(Compilation { skel, max_methods: cfg.max_methods as usize, layouts: RefCell::new(Vec::new()) }))
 }
@@ -211,6 +221,7 @@ impl Collector for Compilation {
             let layout = (heap.layout as usize).checked_sub(1).and_then(|i| layouts.get(i).copied())?;
             code_heap::used_now(heap.tgid, heap.pool, &layout, heap.mu.max)
         }));
+        out.push(inflight::jvm_lost_family(self.name(), &maps::entries(&m.inflight_lost)?, &INFLIGHT));
         Ok(())
     }
 
@@ -223,15 +234,20 @@ impl Collector for Compilation {
         maps::reset_slot(&m.code_full, slot)?;
         maps::reset_slot(&m.method_budget, slot)?;
         maps::reset_slot(&m.heap_budget, slot)?;
+        inflight::forget_table(&m.comp_inflight, &INFLIGHT[0], &m.inflight_held, slot)?;
+        inflight::forget_table(&m.pool_inflight, &INFLIGHT[1], &m.inflight_held, slot)?;
+        inflight::forget_lost(&m.inflight_lost, slot)?;
         maps::reset_slot(&m.name_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
         let m = &self.skel.maps;
-        let mut h = super::health_from(&maps::read_stats(&m.stats)?, &PROBES);
+        let stats = maps::read_stats(&m.stats)?;
+        let mut h = super::health_from(&stats, &PROBES);
         h.entries = [m.comp_stats.keys().count(), m.method_hot.keys().count(), m.heap_usage.keys().count()]
             .iter()
             .sum::<usize>() as u64;
+        h.inflight_lost = inflight::lost_totals(&stats, &INFLIGHT);
         Ok(h)
     }
 }

@@ -19,6 +19,7 @@ use crate::model::Family;
 use crate::skel::consts;
 
 pub mod compilation;
+pub mod inflight;
 pub mod monitors;
 pub mod parking;
 pub mod safepoints;
@@ -96,6 +97,8 @@ pub struct Health {
     pub filtered: u64,
     /// Entries currently in the collector's per-JVM tables.
     pub entries: u64,
+    /// (map, reason, begins) that found no room in its in-flight tables (inflight.rs).
+    pub inflight_lost: Vec<(&'static str, &'static str, u64)>,
 }
 
 pub type LoadFn = fn(&LoadConfig, BorrowedFd<'_>) -> Result<Box<dyn Collector>>;
@@ -218,5 +221,6 @@ pub fn health_from(stats: &[u64], probes: &[&'static str]) -> Health {
         names_overflow: stats.get(consts::STAT_NAMES_OVERFLOW as usize).copied().unwrap_or(0),
         filtered: stats.get(consts::STAT_FILTERED as usize).copied().unwrap_or(0),
         entries: 0,
+        inflight_lost: Vec::new(),
     }
 }

@@ -15,6 +15,7 @@ use jvmdiag_inspect::root::{read_host_file, ProcRoot};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
+use super::inflight::{self, Table};
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps::{self, decode};
 use crate::metrics;
@@ -32,6 +33,9 @@ const PROBES: [&str; 2] = super::probe_names([
 const ENVIRON_MAX_BYTES: u64 = 1 << 20;
 /// The reason label of a JVM whose monitor probes do not fire.
 pub const NO_FLAG: &str = "no_DTraceMonitorProbes";
+/// One entry per blocked thread (src/bpf/monitors.h).
+const INFLIGHT: [Table; 1] =
+    [Table { map: "mon_inflight", index: consts::MON_TABLE_INFLIGHT, per_jvm: consts::MON_INFLIGHT_PER_JVM, max: consts::MON_INFLIGHT_MAX }];
 
 // SAFETY: plain C structs of integers (generated from src/bpf/monitors.h).
 unsafe impl plain::Plain for mon_stat {}
@@ -55,7 +59,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_classes))?;
     // The named (class, thread) pairs and one "other" thread per class (max_classes + "other").
     open.maps.mon_threads.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_classes)))?;
-    open.maps.mon_inflight.set_max_entries(cfg.max_jvms.saturating_mul(consts::MON_INFLIGHT_PER_JVM).min(consts::MON_INFLIGHT_MAX))?;
+    let shares = inflight::configure([(&INFLIGHT[0], &mut open.maps.mon_inflight)], cfg.max_jvms)?;
+    open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
 }
@@ -229,19 +234,25 @@ impl Collector for Monitors {
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         let m = &self.skel.maps;
         out.extend(monitor_families(&maps::entries(&m.mon_threads)?, &maps::entries(&m.mon_stats)?, &self.without_flag()));
+        out.push(inflight::jvm_lost_family(self.name(), &maps::entries(&m.inflight_lost)?, &INFLIGHT));
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
-        maps::forget_where(&self.skel.maps.mon_stats, |k| decode::<name_key>(k).is_some_and(|k| k.slot == slot))?;
-        maps::forget_where(&self.skel.maps.mon_threads, |k| decode::<mon_thread_key>(k).is_some_and(|k| k.cls.slot == slot))?;
-        maps::reset_slot(&self.skel.maps.name_budget, slot)?;
-        maps::reset_slot(&self.skel.maps.mon_thread_budget, slot)
+        let m = &self.skel.maps;
+        maps::forget_where(&m.mon_stats, |k| decode::<name_key>(k).is_some_and(|k| k.slot == slot))?;
+        maps::forget_where(&m.mon_threads, |k| decode::<mon_thread_key>(k).is_some_and(|k| k.cls.slot == slot))?;
+        inflight::forget_table(&m.mon_inflight, &INFLIGHT[0], &m.inflight_held, slot)?;
+        inflight::forget_lost(&m.inflight_lost, slot)?;
+        maps::reset_slot(&m.name_budget, slot)?;
+        maps::reset_slot(&m.mon_thread_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
-        let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
+        let stats = maps::read_stats(&self.skel.maps.stats)?;
+        let mut h = super::health_from(&stats, &PROBES);
         h.entries = (self.skel.maps.mon_stats.keys().count() + self.skel.maps.mon_threads.keys().count()) as u64;
+        h.inflight_lost = inflight::lost_totals(&stats, &INFLIGHT);
         Ok(h)
     }
 }

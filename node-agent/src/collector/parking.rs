@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
+use super::inflight::{self, Table};
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps::{self, decode};
 use crate::metrics;
@@ -25,6 +26,9 @@ const PROBES: [&str; 4] = super::probe_names([
 /// Without USDT notes: `Parker::park(bool, jlong)`, called only by `Unsafe_Park`, between
 /// the two probes (the same in JDK 11 to 25).
 const SYM_PARK: &str = "_ZN6Parker4parkEbl";
+/// One entry per parked thread (src/bpf/parking.h).
+const INFLIGHT: [Table; 1] =
+    [Table { map: "park_inflight", index: consts::PARK_TABLE_INFLIGHT, per_jvm: consts::PARK_INFLIGHT_PER_JVM, max: consts::PARK_INFLIGHT_MAX }];
 
 // SAFETY: plain C structs of integers (generated from src/bpf/parking.h).
 unsafe impl plain::Plain for park_key {}
@@ -49,7 +53,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.park_counts.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
     open.maps.park_names.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
-    open.maps.park_inflight.set_max_entries(cfg.max_jvms.saturating_mul(consts::PARK_INFLIGHT_PER_JVM).min(consts::PARK_INFLIGHT_MAX))?;
+    let shares = inflight::configure([(&INFLIGHT[0], &mut open.maps.park_inflight)], cfg.max_jvms)?;
+    open.maps.rodata_data.as_deref_mut().context("parking: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load parking.bpf.o")?;
     Ok(Box::new(Parking { skel }))
 }
@@ -80,19 +85,25 @@ impl Collector for Parking {
         let names = &self.skel.maps.park_names;
         let counts = maps::entries(&self.skel.maps.park_counts)?;
         out.extend(park_families(&counts, |k| names.lookup(k, MapFlags::ANY).ok().flatten()));
+        out.push(inflight::jvm_lost_family(self.name(), &maps::entries(&self.skel.maps.inflight_lost)?, &INFLIGHT));
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
-        for m in [&self.skel.maps.park_counts, &self.skel.maps.park_names] {
-            maps::forget_where(m, |k| slot_of(k) == Some(slot))?;
+        let m = &self.skel.maps;
+        for t in [&m.park_counts, &m.park_names] {
+            maps::forget_where(t, |k| slot_of(k) == Some(slot))?;
         }
-        maps::reset_slot(&self.skel.maps.name_budget, slot)
+        inflight::forget_table(&m.park_inflight, &INFLIGHT[0], &m.inflight_held, slot)?;
+        inflight::forget_lost(&m.inflight_lost, slot)?;
+        maps::reset_slot(&m.name_budget, slot)
     }
 
     fn health(&self) -> Result<Health> {
-        let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
+        let stats = maps::read_stats(&self.skel.maps.stats)?;
+        let mut h = super::health_from(&stats, &PROBES);
         h.entries = (self.skel.maps.park_counts.keys().count() + self.skel.maps.park_names.keys().count()) as u64;
+        h.inflight_lost = inflight::lost_totals(&stats, &INFLIGHT);
         Ok(h)
     }
 }
