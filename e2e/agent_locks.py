@@ -11,7 +11,10 @@ sun.rt._sync_ContendedLockAttempts. Per-JVM limits: 2 classes (the rest "other")
 thread) pairs (the rest thread_name="other", the class kept), totals preserved. The flag comes from an @argfile (a relative path, a link);
 a JVM whose options file turns the flag off again is reported as without it.
 Parking: a workload with a known number of parks by name; the agent's count is exact and its
-parked seconds within 2 % of what the workload measured itself.
+parked seconds within 2 % of what the workload measured itself. In-flight table: a JVM parking
+more threads at once than its share loses only its own parked time, exactly the begins the
+kernel's table (bpftool) had no room for, counted under its name; a JVM beside it stays exact;
+killed with threads parked, it leaves no entry behind.
 Virtual threads (JDK 21+): pinned parks counted as the carriers' parks against JFR's
 jdk.VirtualThreadPinned and jdk.ThreadPark, carrier starts against jdk.ThreadStart; virtual
 threads contending on a monitor against jdk.JavaMonitorEnter (JDK 21: exact; JDK 24+: they
@@ -28,7 +31,7 @@ Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary 
 import json, os, re, shutil, statistics, subprocess, sys, time
 
 from hsperfdata import hsperf  # the JVM's own counters, read independently
-from harness import log, samples, wait_file, run, stop, procs, summary, kill_leftovers, port
+from harness import log, samples, wait_file, run, stop, procs, summary, kill_leftovers, port, map_dump, object_maps
 import harness
 
 AGENT, WORK, JDKS = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -87,7 +90,8 @@ def start_agent(*extra):
     p = subprocess.Popen([AGENT, "--standalone", "--listen", f"127.0.0.1:{PORT}", "--exit-after", "900", *extra],
                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "agent.log"), "a"))
     procs.append(p)
-    for _ in range(100):
+    # Loading the BPF objects takes seconds on a machine busy with other builds.
+    for _ in range(600):
         try:
             scrape()
             return p
@@ -118,7 +122,8 @@ def classes(jdk):
     if not os.path.exists(os.path.join(out, "ParkWorkload.class")):
         javac = next(f"{j}/bin/javac" for j in JDKS if os.path.exists(f"{j}/bin/javac"))
         os.makedirs(out, exist_ok=True)
-        subprocess.run([javac, "--release", "11", "-d", out, f"{WORKLOADS}/LockContention.java", f"{WORKLOADS}/ParkWorkload.java"], check=True)
+        subprocess.run([javac, "--release", "11", "-d", out, f"{WORKLOADS}/LockContention.java", f"{WORKLOADS}/ParkWorkload.java",
+                        f"{WORKLOADS}/ParkHold.java"], check=True)
     return out
 
 
@@ -354,6 +359,102 @@ def test_parking(jdk, tag):
         problems.append(f"JVM without the flag: jvmdiag_agent_collector_unavailable {unavailable}")
     if monitor_series:
         problems.append(f"JVM without the flag shows monitor series {sorted(set(monitor_series))}")
+    return problems
+
+
+def inflight_of(maps, table, slot):
+    """Host tids of a JVM slot's entries in an in-flight table (struct inflight_key {slot, tid}),
+    as the kernel holds them (bpftool)."""
+    return [int.from_bytes(k[4:8], "little") for k, _ in map_dump(maps[table]) if int.from_bytes(k[:4], "little") == slot]
+
+
+def slot_of(maps, pid):
+    """A traced JVM's slot: its traced_pids value (host tgid -> slot | collector bits)."""
+    for k, v in map_dump(maps["traced_pids"]):
+        if int.from_bytes(k[:4], "little") == pid:
+            return int.from_bytes(v[:4], "little") & 0xFFFF
+    raise RuntimeError(f"pid {pid} is not in traced_pids")
+
+
+def comm(pid, tid):
+    try:
+        return open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+    except OSError:
+        return "?"
+
+
+def test_park_share(jdk, tag):
+    """One JVM parks more threads at once than its share of the in-flight table; another parks
+    beside it. An agent with --max-jvms 4 has a park_inflight of 4 x 64 entries and a share of
+    64 per JVM (a quarter of the table, at least 64). The hostile JVM's holders (HOSTILE threads,
+    each parked once and staying parked) take the room its other parked threads leave: once all
+    are parked, the kernel's table (bpftool) holds exactly 64 entries of its slot, E of them
+    holders (by the tids' comm), and the begins it refused are exactly the holders' park calls
+    (the workload's own count) minus E, counted under its name and in the agent-wide counter.
+    The normal JVM, parking NORMAL threads meanwhile, loses nothing: its parks equal its own count
+    and its parked time is within 2 % of what it measured. Killed with 64 entries held, the
+    hostile JVM leaves none behind once the agent releases its slot."""
+    hostile_n, normal_n, share = 150, 20, 64
+    global shared_agent
+    if shared_agent is not None:
+        stop(shared_agent)
+        shared_agent = None
+    agent = start_agent("--max-jvms", "4", "--match-jvm", "ParkHold")
+    maps = object_maps(agent.pid, "park_end")
+    h, hctl = workload(jdk, f"hold-hostile-{tag}", "ParkHold", [hostile_n])
+    n, nctl = workload(jdk, f"hold-normal-{tag}", "ParkHold", [normal_n])
+    hslot, nslot = slot_of(maps, h.pid), slot_of(maps, n.pid)
+    problems = []
+    open(os.path.join(hctl, "go"), "w").close()
+    wait_file(os.path.join(hctl, "parked"), 60, h)
+    hparks = int(open(os.path.join(hctl, "parked")).read().split()[1])
+    held = inflight_of(maps, "park_inflight", hslot)
+    holders = [t for t in held if comm(h.pid, t).startswith("holder-")]
+    open(os.path.join(nctl, "go"), "w").close()
+    wait_file(os.path.join(nctl, "parked"), 60, n)
+    nheld = inflight_of(maps, "park_inflight", nslot)
+    time.sleep(0.3)
+    open(os.path.join(nctl, "release"), "w").close()
+    wait_file(os.path.join(nctl, "done"), 60, n)
+    done = open(os.path.join(nctl, "done")).read().split()
+    nparks, nns = int(done[1]), int(done[3])
+    text = scrape()
+    lost = {(l["map"], l["reason"]): v for name, l, v in samples(text, h.pid) if name == "jvmdiag_agent_jvm_inflight_lost_total"}
+    nlost = [(l, v) for name, l, v in samples(text, n.pid) if name == "jvmdiag_agent_jvm_inflight_lost_total" and v]
+    total = {(l["map"], l["reason"]): v for name, l, v in samples(text) if name == "jvmdiag_agent_inflight_lost_total" and l.get("collector") == "parking"}
+    parks = by_label(text, n.pid, "jvmdiag_thread_parks_total", "thread_name").get("holder-N", 0)
+    parked = by_label(text, n.pid, "jvmdiag_thread_parked_seconds_total", "thread_name").get("holder-N", 0.0)
+    want_lost = hparks - len(holders)
+    got_lost = lost.get(("park_inflight", "jvm_share"), 0)
+    log(f"  {tag}: hostile slot {hslot}: {hparks} holder parks, table holds {len(held)} of its entries ({len(holders)} holders); "
+        f"lost {int(got_lost)} (want {want_lost}), agent-wide {total}; normal slot {nslot}: held {len(nheld)}, "
+        f"parks agent {int(parks)} / workload {nparks}, parked {parked:.4f} s / workload {nns / 1e9:.4f} s, lost {nlost}")
+    problems += contract(text, "jvmdiag_thread_parks_total")
+    if len(held) != share:
+        problems.append(f"the hostile JVM holds {len(held)} entries of park_inflight, not its share {share}")
+    if hparks < hostile_n or int(got_lost) != want_lost:
+        problems.append(f"hostile JVM: {int(got_lost)} begins refused, expected its {hparks} holder parks - {len(holders)} holders in the table = {want_lost}")
+    if total.get(("park_inflight", "jvm_share")) != got_lost or total.get(("park_inflight", "full"), -1) != 0:
+        problems.append(f"agent-wide inflight_lost {total} != the hostile JVM's {lost}")
+    if len(nheld) < normal_n:
+        problems.append(f"the normal JVM had {len(nheld)} entries while its {normal_n} holders were parked")
+    if nlost or int(parks) != nparks or abs(parked - nns / 1e9) > 0.02 * nns / 1e9:
+        problems.append(f"normal JVM: parks {int(parks)} vs its own {nparks}, parked {parked:.4f} s vs {nns / 1e9:.4f} s, lost {nlost}")
+    # Killed while its 64 entries are held: they go with its slot.
+    h.kill()
+    h.wait(30)
+    deadline = time.time() + 30
+    while time.time() < deadline and any(True for _ in samples(scrape(), h.pid)):
+        time.sleep(0.3)
+    scrape()
+    left = inflight_of(maps, "park_inflight", hslot)
+    log(f"  {tag}: hostile JVM killed; park_inflight entries of its slot afterwards: {len(left)}")
+    if left:
+        problems.append(f"{len(left)} park_inflight entries of the killed JVM's slot {hslot} remain")
+    for f in ("release", "quit"):
+        open(os.path.join(nctl, f), "w").close()
+    n.wait(60)
+    stop(agent)
     return problems
 
 
@@ -595,6 +696,9 @@ def main():
             nostapsdt = f"{CACHE}/jdk-variants/e2e-{os.path.basename(j.rstrip('/'))}-nostapsdt"
             if os.path.exists(f"{nostapsdt}/bin/java"):
                 run(f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}", test_parking, nostapsdt, "nostapsdt")
+        # These replace the agent by their own.
+        for jdk in JDKS:
+            run(f"park_table_share_hostile_jvm_loses_its_own_{os.path.basename(jdk.rstrip('/'))}", test_park_share, jdk, os.path.basename(jdk.rstrip('/')))
         # Last: they replace the agent by one with a limit (per JVM, or the agent's own).
         run("monitor_classes_top_k_rest_other", test_monitor_classes_top_k, JDKS[0])
         run("monitor_classes_top_k_rest_other_agent_max_classes", test_monitor_classes_top_k, JDKS[0], True)

@@ -9,7 +9,7 @@ Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary 
 import collections, json, os, re, shutil, signal, subprocess, sys, time
 
 from hsperfdata import hsperf  # the JVM's own counters, read independently
-from harness import log, scrape, samples, wait_file, run, kill_leftovers, summary, procs, port as e2e_port
+from harness import log, scrape, samples, wait_file, run, kill_leftovers, summary, procs, port as e2e_port, bpf_objects_of, map_entries
 
 AGENT, WORK, JDK17, JDK25 = sys.argv[1:5]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -634,26 +634,6 @@ def test_metrics_contract(text):
     return problems
 
 
-def bpf_objects_of(agent_pid):
-    """Independent view of the agent's BPF maps and links: the kernel's fdinfo of the
-    agent's descriptors (map_id / link_id), described by bpftool."""
-    map_ids, link_ids = set(), set()
-    fdinfo = f"/proc/{agent_pid}/fdinfo"
-    for fd in os.listdir(fdinfo):
-        try:
-            info = open(f"{fdinfo}/{fd}").read()
-        except OSError:
-            continue
-        m = re.search(r"^map_id:\s*(\d+)", info, re.M)
-        if m:
-            map_ids.add(int(m.group(1)))
-        m = re.search(r"^link_id:\s*(\d+)", info, re.M)
-        if m:
-            link_ids.add(int(m.group(1)))
-    maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True, check=True).stdout)
-    return [m for m in maps if m["id"] in map_ids], sorted(link_ids)
-
-
 def link_programs(link_ids):
     """The name of the BPF program behind each link (bpftool), in link_ids' order."""
     links = json.loads(subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout)
@@ -670,11 +650,6 @@ def always_on_links(agent_pid):
     names = link_programs(links)
     kept = [n for n in names if not n.startswith("starter_")]
     return len(kept), dict(sorted(collections.Counter(names).items()))
-
-
-def map_entries(map_id):
-    out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(map_id)], capture_output=True, text=True, check=True).stdout
-    return len(json.loads(out))
 
 
 def test_churn(jdk):
@@ -719,7 +694,8 @@ def test_churn(jdk):
     maps, links = bpf_objects_of(agent.pid)
     if links:
         problems.append(f"bpftool: {len(links)} links of the agent remain")
-    per_jvm = [m for m in maps if m.get("name") in ("traced_pids", "threads_counts", "sp_pause", "sp_sync", "vmops_hist", "sp_state")]
+    per_jvm = [m for m in maps if m.get("name") in ("traced_pids", "threads_counts", "sp_pause", "sp_sync", "vmops_hist", "sp_state",
+                                                     "park_inflight", "mon_inflight", "comp_inflight", "pool_inflight")]
     if len(per_jvm) < 5:
         problems.append(f"bpftool: expected the agent's per-JVM maps, found {[m.get('name') for m in maps]}")
     for m in per_jvm:

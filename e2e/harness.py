@@ -5,7 +5,7 @@ line hack/suites/20-agent.sh counts.
 Ports: each script's agents listen on 127.0.0.1 at JVMDIAG_E2E_PORT_BASE + a fixed offset
 (`port(n)`), so two checkouts can run their agent tests side by side with different bases.
 """
-import os, re, signal, subprocess, sys, time, urllib.request
+import json, os, re, signal, subprocess, sys, time, urllib.request
 
 PORT_BASE = int(os.environ.get("JVMDIAG_E2E_PORT_BASE", "19465"))
 procs = []    # every process a test starts; killed at the end
@@ -95,3 +95,53 @@ def stop(p):
         p.wait(10)
     except subprocess.TimeoutExpired:
         p.kill()
+
+
+def bpf_ids_of(pid):
+    """The ids of the BPF maps, links and programs a process holds: the kernel's fdinfo of its
+    descriptors (map_id / link_id / prog_id)."""
+    ids = {"map_id": set(), "link_id": set(), "prog_id": set()}
+    fdinfo = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(fdinfo):
+        try:
+            info = open(f"{fdinfo}/{fd}").read()
+        except OSError:
+            continue
+        for field, found in ids.items():
+            m = re.search(rf"^{field}:\s*(\d+)", info, re.M)
+            if m:
+                found.add(int(m.group(1)))
+    return ids
+
+
+def bpftool(*args):
+    return json.loads(subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, check=True).stdout)
+
+
+def bpf_objects_of(agent_pid):
+    """Independent view of the agent's BPF maps and links: the kernel's fdinfo of the
+    agent's descriptors (map_id / link_id), described by bpftool."""
+    ids = bpf_ids_of(agent_pid)
+    return [m for m in bpftool("map", "show") if m["id"] in ids["map_id"]], sorted(ids["link_id"])
+
+
+def map_dump(map_id):
+    """A map's entries as the kernel holds them, (key bytes, value bytes) each (bpftool)."""
+    def raw(field):
+        return bytes(int(b, 16) for b in field) if isinstance(field, list) else b""
+    return [(raw(e.get("key")), raw(e.get("value"))) for e in bpftool("map", "dump", "id", str(map_id))]
+
+
+def map_entries(map_id):
+    return len(bpftool("map", "dump", "id", str(map_id)))
+
+
+def object_maps(agent_pid, program):
+    """{map name: id} of the BPF object of the agent that has the program named `program`
+    (several objects have maps of the same name: traced_pids, inflight_held, ...)."""
+    ids = bpf_ids_of(agent_pid)
+    progs = [p for p in bpftool("prog", "show") if p["id"] in ids["prog_id"] and p.get("name") == program]
+    if not progs:
+        raise RuntimeError(f"the agent (pid {agent_pid}) holds no BPF program named {program}")
+    wanted = set(progs[0].get("map_ids", []))
+    return {m["name"]: m["id"] for m in bpftool("map", "show") if m["id"] in wanted}
