@@ -90,16 +90,7 @@ def start_agent(*extra):
     p = subprocess.Popen([AGENT, "--standalone", "--listen", f"127.0.0.1:{PORT}", "--exit-after", "900", *extra],
                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "agent.log"), "a"))
     procs.append(p)
-    # Loading the BPF objects takes seconds on a machine busy with other builds.
-    for _ in range(600):
-        try:
-            scrape()
-            return p
-        except Exception:
-            if p.poll() is not None:
-                raise RuntimeError("agent exited: " + open(os.path.join(WORK, "agent.log")).read()[-2000:])
-            time.sleep(0.1)
-    raise RuntimeError("agent did not serve /metrics")
+    return harness.wait_serving(PORT, p, os.path.join(WORK, "agent.log"))
 
 
 

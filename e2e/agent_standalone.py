@@ -9,7 +9,7 @@ Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary 
 import collections, json, os, re, shutil, signal, subprocess, sys, time
 
 from hsperfdata import hsperf  # the JVM's own counters, read independently
-from harness import log, scrape, samples, wait_file, run, kill_leftovers, summary, procs, port as e2e_port, bpf_objects_of, map_entries
+from harness import log, scrape, samples, wait_file, run, kill_leftovers, summary, procs, port as e2e_port, bpf_objects_of, map_entries, wait_serving
 
 AGENT, WORK, JDK17, JDK25 = sys.argv[1:5]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -108,15 +108,7 @@ def start_agent(port, *extra, wrap=None):
                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, f"agent-{port}.log"), "w"))
     procs.append(p)
     AGENT_PIDS[port] = p.pid
-    for _ in range(100):
-        try:
-            scrape(port)
-            return p
-        except Exception:
-            if p.poll() is not None:
-                raise RuntimeError(f"agent exited: {open(os.path.join(WORK, f'agent-{port}.log')).read()}")
-            time.sleep(0.1)
-    raise RuntimeError("agent did not serve /metrics")
+    return wait_serving(port, p, os.path.join(WORK, f"agent-{port}.log"))
 
 
 def compile_workloads(jdk, out):

@@ -39,6 +39,22 @@ def samples(text, pid=None):
             yield m.group(1), labels, float(m.group(3))
 
 
+def wait_serving(port, proc, log_path, timeout=60):
+    """Waits until the agent `proc` serves /metrics on `port`; loading its BPF objects takes
+    seconds on a machine busy with other builds, hence the margin. Raises with the end of its
+    log if it exits first."""
+    t = time.time() + timeout
+    while time.time() < t:
+        try:
+            scrape(port)
+            return proc
+        except Exception:
+            if proc.poll() is not None:
+                raise RuntimeError("agent exited: " + open(log_path).read()[-2000:])
+            time.sleep(0.1)
+    raise RuntimeError(f"agent did not serve /metrics within {timeout} s")
+
+
 def wait_file(path, timeout, proc=None):
     t = time.time() + timeout
     while time.time() < t:
