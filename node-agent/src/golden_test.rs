@@ -49,12 +49,25 @@ fn fixture() -> String {
         names_overflow: 3,
         filtered: 6,
         entries: 2,
+        inflight_lost: Vec::new(),
     };
+    // A JVM parked more threads at once than its share of park_inflight.
+    let parking = Health {
+        events: vec![("thread__park__begin", 5_150), ("thread__park__end", 5_000)],
+        inflight_lost: vec![("park_inflight", "jvm_share", 86), ("park_inflight", "full", 0)],
+        ..Health::default()
+    };
+    let mut lost = metrics::AGENT_JVM_INFLIGHT_LOST.family();
+    lost.jvm(1, vec![("collector", "parking".into()), ("map", "park_inflight".into()), ("reason", "jvm_share".into())], Value::Counter(86));
+    fams.push(lost);
     let mut failures = BTreeMap::new();
     failures.insert(("identity_mismatch".to_string(), String::new()), 1);
     failures.insert(("collector_failed".to_string(), "safepoints".to_string()), 2);
     fams.extend(agent_families(&AgentReport {
-        collectors: vec![CollectorReport { name: "threads", seconds: 0.00025, ok: true, health: Some(health) }],
+        collectors: vec![
+            CollectorReport { name: "threads", seconds: 0.00025, ok: true, health: Some(health) },
+            CollectorReport { name: "parking", seconds: 0.00012, ok: true, health: Some(parking) },
+        ],
         traced_pids_entries: 2,
         jvms_attached: 2,
         jvms_seen: 7,
@@ -143,7 +156,7 @@ fn label_values_from_containers_are_escaped_and_forge_nothing() {
 /// tests/golden/maps.prom: a header change the decoding does not follow fails here.
 mod raw_maps {
     use super::*;
-    use crate::collector::{compilation, monitors, threads};
+    use crate::collector::{compilation, inflight, monitors, threads};
     use crate::maps;
     use crate::model::HIST_BOUNDS;
 
@@ -256,6 +269,11 @@ mod raw_maps {
             (name_key(0, 0, "other"), hist(&[("0.0001", 5)], 400_000)),
         ];
         fams.extend(monitors::monitor_families(&mon_threads, &mon_stats, &[1]));
+
+        // inflight_lost: struct inflight_lost_key {slot, __u16 table, __u16 reason} -> __u64.
+        let lost_key = |slot: u32, table: u16, reason: u16| [&slot.to_le_bytes()[..], &table.to_le_bytes(), &reason.to_le_bytes()].concat();
+        let park = inflight::Table { map: "park_inflight", index: 0, per_jvm: 64, max: 65536 };
+        fams.push(inflight::jvm_lost_family("parking", &[(lost_key(1, 0, 0), u64s(&[86]))], &[park]));
 
         to_prometheus_text(&render(fams, &two_jvms()))
     }
