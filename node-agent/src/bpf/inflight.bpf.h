@@ -39,13 +39,10 @@ static __always_inline void inflight_lose(__u32 table, __u32 slot, __u32 reason)
 	__u64 *n = bpf_map_lookup_elem(&inflight_lost, &k);
 	if (!n) {
 		__u64 zero = 0;
-		bpf_map_update_elem(&inflight_lost, &k, &zero, BPF_NOEXIST);
-		n = bpf_map_lookup_elem(&inflight_lost, &k);
+		n = insert_lookup(&inflight_lost, &k, &zero);
 	}
 	if (n)
 		__sync_fetch_and_add(n, 1);
-	else
-		stat_inc(STAT_MAP_ERRORS);
 }
 
 static __always_inline __u32 *inflight_held_of(__u32 table, __u32 slot)
