@@ -124,24 +124,41 @@ static __always_inline void *insert_lookup(void *map, const void *key, const voi
 	return v;
 }
 
+/* Takes one unit of a JVM's name budget (budget[slot], a per-slot __u32 array: name_budget,
+ * or a collector's own) for a name not seen before: NAME_UNIT_TAKEN, or NAME_UNIT_SPENT once
+ * budget_max units are taken (counted as a name overflow; the caller names its key "other"),
+ * or NAME_UNIT_NONE if the slot has no entry. The plain read first keeps a JVM whose budget is
+ * spent from bumping the shared counter on every event. */
+enum { NAME_UNIT_NONE = -1, NAME_UNIT_SPENT = 0, NAME_UNIT_TAKEN = 1 };
+
+static __always_inline int take_name_unit(void *budget, __u32 slot, __u32 budget_max)
+{
+	__u32 *used = bpf_map_lookup_elem(budget, &slot);
+	if (!used)
+		return NAME_UNIT_NONE;
+	if (*used >= budget_max || __sync_fetch_and_add(used, 1) >= budget_max) {
+		stat_inc(STAT_NAMES_OVERFLOW);
+		return NAME_UNIT_SPENT;
+	}
+	return NAME_UNIT_TAKEN;
+}
+
 /* Returns the value for key in a table whose names are bounded per JVM: a key seen before is
- * found; a new one takes one unit of the JVM's budget (budget[slot]), and once the budget is
+ * found; a new one takes one unit of the JVM's budget (take_name_unit), and once the budget is
  * spent, its name (the name_len bytes at `name`, inside the key) becomes "other" and it is
- * counted there. Fails (NULL) only if the map is full. `budget` is a per-slot __u32 array
- * (name_budget, or a collector's own). */
+ * counted there. Fails (NULL) only if the map is full. */
 static __always_inline void *budgeted_lookup_at(void *map, void *budget, void *key, __u32 slot, char *name,
 						__u32 name_len, const void *zero, __u32 budget_max)
 {
 	void *v = bpf_map_lookup_elem(map, key);
 	if (v)
 		return v;
-	__u32 *used = bpf_map_lookup_elem(budget, &slot);
-	if (!used)
+	int unit = take_name_unit(budget, slot, budget_max);
+	if (unit == NAME_UNIT_NONE)
 		return NULL;
-	if (*used >= budget_max || __sync_fetch_and_add(used, 1) >= budget_max) {
+	if (unit == NAME_UNIT_SPENT) {
 		__builtin_memset(name, 0, name_len);
 		__builtin_memcpy(name, "other", 6);
-		stat_inc(STAT_NAMES_OVERFLOW);
 		v = bpf_map_lookup_elem(map, key);
 		if (v)
 			return v;

@@ -43,14 +43,12 @@ struct {
 static __noinline int count_new(struct park_key *key, const char *comm)
 {
 	struct park_name text = {};
-	__u32 *used = bpf_map_lookup_elem(&name_budget, &key->slot);
-	if (!used)
+	int unit = take_name_unit(&name_budget, key->slot, jvm_limit(key->slot, thread_names, max_names));
+	if (unit == NAME_UNIT_NONE)
 		return 0;
-	__u32 budget = jvm_limit(key->slot, thread_names, max_names);
-	if (*used >= budget || __sync_fetch_and_add(used, 1) >= budget) {
+	if (unit == NAME_UNIT_SPENT) {
 		key->hash = OTHER_HASH;
 		__builtin_memcpy(text.name, "other", 6);
-		stat_inc(STAT_NAMES_OVERFLOW);
 	} else {
 		fold(text.name, comm, COMM_LEN, COMM_LEN);
 	}

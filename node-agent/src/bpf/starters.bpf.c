@@ -103,16 +103,14 @@ static __always_inline void count(struct starter_key *k)
 		__sync_fetch_and_add(n, 1);
 		return;
 	}
-	__u32 *used = bpf_map_lookup_elem(&name_budget, &k->slot);
-	if (!used)
+	int unit = take_name_unit(&name_budget, k->slot, jvm_limit(k->slot, thread_names, max_pairs));
+	if (unit == NAME_UNIT_NONE)
 		return;
-	__u32 budget = jvm_limit(k->slot, thread_names, max_pairs);
-	if (*used >= budget || __sync_fetch_and_add(used, 1) >= budget) {
+	if (unit == NAME_UNIT_SPENT) {
 		__builtin_memset(k->thread_name, 0, NAME_LEN);
 		__builtin_memcpy(k->thread_name, "other", 6);
 		__builtin_memset(k->starter, 0, COMM_LEN);
 		__builtin_memcpy(k->starter, "other", 6);
-		stat_inc(STAT_NAMES_OVERFLOW);
 	}
 	__u64 zero = 0;
 	n = insert_lookup(&starts_by_starter, k, &zero);

@@ -45,15 +45,13 @@ struct {
 
 static __noinline int count_new(struct name_hkey *key, struct scratch *s, __u32 len)
 {
-	__u32 *used = bpf_map_lookup_elem(&name_budget, &key->slot);
-	if (!used)
+	int unit = take_name_unit(&name_budget, key->slot, jvm_limit(key->slot, thread_names, max_names));
+	if (unit == NAME_UNIT_NONE)
 		return 0;
 	__builtin_memset(&s->folded, 0, sizeof(s->folded));
-	__u32 budget = jvm_limit(key->slot, thread_names, max_names);
-	if (*used >= budget || __sync_fetch_and_add(used, 1) >= budget) {
+	if (unit == NAME_UNIT_SPENT) {
 		key->hash = OTHER_HASH;
 		__builtin_memcpy(s->folded.name, "other", 6);
-		stat_inc(STAT_NAMES_OVERFLOW);
 	} else {
 		/* Slow path only (a name not seen before): the folded text. */
 		fold_loop(s->folded.name, s->raw, len);
@@ -61,13 +59,9 @@ static __noinline int count_new(struct name_hkey *key, struct scratch *s, __u32 
 	__u64 zero = 0;
 	/* NOEXIST: a racing CPU may have inserted the same name first; both then add. */
 	bpf_map_update_elem(&threads_names, key, &s->folded, BPF_NOEXIST);
-	bpf_map_update_elem(&threads_counts, key, &zero, BPF_NOEXIST);
-	__u64 *cnt = bpf_map_lookup_elem(&threads_counts, key);
-	if (!cnt) {
-		stat_inc(STAT_MAP_ERRORS);
-		return 0;
-	}
-	__sync_fetch_and_add(cnt, 1);
+	__u64 *cnt = insert_lookup(&threads_counts, key, &zero);
+	if (cnt)
+		__sync_fetch_and_add(cnt, 1);
 	return 0;
 }
 
