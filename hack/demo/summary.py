@@ -89,6 +89,8 @@ def snapshot(base, sel):
     s["mon_blocked"] = query(base, (f"topk(5, sum by ({GROUP}, monitor_class) "
                                     f"(rate(jvmdiag_monitor_blocked_seconds_sum{{monitor_class!=\"other\",{sel}}}[1m])) > 0)"))
     s["mon_enters"] = query(base, f"sum by ({GROUP}, monitor_class) (rate(jvmdiag_monitor_contended_total{{{sel}}}[1m]))")
+    s["mon_waiters"] = query(base, (f"sum by ({GROUP}, monitor_class, thread_name) "
+                                    f"(rate(jvmdiag_monitor_contended_total{{{sel}}}[1m])) > 0"))
     s["starters"] = query(base, f"sum by ({GROUP}, thread_name, starter) (jvmdiag_thread_starts_by_starter_total{{{sel}}}) > 0")
     s["requesters"] = query(base, f"sum by ({GROUP}, vm_operation, requester) (jvmdiag_vm_operation_requests_total{{{sel}}}) > 0")
     s["alerts"] = [a for a in alerts(base) if selected(a["labels"], sel)]
@@ -197,9 +199,9 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None):
         if i == 3 and lock.get("alert_at") is not None:
             line += f"; alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s"
         c = (culprits or {}).get(i)
-        if i in (0, 1):
-            verb = "started by" if i == 0 else "requested by"
-            line += f"; {verb} {c[0]} after {c[1]:.0f}s" if c else f"; {verb}: not yet"
+        if i in (0, 1, 3):
+            verb = ("started by", "requested by", None, "blocked most")[i]
+            line += f"; {verb}: {c[0]} after {c[1]:.0f}s" if c else f"; {verb}: not yet"
         out.append(line)
     if check is not None:
         out.append("")
@@ -255,8 +257,9 @@ class RateCheck:
 
 
 def update_culprits(s, elapsed, culprits):
-    """Who starts the HandshakeCompletedNotify-Threads (incident 1) and who requested the
-    RedefineClasses (incident 2), once the product names them."""
+    """Who starts the HandshakeCompletedNotify-Threads (incident 1), who requested the
+    RedefineClasses (incident 2) and which threads block most on the SecureRandom (incident 4:
+    the folded names of the threads that had to wait), once the product names them."""
     if 0 not in culprits:
         for (_, name), by in top_culprits(s.get("starters", []), "thread_name", "starter").items():
             if "HandshakeCompletedNotify" in (name or "") and by and by != "other":
@@ -266,6 +269,11 @@ def update_culprits(s, elapsed, culprits):
         for (_, op), by in top_culprits(s.get("requesters", []), "vm_operation", "requester").items():
             if op == "RedefineClasses" and by and by != "other":
                 culprits[1] = (by, elapsed)
+                break
+    if 3 not in culprits:
+        for (_, cls), by in top_culprits(s.get("mon_waiters", []), "monitor_class", "thread_name").items():
+            if "SecureRandom" in (cls or "") and by and by != "other":
+                culprits[3] = (by, elapsed)
                 break
 
 
@@ -334,7 +342,8 @@ def run(a, check):
         update_culprits(s, elapsed, culprits)
         for i, (by, t) in sorted(culprits.items()):
             if not tty and i not in before_culprits:
-                what = "HandshakeCompletedNotify-Thread started by" if i == 0 else "RedefineClasses requested by"
+                what = {0: "HandshakeCompletedNotify-Thread started by", 1: "RedefineClasses requested by",
+                        3: "the threads blocked most on the SecureRandom:"}[i]
                 print(f"demo: incident {i + 1}: {what} {by} (named after {t:.0f}s)", flush=True)
         if not tty and before[0] is None and named[3] is not None:
             print(f"demo: incident 4 named after {named[3]:.0f}s: threads blocked on contended monitors of class {lock['class']}", flush=True)
@@ -376,7 +385,8 @@ def run(a, check):
     else:
         print("demo: all four incidents named: " + ", ".join(f"{t:.0f}s" for t in named)
               + f" (the contended monitor: {lock.get('class')})")
-    for i, what in ((0, "the thread starting HandshakeCompletedNotify-Threads"), (1, "the thread requesting RedefineClasses")):
+    for i, what in ((0, "the thread starting HandshakeCompletedNotify-Threads"), (1, "the thread requesting RedefineClasses"),
+                    (3, "the threads blocked most on the SecureRandom")):
         if i in culprits:
             print(f"demo: culprit of incident {i + 1}: {what}: {culprits[i][0]} (named after {culprits[i][1]:.0f}s)")
         else:

@@ -197,14 +197,16 @@ la=$(grep -m1 -oE 'demo: alert JvmDiagMonitorContentionHigh firing .*' "$WORK/de
 if grep -q 'monitor_class=[A-Za-z0-9_.$]*SecureRandom' <<<"$la"; then ok "running: ${la#demo: }"
 else bad "running: JvmDiagMonitorContentionHigh fires naming the SecureRandom class" \
   "$(grep -A4 '^Firing alerts' "$WORK/demo-running.log" | tail -n 5 | tr '\n' ' ')"; fi
-# Who is behind the first two incidents, as the workloads know them: the TLS clients
-# (tls-client-N, the threads that run the handshakes) start the HandshakeCompletedNotify-Threads;
-# the Java agent's apm-retransformer (15 bytes of it: the native name) requests RedefineClasses.
-for want in 'incident 1: HandshakeCompletedNotify-Thread started by tls-client-N ' 'incident 2: RedefineClasses requested by apm-retransform '; do
+# Who is behind the incidents, as the workloads know them: the TLS clients (tls-client-N, the
+# threads that run the handshakes) start the HandshakeCompletedNotify-Threads; the Java agent's
+# apm-retransformer (15 bytes of it: the native name) requests RedefineClasses; the DHE server's
+# handshake pool (tls-handshake) is what blocks on the SecureRandom.
+for want in 'incident 1: HandshakeCompletedNotify-Thread started by tls-client-N ' 'incident 2: RedefineClasses requested by apm-retransform ' \
+            'incident 4: the threads blocked most on the SecureRandom: tls-handshake '; do
   l=$(grep -m1 -F "demo: $want" "$WORK/demo-running.log")
   if [ -n "$l" ]; then ok "running: ${l#demo: }"
   else bad "running: the summary names who is behind it: $want" \
-    "$(grep -E 'demo: incident [12]:|started by|requested by' "$WORK/demo-running.log" | tail -n 4 | tr '\n' ' ')"; fi
+    "$(grep -E 'demo: incident [124]:|started by|requested by|blocked most' "$WORK/demo-running.log" | tail -n 4 | tr '\n' ' ')"; fi
 done
 echo "elapsed $(($(date +%s) - T0))s"
 finish
