@@ -79,6 +79,14 @@ fn fixture() -> String {
         resident_bytes: Some(7_340_032),
         bpf_map_bytes: Some(23_592_960),
     }));
+    // The parked families, each from its own collector, merged into one family of one label
+    // set: parks (monitor_class empty) and Object.wait by the waited-on class.
+    let mut parked = crate::collector::parking::waited_families();
+    crate::collector::parking::push_waited(&mut parked, 0, "pool-N-thread-N".into(), "park", String::new(), 5_000, 41_000_000_000);
+    fams.extend(parked);
+    let mut waited = crate::collector::parking::waited_families();
+    crate::collector::parking::push_waited(&mut waited, 0, "pool-N-thread-N".into(), "object_wait", "com.acme.ConnectionPool".into(), 812, 196_500_000_000);
+    fams.extend(waited);
     // Slot 2 has no labels (released JVM): its samples must not appear.
     let mut gone = metrics::THREAD_STARTS.family();
     gone.jvm(2, vec![("thread_name", "x".into())], Value::Counter(1));
@@ -156,7 +164,7 @@ fn label_values_from_containers_are_escaped_and_forge_nothing() {
 /// tests/golden/maps.prom: a header change the decoding does not follow fails here.
 mod raw_maps {
     use super::*;
-    use crate::collector::{compilation, inflight, monitors, threads};
+    use crate::collector::{compilation, inflight, monitors, parking, threads};
     use crate::maps;
     use crate::model::HIST_BOUNDS;
 
@@ -270,6 +278,20 @@ mod raw_maps {
         ];
         fams.extend(monitors::monitor_families(&mon_threads, &mon_stats, &[1]));
 
+        // The parked families: park_counts: struct park_key {slot, pad, hash} -> park_count
+        // {parks, parked_ns}, its name in park_names (char[16]); and Object.wait, mon_waits:
+        // struct mon_thread_key -> mon_wait {waits, waited_ns}. One family, one label set.
+        let park_counts = vec![(hkey(0, 0x5eed), u64s(&[1_200, 2_412_345_678]))];
+        let park_name = |k: &[u8]| (k == hkey(0, 0x5eed).as_slice()).then(|| [&b"parker-N"[..], &[0u8; 8]].concat());
+        fams.extend(parking::park_families(&park_counts, park_name));
+        let mon_waits = vec![
+            (pair(0, "java/util/ArrayDeque", b"worker-N"), u64s(&[63, 1_066_600_000])),
+            (pair(0, "other", b"other"), u64s(&[3, 250_000])),
+            // Waiting now: counted at monitor__wait, no time yet.
+            (pair(1, "java/lang/ref/ReferenceQueue$Lock", b"Finalizer"), u64s(&[1, 0])),
+        ];
+        fams.extend(monitors::wait_families(&mon_waits));
+
         // inflight_lost: struct inflight_lost_key {slot, __u16 table, __u16 reason} -> __u64.
         let lost_key = |slot: u32, table: u16, reason: u16| [&slot.to_le_bytes()[..], &table.to_le_bytes(), &reason.to_le_bytes()].concat();
         let park = inflight::Table { map: "park_inflight", index: 0, per_jvm: 64, max: 65536 };
@@ -304,6 +326,12 @@ mod raw_maps {
             r#"jvmdiag_monitor_blocked_seconds_count{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",monitor_class="java.security.SecureRandom"} 43"#,
             r#"jvmdiag_monitor_blocked_seconds_sum{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",monitor_class="java.security.SecureRandom"} 1.25"#,
             r#"jvmdiag_agent_collector_unavailable{host="node-1",jvm="app.jar",pid="77",namespace="",pod="",container="",collector="monitors",reason="no_DTraceMonitorProbes"} 1"#,
+            r#"jvmdiag_thread_parks_total{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",thread_name="parker-N",via="park",monitor_class=""} 1200"#,
+            r#"jvmdiag_thread_parked_seconds_total{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",thread_name="parker-N",via="park",monitor_class=""} 2.412345678"#,
+            r#"jvmdiag_thread_parks_total{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",thread_name="worker-N",via="object_wait",monitor_class="java.util.ArrayDeque"} 63"#,
+            r#"jvmdiag_thread_parked_seconds_total{host="node-1",jvm="Storm",pid="4242",namespace="",pod="",container="",thread_name="worker-N",via="object_wait",monitor_class="java.util.ArrayDeque"} 1.0666"#,
+            r#"thread_name="other",via="object_wait",monitor_class="other"} 3"#,
+            r#"jvmdiag_thread_parks_total{host="node-1",jvm="app.jar",pid="77",namespace="",pod="",container="",thread_name="Finalizer",via="object_wait",monitor_class="java.lang.ref.ReferenceQueue$Lock"} 1"#,
         ] {
             assert!(p.contains(line), "missing {line} in:\n{p}");
         }

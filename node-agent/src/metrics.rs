@@ -103,15 +103,15 @@ pub static MONITOR_BLOCKED: Desc = desc(
 );
 pub static THREAD_PARKS: Desc = desc(
     "jvmdiag_thread_parks_total",
-    "Thread parks (LockSupport.park and friends), by native thread name (its first 15 bytes) with digit runs folded to N.",
+    "Thread parks (via=\"park\": LockSupport.park and friends) and Object.wait calls (via=\"object_wait\", by the waited-on object's class; needs -XX:+DTraceMonitorProbes), by native thread name (its first 15 bytes) with digit runs folded to N.",
     Counter,
-    &["thread_name"],
+    &["thread_name", "via", "monitor_class"],
 );
 pub static THREAD_PARKED_SECONDS: Desc = desc(
     "jvmdiag_thread_parked_seconds_total",
-    "Time threads spent parked, by native thread name (its first 15 bytes) with digit runs folded to N.",
+    "Time threads spent parked (via=\"park\") or in Object.wait until they own the monitor again (via=\"object_wait\", by the waited-on object's class), by native thread name (its first 15 bytes) with digit runs folded to N.",
     Counter,
-    &["thread_name"],
+    &["thread_name", "via", "monitor_class"],
 );
 pub static JVM_INFO: Desc = desc(
     "jvmdiag_jvm_info",

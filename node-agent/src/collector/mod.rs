@@ -111,8 +111,9 @@ pub struct Registration {
     pub annotation: &'static str,
     pub help: &'static str,
     pub load: LoadFn,
-    /// The (empty) metric families it exports per JVM: a pod that did not ask for the
-    /// collector gets none of them.
+    /// The (empty) metric families it exports per JVM: a pod that asked for none of the
+    /// collectors exporting a family gets none of its series. A family may have series from two
+    /// collectors (the parked families: parks from parking, Object.wait from monitors).
     pub families: &'static [&'static Desc],
 }
 
@@ -172,9 +173,15 @@ pub const REGISTRY: &[Registration] = &[
     Registration {
         name: "monitors",
         annotation: "monitors",
-        help: "contended monitor enters and time blocked by monitor class (needs -XX:+DTraceMonitorProbes)",
+        help: "contended monitor enters and time blocked by monitor class, Object.wait by thread name and class (needs -XX:+DTraceMonitorProbes)",
         load: monitors::load,
-        families: &[&metrics::MONITOR_CONTENDED, &metrics::MONITOR_BLOCKED, &metrics::AGENT_COLLECTOR_UNAVAILABLE],
+        families: &[
+            &metrics::MONITOR_CONTENDED,
+            &metrics::MONITOR_BLOCKED,
+            &metrics::AGENT_COLLECTOR_UNAVAILABLE,
+            &metrics::THREAD_PARKS,
+            &metrics::THREAD_PARKED_SECONDS,
+        ],
     },
     Registration {
         name: "parking",

@@ -1,6 +1,9 @@
 //! Contended monitor enters per JVM, monitor class and the waiting thread's folded native name,
 //! and the time blocked (contended enter -> entered) per class as a histogram
-//! (src/bpf/monitors.bpf.c, USDT `hotspot:monitor__contended__enter` / `__entered`). HotSpot fires them only with
+//! (src/bpf/monitors.bpf.c, USDT `hotspot:monitor__contended__enter` / `__entered`); Object.wait
+//! calls and the time waited per waited-on object's class and waiting thread's folded name
+//! (`hotspot:monitor__wait` / `__waited`), the `via="object_wait"` series of the parked
+//! families (src/collector/parking.rs). HotSpot fires them only with
 //! `-XX:+DTraceMonitorProbes`: a JVM without the flag is reported as such
 //! (`jvmdiag_agent_collector_unavailable`), never shown as "nothing contended".
 use std::collections::HashMap;
@@ -16,31 +19,37 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::inflight::{self, Table};
+use super::parking;
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Hist, Value};
 use crate::skel::consts;
-use crate::skel::monitors::types::{mon_stat, mon_thread_key, name_key};
+use crate::skel::monitors::types::{mon_stat, mon_thread_key, mon_wait, name_key};
 use crate::skel::monitors::{MonitorsSkel, MonitorsSkelBuilder};
 
-const PROBES: [&str; 2] = super::probe_names([
+const PROBES: [&str; 4] = super::probe_names([
     (consts::MON_PROBE_ENTER, "monitor__contended__enter"),
     (consts::MON_PROBE_ENTERED, "monitor__contended__entered"),
+    (consts::MON_PROBE_WAIT, "monitor__wait"),
+    (consts::MON_PROBE_WAITED, "monitor__waited"),
 ]);
 
 /// Bound on /proc/PID/environ (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS).
 const ENVIRON_MAX_BYTES: u64 = 1 << 20;
 /// The reason label of a JVM whose monitor probes do not fire.
 pub const NO_FLAG: &str = "no_DTraceMonitorProbes";
-/// One entry per blocked thread (src/bpf/monitors.h).
-const INFLIGHT: [Table; 1] =
-    [Table { map: "mon_inflight", index: consts::MON_TABLE_INFLIGHT, per_jvm: consts::MON_INFLIGHT_PER_JVM, max: consts::MON_INFLIGHT_MAX }];
+/// One entry per blocked thread, one per waiting thread (src/bpf/monitors.h).
+const INFLIGHT: [Table; 2] = [
+    Table { map: "mon_inflight", index: consts::MON_TABLE_INFLIGHT, per_jvm: consts::MON_INFLIGHT_PER_JVM, max: consts::MON_INFLIGHT_MAX },
+    Table { map: "wait_inflight", index: consts::MON_TABLE_WAIT, per_jvm: consts::WAIT_INFLIGHT_PER_JVM, max: consts::WAIT_INFLIGHT_MAX },
+];
 
 // SAFETY: plain C structs of integers (generated from src/bpf/monitors.h).
 unsafe impl plain::Plain for mon_stat {}
 unsafe impl plain::Plain for name_key {}
 unsafe impl plain::Plain for mon_thread_key {}
+unsafe impl plain::Plain for mon_wait {}
 
 pub struct Monitors {
     skel: MonitorsSkel<'static>,
@@ -58,8 +67,14 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_classes))?;
     // The named (class, thread) pairs and one "other" thread per class (max_classes + "other").
-    open.maps.mon_threads.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_classes)))?;
-    let shares = inflight::configure([(&INFLIGHT[0], &mut open.maps.mon_inflight)], cfg.max_jvms)?;
+    let pairs = super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_classes));
+    open.maps.mon_threads.set_max_entries(pairs)?;
+    // Object.wait: the classes waited on, bounded like mon_stats' but counted apart, so waits
+    // never take a contended class's name; the pairs as mon_threads.
+    open.maps.wait_classes.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_classes))?;
+    open.maps.mon_waits.set_max_entries(pairs)?;
+    let m = &mut open.maps;
+    let shares = inflight::configure([(&INFLIGHT[0], &mut m.mon_inflight), (&INFLIGHT[1], &mut m.wait_inflight)], cfg.max_jvms)?;
     open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
@@ -211,14 +226,16 @@ impl Collector for Monitors {
 
     fn attach(&self, binary: &Path) -> Result<Attached> {
         let p = &self.skel.progs;
-        let usdt = p
-            .monitor_enter
-            .attach_usdt(-1, binary, "hotspot", "monitor__contended__enter")
-            .context("USDT hotspot:monitor__contended__enter")
-            .and_then(|a| {
-                let b = p.monitor_entered.attach_usdt(-1, binary, "hotspot", "monitor__contended__entered");
-                Ok(vec![a, b.context("USDT hotspot:monitor__contended__entered")?])
-            });
+        let probes = [
+            (&p.monitor_enter, "monitor__contended__enter"),
+            (&p.monitor_entered, "monitor__contended__entered"),
+            (&p.monitor_wait, "monitor__wait"),
+            (&p.monitor_waited, "monitor__waited"),
+        ];
+        let usdt: Result<Vec<_>> = probes
+            .into_iter()
+            .map(|(prog, name)| prog.attach_usdt(-1, binary, "hotspot", name).with_context(|| format!("USDT hotspot:{name}")))
+            .collect();
         match usdt {
             Ok(links) => Ok(Attached { links, mode: ProbeMode::Usdt }),
             // No USDT notes: there is no symbol that marks exactly a contended enter, so
@@ -234,6 +251,7 @@ impl Collector for Monitors {
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         let m = &self.skel.maps;
         out.extend(monitor_families(&maps::entries(&m.mon_threads)?, &maps::entries(&m.mon_stats)?, &self.without_flag()));
+        out.extend(wait_families(&maps::entries(&m.mon_waits)?));
         out.push(inflight::jvm_lost_family(self.name(), &maps::entries(&m.inflight_lost)?, &INFLIGHT));
         Ok(())
     }
@@ -241,17 +259,24 @@ impl Collector for Monitors {
     fn forget(&self, slot: u32) -> Result<()> {
         let m = &self.skel.maps;
         maps::forget_where(&m.mon_stats, |k| decode::<name_key>(k).is_some_and(|k| k.slot == slot))?;
-        maps::forget_where(&m.mon_threads, |k| decode::<mon_thread_key>(k).is_some_and(|k| k.cls.slot == slot))?;
+        maps::forget_where(&m.wait_classes, |k| decode::<name_key>(k).is_some_and(|k| k.slot == slot))?;
+        for pairs in [&m.mon_threads, &m.mon_waits] {
+            maps::forget_where(pairs, |k| decode::<mon_thread_key>(k).is_some_and(|k| k.cls.slot == slot))?;
+        }
         inflight::forget_table(&m.mon_inflight, &INFLIGHT[0], &m.inflight_held, slot)?;
+        inflight::forget_table(&m.wait_inflight, &INFLIGHT[1], &m.inflight_held, slot)?;
         inflight::forget_lost(&m.inflight_lost, slot)?;
-        maps::reset_slot(&m.name_budget, slot)?;
-        maps::reset_slot(&m.mon_thread_budget, slot)
+        for budget in [&m.name_budget, &m.mon_thread_budget, &m.wait_class_budget, &m.wait_thread_budget] {
+            maps::reset_slot(budget, slot)?;
+        }
+        Ok(())
     }
 
     fn health(&self) -> Result<Health> {
         let stats = maps::read_stats(&self.skel.maps.stats)?;
         let mut h = super::health_from(&stats, &PROBES);
-        h.entries = (self.skel.maps.mon_stats.keys().count() + self.skel.maps.mon_threads.keys().count()) as u64;
+        let m = &self.skel.maps;
+        h.entries = [&m.mon_stats, &m.mon_threads, &m.wait_classes, &m.mon_waits].iter().map(|t| t.keys().count() as u64).sum();
         h.inflight_lost = inflight::lost_totals(&stats, &INFLIGHT);
         Ok(h)
     }
@@ -284,6 +309,19 @@ pub fn monitor_families(threads: &[(Vec<u8>, Vec<u8>)], stats: &[(Vec<u8>, Vec<u
         unavailable.jvm(slot, vec![("collector", "monitors".into()), ("reason", NO_FLAG.into())], Value::Gauge(1.0));
     }
     [enters, blocked, unavailable]
+}
+
+/// The `via="object_wait"` series of `jvmdiag_thread_parks_total` and
+/// `jvmdiag_thread_parked_seconds_total` from mon_waits entries (mon_thread_key -> mon_wait):
+/// Object.wait calls and seconds waited by thread name and waited-on object's class.
+pub fn wait_families(waits: &[(Vec<u8>, Vec<u8>)]) -> [Family; 2] {
+    let mut f = parking::waited_families();
+    for (k, v) in waits {
+        let (Some(key), Some(w)) = (decode::<mon_thread_key>(k), decode::<mon_wait>(v)) else { continue };
+        let class = class_label(&c_name(&key.cls.name));
+        parking::push_waited(&mut f, key.cls.slot, c_name(&key.thread_name), parking::VIA_OBJECT_WAIT, class, w.waits, w.waited_ns);
+    }
+    f
 }
 
 #[cfg(test)]

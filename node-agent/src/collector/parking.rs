@@ -1,5 +1,6 @@
 //! Thread parks per JVM and folded thread name: park calls and seconds parked
-//! (src/bpf/parking.bpf.c, USDT `hotspot:thread__park__begin` / `__end`; no JVM flag).
+//! (src/bpf/parking.bpf.c, USDT `hotspot:thread__park__begin` / `__end`; no JVM flag), the
+//! `via="park"` series of the parked families; the monitors collector adds Object.wait's.
 use std::os::fd::BorrowedFd;
 use std::path::Path;
 
@@ -108,17 +109,35 @@ impl Collector for Parking {
     }
 }
 
-/// `jvmdiag_thread_parks_total` and `jvmdiag_thread_parked_seconds_total` from park_counts
-/// entries (park_key -> park_count), each name's text from park_names.
+/// The `via` label of the parked families: how the thread waited. `park` is
+/// LockSupport.park (this collector), `object_wait` is Object.wait (the monitors collector,
+/// src/collector/monitors.rs), whose series also name the waited-on object's class.
+pub const VIA_PARK: &str = "park";
+pub const VIA_OBJECT_WAIT: &str = "object_wait";
+
+/// Empty `jvmdiag_thread_parks_total` and `jvmdiag_thread_parked_seconds_total` families, which
+/// [`push_waited`] fills.
+pub fn waited_families() -> [Family; 2] {
+    [metrics::THREAD_PARKS.family(), metrics::THREAD_PARKED_SECONDS.family()]
+}
+
+/// One series of both parked families: `waits` calls and `ns` waited by the threads named
+/// `thread_name` of the JVM in `slot`, `via` park or Object.wait (on an object of
+/// `monitor_class`; empty for a park, so every series of the family has the same labels).
+pub fn push_waited(f: &mut [Family; 2], slot: u32, thread_name: String, via: &'static str, monitor_class: String, waits: u64, ns: u64) {
+    let labels = vec![("thread_name", thread_name), ("via", via.to_string()), ("monitor_class", monitor_class)];
+    f[0].jvm(slot, labels.clone(), Value::Counter(waits));
+    f[1].jvm(slot, labels, Value::CounterF(ns as f64 / 1e9));
+}
+
+/// `jvmdiag_thread_parks_total` and `jvmdiag_thread_parked_seconds_total` (`via="park"`) from
+/// park_counts entries (park_key -> park_count), each name's text from park_names.
 pub fn park_families(counts: &[(Vec<u8>, Vec<u8>)], name: impl Fn(&[u8]) -> Option<Vec<u8>>) -> [Family; 2] {
-    let mut parks = metrics::THREAD_PARKS.family();
-    let mut parked = metrics::THREAD_PARKED_SECONDS.family();
+    let mut f = waited_families();
     for (k, v) in counts {
         let (Some(key), Some(c)) = (decode::<park_key>(k), decode::<park_count>(v)) else { continue };
         let Some(text) = name(k).and_then(|t| decode::<park_name>(&t)) else { continue };
-        let label = c_name(&text.name);
-        parks.jvm(key.slot, vec![("thread_name", label.clone())], Value::Counter(c.parks));
-        parked.jvm(key.slot, vec![("thread_name", label)], Value::CounterF(c.parked_ns as f64 / 1e9));
+        push_waited(&mut f, key.slot, c_name(&text.name), VIA_PARK, String::new(), c.parks, c.parked_ns);
     }
-    [parks, parked]
+    f
 }

@@ -237,14 +237,16 @@ pub fn container_of(pid: u32) -> Option<ContainerRef> {
     cgroup::container_of(&cgroup::parse(&b).ok()?)
 }
 
-/// Drops each JVM's series (by slot) from the families of the collectors it did not ask
-/// for. The kernel side already counts only wanted collectors (`attach::traced_pids_value`);
-/// this drops what the hsperfdata fallback reads for the others.
+/// Drops each JVM's series (by slot) from the families that none of the collectors it asked
+/// for exports. The kernel side already counts only wanted collectors
+/// (`attach::traced_pids_value`); this drops what the hsperfdata fallback reads for the others.
+/// A family two collectors export (the parked families) stays for a JVM that wants either.
 fn drop_unwanted<'a>(fams: &mut [Family], wanted: impl Iterator<Item = (u32, &'a [&'static str])>) {
     let mut off: HashMap<&str, HashSet<u32>> = HashMap::new();
     for (slot, wanted) in wanted {
+        let kept: HashSet<&str> = REGISTRY.iter().filter(|r| wanted.contains(&r.name)).flat_map(|r| r.families.iter().map(|f| f.name)).collect();
         for r in REGISTRY.iter().filter(|r| !wanted.contains(&r.name)) {
-            for family in r.families {
+            for family in r.families.iter().filter(|f| !kept.contains(f.name)) {
                 off.entry(family.name).or_default().insert(slot);
             }
         }
@@ -287,8 +289,22 @@ mod tests {
     }
 
     #[test]
+    fn a_family_of_two_collectors_stays_for_a_jvm_that_wants_either() {
+        let all = [Some(1), Some(2), Some(3), None];
+        let mut fams = vec![with_slots(metrics::THREAD_PARKED_SECONDS.family(), &all), with_slots(metrics::MONITOR_BLOCKED.family(), &all)];
+        let monitors: &[&str] = &["monitors"];
+        let parking: &[&str] = &["parking"];
+        let threads: &[&str] = &["threads"];
+        drop_unwanted(&mut fams, [(1, monitors), (2, parking), (3, threads)].into_iter());
+        assert_eq!(slots(&fams[0]), [Some(1), Some(2), None], "parked time: Object.wait from monitors, parks from parking");
+        assert_eq!(slots(&fams[1]), [Some(1), None], "blocked time: monitors only");
+    }
+
+    #[test]
     fn every_collector_names_families_of_its_own() {
-        let names: Vec<&str> = REGISTRY.iter().flat_map(|r| r.families.iter().map(|f| f.name)).collect();
+        // Shared on purpose: the parked families (parks from parking, Object.wait from monitors).
+        let shared = [metrics::THREAD_PARKS.name, metrics::THREAD_PARKED_SECONDS.name];
+        let names: Vec<&str> = REGISTRY.iter().flat_map(|r| r.families.iter().map(|f| f.name)).filter(|n| !shared.contains(n)).collect();
         let distinct: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(distinct.len(), names.len(), "a family listed under two collectors: {names:?}");
         assert!(REGISTRY.iter().all(|r| !r.families.is_empty()), "a collector without families");
