@@ -114,7 +114,7 @@ def classes(jdk):
         javac = next(f"{j}/bin/javac" for j in JDKS if os.path.exists(f"{j}/bin/javac"))
         os.makedirs(out, exist_ok=True)
         subprocess.run([javac, "--release", "11", "-d", out, f"{WORKLOADS}/LockContention.java", f"{WORKLOADS}/ParkWorkload.java",
-                        f"{WORKLOADS}/ParkHold.java"], check=True)
+                        f"{WORKLOADS}/ParkHold.java", f"{WORKLOADS}/WaitPool.java"], check=True)
     return out
 
 
@@ -153,19 +153,29 @@ def seconds(iso):
     return int(h or 0) * 3600 + int(mi or 0) * 60 + float(s or 0)
 
 
-def jfr_monitor_enters(jdk, path):
-    """JFR's jdk.JavaMonitorEnter events: per class (count, seconds), and per (class, folded
-    name of the waiting thread) the count."""
-    r = subprocess.run([*jfr_tool(jdk), "print", "--json", "--events", "jdk.JavaMonitorEnter", path],
+def jfr_by_class_thread(jdk, path, event):
+    """JFR's monitor events of one kind (jdk.JavaMonitorEnter, jdk.JavaMonitorWait) per
+    (monitor class, folded name of the event's thread): (count, seconds)."""
+    r = subprocess.run([*jfr_tool(jdk), "print", "--json", "--events", event, path],
                        capture_output=True, text=True, check=True)
-    per, pairs = {}, {}
+    pairs = {}
     for ev in json.loads(r.stdout)["recording"]["events"]:
         v = ev["values"]
         c = v["monitorClass"]["name"].replace("/", ".") if v.get("monitorClass") else "null"
-        n, s = per.get(c, (0, 0.0))
-        per[c] = (n + 1, s + seconds(v["duration"]))
         k = (c, folded((v.get("eventThread") or {}).get("javaName") or ""))
-        pairs[k] = pairs.get(k, 0) + 1
+        n, s = pairs.get(k, (0, 0.0))
+        pairs[k] = (n + 1, s + seconds(v["duration"]))
+    return pairs
+
+
+def jfr_monitor_enters(jdk, path):
+    """JFR's jdk.JavaMonitorEnter events: per class (count, seconds), and per (class, folded
+    name of the waiting thread) the count."""
+    per, pairs = {}, {}
+    for (c, t), (n, s) in jfr_by_class_thread(jdk, path, "jdk.JavaMonitorEnter").items():
+        pn, ps = per.get(c, (0, 0.0))
+        per[c] = (pn + n, ps + s)
+        pairs[c, t] = n
     return per, pairs
 
 
@@ -248,15 +258,20 @@ def test_monitors(jdk, tag):
     return problems
 
 
+def restart_shared_agent(*args):
+    """Replaces the agent the tests share by one started with ARGS."""
+    global shared_agent
+    if shared_agent is not None:
+        stop(shared_agent)
+    shared_agent = start_agent(*args)
+
+
 def limited_run(jdk, limits, tag, threads, rounds, agent_args=None):
     """A LockContention run (THREADS per class, ROUNDS of 1 ms, JFR recording) under a new agent
     that gives it the per-JVM LIMITS (as the pod annotation jvm.diagnostics.dev/limits would;
     here --jvm-limits), or runs with AGENT_ARGS instead: its contended enters by (class, thread
     name) after the run, and JFR's."""
-    global shared_agent
-    if shared_agent is not None:
-        stop(shared_agent)
-    shared_agent = start_agent(*(agent_args or ["--jvm-limits", f"LockContention:{limits}"]))
+    restart_shared_agent(*(agent_args or ["--jvm-limits", f"LockContention:{limits}"]))
     ctl_jfc = os.path.join(WORK, "monitor-enter.jfc")
     open(ctl_jfc, "w").write(JFC)
     jfr = os.path.join(WORK, f"locks-{tag}.jfr")
@@ -333,10 +348,11 @@ def test_parking(jdk, tag):
     m = re.match(r"parks (\d+) parked_ns (\d+)", open(os.path.join(ctl, "done")).read())
     want_n, want_s = int(m.group(1)), int(m.group(2)) / 1e9
     text = scrape()
-    n = by_label(text, p.pid, "jvmdiag_thread_parks_total", "thread_name").get("parker-N", 0)
-    s = by_label(text, p.pid, "jvmdiag_thread_parked_seconds_total", "thread_name").get("parker-N", 0.0)
+    n = sum_by(text, p.pid, "jvmdiag_thread_parks_total", "thread_name", "via", "monitor_class").get(("parker-N", "park", ""), 0)
+    s = sum_by(text, p.pid, "jvmdiag_thread_parked_seconds_total", "thread_name", "via", "monitor_class").get(("parker-N", "park", ""), 0.0)
     unavailable = [(l["collector"], l["reason"], v) for nm, l, v in samples(text, p.pid) if nm == "jvmdiag_agent_collector_unavailable"]
     monitor_series = [nm for nm, _, _ in samples(text, p.pid) if nm.startswith("jvmdiag_monitor_")]
+    waits = [l for nm, l, _ in samples(text, p.pid) if nm.startswith("jvmdiag_thread_park") and l.get("via") != "park"]
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
     log(f"  {tag} parker-N: agent {int(n)} parks {s:.4f} s, workload {want_n} parks {want_s:.4f} s")
@@ -350,6 +366,123 @@ def test_parking(jdk, tag):
         problems.append(f"JVM without the flag: jvmdiag_agent_collector_unavailable {unavailable}")
     if monitor_series:
         problems.append(f"JVM without the flag shows monitor series {sorted(set(monitor_series))}")
+    if waits:
+        problems.append(f"JVM without the flag shows parked series not via park: {waits[:3]}")
+    return problems
+
+
+WAIT_JFC = """<?xml version="1.0" encoding="UTF-8"?>
+<configuration version="2.0" label="jvmdiag-object-wait">
+  <event name="jdk.JavaMonitorWait"><setting name="enabled">true</setting><setting name="stackTrace">false</setting><setting name="threshold">0 ms</setting></event>
+</configuration>
+"""
+# WaitPool's classes and the (class, folded thread name) pairs that wait on them.
+WAIT_CLASSES = ["WaitPool$Idle", "java.util.ArrayDeque"]
+WAIT_PAIRS = {("WaitPool$Idle", "timed-N"), ("WaitPool$Idle", "sweeper"), ("java.util.ArrayDeque", "worker-N")}
+
+
+def wait_run(jdk, tag, flag=True):
+    """A WaitPool run (3 timed-N threads x 40 timed waits of 10 ms and a sweeper's 20 of 20 ms on
+    WaitPool$Idle objects of their own; 3 worker-N threads waiting on a java.util.ArrayDeque for 60 items produced
+    every 10 ms, each with notify) recorded by JFR: the agent's Object.wait series by (class,
+    thread name) as {(class, thread): (waits, seconds)}, JFR's jdk.JavaMonitorWait the same way,
+    the workload's own counts, and the page."""
+    jfc = os.path.join(WORK, "object-wait.jfc")
+    open(jfc, "w").write(WAIT_JFC)
+    jfr = os.path.join(WORK, f"wait-{tag}.jfr")
+    opts = (["-XX:+DTraceMonitorProbes"] if flag else []) + [f"-XX:StartFlightRecording=filename={jfr},settings={jfc}"]
+    p, ctl = workload(jdk, f"wait-{tag}", "WaitPool", [3, 40, 10, 3, 60, 10], opts)
+    open(os.path.join(ctl, "go"), "w").close()
+    wait_file(os.path.join(ctl, "done"), 120, p)
+    text = scrape()
+    own = dict(zip(*[iter(open(os.path.join(ctl, "done")).read().split())] * 2))
+    open(os.path.join(ctl, "quit"), "w").close()
+    p.wait(60)
+    waits = sum_by(text, p.pid, "jvmdiag_thread_parks_total", "via", "monitor_class", "thread_name")
+    secs = sum_by(text, p.pid, "jvmdiag_thread_parked_seconds_total", "via", "monitor_class", "thread_name")
+    agent = {(c, t): (int(n), secs.get((via, c, t), 0.0)) for (via, c, t), n in waits.items() if via == "object_wait"}
+    return p.pid, text, agent, jfr_by_class_thread(jdk, jfr, "jdk.JavaMonitorWait"), {k: int(v) for k, v in own.items()}
+
+
+def test_object_wait(jdk, tag):
+    """Pools waiting with Object.wait: per (waited-on class, folded thread name) the agent's
+    waits (via="object_wait") equal JFR's jdk.JavaMonitorWait events (threshold 0) exactly and
+    its waited seconds are within 1 % of JFR's durations. The probe interval (monitor__wait ->
+    monitor__waited) also holds the re-entry of the monitor after the wait, which JFR's event
+    ends before: the difference is printed per wait. The park series of the same JVM keep
+    via="park" and an empty monitor_class."""
+    pid, text, agent, jfr, own = wait_run(jdk, tag)
+    problems = contract(text, "jvmdiag_thread_parks_total", "jvmdiag_thread_parked_seconds_total")
+    mine = {k: v for k, v in agent.items() if k[0] in WAIT_CLASSES}
+    want = {k: v for k, v in jfr.items() if k[0] in WAIT_CLASSES}
+    for k in sorted(WAIT_PAIRS | set(mine) | set(want)):
+        (an, as_), (jn, js) = mine.get(k, (0, 0.0)), want.get(k, (0, 0.0))
+        log(f"  {tag} {k[0]} / {k[1]}: agent {an} waits {as_:.4f} s, JFR {jn} waits {js:.4f} s"
+            f" (agent - JFR: {(as_ - js) / max(jn, 1) * 1e6:.1f} us per wait)")
+        if an != jn:
+            problems.append(f"{k}: agent {an} waits != JFR {jn}")
+        # The probe interval holds JFR's (it starts before the event's and ends after it, once
+        # the monitor is owned again): never shorter, longer by the re-entries (measured 12-36 us
+        # per wait of 10 ms), within 1 %.
+        if not 0.999 * js <= as_ <= 1.01 * js:
+            problems.append(f"{k}: agent {as_:.4f} s waited vs JFR {js:.4f} s (not within 0 .. +1 %)")
+    if set(want) != WAIT_PAIRS:
+        problems.append(f"JFR's (class, thread) pairs {sorted(want)} are not the workload's {sorted(WAIT_PAIRS)}")
+    # JFR against the workload's own count of its wait calls.
+    for cls, key in (("WaitPool$Idle", "idle_waits"), ("java.util.ArrayDeque", "queue_waits")):
+        jn = sum(n for (c, _), (n, _) in want.items() if c == cls)
+        if jn != own.get(key) or jn < 20:
+            problems.append(f"{cls}: JFR {jn} waits vs the workload's {own.get(key)} (20+)")
+    # One label set for the family: a park has an empty monitor_class, a wait names its class.
+    bad = {(l.get("via"), l.get("monitor_class")) for n, l, _ in samples(text, pid) if n.startswith("jvmdiag_thread_park")
+           and (l.get("via"), l.get("monitor_class") == "") not in (("park", True), ("object_wait", False))}
+    if bad:
+        problems.append(f"parked series with (via, monitor_class) {sorted(bad)}")
+    return problems
+
+
+def test_object_wait_thread_names_budget(jdk):
+    """A JVM whose limit keeps 2 thread names (maxThreadNames=2) waits from 3 (class, thread
+    name) pairs of its own (and the JVM's: the main thread joining, JFR's threads): at most 2
+    pairs are named, the rest count as thread_name="other" under their own class, and per
+    workload class the sum over thread names is exactly JFR's count; a named pair is JFR's, and a
+    class's "other" is JFR's waits of the names not shown."""
+    restart_shared_agent("--jvm-limits", "WaitPool:maxThreadNames=2")
+    _, _, agent, jfr, _ = wait_run(jdk, "thread-budget")
+    counts = {k: n for k, (n, _) in agent.items()}
+    named = sorted(k for k in counts if k[1] != "other")
+    log(f"  2 thread names: agent {dict(sorted(counts.items()))}; JFR {dict(sorted((k, n) for k, (n, _) in jfr.items()))}")
+    problems = []
+    if len(named) > 2:
+        problems.append(f"{len(named)} named (class, thread) pairs, expected at most 2: {named}")
+    if not any(k[1] == "other" and k[0] in WAIT_CLASSES for k in counts):
+        problems.append(f"no thread_name=\"other\" under a workload class: {sorted(counts)}")
+    for cls in WAIT_CLASSES:
+        got = sum(n for (c, _), n in counts.items() if c == cls)
+        want = sum(n for (c, _), (n, _) in jfr.items() if c == cls)
+        if want < 20 or got != want:
+            problems.append(f"{cls}: agent {got} waits over its thread names vs JFR {want} (20+)")
+        shown = {t for c, t in counts if c == cls and t != "other"}
+        for t in shown:
+            if counts[cls, t] != jfr.get((cls, t), (0, 0.0))[0]:
+                problems.append(f"({cls}, {t}): agent {counts[cls, t]} vs JFR {jfr.get((cls, t), (0, 0.0))[0]}")
+        rest = sum(n for (c, t), (n, _) in jfr.items() if c == cls and t not in shown)
+        if counts.get((cls, "other"), 0) != rest:
+            problems.append(f"({cls}, other): agent {counts.get((cls, 'other'), 0)} vs JFR's {rest} waits of the names not shown")
+    return problems
+
+
+def test_object_wait_no_flag(jdk, tag):
+    """The same pools without -XX:+DTraceMonitorProbes: no object_wait series (HotSpot fires no
+    probe), and the JVM is reported unavailable for monitors, as for contended enters."""
+    pid, text, agent, jfr, _ = wait_run(jdk, f"noflag-{tag}", flag=False)
+    unavailable = [(l["collector"], l["reason"], v) for n, l, v in samples(text, pid) if n == "jvmdiag_agent_collector_unavailable"]
+    log(f"  {tag} without the flag: object_wait series {sorted(agent)}, JFR {sum(n for n, _ in jfr.values())} waits, unavailable {unavailable}")
+    problems = []
+    if agent:
+        problems.append(f"object_wait series without the flag: {sorted(agent)}")
+    if unavailable != [("monitors", "no_DTraceMonitorProbes", 1.0)]:
+        problems.append(f"JVM without the flag: jvmdiag_agent_collector_unavailable {unavailable}")
     return problems
 
 
@@ -587,16 +720,17 @@ def spread(ratios):
     return f"{statistics.median(r):.3f} ({r[0]:.3f} .. {r[-1]:.3f})"
 
 
-def park_bench(jdk, seconds=4, rounds=2, threads=4):
-    """Park storm (parkNanos(1 us) in a loop): parks per second without and with the agent,
-    alternated round by round (order rotated); the ratio of each round against its own
-    baseline."""
+def storm_bench(jdk, label, main, args, unit, jvm_opts=(), seconds=4, rounds=2):
+    """A storm (MAIN ARGS... SECONDS, printing "ops <events per second>") without and with the
+    agent, alternated round by round (order rotated); the ratio of each round against its own
+    baseline. JVM_OPTS in both (the wait storm runs with -XX:+DTraceMonitorProbes in both: what
+    is measured is the agent's cost on top of the flag's)."""
     def once():
-        r = subprocess.run([f"{jdk}/bin/java", "-cp", classes(jdk), "ParkWorkload", WORK, str(threads), "0", "1000", str(seconds)],
+        r = subprocess.run([f"{jdk}/bin/java", *jvm_opts, "-cp", classes(jdk), main, *map(str, args), str(seconds)],
                            capture_output=True, text=True, check=True, timeout=120)
         return int(re.search(r"ops (\d+)", r.stdout).group(1))
     def traced():
-        a = start_agent("--match-jvm", "ParkWorkload")
+        a = start_agent("--match-jvm", main)
         try:
             return once()
         finally:
@@ -608,10 +742,23 @@ def park_bench(jdk, seconds=4, rounds=2, threads=4):
         else:
             base.append(once()); with_agent.append(traced())
     ratios = [t / b for b, t in zip(base, with_agent)]
-    print(f"# park storm ({threads} threads, parkNanos(1us), {seconds}s x{rounds}): without agent median {statistics.median(base):.0f} parks/s, "
-          f"with agent {statistics.median(with_agent):.0f} parks/s; ratio per round median {spread(ratios)}; "
+    print(f"# {label} ({seconds}s x{rounds}): without agent median {statistics.median(base):.0f} {unit}, "
+          f"with agent {statistics.median(with_agent):.0f} {unit}; ratio per round median {spread(ratios)}; "
           f"rounds {base} {with_agent}", flush=True)
     return []
+
+
+def park_bench(jdk, seconds=4, rounds=2, threads=4):
+    """Park storm: THREADS threads calling parkNanos(1 us) in a loop; parks per second."""
+    return storm_bench(jdk, f"park storm ({threads} threads, parkNanos(1us))", "ParkWorkload", [WORK, threads, 0, 1000], "parks/s",
+                       seconds=seconds, rounds=rounds)
+
+
+def wait_bench(jdk, seconds=4, rounds=2, pairs=2):
+    """Wait storm: PAIRS pairs of threads handing a turn back and forth with notify and
+    Object.wait on a monitor of their own; waits per second, the flag on in both."""
+    return storm_bench(jdk, f"wait storm ({pairs} pairs, notify + Object.wait, -XX:+DTraceMonitorProbes)", "WaitPool", ["--bench", pairs],
+                       "waits/s", ["-XX:+DTraceMonitorProbes"], seconds, rounds)
 
 
 def lock_bench(jdk, seconds=4, rounds=3, threads=4, hold_us=10):
@@ -662,6 +809,7 @@ def main():
         if os.environ.get("LOCKS_BENCH", "0") != "0":
             rounds, secs = int(os.environ.get("LOCKS_BENCH_ROUNDS", "3")), float(os.environ.get("LOCKS_BENCH_SECONDS", "4"))
             run("park_storm_cost_with_and_without_agent", park_bench, JDKS[0], secs, rounds)
+            run("wait_storm_cost_with_and_without_agent", wait_bench, JDKS[0], secs, rounds)
             for hold in os.environ.get("LOCKS_BENCH_HOLD_US", "10").split():
                 run(f"lock_storm_cost_of_the_flag_and_the_agent_hold_{hold}us", lock_bench, JDKS[0], secs, rounds, 4, int(hold))
             if os.environ.get("LOCKS_BENCH") == "only":
@@ -678,9 +826,11 @@ def main():
             tag = f"jdk{feature}"
             run(f"monitors_equal_jfr_{tag}", test_monitors, jdk, tag)
             run(f"parking_equal_workload_and_no_flag_reported_{tag}", test_parking, jdk, tag)
+            run(f"object_wait_equal_jfr_{tag}", test_object_wait, jdk, tag)
             if feature >= 21:
                 run(f"virtual_threads_pinned_parks_equal_jfr_{tag}", test_virtual_pinned, jdk, tag)
                 run(f"virtual_threads_monitors_{tag}", test_virtual_monitors, jdk, tag, feature)
+        run("object_wait_without_the_flag_no_series", test_object_wait_no_flag, JDKS[0], "first")
         # Without USDT notes (the copy agent_standalone.py makes): parking by uprobes on
         # Parker::park, the same counts.
         for j in JDKS:
@@ -694,6 +844,7 @@ def main():
         run("monitor_classes_top_k_rest_other", test_monitor_classes_top_k, JDKS[0])
         run("monitor_classes_top_k_rest_other_agent_max_classes", test_monitor_classes_top_k, JDKS[0], True)
         run("monitor_thread_names_budget_rest_other_class_kept", test_monitor_thread_names_budget, JDKS[0])
+        run("object_wait_thread_names_budget_rest_other_class_kept", test_object_wait_thread_names_budget, JDKS[0])
     finally:
         kill_leftovers()
     return summary()
