@@ -87,7 +87,7 @@ def dashboard():
                       instant=True, fmt="table")], "none", g(12, 67, 12),
               transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True}}}]),
         # Locks and parking: the monitors collector needs -XX:+DTraceMonitorProbes (the webhook adds it
-        # with collectors.monitors); parking needs no flag.
+        # with collectors.monitors), also for the object_wait series of parked time; parking needs no flag.
         row("Locks and parking", 75),
         timeseries("Blocked time by monitor class",
                    "Seconds per second the workload's threads spent blocked entering contended monitors (synchronized), "
@@ -109,13 +109,16 @@ def dashboard():
               f"topk(20, sum by (thread_name, monitor_class) (rate(jvmdiag_monitor_contended_total{{{SEL}}}[$__range]))) > 0",
               "contended enters/s", g(0, 84, 24), columns=("thread_name", "monitor_class")),
         timeseries("Parked time by thread name (pool)",
-                   "Seconds per second threads spent parked (LockSupport.park: locks, queues, pools, futures) by folded "
-                   "native thread name, summed over threads: a pool of 200 threads waiting for 8 connections shows near 200.",
-                   [target(f"sum by (thread_name) (rate(jvmdiag_thread_parked_seconds_total{{{SEL}}}[{RATE}]))", "{{thread_name}}")],
+                   "Seconds per second threads spent waiting, by folded native thread name and how they waited, summed over "
+                   "threads: park is LockSupport.park (locks, queues, pools, futures), object_wait is Object.wait until the "
+                   "monitor is owned again (synchronized pools and queues; by the waited-on class in monitor_class, needs "
+                   "collectors.monitors). A pool of 200 threads waiting for 8 connections shows near 200.",
+                   [target(f"sum by (thread_name, via) (rate(jvmdiag_thread_parked_seconds_total{{{SEL}}}[{RATE}]))", "{{thread_name}} ({{via}})")],
                    "suffix: s/s", g(0, 92, 12), stack=True),
         timeseries("Parks per second by thread name (pool)",
-                   "Park calls per second by folded native thread name; with parked time, the average park is time / parks.",
-                   [target(f"sum by (thread_name) (rate(jvmdiag_thread_parks_total{{{SEL}}}[{RATE}]))", "{{thread_name}}")],
+                   "Park and Object.wait calls per second by folded native thread name and how they waited; with parked time, "
+                   "the average wait is time / calls.",
+                   [target(f"sum by (thread_name, via) (rate(jvmdiag_thread_parks_total{{{SEL}}}[{RATE}]))", "{{thread_name}} ({{via}})")],
                    "suffix: parks/s", g(12, 92, 12), stack=True),
     ]
     return make("jvm-diagnostics-workload", "JVM diagnostics / Workload",
