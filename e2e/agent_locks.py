@@ -15,13 +15,18 @@ parked seconds within 2 % of what the workload measured itself. In-flight table:
 more threads at once than its share loses only its own parked time, exactly the begins the
 kernel's table (bpftool) had no room for, counted under its name; a JVM beside it stays exact;
 killed with threads parked, it leaves no entry behind.
+Object.wait: pools waiting with synchronized + Object.wait on objects of known classes
+(WaitPool); per (class, folded thread name) the agent's via="object_wait" waits equal JFR's
+jdk.JavaMonitorWait (threshold 0) and its waited time is JFR's plus the monitor's re-entries
+(0..+1 %); without the flag there are none; a thread-name limit of 2 keeps each class's total.
 Virtual threads (JDK 21+): pinned parks counted as the carriers' parks against JFR's
 jdk.VirtualThreadPinned and jdk.ThreadPark, carrier starts against jdk.ThreadStart; virtual
 threads contending on a monitor against jdk.JavaMonitorEnter (JDK 21: exact; JDK 24+: they
 unmount, JFR records none and the agent must invent no blocked time).
 JDKs: those given, and JDK 11 and 21 from hack/setup.d/jdks.sh when set up (EXTRA_JDKS=0 skips).
 Cost (LOCKS_BENCH=1 adds, LOCKS_BENCH=only runs nothing else: hack/bench.d/locks.sh, make bench):
-a park storm (threads calling LockSupport.parkNanos(1 us) in a loop) with and without the
+a park storm (threads calling LockSupport.parkNanos(1 us) in a loop) and a wait storm (pairs
+handing a turn back and forth with notify + Object.wait, the flag on) with and without the
 agent, and a lock storm without the flag, with the flag alone and with the flag and the agent,
 alternated in one run; the ratios of each round against its baseline are printed
 (docs/performance.md).

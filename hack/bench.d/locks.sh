@@ -3,7 +3,8 @@
 # each holds a few µs, e2e/workloads/LockContention.java --bench) without
 # -XX:+DTraceMonitorProbes, with the flag alone, and with the flag and the agent; and a park
 # storm (4 threads calling LockSupport.parkNanos(1 µs) in a loop, ParkWorkload) without and
-# with the agent. Alternated round by round in one run (order rotated); prints per workload
+# with the agent; a wait storm (2 pairs of threads handing a turn back and forth with notify and
+# Object.wait, WaitPool --bench, the flag in both) without and with the agent. Alternated round by round in one run (order rotated); prints per workload
 # the median throughput and the ratio of each round against its own baseline (median, min..max).
 #
 # Knobs: LOCKS_BENCH_ROUNDS (5), LOCKS_BENCH_SECONDS (4), LOCKS_BENCH_HOLD_US ("10 100": the
