@@ -593,6 +593,7 @@ VT_JFC = """<?xml version="1.0" encoding="UTF-8"?>
   <event name="jdk.VirtualThreadPinned"><setting name="enabled">true</setting><setting name="stackTrace">false</setting><setting name="threshold">0 ms</setting></event>
   <event name="jdk.ThreadStart"><setting name="enabled">true</setting><setting name="stackTrace">false</setting></event>
   <event name="jdk.ThreadPark"><setting name="enabled">true</setting><setting name="stackTrace">false</setting><setting name="threshold">0 ms</setting></event>
+  <event name="jdk.JavaMonitorWait"><setting name="enabled">true</setting><setting name="stackTrace">false</setting><setting name="threshold">0 ms</setting></event>
 </configuration>
 """
 
@@ -719,6 +720,37 @@ def test_virtual_monitors(jdk, tag, feature):
     return problems
 
 
+def test_virtual_wait(jdk, tag, feature):
+    """Virtual threads in Object.wait(5 ms) on objects of their own. JDK 21: a waiting virtual
+    thread pins its carrier, which waits in ObjectMonitor::wait: counted under the carrier's
+    name, waits and time as JFR's jdk.JavaMonitorWait. JDK 24+: it unmounts instead (JEP 491):
+    ObjectMonitor::wait returns on the carrier right after the freeze and monitor__waited fires
+    there, so the agent counts each wait (as many as JFR's events, which record no duration for
+    them either) with almost none of its time: under 5 % of the time the threads waited."""
+    threads, rounds, hold_ms = 4, 20, 5
+    pid, text, jfr, done = vt_workload(jdk, tag, "wait", threads, rounds, hold_ms, True)
+    cls = "VirtualThreads$Delta"
+    waits = [v for v in jfr_events(jdk, jfr, "jdk.JavaMonitorWait") if v.get("monitorClass") and v["monitorClass"]["name"].replace("/", ".") == cls]
+    jn, js = len(waits), sum(seconds(v["duration"]) for v in waits)
+    pairs = sum_by(text, pid, "jvmdiag_thread_parks_total", "via", "monitor_class", "thread_name")
+    secs = sum_by(text, pid, "jvmdiag_thread_parked_seconds_total", "via", "monitor_class", "thread_name")
+    mine = {t: (int(n), secs.get((v, c, t), 0.0)) for (v, c, t), n in pairs.items() if v == "object_wait" and c == cls}
+    an, as_ = sum(n for n, _ in mine.values()), sum(s for _, s in mine.values())
+    log(f"  {tag} virtual threads waiting on {cls}: agent {an} waits {as_:.4f} s by {sorted(mine)}, JFR {jn} waits {js:.4f} s")
+    problems = []
+    if sorted(mine) != ["ForkJoinPool-N-"]:
+        problems.append(f"virtual threads' waits by thread name {sorted(mine)}, expected the carriers' ForkJoinPool-N-")
+    if jn != threads * rounds or an != jn:
+        problems.append(f"agent {an} waits, JFR {jn}, the workload {threads * rounds}")
+    if feature < 24:
+        if not 0.999 * js <= as_ <= 1.01 * js:
+            problems.append(f"agent {as_:.4f} s waited vs JFR {js:.4f} s (not within 0 .. +1 %)")
+    elif as_ > 0.05 * threads * rounds * hold_ms / 1000:
+        problems.append(f"agent {as_:.4f} s waited on carriers (JFR {js:.4f} s) for {threads * rounds} unmounted waits of {hold_ms} ms: "
+                        "an unmounted wait should leave the carrier at once")
+    return problems
+
+
 def spread(ratios):
     """median (min .. max) of per-round ratios."""
     r = sorted(ratios)
@@ -835,6 +867,7 @@ def main():
             if feature >= 21:
                 run(f"virtual_threads_pinned_parks_equal_jfr_{tag}", test_virtual_pinned, jdk, tag)
                 run(f"virtual_threads_monitors_{tag}", test_virtual_monitors, jdk, tag, feature)
+                run(f"virtual_threads_object_wait_{tag}", test_virtual_wait, jdk, tag, feature)
         run("object_wait_without_the_flag_no_series", test_object_wait_no_flag, JDKS[0], "first")
         # Without USDT notes (the copy agent_standalone.py makes): parking by uprobes on
         # Parker::park, the same counts.

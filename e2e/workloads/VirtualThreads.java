@@ -9,12 +9,14 @@ import java.util.concurrent.locks.LockSupport;
  * Waits for CTL_DIR/go, then runs THREADS virtual threads, each ROUNDS times:
  *  - monitors: enters one shared VirtualThreads$Gamma and sleeps HOLD_MS inside it;
  *  - pinned-sync: parks HOLD_MS (LockSupport.parkNanos) inside a synchronized block of its own;
- *  - pinned-clinit: parks HOLD_MS while initializing a class of its own (THREADS <= 4).
+ *  - pinned-clinit: parks HOLD_MS while initializing a class of its own (THREADS <= 4);
+ *  - wait: calls wait(HOLD_MS) on a VirtualThreads$Delta of its own that nobody notifies.
  * Writes "parks <n> parked_ns <sum>" (the parks it measured itself with System.nanoTime) to
  * CTL_DIR/done and waits for CTL_DIR/quit (so JFR dumps at exit after the agent was scraped).
  */
 public class VirtualThreads {
     static final class Gamma {}
+    static final class Delta {}
 
     static int rounds;
     static long holdNs;
@@ -68,6 +70,14 @@ public class VirtualThreads {
                         case 1 -> Init1.touch();
                         case 2 -> Init2.touch();
                         default -> Init3.touch();
+                    }
+                };
+                case "wait" -> () -> {
+                    Object own = new Delta();
+                    for (int r = 0; r < rounds; r++) {
+                        synchronized (own) {
+                            try { own.wait(holdNs / 1_000_000L); } catch (InterruptedException e) { return; }
+                        }
                     }
                 };
                 default -> throw new IllegalArgumentException(mode);
