@@ -22,7 +22,9 @@ jdk.JavaMonitorWait (threshold 0) and its waited time is JFR's plus the monitor'
 Virtual threads (JDK 21+): pinned parks counted as the carriers' parks against JFR's
 jdk.VirtualThreadPinned and jdk.ThreadPark, carrier starts against jdk.ThreadStart; virtual
 threads contending on a monitor against jdk.JavaMonitorEnter (JDK 21: exact; JDK 24+: they
-unmount, JFR records none and the agent must invent no blocked time).
+unmount, JFR records none and the agent must invent no blocked time); virtual threads in
+Object.wait against jdk.JavaMonitorWait (JDK 21: pinned, exact; JDK 24+: unmounted, counted with
+almost no time on the carrier, JFR's events have none either).
 JDKs: those given, and JDK 11 and 21 from hack/setup.d/jdks.sh when set up (EXTRA_JDKS=0 skips).
 Cost (LOCKS_BENCH=1 adds, LOCKS_BENCH=only runs nothing else: hack/bench.d/locks.sh, make bench):
 a park storm (threads calling LockSupport.parkNanos(1 us) in a loop) and a wait storm (pairs

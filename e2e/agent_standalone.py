@@ -687,7 +687,8 @@ def test_churn(jdk):
     if links:
         problems.append(f"bpftool: {len(links)} links of the agent remain")
     per_jvm = [m for m in maps if m.get("name") in ("traced_pids", "threads_counts", "sp_pause", "sp_sync", "vmops_hist", "sp_state",
-                                                     "park_inflight", "mon_inflight", "comp_inflight", "pool_inflight")]
+                                                     "park_inflight", "mon_inflight", "wait_inflight", "mon_waits", "wait_classes",
+                                                     "comp_inflight", "pool_inflight")]
     if len(per_jvm) < 5:
         problems.append(f"bpftool: expected the agent's per-JVM maps, found {[m.get('name') for m in maps]}")
     for m in per_jvm:
