@@ -13,7 +13,7 @@ enum monitors_probe {
 };
 
 /* Contended enters in flight at once (one per blocked thread), over all JVMs: the loader
- * sizes mon_inflight MON_INFLIGHT_PER_JVM x --max-jvms (preallocated), at most
+ * sizes mon_inflight MON_INFLIGHT_PER_JVM x --max-jvms (an entry allocated per enter), at most
  * MON_INFLIGHT_MAX; one JVM may hold a quarter of it, at least MON_INFLIGHT_PER_JVM. */
 #define MON_INFLIGHT_MAX 65536
 #define MON_INFLIGHT_PER_JVM 32

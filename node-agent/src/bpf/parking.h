@@ -16,7 +16,7 @@ enum parking_probe {
  * which HotSpot sets for every Java thread it starts. Folded (fold.bpf.h) and keyed by the
  * FNV-1a hash of the folded text, as the threads collector does; OTHER_HASH means "other". */
 /* Parks in flight at once (one per parked thread), over all JVMs: the loader sizes
- * park_inflight PARK_INFLIGHT_PER_JVM x --max-jvms (preallocated), at most PARK_INFLIGHT_MAX;
+ * park_inflight PARK_INFLIGHT_PER_JVM x --max-jvms (an entry allocated per park), at most PARK_INFLIGHT_MAX;
  * one JVM may hold a quarter of it, at least PARK_INFLIGHT_PER_JVM (src/collector/inflight.rs). */
 #define PARK_INFLIGHT_MAX 65536
 #define PARK_INFLIGHT_PER_JVM 64

@@ -83,7 +83,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.comp_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_COMPILERS))?;
-    open.maps.method_hot.set_max_entries(super::table_size(cfg.max_jvms, hot_budget))?;
+    // No "other" entry: a method beyond the JVM's budget stays in method_seen.
+    open.maps.method_hot.set_max_entries(cfg.max_jvms.clamp(1, consts::MAX_JVMS).saturating_mul(hot_budget))?;
     open.maps.heap_usage.set_max_entries(super::table_size(cfg.max_jvms, MAX_HEAPS))?;
     let shares =
         inflight::configure([(&INFLIGHT[0], &mut open.maps.comp_inflight), (&INFLIGHT[1], &mut open.maps.pool_inflight)], cfg.max_jvms)?;

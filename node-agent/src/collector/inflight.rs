@@ -61,6 +61,10 @@ impl Table {
 }
 
 /// Sizes each table's map before load and returns the object's `inflight_share` (rodata).
+/// The tables allocate an entry at a begin and free it at its end (`BPF_F_NO_PREALLOC`): their
+/// memory is their bucket arrays plus the threads in flight now, not their whole size for
+/// every slot. A begin the kernel cannot allocate for is refused like one that finds the
+/// table full, and counted so.
 pub fn configure<'t, 'm, 'o: 'm>(
     tables: impl IntoIterator<Item = (&'t Table, &'m mut libbpf_rs::OpenMapMut<'o>)>,
     max_jvms: u32,
@@ -69,6 +73,7 @@ pub fn configure<'t, 'm, 'o: 'm>(
     for (t, map) in tables {
         let (size, share) = t.size_and_share(max_jvms);
         map.set_max_entries(size)?;
+        map.set_map_flags(map.map_flags() | libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC)?;
         shares[t.index as usize] = share;
     }
     Ok(shares)
