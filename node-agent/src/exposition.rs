@@ -1,7 +1,9 @@
 //! Renders collected families as Prometheus/OpenMetrics text with `prometheus-client`,
 //! adding each JVM's common labels to its series.
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+
+use hyper::body::Bytes;
 
 use prometheus_client::collector::Collector as PcCollector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
@@ -26,33 +28,44 @@ pub fn negotiate(accept: Option<&str>) -> &'static str {
 /// OpenMetrics text -> Prometheus text 0.0.4: counter families are named with their
 /// `_total` suffix in HELP/TYPE (as their samples are), and there is no `# EOF`.
 pub fn to_prometheus_text(om: &str) -> String {
-    let mut counters = std::collections::HashSet::new();
-    for l in om.lines() {
-        if let Some(rest) = l.strip_prefix("# TYPE ") {
-            if let Some(name) = rest.strip_suffix(" counter") {
-                counters.insert(name.to_string());
-            }
-        }
-    }
-    let mut out = String::with_capacity(om.len());
-    for l in om.lines() {
-        if l == "# EOF" {
-            continue;
-        }
+    let chunks = prometheus_text_chunks(&Bytes::copy_from_slice(om.as_bytes()));
+    String::from_utf8_lossy(&chunks.concat()).into_owned()
+}
+
+/// [`to_prometheus_text`] as slices of `om` (no copy of the page) and the few lines that
+/// differ: a scrape's page is megabytes with hundreds of JVMs, and its HELP/TYPE lines are
+/// a few hundred bytes of it.
+pub fn prometheus_text_chunks(om: &Bytes) -> Vec<Bytes> {
+    let Ok(text) = std::str::from_utf8(om) else { return vec![om.clone()] };
+    let counters: HashSet<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter")).collect();
+    let mut out = Vec::new();
+    let (mut kept_from, mut at) = (0, 0);
+    for line in text.split_inclusive('\n') {
+        let l = line.strip_suffix('\n').unwrap_or(line);
         let meta = l.strip_prefix("# HELP ").map(|r| ("# HELP ", r)).or_else(|| l.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
-        match meta {
+        let replaced = match meta {
+            _ if l == "# EOF" => Some(Bytes::new()),
             Some((kw, rest)) => {
                 let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-                if counters.contains(name) {
-                    let _ = writeln!(out, "{kw}{name}_total {tail}");
-                } else {
-                    let _ = writeln!(out, "{l}");
-                }
+                counters.contains(name).then(|| Bytes::from(format!("{kw}{name}_total {tail}\n")))
             }
-            None => {
-                let _ = writeln!(out, "{l}");
+            None if !line.ends_with('\n') => Some(Bytes::from(format!("{l}\n"))),
+            None => None,
+        };
+        if let Some(r) = replaced {
+            if at > kept_from {
+                out.push(om.slice(kept_from..at));
             }
+            if !r.is_empty() {
+                out.push(r);
+            }
+            kept_from = at + line.len();
         }
+        at += line.len();
+    }
+    if at > kept_from {
+        out.push(om.slice(kept_from..at));
     }
     out
 }
@@ -167,4 +180,22 @@ pub fn render(families: Vec<Family>, jvms: &HashMap<u32, JvmLabels>) -> String {
         let _ = writeln!(out, "# EOF");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prometheus_text_form_is_slices_of_the_page_but_the_lines_that_differ() {
+        let om = "# HELP a A counter.\n# TYPE a counter\na_total{x=\"1\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1.5\ng{y=\"2\"} 2\n# EOF\n";
+        let page = Bytes::from(om.to_string());
+        let chunks = prometheus_text_chunks(&page);
+        let text = String::from_utf8(chunks.concat()).unwrap();
+        assert_eq!(text, "# HELP a_total A counter.\n# TYPE a_total counter\na_total{x=\"1\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1.5\ng{y=\"2\"} 2\n");
+        let inside = |c: &Bytes| page.as_ptr_range().contains(&c.as_ptr());
+        let borrowed: usize = chunks.iter().filter(|c| inside(c)).map(|c| c.len()).sum();
+        assert_eq!(borrowed, text.len() - "# HELP a_total A counter.\n# TYPE a_total counter\n".len(), "only the counter's two lines are new");
+        assert_eq!(to_prometheus_text("x 1"), "x 1\n", "a last line without its newline gets one");
+    }
 }

@@ -6,7 +6,9 @@
 //! own task, so a client that connects and never sends, sends half a request, or never reads
 //! its response stalls neither the loop nor other scrapes nor `/healthz`. The loop hands
 //! each scrape a snapshot (the rendered text, shared by the scrapes that asked at the same
-//! time); writing it to a client is the HTTP thread's job, bounded by timeouts:
+//! time, never copied: the Prometheus text form is sent as slices of it with the few lines
+//! that differ, [`exposition::prometheus_text_chunks`]); writing it to a client is the HTTP
+//! thread's job, bounded by timeouts:
 //!
 //! - request headers within [`HEADER_TIMEOUT`] (hyper's `header_read_timeout`);
 //! - a whole connection at most [`CONNECTION_TIMEOUT`] (so a response nobody reads is
@@ -16,10 +18,16 @@
 //!
 //! `/healthz` is answered by the HTTP thread: 200 while the loop has turned within
 //! [`LOOP_STALE`], else 503 (a wedged loop fails the liveness probe).
+use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::net::TcpListener;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+use hyper::body::{Bytes, Frame, SizeHint};
 
 use crate::cli::Config;
 use crate::exposition;
@@ -49,7 +57,7 @@ pub fn listen(cfg: &Config) -> Result<TcpListener, Fatal> {
 }
 
 /// A scrape waiting for the loop's next snapshot.
-type Reply = tokio::sync::oneshot::Sender<Arc<String>>;
+type Reply = tokio::sync::oneshot::Sender<Bytes>;
 
 /// What the HTTP thread shares with the loop.
 struct Shared {
@@ -91,7 +99,7 @@ pub fn run(cfg: &Config, listener: TcpListener, mode: &mut dyn Mode) -> Result<(
                 let mut waiting = vec![first];
                 waiting.extend(rx.try_iter());
                 let t0 = Instant::now();
-                let text = Arc::new(mode.scrape(last_scrape));
+                let text = Bytes::from(mode.scrape(last_scrape));
                 last_scrape = Some(t0.elapsed());
                 for w in waiting {
                     let _ = w.send(text.clone()); // the client may have given up
@@ -158,13 +166,35 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-type Body = http_body_util::Full<hyper::body::Bytes>;
+/// A response body sent as it is held: one or more chunks, none of them copied.
+struct Body(VecDeque<Bytes>);
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.0.iter().map(|b| b.len() as u64).sum())
+    }
+}
 
 fn text(status: u16, content_type: &'static str, body: String) -> hyper::Response<Body> {
+    chunks(status, content_type, vec![Bytes::from(body)])
+}
+
+fn chunks(status: u16, content_type: &'static str, body: Vec<Bytes>) -> hyper::Response<Body> {
     hyper::Response::builder()
         .status(status)
         .header("Content-Type", content_type)
-        .body(Body::new(body.into()))
+        .body(Body(body.into()))
         .expect("a valid static response")
 }
 
@@ -180,8 +210,8 @@ async fn handle(req: hyper::Request<hyper::body::Incoming>, shared: &Shared) -> 
             }
             match tokio::time::timeout(RENDER_TIMEOUT, rx).await {
                 Ok(Ok(om)) => {
-                    let body = if ct == exposition::PROMETHEUS_TEXT { exposition::to_prometheus_text(&om) } else { om.to_string() };
-                    text(200, ct, body)
+                    let body = if ct == exposition::PROMETHEUS_TEXT { exposition::prometheus_text_chunks(&om) } else { vec![om] };
+                    chunks(200, ct, body)
                 }
                 _ => text(503, PLAIN, "the collection loop did not answer in time\n".into()),
             }
