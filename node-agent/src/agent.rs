@@ -34,6 +34,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         max_thread_names: cfg.cli.max_thread_names,
         max_vmop_names: cfg.cli.max_vm_operations,
         max_methods: cfg.cli.max_methods,
+        method_staging: cfg.cli.method_staging_entries,
         max_classes: cfg.cli.max_classes,
         jvm_start_thread: cfg.cli.threads_jvm_start_thread,
         collector_bit: 0,

@@ -42,6 +42,12 @@ pub struct Cli {
     #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
     pub max_methods: u32,
 
+    /// Entries of the compilation collector's staging table (methods compiled fewer times
+    /// than gives them their own counter; an LRU shared by every JVM, its evictions counted in
+    /// jvmdiag_agent_map_evictions_total). Hidden: for tests that need it small.
+    #[arg(long, value_name = "N", default_value_t = 16_384, hide = true, value_parser = clap::value_parser!(u32).range(16..=65_536))]
+    pub method_staging_entries: u32,
+
     /// Monitor classes named per JVM (monitors collector); the rest count as "other".
     #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
     pub max_classes: u32,

@@ -50,6 +50,7 @@ fn fixture() -> String {
         filtered: 6,
         entries: 2,
         inflight_lost: Vec::new(),
+        evictions: Vec::new(),
     };
     // A JVM parked more threads at once than its share of park_inflight.
     let parking = Health {
@@ -57,6 +58,11 @@ fn fixture() -> String {
         inflight_lost: vec![("park_inflight", "jvm_share", 86), ("park_inflight", "full", 0)],
         ..Health::default()
     };
+    // A JVM compiled more distinct methods than the staging table holds.
+    let compilation = Health { evictions: vec![("method_seen", 1_741)], ..Health::default() };
+    let mut evicted = metrics::AGENT_JVM_MAP_EVICTIONS.family();
+    evicted.jvm(0, vec![("collector", "compilation".into()), ("map", "method_seen".into())], Value::Counter(1_741));
+    fams.push(evicted);
     let mut lost = metrics::AGENT_JVM_INFLIGHT_LOST.family();
     lost.jvm(1, vec![("collector", "parking".into()), ("map", "park_inflight".into()), ("reason", "jvm_share".into())], Value::Counter(86));
     fams.push(lost);
@@ -67,6 +73,7 @@ fn fixture() -> String {
         collectors: vec![
             CollectorReport { name: "threads", seconds: 0.00025, ok: true, health: Some(health) },
             CollectorReport { name: "parking", seconds: 0.00012, ok: true, health: Some(parking) },
+            CollectorReport { name: "compilation", seconds: 0.0004, ok: true, health: Some(compilation) },
         ],
         traced_pids_entries: 2,
         jvms_attached: 2,

@@ -38,6 +38,51 @@ pub fn entries<M: MapCore>(map: &M) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     Ok(out)
 }
 
+/// Every (key, value) of a hash or array map, read in batches: a few calls for thousands of
+/// entries, where [`entries`] makes two per entry. (libbpf-rs' batch iterator takes a batch
+/// shorter than asked for the last one, but the kernel ends a hash map's batch at a bucket
+/// boundary, so only ENOENT ends the walk.)
+pub fn batch_entries<M: MapCore>(map: &M, mut each: impl FnMut(&[u8], &[u8])) -> Result<()> {
+    const BATCH: usize = 4096;
+    let (ks, vs) = (map.key_size() as usize, map.value_size() as usize);
+    let (mut keys, mut values) = (vec![0u8; ks * BATCH], vec![0u8; vs * BATCH]);
+    // The position the kernel hands back: a u32 (bucket or index) for hash and array maps.
+    let (mut at, mut next) = ([0u8; 8], [0u8; 8]);
+    let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
+        ..Default::default()
+    };
+    let mut first = true;
+    loop {
+        let mut count = BATCH as u32;
+        let from = if first { std::ptr::null_mut() } else { at.as_mut_ptr().cast() };
+        // SAFETY: `keys` and `values` hold BATCH keys and values of the map's sizes, `at` and
+        // `next` 8 bytes (the kernel writes 4); the kernel writes at most `count` entries.
+        let rc = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
+                std::os::fd::AsRawFd::as_raw_fd(&map.as_fd()),
+                from,
+                next.as_mut_ptr().cast(),
+                keys.as_mut_ptr().cast(),
+                values.as_mut_ptr().cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        let n = (count as usize).min(BATCH);
+        for (k, v) in keys.chunks_exact(ks).zip(values.chunks_exact(vs)).take(n) {
+            each(k, v);
+        }
+        match rc {
+            0 => {}
+            rc if rc == -libc::ENOENT => return Ok(()),
+            rc => anyhow::bail!("batch lookup of map {}: {}", map.name().to_string_lossy(), std::io::Error::from_raw_os_error(-rc)),
+        }
+        at = next;
+        first = false;
+    }
+}
+
 /// The key of every per-JVM name table (`struct name_key`), its name decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameKey {
@@ -74,18 +119,16 @@ pub fn counter(v: &[u8]) -> Option<u64> {
     decode::<u64>(v)
 }
 
-/// Deletes every key of a name table that belongs to `slot`.
-pub fn forget_slot<M: MapCore>(map: &M, slot: u32) -> Result<()> {
+/// Deletes every key of a name table that belongs to `slot`; returns how many it deleted.
+pub fn forget_slot<M: MapCore>(map: &M, slot: u32) -> Result<usize> {
     forget_where(map, |k| name_key(k).is_some_and(|nk| nk.slot == slot))
 }
 
-/// Deletes every key `doomed` selects.
-pub fn forget_where<M: MapCore>(map: &M, doomed: impl Fn(&[u8]) -> bool) -> Result<()> {
+/// Deletes every key `doomed` selects; returns how many it deleted (a key already gone is
+/// not counted).
+pub fn forget_where<M: MapCore>(map: &M, doomed: impl Fn(&[u8]) -> bool) -> Result<usize> {
     let keys: Vec<Vec<u8>> = map.keys().filter(|k| doomed(k)).collect();
-    for k in keys {
-        let _ = map.delete(&k); // already gone is fine
-    }
-    Ok(())
+    Ok(keys.iter().filter(|k| map.delete(k).is_ok()).count())
 }
 
 /// Zeroes one slot of a per-JVM array map.

@@ -183,6 +183,18 @@ pub static AGENT_JVM_INFLIGHT_LOST: Desc = desc(
     Counter,
     &["collector", "map", "reason"],
 );
+pub static AGENT_MAP_EVICTIONS: Desc = desc(
+    "jvmdiag_agent_map_evictions_total",
+    "Entries an LRU table dropped to make room, since the agent started (method_seen: methods compiled too few times yet for a counter of their own; a dropped one counts anew), derived from what the probes inserted and deleted and what the table holds.",
+    Counter,
+    &["collector", "map"],
+);
+pub static AGENT_JVM_MAP_EVICTIONS: Desc = desc(
+    "jvmdiag_agent_jvm_map_evictions_total",
+    "This JVM's entries an LRU table dropped to make room (method_seen: a dropped method counts its compilations anew, so its promotion to jvmdiag_method_compilations_total comes later).",
+    Counter,
+    &["collector", "map"],
+);
 pub static AGENT_MAP_ENTRIES: Desc = desc(
     "jvmdiag_agent_map_entries",
     "Entries in the agent's kernel maps (per-JVM tables and traced_pids).",
@@ -330,6 +342,8 @@ pub static ALL: &[&Desc] = &[
     &AGENT_FILTERED_EVENTS,
     &AGENT_INFLIGHT_LOST,
     &AGENT_JVM_INFLIGHT_LOST,
+    &AGENT_MAP_EVICTIONS,
+    &AGENT_JVM_MAP_EVICTIONS,
     &AGENT_MAP_ENTRIES,
     &AGENT_SCRAPE_DURATION,
     &AGENT_RESIDENT_MEMORY,

@@ -76,6 +76,7 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
     let mut filtered = metrics::AGENT_FILTERED_EVENTS.family();
     let mut entries = metrics::AGENT_MAP_ENTRIES.family();
     let mut inflight_lost = metrics::AGENT_INFLIGHT_LOST.family();
+    let mut evictions = metrics::AGENT_MAP_EVICTIONS.family();
     for c in &r.collectors {
         let cl = || vec![("collector", c.name.to_string())];
         dur.agent(cl(), Value::Gauge(c.seconds));
@@ -89,6 +90,9 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
             filtered.agent(cl(), Value::Counter(h.filtered));
             entries.agent(vec![("map", c.name.to_string())], Value::Gauge(h.entries as f64));
             inflight_lost.samples.append(&mut crate::collector::inflight::lost_family(c.name, &h.inflight_lost).samples);
+            for (map, n) in &h.evictions {
+                evictions.agent(vec![("collector", c.name.to_string()), ("map", map.to_string())], Value::Counter(*n));
+            }
         }
     }
     entries.agent(vec![("map", "traced_pids".into())], Value::Gauge(r.traced_pids_entries as f64));
@@ -110,6 +114,7 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
         overflow,
         filtered,
         inflight_lost,
+        evictions,
         entries,
     ];
     if let Some(d) = r.last_scrape_seconds {

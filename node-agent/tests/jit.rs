@@ -3,7 +3,8 @@
 //! Root only (eBPF): run by hack/suites/25-agent-jit.sh (`cargo test --test jit -- --ignored`).
 mod jit_common;
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use jit_common::*;
@@ -171,6 +172,210 @@ fn code_cache_full(jdk: &Path) {
     assert_eq!(top, "jitwork.CodeCacheFill$Worker.applyAsLong", "{methods:?}");
     let expected = print_compilation_count(&output, "jitwork.CodeCacheFill$Worker::applyAsLong");
     assert_eq!(*n, expected as f64, "agent vs -XX:+PrintCompilation for Worker::applyAsLong");
+}
+
+/// The staging flood (generated Java): FLOOD methods in package `flood`, each called 10,000
+/// times (compiled once, or not at all when the compile queue raised the threshold), in chunks of CHUNK; and HOT_COPIES copies of `flood.Hot` (one class
+/// defined by as many class loaders: one method name, each copy compiled once), half before
+/// the flood and half after.
+const FLOOD: usize = 1500;
+const CHUNK: usize = 100;
+const HOT_COPIES: usize = 8;
+
+/// Writes the staging workload and compiles it: `StagingLauncher DIR HOT_CLASSES` (on the
+/// class path returned, outside `flood`, so never compiled) waits for DIR/go, runs the copies
+/// and the flood, and prints "done"; `flood.Hot` is compiled into HOT_CLASSES, off the class
+/// path, so that each class loader defines its own copy. Returns (class path, HOT_CLASSES).
+fn staging_workload(dir: &Path) -> (PathBuf, PathBuf) {
+    use std::fmt::Write as _;
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("flood")).unwrap();
+    let mut methods = String::from("package flood;\npublic class Methods {\n");
+    for i in 0..FLOOD {
+        writeln!(methods, "    static long m{i}(long x) {{ return x * {i} + {}; }}", i % 7).unwrap();
+    }
+    for c in 0..FLOOD / CHUNK {
+        write!(methods, "    public static long c{c}() {{ long s = 0; for (int k = 0; k < 10000; k++) {{").unwrap();
+        for i in c * CHUNK..(c + 1) * CHUNK {
+            write!(methods, " s += m{i}(k);").unwrap();
+        }
+        writeln!(methods, " }} return s; }}").unwrap();
+    }
+    methods.push_str("}\n");
+    let hot = "package flood;\npublic class Hot implements java.util.function.LongUnaryOperator {\n    public long applyAsLong(long x) { return x * 31 + 7; }\n}\n";
+    let chunks: String = (0..FLOOD / CHUNK).map(|c| format!("        s += flood.Methods.c{c}();\n")).collect();
+    let half = HOT_COPIES / 2;
+    let launcher = format!(
+        "import java.net.URL;\nimport java.net.URLClassLoader;\nimport java.nio.file.Files;\nimport java.nio.file.Path;\nimport java.util.function.LongUnaryOperator;\n\n\
+public class StagingLauncher {{\n\
+    static long copies(Path hot, int n) throws Exception {{\n\
+        long s = 0;\n\
+        for (int c = 0; c < n; c++) {{\n\
+            URLClassLoader l = new URLClassLoader(new URL[] {{hot.toUri().toURL()}}, StagingLauncher.class.getClassLoader());\n\
+            LongUnaryOperator op = (LongUnaryOperator) l.loadClass(\"flood.Hot\").getDeclaredConstructor().newInstance();\n\
+            for (int i = 0; i < 5000; i++) s += op.applyAsLong(i);\n\
+            Thread.sleep(200); // compiled before the next copy\n\
+        }}\n\
+        return s;\n\
+    }}\n\n\
+    public static void main(String[] a) throws Exception {{\n\
+        Path go = Path.of(a[0]), hot = Path.of(a[1]);\n\
+        while (!Files.exists(go)) Thread.sleep(50);\n\
+        long s = copies(hot, {half});\n{chunks}\
+        s += copies(hot, {});\n\
+        System.out.println(\"done \" + s);\n\
+        Thread.sleep(Long.MAX_VALUE);\n\
+    }}\n\
+}}\n",
+        HOT_COPIES - half
+    );
+    std::fs::write(src.join("flood/Methods.java"), methods).unwrap();
+    std::fs::write(src.join("flood/Hot.java"), hot).unwrap();
+    std::fs::write(src.join("StagingLauncher.java"), launcher).unwrap();
+    let (cls, hot_cls) = (dir.join("cls"), dir.join("hot"));
+    for (out, files) in [(&cls, vec![src.join("flood/Methods.java"), src.join("StagingLauncher.java")]), (&hot_cls, vec![src.join("flood/Hot.java")])] {
+        let st = std::process::Command::new(jdk17().join("bin/javac")).args(["--release", "17", "-d"]).arg(out).args(&files).status().expect("javac");
+        assert!(st.success(), "javac failed");
+    }
+    (cls, hot_cls)
+}
+
+/// Compilations per method (`pkg.Class::name`) in -XX:+PrintCompilation output.
+fn print_compilation_methods(out: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    // Native wrappers (method handle intrinsics) are made without a compilation.
+    let skip = ["made not entrant", "made zombie", "COMPILE SKIPPED", "(native)"];
+    for l in out.lines().filter(|l| !skip.iter().any(|s| l.contains(s))) {
+        if let Some(name) = l.split_whitespace().find(|t| t.contains("::")) {
+            *m.entry(name.to_string()).or_default() += 1;
+        }
+    }
+    m
+}
+
+/// Entries of the BPF map named `name` that process `pid` holds (bpftool, the kernel's view).
+fn bpf_map_entries(pid: u32, name: &str) -> usize {
+    let mut ids = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).unwrap().flatten() {
+        let info = std::fs::read_to_string(e.path()).unwrap_or_default();
+        if let Some(id) = info.lines().find_map(|l| l.strip_prefix("map_id:")) {
+            ids.insert(id.trim().to_string());
+        }
+    }
+    let bpftool = |args: &[&str]| -> String {
+        let o = std::process::Command::new("bpftool").args(args).output().expect("bpftool");
+        assert!(o.status.success(), "bpftool {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // `bpftool map show id ID`: "ID: TYPE  name NAME  flags ..."; a dump ends "Found N
+    // elements", or, for a map with BTF, is a list with one `"key":` line per element.
+    let id = ids
+        .into_iter()
+        .find(|id| bpftool(&["map", "show", "id", id]).split_whitespace().skip_while(|w| *w != "name").nth(1) == Some(name))
+        .unwrap_or_else(|| panic!("process {pid} holds no map named {name}"));
+    let dump = bpftool(&["map", "dump", "id", &id]);
+    let found = dump.lines().find_map(|l| l.strip_prefix("Found ")?.strip_suffix(" elements")?.parse().ok());
+    found.unwrap_or_else(|| dump.lines().filter(|l| l.trim_start().starts_with("\"key\":")).count())
+}
+
+/// More distinct methods than the staging table holds (shrunk to 256 entries): its evictions
+/// equal the methods staged minus those promoted minus those still in it, as counted from the
+/// JVM's own PrintCompilation lines and the kernel's map (bpftool); the promoted method's count
+/// stays exact through the evictions.
+fn staging_evictions(jdk: &Path) {
+    require_root();
+    let work = Work::new("jit-staging");
+    let (cls, hot_cls) = staging_workload(&work.0);
+    let mut procs = Procs::default();
+    let port = start_agent_with(&mut procs, &work.0, "StagingLauncher", &["--method-staging-entries", "256"]);
+    let agent_pid = procs.0[0].id();
+    // Only the generated methods are compiled (the JDK's own stay interpreted), by C1 alone,
+    // one compiler thread: each flood method and each copy of Hot.applyAsLong exactly once.
+    let go = work.0.join("go");
+    let (pid, out) = start_java(
+        &mut procs,
+        jdk,
+        &work.0,
+        "staging",
+        &[
+            "-XX:+PrintCompilation",
+            "-XX:CompileCommand=quiet",
+            "-XX:CompileCommand=compileonly,flood.*::*",
+            "-XX:CompileCommand=dontinline,flood.*::*",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:CICompilerCount=1",
+            "-cp",
+            cls.to_str().unwrap(),
+            "StagingLauncher",
+            go.to_str().unwrap(),
+            hot_cls.to_str().unwrap(),
+        ],
+    );
+    wait_attached(port, pid);
+    std::fs::write(&go, "").unwrap();
+    wait_for_output(&out, "done", Duration::from_secs(240));
+    std::thread::sleep(Duration::from_secs(2)); // compilations in flight finish, the JVM idles
+
+    let log = print_compilation_methods(&std::fs::read_to_string(&out).unwrap());
+    let others: Vec<_> = log.keys().filter(|m| !m.starts_with("flood.")).collect();
+    assert!(others.is_empty(), "only the generated methods compile: {others:?}");
+    let hot_n = log.get("flood.Hot::applyAsLong").copied().unwrap_or(0);
+    assert_eq!(hot_n, HOT_COPIES as u64, "each copy of Hot.applyAsLong is compiled once: {hot_n}");
+    let promoted = log.values().filter(|n| **n >= 3).count() as u64;
+    assert_eq!(promoted, 1, "only Hot.applyAsLong is compiled often enough to get its own counter");
+    assert!(log.values().all(|n| *n == 1 || *n == hot_n), "flood methods are compiled once each: {:?}", log.iter().filter(|(_, n)| **n != 1).collect::<Vec<_>>());
+    let staged = log.len() as u64;
+    assert!(staged > 2 * 256, "the flood compiled {staged} distinct methods, more than twice the table");
+
+    let text = scrape(port);
+    let present = bpf_map_entries(agent_pid, "method_seen") as u64;
+    assert!(present <= 256, "the staging table holds at most its 256 entries: {present}");
+    let evicted = samples(&text)
+        .into_iter()
+        .find(|(n, l, _)| n == "jvmdiag_agent_jvm_map_evictions_total" && l.get("pid") == Some(&pid.to_string()) && l.get("map").map(String::as_str) == Some("method_seen"))
+        .map(|(_, _, v)| v)
+        .expect("jvmdiag_agent_jvm_map_evictions_total{map=\"method_seen\"} of the JVM");
+    assert_eq!(
+        evicted,
+        (staged - promoted - present) as f64,
+        "evictions: {staged} methods staged (PrintCompilation) - {promoted} promoted - {present} in the table (bpftool)"
+    );
+    eprintln!("staging: {staged} methods staged, {promoted} promoted, {present} in the table, {evicted} evicted");
+    let agent_wide = |t: &str| {
+        samples(t)
+            .into_iter()
+            .find(|(n, l, _)| n == "jvmdiag_agent_map_evictions_total" && l.get("map").map(String::as_str) == Some("method_seen"))
+            .map(|(_, _, v)| v)
+    };
+    assert_eq!(agent_wide(&text), Some(evicted), "one JVM traced: the agent's total is its count");
+    let methods = by_label(&text, "jvmdiag_method_compilations_total", pid, "method");
+    assert_eq!(methods.get("flood.Hot.applyAsLong").copied(), Some(hot_n as f64), "agent vs -XX:+PrintCompilation for Hot.applyAsLong: {methods:?}");
+
+    // The JVM exits and its slot is released: its evictions stay in the agent's total.
+    procs.0[1].kill().unwrap();
+    procs.0[1].wait().unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        let t = scrape(port);
+        if probe_mode(&t, pid).is_none() && bpf_map_entries(agent_pid, "method_seen") == 0 {
+            assert_eq!(agent_wide(&t), Some(evicted), "after the release");
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(15), "the JVM's slot was not released");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[test]
+#[ignore = "needs root (eBPF) and the JDKs: hack/suites/25-agent-jit.sh"]
+fn staging_evictions_are_counted_exactly_jdk17() {
+    staging_evictions(&jdk17());
+}
+
+#[test]
+#[ignore = "needs root (eBPF) and the JDKs: hack/suites/25-agent-jit.sh"]
+fn staging_evictions_are_counted_exactly_jdk25() {
+    staging_evictions(&jdk25());
 }
 
 #[test]

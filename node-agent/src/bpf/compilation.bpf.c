@@ -37,16 +37,25 @@ struct {
 } comp_stats SEC(".maps");
 
 /* Methods seen fewer than hot_threshold times: a staging area, an LRU by design, so no JVM
- * can fill it. Its evictions are not counted (the kernel says nothing of them): a method
- * evicted before its hot_threshold-th compilation starts counting again, so its promotion
- * comes later, and its earlier compilations are in jvmdiag_compilations_total only; a
- * promoted method's count is exact, whatever is evicted. */
+ * can fill it (sized by the loader, 16,384 by default). A method evicted before its
+ * hot_threshold-th compilation starts counting again, so its promotion comes later, and its
+ * earlier compilations are in jvmdiag_compilations_total only. The kernel counts no eviction:
+ * the programs count what they insert and delete here (seen_counts), and the loader derives
+ * the evictions from those, the entries it deletes itself and the entries present. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct name_key);
 	__type(value, __u64);
 } method_seen SEC(".maps");
+
+/* Per JVM slot: method_seen entries inserted and deleted by the programs (struct seen_count). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, struct seen_count);
+} seen_counts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -190,10 +199,11 @@ static __always_inline void count_method(struct scratch *s)
 	}
 	__u64 n = 1;
 	__u64 *seen = bpf_map_lookup_elem(&method_seen, k);
+	struct seen_count *sc = bpf_map_lookup_elem(&seen_counts, &k->slot);
 	if (seen)
 		n = __sync_fetch_and_add(seen, 1) + 1;
-	else
-		bpf_map_update_elem(&method_seen, k, &n, BPF_NOEXIST);
+	else if (bpf_map_update_elem(&method_seen, k, &n, BPF_NOEXIST) == 0 && sc)
+		__sync_fetch_and_add(&sc->inserted, 1);
 	if (n < hot_threshold)
 		return;
 	/* Compiled again and again: give it its own exact counter, if the JVM has budget. */
@@ -204,9 +214,11 @@ static __always_inline void count_method(struct scratch *s)
 		stat_inc(STAT_NAMES_OVERFLOW);
 		return;
 	}
-	if (bpf_map_update_elem(&method_hot, k, &n, BPF_NOEXIST) == 0)
-		bpf_map_delete_elem(&method_seen, k);
-	else if (!bpf_map_lookup_elem(&method_hot, k))
+	if (bpf_map_update_elem(&method_hot, k, &n, BPF_NOEXIST) == 0) {
+		/* Not found: evicted since the lookup above, which the loader counts as such. */
+		if (bpf_map_delete_elem(&method_seen, k) == 0 && sc)
+			__sync_fetch_and_add(&sc->removed, 1);
+	} else if (!bpf_map_lookup_elem(&method_hot, k))
 		stat_inc(STAT_MAP_ERRORS); /* not a racing CPU's insert of the same method: full */
 }
 

@@ -25,6 +25,15 @@ struct comp_stats {
 /* Map method_hot: struct name_key (name = "pkg/Class.method", class truncated from the
  * left to fit) -> __u64 compilations, for methods compiled at least hot_threshold times. */
 
+/* Map seen_counts: per JVM slot, what the programs did to the method_seen staging table (an
+ * LRU whose evictions the kernel does not count): entries inserted (a successful NOEXIST
+ * insert) and deleted (a method promoted to method_hot). The loader derives the evictions:
+ * inserted - removed - entries it deleted itself - entries present (compilation/staging.rs). */
+struct seen_count {
+	__u64 inserted;
+	__u64 removed;
+};
+
 /* HotSpot's MemoryUsage (services/memoryUsage.hpp), returned by value from
  * CodeHeapPool::get_memory_usage(): four size_t, unchanged since JDK 5. */
 struct memory_usage {

@@ -7,6 +7,7 @@
 //! signatures differ between JDK releases (`report_codemem_full(int, bool)` in 17,
 //! `report_codemem_full(CodeBlobType, bool)` in 21+).
 pub mod code_heap;
+pub mod staging;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -16,7 +17,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use jvmdiag_inspect::elf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore};
+use libbpf_rs::{Link, MapCore, MapFlags};
 
 use super::inflight::{self, Table};
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
@@ -24,13 +25,14 @@ use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{Family, Hist, Value};
 use crate::probe;
-use crate::skel::compilation::types::{comp_stats, heap_value};
+use crate::skel::compilation::types::{comp_stats, heap_value, seen_count};
 use crate::skel::compilation::{CompilationSkel, CompilationSkelBuilder};
 use crate::skel::consts;
 
 // SAFETY: plain C structs of integers (generated from src/bpf/compilation.h).
 unsafe impl plain::Plain for comp_stats {}
 unsafe impl plain::Plain for heap_value {}
+unsafe impl plain::Plain for seen_count {}
 
 const PROBES: [&str; 6] = super::probe_names([
     (consts::COMP_PROBE_BEGIN, "method__compile__begin"),
@@ -67,6 +69,8 @@ pub struct Compilation {
     max_methods: usize,
     /// Code heap field layouts of the attached libjvm.so builds (attach cookie = index + 1).
     layouts: RefCell<Vec<code_heap::Layout>>,
+    /// Evictions from the method_seen staging table, per JVM and since the start.
+    evictions: RefCell<staging::Evictions>,
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
@@ -85,12 +89,18 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.comp_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_COMPILERS))?;
     // No "other" entry: a method beyond the JVM's budget stays in method_seen.
     open.maps.method_hot.set_max_entries(cfg.max_jvms.clamp(1, consts::MAX_JVMS).saturating_mul(hot_budget))?;
+    open.maps.method_seen.set_max_entries(cfg.method_staging.max(1))?;
     open.maps.heap_usage.set_max_entries(super::table_size(cfg.max_jvms, MAX_HEAPS))?;
     let shares =
         inflight::configure([(&INFLIGHT[0], &mut open.maps.comp_inflight), (&INFLIGHT[1], &mut open.maps.pool_inflight)], cfg.max_jvms)?;
     open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load compilation.bpf.o")?;
-    Ok(Box::new(Compilation { skel, max_methods: cfg.max_methods as usize, layouts: RefCell::new(Vec::new()) }))
+    Ok(Box::new(Compilation {
+        skel,
+        max_methods: cfg.max_methods as usize,
+        layouts: RefCell::new(Vec::new()),
+        evictions: RefCell::new(staging::Evictions::default()),
+    }))
 }
 
 fn uprobe(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool) -> Result<Link> {
@@ -223,6 +233,7 @@ impl Collector for Compilation {
             code_heap::used_now(heap.tgid, heap.pool, &layout, heap.mu.max)
         }));
         out.push(inflight::jvm_lost_family(self.name(), &maps::entries(&m.inflight_lost)?, &INFLIGHT));
+        out.push(self.staging_evictions()?);
         Ok(())
     }
 
@@ -230,7 +241,10 @@ impl Collector for Compilation {
         let m = &self.skel.maps;
         maps::forget_slot(&m.comp_stats, slot)?;
         maps::forget_slot(&m.method_hot, slot)?;
-        maps::forget_slot(&m.method_seen, slot)?;
+        let deleted = maps::forget_slot(&m.method_seen, slot)?;
+        let final_count = m.seen_counts.lookup(&slot.to_ne_bytes(), MapFlags::ANY)?.and_then(|v| decode::<seen_count>(&v)).unwrap_or_default();
+        self.evictions.borrow_mut().release(slot, final_count.inserted, final_count.removed, deleted as u64);
+        maps::reset_slot(&m.seen_counts, slot)?;
         maps::forget_slot(&m.heap_usage, slot)?;
         maps::reset_slot(&m.code_full, slot)?;
         maps::reset_slot(&m.method_budget, slot)?;
@@ -249,9 +263,50 @@ impl Collector for Compilation {
             .iter()
             .sum::<usize>() as u64;
         h.inflight_lost = inflight::lost_totals(&stats, &INFLIGHT);
+        h.evictions = vec![("method_seen", self.evictions.borrow().total())];
         Ok(h)
     }
 }
+
+impl Compilation {
+    /// Reads the staging table's counts and entries (staging.rs: counts, walk, counts again)
+    /// and returns each JVM's evictions as `jvmdiag_agent_jvm_map_evictions_total`.
+    fn staging_evictions(&self) -> Result<Family> {
+        let m = &self.skel.maps;
+        let counts = || -> Result<BTreeMap<u32, seen_count>> {
+            let mut out = BTreeMap::new();
+            maps::batch_entries(&m.seen_counts, |k, v| {
+                if let (Some(slot), Some(c)) = (decode::<u32>(k), decode::<seen_count>(v)) {
+                    if c.inserted > 0 {
+                        out.insert(slot, c);
+                    }
+                }
+            })?;
+            Ok(out)
+        };
+        let before = counts()?;
+        let mut present: HashMap<u32, u64> = HashMap::new();
+        maps::batch_entries(&m.method_seen, |k, _| {
+            if let Some(nk) = decode::<crate::skel::shapes::types::name_key>(k) {
+                *present.entry(nk.slot).or_default() += 1;
+            }
+        })?;
+        let after = counts()?;
+        let mut ev = self.evictions.borrow_mut();
+        let mut f = metrics::AGENT_JVM_MAP_EVICTIONS.family();
+        for (slot, c) in &before {
+            let reading = staging::Reading {
+                inserted_before: c.inserted,
+                removed_after: after.get(slot).map_or(c.removed, |a| a.removed.max(c.removed)),
+                present: present.get(slot).copied().unwrap_or(0),
+            };
+            let n = ev.observe(*slot, reading);
+            f.jvm(*slot, vec![("collector", self.name().to_string()), ("map", "method_seen".to_string())], Value::Counter(n));
+        }
+        Ok(f)
+    }
+}
+
 
 /// The collector's tables as (key, value) bytes.
 pub struct Tables {

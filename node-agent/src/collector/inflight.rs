@@ -90,7 +90,7 @@ pub fn forget_table<M: MapCore, H: MapCore>(table: &M, t: &Table, held: &H, slot
 
 /// Deletes a released JVM's loss counts (its series were shown for the last time).
 pub fn forget_lost<M: MapCore>(lost: &M, slot: u32) -> Result<()> {
-    maps::forget_where(lost, |k| decode::<inflight_lost_key>(k).is_some_and(|k| k.slot == slot))
+    maps::forget_where(lost, |k| decode::<inflight_lost_key>(k).is_some_and(|k| k.slot == slot)).map(drop)
 }
 
 /// Begins that found no room since the agent started, per (map, reason), from the object's

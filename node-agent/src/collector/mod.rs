@@ -35,6 +35,9 @@ pub struct LoadConfig {
     pub max_vmop_names: u32,
     /// Compilation collector: methods named per JVM (`--max-methods`).
     pub max_methods: u32,
+    /// Compilation collector: entries of the method_seen staging table (an LRU shared by
+    /// every JVM; `--method-staging-entries`).
+    pub method_staging: u32,
     /// Monitors collector: monitor classes named per JVM (`--max-classes`; a JVM's own
     /// `maxClasses` in jvm.diagnostics.dev/limits may lower it), the rest `other`.
     pub max_classes: u32,
@@ -99,6 +102,8 @@ pub struct Health {
     pub entries: u64,
     /// (map, reason, begins) that found no room in its in-flight tables (inflight.rs).
     pub inflight_lost: Vec<(&'static str, &'static str, u64)>,
+    /// (map, entries dropped) of its LRU tables since the agent started.
+    pub evictions: Vec<(&'static str, u64)>,
 }
 
 pub type LoadFn = fn(&LoadConfig, BorrowedFd<'_>) -> Result<Box<dyn Collector>>;
@@ -229,5 +234,6 @@ pub fn health_from(stats: &[u64], probes: &[&'static str]) -> Health {
         filtered: stats.get(consts::STAT_FILTERED as usize).copied().unwrap_or(0),
         entries: 0,
         inflight_lost: Vec::new(),
+        evictions: Vec::new(),
     }
 }
