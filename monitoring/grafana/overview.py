@@ -83,11 +83,14 @@ def dashboard():
                            "{{instance}} {{collector}}")], "suffix: events/s", g(8, 49, 8)),
         timeseries("Lost and folded events per second by agent",
                    "Events not counted because a kernel map was full (map errors), events folded into \"other\" (name budget), "
-                   "and parks, enters or compilations not timed because their JVM held its share of an in-flight table "
-                   "(jvmdiag_agent_jvm_inflight_lost_total names the JVM).",
+                   "parks, enters or compilations not timed because their JVM held its share of an in-flight table "
+                   "(jvmdiag_agent_jvm_inflight_lost_total names the JVM), and methods dropped from the compilation "
+                   "staging table, whose promotion to a named counter comes later (jvmdiag_agent_jvm_map_evictions_total "
+                   "names the JVM).",
                    [target(f"sum by (instance) (rate(jvmdiag_agent_map_errors_total[{RATE}]))", "map errors {{instance}}"),
                     target(f"sum by (instance) (rate(jvmdiag_agent_names_overflow_total[{RATE}]))", "folded into other {{instance}}", ref="B"),
-                    target(f"sum by (instance) (rate(jvmdiag_agent_inflight_lost_total[{RATE}]))", "not timed {{instance}}", ref="C")],
+                    target(f"sum by (instance) (rate(jvmdiag_agent_inflight_lost_total[{RATE}]))", "not timed {{instance}}", ref="C"),
+                    target(f"sum by (instance) (rate(jvmdiag_agent_map_evictions_total[{RATE}]))", "staging evictions {{instance}}", ref="D")],
                    "suffix: events/s", g(16, 49, 8)),
     ]
     links = [{"title": "Workload drill-down", "type": "dashboards", "tags": ["jvm-diagnostics"], "asDropdown": False,
