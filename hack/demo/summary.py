@@ -271,10 +271,14 @@ def update_culprits(s, elapsed, culprits):
                 culprits[1] = (by, elapsed)
                 break
     if 3 not in culprits:
-        for (_, cls), by in top_culprits(s.get("mon_waiters", []), "monitor_class", "thread_name").items():
-            if "SecureRandom" in (cls or "") and by and by != "other":
-                culprits[3] = (by, elapsed)
-                break
+        # Every TLS server takes a SecureRandom now and then: the stalled JVM is the one that
+        # spends the most seconds blocked per second on it, and the culprit its top waiter.
+        stalled = max(((float(r["value"][1]), key(r["metric"]), r["metric"].get("monitor_class", ""))
+                       for r in s.get("mon_blocked", []) if "SecureRandom" in r["metric"].get("monitor_class", "")),
+                      default=None)
+        by = stalled and top_culprits(s.get("mon_waiters", []), "monitor_class", "thread_name").get(stalled[1:])
+        if by and by != "other":
+            culprits[3] = (by, elapsed)
 
 
 def update_named(s, elapsed, named, lock=None):
