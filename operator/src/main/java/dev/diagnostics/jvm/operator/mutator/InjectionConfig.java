@@ -117,10 +117,14 @@ public record InjectionConfig(
    * the new sidecar image at their next rollout. The line stays, always empty, so hashes written
    * before the image was left out stay the same for NodeAgent resources.
    *
-   * <p>The collectors added later ({@code monitors}, off by default, and {@code parking}, on) add a
-   * line only when they differ from their default, so an operator upgrade keeps every hash it
-   * wrote before and restarts no workload; such pods name {@code parking} in their collectors
-   * annotation from their next rollout on.
+   * <p>The text follows what the pod gets, never which fields the resource spells out. The
+   * collectors added after the first version add a line only in the state that version did not
+   * inject: {@code monitors} when on (its flag and limit), {@code parking} when off. So a
+   * resource that sets {@code monitors.enabled} either way keeps the hash earlier releases
+   * wrote, while one that leaves it unset gets a new hash once, when the operator that turns
+   * monitors on by default first reconciles it: its pods now get -XX:+DTraceMonitorProbes and
+   * must roll to get it. Pods injected before {@code parking} existed name it in their
+   * collectors annotation from their next rollout on.
    */
   public String hash() {
     List<String> original = collectors.stream().filter(ORIGINAL_COLLECTORS::contains).toList();

@@ -136,7 +136,7 @@ class CrdValidationIT {
   void goodResourceIsAcceptedWithDefaults() {
     GenericKubernetesResource r = ApiServer.yaml(client, GenericKubernetesResource.class, resource(TARGET
         + "jvmOptions: {extra: ['-XX:ReservedCodeCacheSize=256m', '-Xlog:gc:stderr', '-XX:+UnlockDiagnosticVMOptions', '-XX:+DebugNonSafepoints']}\n"
-        + "collectors: {monitors: {enabled: true}, parking: {}}\n"
+        + "collectors: {monitors: {}, parking: {}}\n"
         + "alerts: {safepointPause: {threshold: 2.5s}, codeCacheUsage: {threshold: 90}}"));
     r.getMetadata().setName("good");
     client.resource(r).inNamespace(ns).create();
@@ -147,6 +147,7 @@ class CrdValidationIT {
     assertThat(got.getSpec().alerts.safepointPause.severity).isEqualTo("warning");
     var stored = client.genericKubernetesResources("jvm.diagnostics.dev/v1alpha1", "JvmDiagnostics").inNamespace(ns).withName("good").get();
     assertThat(stored.<Integer>get("spec", "collectors", "monitors", "maxClasses")).as("defaulted by the API server").isEqualTo(20);
+    assertThat(stored.<Boolean>get("spec", "collectors", "monitors", "enabled")).as("on by default").isTrue();
     assertThat(stored.<Boolean>get("spec", "collectors", "parking", "enabled")).isTrue();
   }
 }

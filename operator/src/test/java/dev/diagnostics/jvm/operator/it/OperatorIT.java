@@ -239,7 +239,7 @@ class OperatorIT {
     edit(ns, "orders", r -> r.getSpec().jvmOptions.extra = List.of("-XX:ReservedCodeCacheSize=512m"));
     await("new hash after the edit", WAIT, () -> hashOf(ns, "orders").equals(templateAnnotations(ns, "orders").get(CONFIG_HASH)));
     assertThat(templateAnnotations(ns, "orders").get(CONFIG_HASH)).isNotEqualTo(first);
-    assertThat(jto(podFromTemplate(ns, "orders", "b"), "app")).isEqualTo("-Xmx256m -XX:ReservedCodeCacheSize=512m");
+    assertThat(jto(podFromTemplate(ns, "orders", "b"), "app")).isEqualTo("-Xmx256m -XX:+DTraceMonitorProbes -XX:ReservedCodeCacheSize=512m");
 
     admin.resources(JvmDiagnostics.class).inNamespace(ns).withName("orders").delete();
     await("resource gone (finalizer released)", WAIT, () -> get(ns, "orders") == null);
@@ -289,7 +289,7 @@ class OperatorIT {
     Pod a = podFromTemplate(ns, "legacy", "a");
     assertThat(a.getSpec().getContainers().get(0).getEnv()).extracting(EnvVar::getName).containsExactly(JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS);
     assertThat(a.getSpec().getContainers().get(0).getEnv().get(0).getValueFrom().getConfigMapKeyRef().getName()).isEqualTo("jvm");
-    assertThat(a.getSpec().getContainers().get(0).getEnv().get(1).getValue()).isEqualTo("-XX:ReservedCodeCacheSize=256m");
+    assertThat(a.getSpec().getContainers().get(0).getEnv().get(1).getValue()).isEqualTo("-XX:+DTraceMonitorProbes -XX:ReservedCodeCacheSize=256m");
     assertThat(a.getMetadata().getAnnotations()).containsEntry(CONTAINERS, "app");
 
     // both from valueFrom: nothing to extend, the status names the pod and the container
@@ -443,7 +443,7 @@ class OperatorIT {
     // the agent the administrator allowed (--allow-jvm-option=-javaagent:/opt/otel/) is accepted and injected
     admin.resource(resource(ns, "otel", "otel", "jvmOptions: {extra: ['-javaagent:/opt/otel/opentelemetry-javaagent.jar']}")).create();
     await("hash written", WAIT, () -> templateAnnotations(ns, "otel").containsKey(CONFIG_HASH));
-    assertThat(jto(podFromTemplate(ns, "otel", "a"), "app")).isEqualTo("-Xmx256m -javaagent:/opt/otel/opentelemetry-javaagent.jar");
+    assertThat(jto(podFromTemplate(ns, "otel", "a"), "app")).isEqualTo("-Xmx256m -XX:+DTraceMonitorProbes -javaagent:/opt/otel/opentelemetry-javaagent.jar");
     // and an edit to another agent is refused like a create
     KubernetesClientException edit = editRefused(admin, ns, "otel", r -> r.getSpec().jvmOptions.extra = List.of("-agentpath:/tmp/lib.so"));
     assertThat(edit.getMessage()).contains("-agentpath:/tmp/lib.so loads code");

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.diagnostics.jvm.operator.api.Alerts;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
+import dev.diagnostics.jvm.operator.api.TargetRef;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -53,10 +55,67 @@ class InjectionConfigTest {
     assertThat(InjectionConfig.of(PodMutatorTest.sidecarSpec(), "jvmdiag/agent:2").agentImage()).isEqualTo("jvmdiag/agent:2");
   }
 
+  /**
+   * Hashes written by the operator before monitors was on by default (0.1.0 up to this change),
+   * computed by running that code: the reference the canonical text must keep where the pod's
+   * injection is unchanged. Each is the hash of a resource as written (YAML) below.
+   */
+  static final String PREVIOUS_MONITORS_UNSET_OR_OFF = "659d9e4c7045b292"; // spec(): the flag was never injected
+  static final String PREVIOUS_MONITORS_ON = "0bff6a66e0ba3329";            // spec() + monitors.enabled: true
+  static final String PREVIOUS_MONITORS_ON_7 = "4e8aacaba5527f39";          // ... and maxClasses: 7
+  static final String PREVIOUS_PLAIN_UNSET_OR_OFF = "72ce74a44f4a4615";     // targetRef only: no flag at all
+  static final String PREVIOUS_PLAIN_ON = "961e88c4919f59f5";
+  static final String PREVIOUS_SIDECAR_UNSET_OR_OFF = "be49c643b4a2b542";   // sidecarSpec()
+  static final String PREVIOUS_SIDECAR_ON = "8896b1b4461b4a21";
+
+  /** spec() (or sidecarSpec()) with the collectors part of a resource as written. */
+  static JvmDiagnosticsSpec as(JvmDiagnosticsSpec base, String collectorsYaml) {
+    if (collectorsYaml != null) {
+      String spec = "targetRef: {kind: Deployment, name: checkout}\ncollectors: " + collectorsYaml + "\n";
+      base.collectors = new KubernetesSerialization().unmarshal(spec, JvmDiagnosticsSpec.class).collectors;
+    }
+    return base;
+  }
+
+  static JvmDiagnosticsSpec plain() {
+    JvmDiagnosticsSpec s = new JvmDiagnosticsSpec();
+    s.targetRef = new TargetRef(TargetRef.Kind.Deployment, "checkout");
+    return s;
+  }
+
   @Test
-  void nodeAgentHashesAreTheOnesEarlierReleasesWrote() {
-    // a changed canonical text would restart every injected workload at the operator's upgrade
-    assertThat(hash(PodMutatorTest.spec())).isEqualTo("659d9e4c7045b292");
+  void monitorsOnByDefaultChangesTheHashOfTheResourcesThatLeaveItUnsetOnly() {
+    // Left unset (no collectors, or collectors without monitors, or monitors without enabled): the
+    // pods now get the flag, so the hash changes (their one rollout) to the one "enabled: true" wrote.
+    for (String unset : new String[] {null, "{threads: {maxThreadNames: 50}}", "{monitors: {}}", "{monitors: {maxClasses: 20}}"}) {
+      assertThat(hash(as(PodMutatorTest.spec(), unset))).as("unset: %s", unset)
+          .isNotEqualTo(PREVIOUS_MONITORS_UNSET_OR_OFF).isEqualTo(PREVIOUS_MONITORS_ON);
+      assertThat(hash(as(plain(), unset))).as("unset: %s", unset).isEqualTo(PREVIOUS_PLAIN_ON);
+      assertThat(hash(as(PodMutatorTest.sidecarSpec(), unset))).as("unset: %s", unset).isEqualTo(PREVIOUS_SIDECAR_ON);
+    }
+    // Set on: the same injection as before, the same hash, no restart.
+    assertThat(hash(as(PodMutatorTest.spec(), "{monitors: {enabled: true}}"))).isEqualTo(PREVIOUS_MONITORS_ON);
+    assertThat(hash(as(PodMutatorTest.spec(), "{monitors: {enabled: true, maxClasses: 7}}"))).isEqualTo(PREVIOUS_MONITORS_ON_7);
+    assertThat(hash(as(plain(), "{monitors: {enabled: true}}"))).isEqualTo(PREVIOUS_PLAIN_ON);
+    assertThat(hash(as(PodMutatorTest.sidecarSpec(), "{monitors: {enabled: true}}"))).isEqualTo(PREVIOUS_SIDECAR_ON);
+    // Set off: the pods never had the flag and still do not, the same hash, whatever the limit says.
+    for (String off : new String[] {"{monitors: {enabled: false}}", "{monitors: {enabled: false, maxClasses: 5}}"}) {
+      assertThat(hash(as(PodMutatorTest.spec(), off))).as(off).isEqualTo(PREVIOUS_MONITORS_UNSET_OR_OFF);
+      assertThat(hash(as(plain(), off))).as(off).isEqualTo(PREVIOUS_PLAIN_UNSET_OR_OFF);
+      assertThat(hash(as(PodMutatorTest.sidecarSpec(), off))).as(off).isEqualTo(PREVIOUS_SIDECAR_UNSET_OR_OFF);
+    }
+  }
+
+  @Test
+  void monitorsOnByDefaultInjectsTheFlagTheCollectorAndItsLimit() {
+    InjectionConfig unset = InjectionConfig.of(as(plain(), null), "i");
+    assertThat(unset.flags()).containsExactly("-XX:+DTraceMonitorProbes");
+    assertThat(unset.collectors()).containsExactly("threads", "safepoints", "vmOperations", "compilation", "monitors", "parking");
+    assertThat(unset.limits()).isEqualTo("maxThreadNames=50,maxMethods=20,maxClasses=20");
+    InjectionConfig off = InjectionConfig.of(as(plain(), "{monitors: {enabled: false}}"), "i");
+    assertThat(off.flags()).isEmpty();
+    assertThat(off.collectors()).doesNotContain("monitors");
+    assertThat(off.limits()).isEqualTo("maxThreadNames=50,maxMethods=20");
   }
 
   @Test
@@ -77,18 +136,16 @@ class InjectionConfigTest {
   }
 
   @Test
-  void theNewCollectorsChangeTheHashOnlyAwayFromTheirDefaults() {
-    // parking on and monitors off (the defaults) keep the hashes earlier releases wrote
+  void collectorsAndLimitsChangeTheHashOnlyWhereThePodChanges() {
     String base = hash(PodMutatorTest.spec());
-    assertThat(base).isEqualTo("659d9e4c7045b292");
     JvmDiagnosticsSpec s = PodMutatorTest.spec();
     s.collectors.monitors.maxClasses = 5;
-    assertThat(hash(s)).as("the limit of a disabled collector changes nothing in the pod").isEqualTo(base);
-    s.collectors.monitors.enabled = true;
-    String monitors = hash(s);
-    assertThat(monitors).isNotEqualTo(base);
+    assertThat(hash(s)).as("the limit of an enabled collector reaches the pod").isNotEqualTo(base);
+    s.collectors.monitors.enabled = false;
+    String off = hash(s);
+    assertThat(off).isNotEqualTo(base);
     s.collectors.monitors.maxClasses = 6;
-    assertThat(hash(s)).isNotEqualTo(monitors);
+    assertThat(hash(s)).as("the limit of a disabled collector changes nothing in the pod").isEqualTo(off);
     s = PodMutatorTest.spec();
     s.collectors.parking.enabled = false;
     assertThat(hash(s)).isNotEqualTo(base);
@@ -100,9 +157,10 @@ class InjectionConfigTest {
   @Test
   void limitsNameTheEnabledCollectorsOnly() {
     JvmDiagnosticsSpec s = PodMutatorTest.spec();
+    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxThreadNames=50,maxMethods=20,maxClasses=20");
+    s.collectors.monitors.enabled = false;
     assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxThreadNames=50,maxMethods=20");
     s.collectors.monitors.enabled = true;
-    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxThreadNames=50,maxMethods=20,maxClasses=20");
     s.collectors.threads.enabled = false;
     s.collectors.compilation.enabled = false;
     assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxClasses=20");
@@ -114,7 +172,7 @@ class InjectionConfigTest {
     String base = hash(s);
     s.alerts.threadStartRate = new dev.diagnostics.jvm.operator.api.Alerts.NumberAlert(7.5, "1m", "warning");
     // rounded up to whole threads per second: the starter probe attaches at the alert's rate
-    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxThreadNames=50,threadStartRate=8,maxMethods=20");
+    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("maxThreadNames=50,threadStartRate=8,maxMethods=20,maxClasses=20");
     assertThat(hash(s)).isEqualTo(base);
     s.alerts.threadStartRate = new dev.diagnostics.jvm.operator.api.Alerts.NumberAlert(0.2, "1m", "warning");
     assertThat(InjectionConfig.of(s, "i").limits()).contains("threadStartRate=1");

@@ -16,6 +16,8 @@ import org.junit.jupiter.api.Test;
 
 public class PodMutatorTest {
   static final String FLAG = "-XX:ReservedCodeCacheSize=256m";
+  /** What spec() injects: its frame-pointer flag, the monitors collector's (on by default), its extra option. */
+  static final String SPEC_FLAGS = "-XX:+PreserveFramePointer " + MONITOR_PROBES_FLAG + " " + FLAG;
 
   public static JvmDiagnosticsSpec spec() {
     JvmDiagnosticsSpec s = new JvmDiagnosticsSpec();
@@ -47,12 +49,12 @@ public class PodMutatorTest {
     Pod in = pod().editSpec().addNewContainer().withName("app").withImage("eclipse-temurin:21").endContainer().endSpec().build();
     MutationResult r = PodMutator.mutate(in, config(spec()));
     assertThat(r.changed()).isTrue();
-    assertThat(jto(container(r.pod(), "app"))).isEqualTo("-XX:+PreserveFramePointer " + FLAG);
+    assertThat(jto(container(r.pod(), "app"))).isEqualTo(SPEC_FLAGS);
     assertThat(r.pod().getMetadata().getAnnotations())
         .containsEntry(INJECTED, config(spec()).hash())
-        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,parking")
+        .containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,monitors,parking")
         .containsEntry(CONTAINERS, "app")
-        .containsEntry(LIMITS, "maxThreadNames=50,maxMethods=20");
+        .containsEntry(LIMITS, "maxThreadNames=50,maxMethods=20,maxClasses=20");
     assertThat(r.findings()).isEmpty();
     assertThat(in.getSpec().getContainers().get(0).getEnv()).as("input untouched").isEmpty();
   }
@@ -64,7 +66,7 @@ public class PodMutatorTest {
         .addNewEnv().withName("B").withValue("2").endEnv().endContainer().endSpec().build();
     MutationResult r = PodMutator.mutate(in, config(spec()));
     Container app = container(r.pod(), "app");
-    assertThat(jto(app)).isEqualTo("-Xmx512m -Dapp=1 -XX:+PreserveFramePointer " + FLAG);
+    assertThat(jto(app)).isEqualTo("-Xmx512m -Dapp=1 " + SPEC_FLAGS);
     assertThat(app.getEnv()).extracting(EnvVar::getName).containsExactly("A", JAVA_TOOL_OPTIONS, "B");
   }
 
@@ -83,7 +85,7 @@ public class PodMutatorTest {
     Container app = container(r.pod(), "app");
     assertThat(app.getEnv()).extracting(EnvVar::getName).containsExactly(JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS);
     assertThat(app.getEnv().get(0)).as("JAVA_TOOL_OPTIONS untouched").isEqualTo(fromConfigMap(JAVA_TOOL_OPTIONS, "jto"));
-    assertThat(env(app, JDK_JAVA_OPTIONS)).isEqualTo("-XX:+PreserveFramePointer " + FLAG);
+    assertThat(env(app, JDK_JAVA_OPTIONS)).isEqualTo(SPEC_FLAGS);
     assertThat(app.getEnv().toString()).doesNotContain("$(");
     assertThat(r.injectedContainers()).containsExactly("app");
     assertThat(r.hasBlockingFinding()).isFalse();
@@ -101,7 +103,7 @@ public class PodMutatorTest {
         .withEnv(new EnvVar(JDK_JAVA_OPTIONS, "-Xss1m", null), fromConfigMap(JAVA_TOOL_OPTIONS, "jto")).endContainer().endSpec().build();
     Container app = container(PodMutator.mutate(in, config(spec())).pod(), "app");
     assertThat(app.getEnv()).extracting(EnvVar::getName).containsExactly(JDK_JAVA_OPTIONS, JAVA_TOOL_OPTIONS);
-    assertThat(env(app, JDK_JAVA_OPTIONS)).isEqualTo("-Xss1m -XX:+PreserveFramePointer " + FLAG);
+    assertThat(env(app, JDK_JAVA_OPTIONS)).isEqualTo("-Xss1m " + SPEC_FLAGS);
   }
 
   @Test
@@ -210,7 +212,7 @@ public class PodMutatorTest {
             + (e.getValueFrom() != null ? e.getValueFrom().getFieldRef().getFieldPath() : e.getValue()))
         .containsExactly("JVMDIAG_POD_NAME=metadata.name", "JVMDIAG_POD_NAMESPACE=metadata.namespace",
             "JVMDIAG_JVMDIAGNOSTICS=metadata.labels['jvm.diagnostics.dev/inject']", "JVMDIAG_CONTAINERS=app",
-            "JVMDIAG_LIMITS=maxThreadNames=50,maxMethods=20");
+            "JVMDIAG_LIMITS=maxThreadNames=50,maxMethods=20,maxClasses=20");
     assertThat(side.getVolumeMounts()).extracting(VolumeMount::getMountPath).containsExactly("/tmp");
     assertThat(r.pod().getSpec().getVolumes()).singleElement().satisfies(v -> {
       assertThat(v.getName()).isEqualTo(TMP_VOLUME);
@@ -259,6 +261,7 @@ public class PodMutatorTest {
     s.jvmOptions.extra = List.of();
     s.jvmOptions.preserveFramePointer = false;
     s.collectors.compilation.enabled = false;
+    s.collectors.monitors.enabled = false;
     Pod in = pod().editSpec().addNewContainer().withName("app").addNewEnvFrom().withNewConfigMapRef("x", false).endEnvFrom()
         .endContainer().endSpec().build();
     MutationResult r = PodMutator.mutate(in, config(s));
@@ -275,7 +278,7 @@ public class PodMutatorTest {
     Pod in = pod().editSpec().addNewContainer().withName("app").withImage("x").endContainer().endSpec().build();
     MutationResult r = PodMutator.mutate(in, config(s));
     assertThat(container(r.pod(), "app").getEnv()).singleElement()
-        .satisfies(e -> assertThat(e.getValue()).isEqualTo("-XX:+PreserveFramePointer " + FLAG));
+        .satisfies(e -> assertThat(e.getValue()).isEqualTo(SPEC_FLAGS));
     assertThat(r.findings()).singleElement().satisfies(f -> {
       assertThat(f.reason()).isEqualTo(Reason.OptionRefused);
       assertThat(f.message()).contains("-agentlib:jdwp").contains("opens a debugger");
@@ -316,13 +319,20 @@ public class PodMutatorTest {
     s.jvmOptions.extra = List.of();
     s.jvmOptions.preserveFramePointer = false;
     Pod in = pod().editSpec().addNewContainer().withName("app").endContainer().endSpec().build();
-    assertThat(container(PodMutator.mutate(in, config(s)).pod(), "app").getEnv())
-        .as("parking (on by default) needs no flag").isEmpty();
-
-    s.collectors.monitors.enabled = true;
+    // monitors is on by default: the one flag any collector needs
     MutationResult r = PodMutator.mutate(in, config(s));
     assertThat(jto(container(r.pod(), "app"))).isEqualTo(MONITOR_PROBES_FLAG);
-    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,monitors,parking");
+    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,monitors,parking")
+        .containsEntry(LIMITS, "maxThreadNames=50,maxMethods=20,maxClasses=20");
+
+    s.collectors.monitors.enabled = false;
+    r = PodMutator.mutate(in, config(s));
+    assertThat(container(r.pod(), "app").getEnv()).as("monitors off: parking (on) needs no flag, nothing is touched").isEmpty();
+    assertThat(r.pod().getMetadata().getAnnotations()).containsEntry(COLLECTORS, "threads,safepoints,vmOperations,compilation,parking");
+
+    s.collectors.monitors.enabled = true;
+    r = PodMutator.mutate(in, config(s));
+    assertThat(jto(container(r.pod(), "app"))).isEqualTo(MONITOR_PROBES_FLAG);
 
     // named in extra as well: still once
     s.jvmOptions.extra = List.of(MONITOR_PROBES_FLAG);

@@ -52,7 +52,7 @@ class AdmissionHandlerTest {
     assertThat(resp.get("patchType").asText()).isEqualTo("JSONPatch");
     JsonNode patch = json.readTree(Base64.getDecoder().decode(resp.get("patch").asText()));
     JsonNode out = JsonPatch.apply(patch, json.readTree(POD));
-    assertThat(out.at("/spec/containers/0/env/0/value").asText()).isEqualTo("-Xmx1g -XX:+PreserveFramePointer -XX:ReservedCodeCacheSize=256m");
+    assertThat(out.at("/spec/containers/0/env/0/value").asText()).isEqualTo("-Xmx1g -XX:+PreserveFramePointer -XX:+DTraceMonitorProbes -XX:ReservedCodeCacheSize=256m");
     assertThat(out.at("/metadata/annotations").get(INJECTED).asText()).hasSize(16);
     assertThat(out.at("/spec/someFutureField/x").asInt()).as("unknown fields untouched").isEqualTo(1);
     assertThat(out.at("/spec/containers/0/resources/limits/memory").asText()).isEqualTo("1Gi");
