@@ -17,6 +17,8 @@ wait_until() {
   bad "$what" "timed out after ${t}s"; return 1
 }
 NS="e2e-shop-$$"
+# The monitors collector is on by default: every resource here that leaves it unset gets its flag.
+MON=-XX:+DTraceMonitorProbes
 hash_of() { k -n "$NS" get deploy "$1" -o jsonpath='{.spec.template.metadata.annotations.jvm\.diagnostics\.dev/config-hash}'; }
 pods_of() { k -n "$NS" get pods -l "app=$1" -o json; }
 # every live pod of app $1 has: injected=$2 (none when "-", any when "*"), and app's JAVA_TOOL_OPTIONS == $3
@@ -71,8 +73,8 @@ deployment checkout 2
 jvmdiag checkout "-XX:ReservedCodeCacheSize=256m"
 wait_until 30 "config hash written into the pod template" has_hash checkout
 h1=$(hash_of checkout)
-wait_until 60 "ReplicaSet's new pods carry the flags in 'app' (not istio-proxy) and injected=$h1" \
-  all_pods checkout "$h1" "-Xmx256m -XX:ReservedCodeCacheSize=256m"
+wait_until 60 "ReplicaSet's new pods carry the flags in 'app' (not istio-proxy; $MON: monitors on by default) and injected=$h1" \
+  all_pods checkout "$h1" "-Xmx256m $MON -XX:ReservedCodeCacheSize=256m"
 wait_until 30 "status: 2/2 injected, Ready=True" bash -c \
   "[ \"\$('$KUBECTL' -n $NS get jvmdiag checkout -o jsonpath='{.status.injected} {.status.conditions[?(@.type==\"Ready\")].status}')\" = '2/2 True' ]"
 cols=$(k -n "$NS" get jvmdiag checkout 2>/dev/null | tr -s ' ')
@@ -80,10 +82,10 @@ if grep -qx "NAME TARGET INJECTED READY AGE" <<<"$(head -n1 <<<"$cols")" && grep
   ok "kubectl get jvmdiag prints TARGET, INJECTED (injected/desired), READY, AGE: $(tail -n1 <<<"$cols")"
 else bad "kubectl get jvmdiag columns: NAME TARGET INJECTED READY AGE" "$cols"; fi
 
-k -n "$NS" patch jvmdiag checkout --type merge -p '{"spec":{"jvmOptions":{"extra":["-XX:ReservedCodeCacheSize=512m"]}}}' >/dev/null
+k -n "$NS" patch jvmdiag checkout --type merge -p '{"spec":{"jvmOptions":{"extra":["-XX:ReservedCodeCacheSize=512m"]},"collectors":{"monitors":{"enabled":false}}}}' >/dev/null
 wait_until 30 "editing the resource changes the hash" hash_not checkout "$h1"
 h2=$(hash_of checkout)
-wait_until 60 "edit rolled out new pods with the new flags" all_pods checkout "$h2" "-Xmx256m -XX:ReservedCodeCacheSize=512m"
+wait_until 60 "edit rolled out new pods with the new flags (monitors.enabled: false: without $MON)" all_pods checkout "$h2" "-Xmx256m -XX:ReservedCodeCacheSize=512m"
 
 k -n "$NS" delete jvmdiag checkout --wait=true --timeout=30s >/dev/null
 wait_until 30 "delete: label and hash gone from the template" bash -c \
@@ -106,7 +108,7 @@ if [ -z "$(hash_of billing)" ]; then ok "Manual: no config hash in the template,
 after=$(k -n "$NS" get pods -l app=billing -o name)
 if [ "$before" = "$after" ] && [ "$(rs_count billing)" = 1 ]; then ok "Manual: create and edit do not roll ($after, 1 ReplicaSet)"; else bad "Manual: no roll" "$before -> $after, $(rs_count billing) ReplicaSets"; fi
 k -n "$NS" rollout restart deploy billing >/dev/null
-wait_until 60 "Manual: the user's own rollout brings the current injection" all_pods billing "*" "-Xmx256m -XX:ReservedCodeCacheSize=512m"
+wait_until 60 "Manual: the user's own rollout brings the current injection" all_pods billing "*" "-Xmx256m $MON -XX:ReservedCodeCacheSize=512m"
 wait_until 30 "Manual: status 1/1 after the user's rollout" bash -c "[ \"\$('$KUBECTL' -n $NS get jvmdiag billing -o jsonpath='{.status.injected}')\" = 1/1 ]"
 
 # --- operator down: pods still created; back: reported, then healed ---------------------------
@@ -114,7 +116,7 @@ deployment cart 1
 jvmdiag cart "-XX:ReservedCodeCacheSize=256m"
 wait_until 30 "cart hash written" has_hash cart
 hc=$(hash_of cart)
-wait_until 60 "cart pod injected" all_pods cart "$hc" "-Xmx256m -XX:ReservedCodeCacheSize=256m"
+wait_until 60 "cart pod injected" all_pods cart "$hc" "-Xmx256m $MON -XX:ReservedCodeCacheSize=256m"
 KEEP_WEBHOOK=1 "$REPO_ROOT/operator/scripts/down.sh" >/dev/null 2>&1
 k -n "$NS" scale deploy cart --replicas=3 >/dev/null
 wait_until 30 "operator stopped: scaled-up pods are still created (webhook failurePolicy Ignore)" bash -c \
@@ -132,7 +134,7 @@ named_missed() {
   done
 }
 wait_until 30 "operator back: status names the missed pods (WebhookUnavailable): $missed" named_missed
-wait_until 90 "Automatic heals them: every cart pod injected after one more rollout" all_pods cart "$hc" "-Xmx256m -XX:ReservedCodeCacheSize=256m"
+wait_until 90 "Automatic heals them: every cart pod injected after one more rollout" all_pods cart "$hc" "-Xmx256m $MON -XX:ReservedCodeCacheSize=256m"
 wait_until 30 "status after healing: 3/3" bash -c "[ \"\$('$KUBECTL' -n $NS get jvmdiag cart -o jsonpath='{.status.injected}')\" = 3/3 ]"
 if k get events -n "$NS" -o json | jq -e '.items | any(.reason == "HealRollout")' >/dev/null; then ok "a HealRollout event records it"; else bad "HealRollout event"; fi
 
