@@ -16,6 +16,10 @@ class StatusUpdateTest {
   final Conditions.Builder c = Conditions.builder(r);
 
   TargetInjection.Outcome outcome(Condition injected, List<PodMissingInjection> missing) {
+    return outcome(c, injected, missing);
+  }
+
+  TargetInjection.Outcome outcome(Conditions.Builder c, Condition injected, List<PodMissingInjection> missing) {
     return new TargetInjection.Outcome(c.of(Conditions.TARGET_FOUND, true, "Found", "Deployment/cart found"), injected,
         2, 2 - missing.size(), missing, null, List.of(), "2026-01-02T12:00:00Z");
   }
@@ -50,8 +54,11 @@ class StatusUpdateTest {
     assertThat(StatusUpdate.transitions(r, st.conditions)).hasSize(4);
     assertThat(StatusUpdate.patch(r, st).isPatchStatus()).isTrue();
     r.setStatus(st);
-    JvmDiagnosticsStatus again = StatusUpdate.of(r, outcome(c.of(Conditions.INJECTED, true, "AllPodsInjected", "2 pod(s)"), List.of()),
-        c.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
+    // the next pass builds its conditions against the stored ones (their transition times kept),
+    // however many seconds later it runs
+    Conditions.Builder next = Conditions.builder(r);
+    JvmDiagnosticsStatus again = StatusUpdate.of(r, outcome(next, next.of(Conditions.INJECTED, true, "AllPodsInjected", "2 pod(s)"), List.of()),
+        next.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
     assertThat(StatusUpdate.transitions(r, again.conditions)).isEmpty();
     assertThat(StatusUpdate.patch(r, again).isNoUpdate()).isTrue();
   }
