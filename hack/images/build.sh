@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the project's images as archives in $JVMDIAG_CACHE/images (no container engine:
 # hack/images/build-image.py), then imports them into the running local cluster nodes.
-#   build.sh all | pause | jdk17-base | jdk25-base | agent | operator ...
+#   build.sh all | pause | jdk17-base | jdk25-base | agent | operator | operator@COMMIT ...
 # An image whose inputs do not exist yet (agent binary, operator jar) is skipped with a
 # message; an image whose inputs did not change is not rebuilt.
 set -euo pipefail
@@ -98,6 +98,34 @@ build_operator() {
   done_build "$tag"
 }
 
+# The operator as an earlier commit built it (the chart suite's previous release runs it):
+# jvmdiag/operator:<12 hex digits of the commit>. Its sources come from git (`git archive`, no
+# checkout; a shallow clone needs `git fetch --unshallow` first), its jar is built once with
+# Maven and kept in $JVMDIAG_CACHE/operator/previous/.
+build_operator_at() {
+  local rev="$1" commit
+  commit=$(git -C "$REPO_ROOT" rev-parse --verify -q "$rev^{commit}") \
+    || die "operator@$rev: no such commit in $REPO_ROOT (a shallow clone: git fetch --unshallow)"
+  local tag="jvmdiag/operator:${commit:0:12}" dir="$JVMDIAG_CACHE/operator/previous"
+  local jar="$dir/jvmdiag-operator-$commit.jar"
+  mkdir -p "$dir"
+  if [ ! -f "$jar" ]; then
+    local src; src=$(mktemp -d -p "$TMPD")
+    git -C "$REPO_ROOT" archive "$commit" operator crds monitoring | tar -x -C "$src"
+    log "$tag: building the operator of commit ${commit:0:12} (log: $jar.log)"
+    (cd "$src/operator" && JAVA_HOME="$JDK25" nice mvn -B -q package -DskipTests -DskipITs) >"$jar.log" 2>&1 \
+      || { tail -n 20 "$jar.log" >&2; die "$tag: the build of commit ${commit:0:12} failed (log: $jar.log)"; }
+    cp "$src/operator/target/jvmdiag-operator.jar" "$jar.tmp" && mv "$jar.tmp" "$jar"
+  fi
+  local base="$JVMDIAG_IMAGES/jvmdiag_jdk25-base_dev.tar"
+  [ -f "$base" ] || build_jdk jvmdiag/jdk25-base:dev "$JDK25"
+  [ -f "$base" ] || { log "$tag: skipped, no jvmdiag/jdk25-base:dev"; return; }
+  if fresh "$tag" "$jar" "$base"; then log "$tag: up to date"; return; fi
+  "${BUILD[@]}" --tag "$tag" --base jvmdiag/jdk25-base:dev --add "$jar:/app/jvmdiag-operator.jar" \
+    --entrypoint '["/opt/java/bin/java", "-jar", "/app/jvmdiag-operator.jar"]'
+  done_build "$tag"
+}
+
 [ "$#" -gt 0 ] || set -- all
 for what in "$@"; do
   case "$what" in
@@ -107,7 +135,8 @@ for what in "$@"; do
     jdk25-base) build_jdk jvmdiag/jdk25-base:dev "$JDK25" ;;
     agent) build_agent ;;
     operator) build_operator ;;
-    *) die "unknown image '$what': want all, pause, jdk17-base, jdk25-base, agent or operator" ;;
+    operator@*) build_operator_at "${what#operator@}" ;;
+    *) die "unknown image '$what': want all, pause, jdk17-base, jdk25-base, agent, operator or operator@COMMIT" ;;
   esac
 done
 if [ "${IMAGES_NO_IMPORT:-0}" != 1 ] && [ "${#built[@]}" -gt 0 ]; then "$HERE/import.sh" "${built[@]}"; fi

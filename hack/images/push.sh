@@ -3,6 +3,8 @@
 # skopeo (no container engine): jvmdiag/<name>:dev becomes REGISTRY/jvmdiag/<name>:TAG.
 #   push.sh REGISTRY [TAG]      REGISTRY: host[:port][/path]; TAG: default the chart's appVersion
 #   IMAGES="agent operator"     which archives (default: the two the chart runs)
+#   FROM_TAG=dev                the archives of jvmdiag/<name>:FROM_TAG (build.sh operator@COMMIT
+#                               makes jvmdiag/operator:<12 hex digits of COMMIT>)
 # The chart then takes the same prefix: --set global.imageRegistry=REGISTRY.
 # TLS is verified except on loopback (127.0.0.1, localhost: the local cluster's plain-HTTP
 # registry); PUSH_TLS_VERIFY=false turns it off elsewhere too. Credentials: `skopeo login HOST`
@@ -29,7 +31,7 @@ fi
 dig=$(mktemp); trap 'rm -f "$dig"' EXIT
 auth=(); [ -z "${REGISTRY_AUTHFILE:-}" ] || auth=(--dest-authfile "$REGISTRY_AUTHFILE")
 for name in ${IMAGES:-agent operator}; do
-  a="$IMAGES_DIR/jvmdiag_${name}_dev.tar"
+  a="$IMAGES_DIR/jvmdiag_${name}_${FROM_TAG:-dev}.tar"
   [ -f "$a" ] || die "no archive $a: build it first (make images; the agent needs make agent, the operator make operator-build)"
   dest="$reg/jvmdiag/$name:$tag"
   log "pushing $(cat "$a.ref" 2>/dev/null || basename "$a") to $dest"
