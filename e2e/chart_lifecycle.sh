@@ -4,18 +4,24 @@
 # hack/suites/60-chart.sh (its ok/bad/WORK/HELM, the cluster with its node already up).
 #
 #  1. the node's registry (hack/cluster/node.sh) answers; Chart.yaml's version equals appVersion;
-#     the agent and operator archives are pushed with skopeo under the previous and the current
-#     appVersion (the same images: their configs are the archives'); both charts are pushed with
-#     `helm push` (the previous one as released: PREVIOUS_CHART, kept in e2e/fixtures/);
+#     the images are pushed with skopeo under the previous and the current appVersion (their
+#     configs are the archives'): this tree's agent under both, this tree's operator as the
+#     current one and the operator of the previous release's commit (PREVIOUS_OPERATOR_COMMIT,
+#     built once by hack/images/build.sh operator@COMMIT) as the previous one; both charts are
+#     pushed with `helm push` (the previous one as released: PREVIOUS_CHART, kept in e2e/fixtures/);
 #  2. the previous version is installed from oci://, its images pulled by the kubelet from the
 #     registry (removed from containerd first, so the pull is real);
-#  3. two injected Deployments: "jto" (NodeAgent, its JAVA_TOOL_OPTIONS from a ConfigMap: the
-#     flags reach the running JVM through JDK_JAVA_OPTIONS, read back with jcmd) and "sc"
-#     (collection: Sidecar);
+#  3. three injected Deployments: "jto" (NodeAgent, monitors.enabled: true, its JAVA_TOOL_OPTIONS
+#     from a ConfigMap: the flags reach the running JVM through JDK_JAVA_OPTIONS, read back with
+#     jcmd), "sc" (collection: Sidecar, monitors.enabled: false) and "mon" (NodeAgent, monitors
+#     left unset, two threads taking turns on one lock): the previous operator gives mon no
+#     -XX:+DTraceMonitorProbes (monitors was off by default);
 #  4. `helm upgrade` to the current version (CRD first: `helm show crds | kubectl apply
 #     --server-side`), while pods are created 4 times a second (e2e/pod_creation_probe.py): no
 #     creation fails, none misses the webhook, none waits on it; the Lease moves to a new
-#     replica; no workload pod restarts; the resources stay Ready;
+#     replica; mon rolls exactly once (monitors is on by default now): its new pod has the flag
+#     in JAVA_TOOL_OPTIONS, `monitors` in its collectors annotation, and the agent counts its
+#     contended enters; jto and sc keep their pods (UIDs, restart counts); the resources are Ready;
 #  5. `helm upgrade` of the agent image tag alone: the Sidecar workload's pod is the same pod
 #     (UID, restarts, its sidecar's image), while the DaemonSet did roll;
 #  6. `helm uninstall`: the pre-delete Job removes the webhook registrations and the finalizers;
@@ -28,15 +34,19 @@
 # commit 4ea4862), kept in the repository so the test needs no git history (CI may clone
 # shallow). When Chart.yaml's version changes, replace it with the last release's package.
 PREVIOUS_CHART="$REPO_ROOT/e2e/fixtures/jvm-diagnostics-0.1.0.tgz"
+# The commit that chart was released from: its operator runs the previous version, so the upgrade
+# changes the operator's code as a real one does (its image is kept nowhere: built from git
+# once, then cached). Replace it together with PREVIOUS_CHART.
+PREVIOUS_OPERATOR_COMMIT=4ea48624c8a186ebcd3fd4cd3411af06674e62b7
 REG="$REGISTRY_ADDR"
 LC_NS=lifecycle PROBE_NS=lifecycle-probe
 RELEASE_NS=jvm-diagnostics
 
 lc_secs() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN{printf "%.1f", (b-a)/1e9}'; }
 lc_ctr() { ctr --address "$CTRD_SOCK" -n k8s.io "$@"; }
-# pods of the two workloads: name uid restarts (containers' restart counts) image-of-sidecar
+# pods of the workloads: name uid restarts (containers' restart counts) image-of-sidecar
 lc_pods() {
-  kubectl -n $LC_NS get pods -l 'lifecycle in (jto,sc)' -o json | python3 -c '
+  kubectl -n $LC_NS get pods -l 'lifecycle in (jto,sc,mon)' -o json | python3 -c '
 import json, sys
 for p in sorted(json.load(sys.stdin)["items"], key=lambda p: p["metadata"]["name"]):
     if p["metadata"].get("deletionTimestamp"): continue
@@ -64,6 +74,16 @@ lc_dump() {
 lc_lease_holder() { kubectl -n $RELEASE_NS get lease jd-jvm-diagnostics-operator -o jsonpath='{.spec.holderIdentity} {.spec.leaseTransitions}' 2>/dev/null; }
 lc_ready() {  # RESOURCE: its Ready condition status
   kubectl -n $LC_NS get jvmdiag "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null
+}
+lc_revision() { kubectl -n $LC_NS get deploy "$1" -o jsonpath='{.metadata.annotations.deployment\.kubernetes\.io/revision}' 2>/dev/null; }
+# POD: what the webhook gave it: app's JAVA_TOOL_OPTIONS|collectors annotation|limits annotation ("-": none)
+lc_injection() {
+  kubectl -n $LC_NS get pod "$1" -o json 2>/dev/null | python3 -c '
+import json, sys
+p = json.load(sys.stdin); a = p["metadata"].get("annotations") or {}
+app = [c for c in p["spec"]["containers"] if c["name"] == "app"][0]
+jto = [e.get("value", "") for e in app.get("env") or [] if e["name"] == "JAVA_TOOL_OPTIONS"]
+print(jto[0] if jto else "-", a.get("jvm.diagnostics.dev/collectors", "-"), a.get("jvm.diagnostics.dev/limits", "-"), sep="|")'
 }
 lc_probe_start() {  # OUTFILE
   rm -f "$WORK/probe.stop"
@@ -98,24 +118,35 @@ lifecycle() {
   [ -n "$old_ver" ] || { bad "previous chart readable" "helm show chart $PREVIOUS_CHART failed"; return; }
   [ "$old_ver" != "$new_ver" ] || { bad "previous chart is an older version" "both are $new_ver: keep the last release's package as PREVIOUS_CHART"; return; }
   t0=$(date +%s%N)
-  local pushed=1 digests=""
+  local prev_op="${PREVIOUS_OPERATOR_COMMIT:0:12}"
+  if IMAGES_NO_IMPORT=1 "$REPO_ROOT/hack/images/build.sh" "operator@$PREVIOUS_OPERATOR_COMMIT" >"$WORK/prev-operator.log" 2>&1; then
+    ok "the $old_ver operator: jvmdiag/operator:$prev_op built from its release commit ($(lc_secs "$t0") s; cached after the first build)"
+  else bad "the $old_ver operator built from commit $prev_op" "$(tail -n 3 "$WORK/prev-operator.log" | tr '\n' ' ')"; return; fi
+  t0=$(date +%s%N)
+  local pushed=1 digests="" from
   for tag in "$old_ver" "$new_ver"; do
-    out=$(IMAGES="agent operator" "$REPO_ROOT/hack/images/push.sh" "$REG" "$tag" 2>"$WORK/push.err") || { pushed=0; break; }
+    from=dev; [ "$tag" = "$old_ver" ] && from=$prev_op
+    out=$(IMAGES=agent "$REPO_ROOT/hack/images/push.sh" "$REG" "$tag" 2>>"$WORK/push.err") || { pushed=0; break; }
+    digests+="$out"$'\n'
+    out=$(FROM_TAG=$from IMAGES=operator "$REPO_ROOT/hack/images/push.sh" "$REG" "$tag" 2>>"$WORK/push.err") || { pushed=0; break; }
     digests+="$out"$'\n'
   done
   [ "$pushed" = 1 ] && out=$(IMAGES=agent "$REPO_ROOT/hack/images/push.sh" "$REG" "$new_ver-agentfix" 2>>"$WORK/push.err") || pushed=0
   # Layers are compressed on the way: the image config (its ID, diff_ids) must be the archive's.
-  cfg_of_archive() { tar -xOf "$JVMDIAG_CACHE/images/jvmdiag_$1_dev.tar" manifest.json | python3 -c 'import json,sys; print("sha256:" + json.load(sys.stdin)[0]["Config"].split("/")[-1])'; }
+  cfg_of_archive() { tar -xOf "$JVMDIAG_CACHE/images/jvmdiag_$1_${2:-dev}.tar" manifest.json | python3 -c 'import json,sys; print("sha256:" + json.load(sys.stdin)[0]["Config"].split("/")[-1])'; }
   cfg_in_registry() { skopeo inspect --tls-verify=false --raw "docker://$REG/jvmdiag/$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["config"]["digest"])' 2>/dev/null; }
   local same=1 img tag2 checked=""
   for img in agent operator; do
     for tag2 in "$old_ver" "$new_ver"; do
-      [ "$(cfg_in_registry "$img:$tag2")" = "$(cfg_of_archive "$img")" ] || same=0; checked+=" $img:$tag2"
+      from=dev; [ "$img:$tag2" = "operator:$old_ver" ] && from=$prev_op
+      [ "$(cfg_in_registry "$img:$tag2")" = "$(cfg_of_archive "$img" "$from")" ] || same=0; checked+=" $img:$tag2"
     done
   done
   [ "$(cfg_in_registry "agent:$new_ver-agentfix")" = "$(cfg_of_archive agent)" ] || same=0
+  # two operator builds, not one image under two tags
+  [ "$(cfg_of_archive operator "$prev_op")" != "$(cfg_of_archive operator)" ] || same=0
   if [ "$pushed" = 1 ] && [ "$same" = 1 ]; then
-    ok "make images-push: agent and operator as :$old_ver and :$new_ver (+ agent :$new_ver-agentfix), image configs = the archives' ($(lc_secs "$t0") s)"
+    ok "make images-push: agent as :$old_ver, :$new_ver and :$new_ver-agentfix, operator :$old_ver (commit $prev_op) and :$new_ver (this tree), image configs = the archives' ($(lc_secs "$t0") s)"
   else bad "make images-push" "$(tail -n 3 "$WORK/push.err" | tr '\n' ' ') pushed: $(tr '\n' ' ' <<<"$digests") configs:$checked"; return; fi
   t0=$(date +%s%N)
   if "$HELM" push "$PREVIOUS_CHART" "oci://$REG/charts" --plain-http >"$WORK/chart-push.log" 2>&1 \
@@ -156,7 +187,8 @@ print(" ".join(sorted({e["message"].split("\"")[1] for e in json.load(sys.stdin)
     kubectl -n $RELEASE_NS get pods 2>&1 | head; return
   fi
 
-  # --- 3. workloads: JAVA_TOOL_OPTIONS from a ConfigMap (NodeAgent), and a Sidecar one ----
+  # --- 3. workloads: JAVA_TOOL_OPTIONS from a ConfigMap (NodeAgent), a Sidecar one, and one
+  # whose resource leaves monitors unset (a lock two threads take turns on) -------------------
   t0=$(date +%s%N)
   kubectl create namespace $LC_NS >/dev/null; kubectl create namespace $PROBE_NS >/dev/null
   cat >"$WORK/lc-workloads.yaml" <<EOF
@@ -204,6 +236,49 @@ spec:
         command: [java, -Xmx48m, -m, jdk.httpserver, -b, 0.0.0.0, -p, "8000", -d, /tmp]
         resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
 ---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: contend, namespace: $LC_NS}
+data:
+  Contend.java: |
+    // Two threads taking turns on one lock, each holding it 50 ms: the other blocks on it (a
+    // contended monitor enter of class Contend) about 20 times a second, at next to no CPU.
+    public class Contend {
+      public static void main(String[] args) {
+        Object lock = new Contend();
+        for (int i = 0; i < 2; i++) {
+          new Thread(() -> {
+            while (true) {
+              synchronized (lock) { pause(50); }
+              pause(1);
+            }
+          }, "contender-" + i).start();
+        }
+      }
+      static void pause(long ms) {
+        try { Thread.sleep(ms); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
+      }
+    }
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: mon, namespace: $LC_NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {lifecycle: mon}}
+  template:
+    metadata: {labels: {lifecycle: mon}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers:
+      - name: app
+        image: jvmdiag/jdk25-base:dev
+        imagePullPolicy: Never
+        command: [java, -Xmx64m, /src/Contend.java]
+        volumeMounts: [{name: src, mountPath: /src}]
+        resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
+      volumes: [{name: src, configMap: {name: contend}}]
+---
 apiVersion: jvm.diagnostics.dev/v1alpha1
 kind: JvmDiagnostics
 metadata: {name: jto, namespace: $LC_NS}
@@ -218,6 +293,13 @@ metadata: {name: sc, namespace: $LC_NS}
 spec:
   targetRef: {kind: Deployment, name: sc}
   collection: Sidecar
+  collectors: {monitors: {enabled: false}}
+---
+apiVersion: jvm.diagnostics.dev/v1alpha1
+kind: JvmDiagnostics
+metadata: {name: mon, namespace: $LC_NS}
+spec:
+  targetRef: {kind: Deployment, name: mon}
 ---
 apiVersion: jvm.diagnostics.dev/v1alpha1
 kind: JvmDiagnostics
@@ -235,15 +317,21 @@ EOF
   echo "(workloads applied after $tries refused attempts: the $old_ver operator was Ready before its webhook)"
   local injected=0
   for _ in $(seq 1 120); do
-    if [ "$(lc_ready jto)" = True ] && [ "$(lc_ready sc)" = True ] \
-       && [ "$(kubectl -n $LC_NS get pods -l 'lifecycle in (jto,sc)' -o jsonpath='{range .items[*]}{.metadata.annotations.jvm\.diagnostics\.dev/injected}{"\n"}{end}' | grep -c .)" = 2 ] \
-       && [ "$(lc_pods | wc -l)" = 2 ]; then injected=1; break; fi
+    if [ "$(lc_ready jto)" = True ] && [ "$(lc_ready sc)" = True ] && [ "$(lc_ready mon)" = True ] \
+       && [ "$(kubectl -n $LC_NS get pods -l 'lifecycle in (jto,sc,mon)' -o jsonpath='{range .items[*]}{.metadata.annotations.jvm\.diagnostics\.dev/injected}{"\n"}{end}' | grep -c .)" = 3 ] \
+       && [ "$(lc_pods | wc -l)" = 3 ]; then injected=1; break; fi
     sleep 1
   done
-  if [ "$injected" = 1 ]; then ok "two injected Deployments (NodeAgent with JAVA_TOOL_OPTIONS from a ConfigMap, Sidecar) Ready ($(lc_secs "$t0") s)"
+  if [ "$injected" = 1 ]; then ok "three injected Deployments (NodeAgent with JAVA_TOOL_OPTIONS from a ConfigMap, Sidecar, NodeAgent with monitors unset) Ready ($(lc_secs "$t0") s)"
   else
-    bad "two injected Deployments Ready" "$(cat "$WORK/lc-apply.log" | tr '\n' ' ') $(kubectl -n $LC_NS get jvmdiag,pods 2>&1 | tr '\n' ' ')"; return
+    bad "three injected Deployments Ready" "$(cat "$WORK/lc-apply.log" | tr '\n' ' ') $(kubectl -n $LC_NS get jvmdiag,pods 2>&1 | tr '\n' ' ')"; return
   fi
+  # The previous operator: monitors off by default, so mon's JVM runs without the flag.
+  local mpod minj mrev
+  mpod=$(lc_pods | awk '/^mon-/ {print $1; exit}'); minj=$(lc_injection "$mpod"); mrev=$(lc_revision mon)
+  if [ "${minj%%|*}" = - ] && [[ "$minj" != *monitors* ]] && [ -n "$mrev" ]; then
+    ok "$old_ver: mon (monitors unset) has no -XX:+DTraceMonitorProbes and no monitors collector (JAVA_TOOL_OPTIONS|collectors|limits: $minj; revision $mrev)"
+  else bad "$old_ver: mon (monitors unset) runs without the monitors flag" "pod $mpod: $minj, revision '$mrev'"; fi
   local jpod flags cmdline msg
   # The live pod (lc_pods skips one still terminating from before the rollout that injected it).
   jpod=$(lc_pods | awk '/^jto-/ {print $1; exit}')
@@ -310,13 +398,41 @@ PY
      && [ "${lease_after##* }" -gt "${lease_before##* }" ]; then
     ok "leadership handed over: Lease from ${lease_before%%_*} to ${lease_after%%_*} (a replica of $new_ver), transitions ${lease_before##* } -> ${lease_after##* }"
   else bad "leadership handed over to a new replica" "before '$lease_before', after '$lease_after', operator pods: $ops"; fi
+  # What the upgrade rolls: mon, whose resource leaves monitors unset (on by default now: its
+  # pods get the flag), once, at the new leader's first pass; jto and sc set it and keep their pods.
+  local mnew="" mrev2=""
+  t0=$(date +%s%N)
+  for _ in $(seq 1 120); do
+    mnew=$(lc_pods | awk '/^mon-/ {print $1}')
+    if [ "$(wc -w <<<"$mnew")" = 1 ] && ! grep -q "^$mnew " <<<"$before" \
+       && [ "$(kubectl -n $LC_NS get deploy mon -o jsonpath='{.status.updatedReplicas}/{.status.readyReplicas}/{.status.replicas}')" = 1/1/1 ]; then break; fi
+    sleep 1
+  done
+  minj=$(lc_injection "$mnew"); mrev2=$(lc_revision mon)
+  if [ "$mrev2" = $((mrev + 1)) ] && ! grep -q "^$mnew " <<<"$before" && [[ "${minj%%|*}" == *-XX:+DTraceMonitorProbes* ]] \
+     && [[ "$(cut -d'|' -f2 <<<"$minj")" == *monitors* ]] && [[ "$(cut -d'|' -f3 <<<"$minj")" == *maxClasses=20* ]]; then
+    ok "mon (monitors unset) rolled once: revision $mrev -> $mrev2, its new pod has JAVA_TOOL_OPTIONS|collectors|limits: $minj (settled $(lc_secs "$t0") s after helm upgrade returned)"
+  else bad "mon (monitors unset) rolled once to pods with -XX:+DTraceMonitorProbes" "revision $mrev -> $mrev2, pod '$mnew': $minj; $(kubectl -n $LC_NS get jvmdiag mon -o jsonpath='{.status.conditions[?(@.type=="Injected")].message}')"; fi
+  if [ "${#extra[@]}" -eq 0 ] && [ -n "$mnew" ]; then
+    # the agent attached the monitors collector to mon's new JVM: its contended enters of class Contend
+    local apod mseen=""
+    for _ in $(seq 1 60); do
+      apod=$(kubectl -n $RELEASE_NS get pods -l app.kubernetes.io/component=agent -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 {print $1; exit}')
+      mseen=$(kubectl get --raw "/api/v1/namespaces/$RELEASE_NS/pods/$apod:9464/proxy/metrics" 2>/dev/null \
+        | grep '^jvmdiag_monitor_contended_total{' | grep -F "pod=\"$mnew\"" | grep -F 'monitor_class="Contend"' | awk '{s += $NF} END {if (s > 0) print s}')
+      [ -n "$mseen" ] && break; sleep 1
+    done
+    [ -n "$mseen" ] && ok "the agent counts mon's contended enters since the roll (jvmdiag_monitor_contended_total{pod=\"$mnew\",monitor_class=\"Contend\"} = $mseen)" \
+      || bad "the agent counts mon's contended enters after the roll" "no jvmdiag_monitor_contended_total for pod $mnew from agent $apod"
+  fi
   after=$(lc_pods)
-  if [ "$before" = "$after" ]; then ok "no workload pod restarted across the upgrade (same pods, UIDs and restart counts)"
-  else bad "no workload pod restarted across the upgrade" "before: $(tr '\n' ';' <<<"$before") after: $(tr '\n' ';' <<<"$after")"; fi
+  if [ "$(grep -v '^mon-' <<<"$before")" = "$(grep -v '^mon-' <<<"$after")" ] && [ "$(grep -c '^jto-\|^sc-' <<<"$after")" = 2 ]; then
+    ok "jto (monitors.enabled: true) and sc (monitors.enabled: false) did not restart across the upgrade (same pods, UIDs and restart counts)"
+  else bad "jto and sc (monitors set either way) did not restart across the upgrade" "before: $(tr '\n' ';' <<<"$before") after: $(tr '\n' ';' <<<"$after")"; fi
   local rdy=0
-  for _ in $(seq 1 30); do [ "$(lc_ready jto)" = True ] && [ "$(lc_ready sc)" = True ] && { rdy=1; break; }; sleep 1; done
-  [ "$rdy" = 1 ] && ok "both JvmDiagnostics Ready after the upgrade" \
-    || bad "both JvmDiagnostics Ready after the upgrade" "$(kubectl -n $LC_NS get jvmdiag -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions}{"\n"}{end}')"
+  for _ in $(seq 1 30); do [ "$(lc_ready jto)" = True ] && [ "$(lc_ready sc)" = True ] && [ "$(lc_ready mon)" = True ] && { rdy=1; break; }; sleep 1; done
+  [ "$rdy" = 1 ] && ok "the three JvmDiagnostics Ready after the upgrade" \
+    || bad "the three JvmDiagnostics Ready after the upgrade" "$(kubectl -n $LC_NS get jvmdiag -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions}{"\n"}{end}')"
 
   # --- 5. the agent image alone ------------------------------------------------------------
   local apod_before apod_after scbefore scafter
@@ -334,11 +450,11 @@ PY
   after=$(lc_pods)
   apod_after=$(kubectl -n $RELEASE_NS get pods -l app.kubernetes.io/component=agent -o jsonpath='{.items[0].metadata.uid} {.items[0].spec.containers[0].image}')
   scbefore=$(grep '^sc-' <<<"$before"); scafter=$(grep '^sc-' <<<"$after")
-  if [ -n "$scbefore" ] && [ "$scbefore" = "$scafter" ] && [ "$before" = "$after" ] && [ "${apod_after%% *}" != "$apod_before" ] \
+  if [ -n "$scbefore" ] && [ "$scbefore" = "$scafter" ] && [ "$before" = "$after" ] && [ "$(lc_revision mon)" = "$mrev2" ] && [ "${apod_after%% *}" != "$apod_before" ] \
      && grep -q ":$new_ver-agentfix\$" <<<"$apod_after" && grep -q -- "--agent-image=$REG/jvmdiag/agent:$new_ver-agentfix" \
         <(kubectl -n $RELEASE_NS get deploy jd-jvm-diagnostics-operator -o jsonpath='{.spec.template.spec.containers[0].args}'); then
-    ok "agent image alone: the DaemonSet rolled to :$new_ver-agentfix, the operator runs with it, the Sidecar pod did not restart ($(awk '{print $1, $3, $4}' <<<"$scafter"))"
-  else bad "agent image alone restarts no Sidecar workload" "sidecar pod before: $scbefore | after: $scafter | agent pod before $apod_before after $apod_after"; fi
+    ok "agent image alone: the DaemonSet rolled to :$new_ver-agentfix, the operator runs with it, the Sidecar pod did not restart ($(awk '{print $1, $3, $4}' <<<"$scafter")), nor did any other (mon still at revision $mrev2)"
+  else bad "agent image alone restarts no Sidecar workload" "sidecar pod before: $scbefore | after: $scafter | all before: $(tr '\n' ';' <<<"$before") after: $(tr '\n' ';' <<<"$after") | mon revision $(lc_revision mon) | agent pod before $apod_before after $apod_after"; fi
   counters_after=$(lc_sc_counters)
   if [ "${counters_before:-0}" -gt 0 ] && [ "${counters_after:-0}" -ge "$counters_before" ]; then
     ok "the Sidecar's counters continued through both upgrades ($counters_before -> $counters_after: no reset)"
@@ -362,9 +478,9 @@ json.dump(d, open(sys.argv[1], "w")); print("(during the uninstall %d probe pods
   local left fins
   left=$(kubectl get mutatingwebhookconfiguration,validatingwebhookconfiguration -o name 2>/dev/null | grep -c 'jd-jvm-diagnostics' || true)
   fins=$(kubectl get jvmdiag -A -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.finalizers}{"\n"}{end}' 2>&1)
-  if [ "$left" = 0 ] && [ "$(grep -c . <<<"$fins")" = 3 ] && ! grep -q 'finalizer' <<<"$fins" \
+  if [ "$left" = 0 ] && [ "$(grep -c . <<<"$fins")" = 4 ] && ! grep -q 'finalizer' <<<"$fins" \
      && [ -z "$(kubectl get jobs,serviceaccounts,clusterroles -A -o name 2>/dev/null | grep uninstall)" ]; then
-    ok "after uninstall: no webhook registration, the 3 JvmDiagnostics and the CRD remain without finalizers, the Job and its RBAC gone"
+    ok "after uninstall: no webhook registration, the 4 JvmDiagnostics and the CRD remain without finalizers, the Job and its RBAC gone"
   else bad "after uninstall: webhooks gone, finalizers cleared" "webhook configs left: $left; resources: $(tr '\n' ' ' <<<"$fins")"; fi
   after=$(lc_pods)
   [ "$before" = "$after" ] && ok "uninstall left the workloads running (same pods)" \
