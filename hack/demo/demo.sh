@@ -8,8 +8,8 @@
 #      with the default and the per-resource alert rules;
 #   5. four JVM Deployments, each with a JvmDiagnostics (examples/workloads/k8s/): scaled up
 #      once the operator labelled them and the webhook injects; then waits (with progress)
-#      until the pods are injected and the agent traces the JVMs (the fourth, dhe-stall,
-#      enables the monitors collector: the webhook adds -XX:+DTraceMonitorProbes);
+#      until the pods are injected and the agent traces the JVMs (the monitors collector is on
+#      by default: the webhook adds -XX:+DTraceMonitorProbes, which the fourth, dhe-stall, needs);
 #   6. a live summary until Ctrl-C, or for DEMO_DURATION seconds (then exits: 0 when every
 #      incident was named and the rate check passed). Once the incidents are named, the
 #      summary checks itself once, beside the live view: the TLS storm's thread-start rate it

@@ -188,7 +188,7 @@ else
   while read -r l; do ok "running: ${l#rate check: ok: }"; done <<<"$rc_lines"
 fi
 # The fourth incident, named like the others: handshake threads blocked on one SecureRandom
-# (the monitors collector, -XX:+DTraceMonitorProbes added by the webhook), and the alert.
+# (the monitors collector, on by default: -XX:+DTraceMonitorProbes added by the webhook), and the alert.
 l4=$(grep -m1 -oE 'demo: incident 4 named after .*' "$WORK/demo-running.log")
 if grep -qE 'class [A-Za-z0-9_.$]*SecureRandom' <<<"$l4"; then ok "running: ${l4#demo: }"
 else bad "running: the summary names the contended monitor class (a SecureRandom) of the DHE handshake stall" \
