@@ -85,17 +85,21 @@ build_agent() {
   done_build "$tag"
 }
 
-# The operator targets Java 21: it runs on the JDK 25 base.
-build_operator() {
-  local tag=jvmdiag/operator:dev jar="$REPO_ROOT/operator/target/jvmdiag-operator.jar"
-  [ -f "$jar" ] || { log "$tag: skipped, $jar does not exist yet (make operator-build)"; return; }
-  local base="$JVMDIAG_IMAGES/jvmdiag_jdk25-base_dev.tar"
+# operator_image TAG JAR: the operator targets Java 21: it runs on the JDK 25 base.
+operator_image() {
+  local tag="$1" jar="$2" base="$JVMDIAG_IMAGES/jvmdiag_jdk25-base_dev.tar"
   [ -f "$base" ] || build_jdk jvmdiag/jdk25-base:dev "$JDK25"
   [ -f "$base" ] || { log "$tag: skipped, no jvmdiag/jdk25-base:dev"; return; }
   if fresh "$tag" "$jar" "$base"; then log "$tag: up to date"; return; fi
   "${BUILD[@]}" --tag "$tag" --base jvmdiag/jdk25-base:dev --add "$jar:/app/jvmdiag-operator.jar" \
     --entrypoint '["/opt/java/bin/java", "-jar", "/app/jvmdiag-operator.jar"]'
   done_build "$tag"
+}
+
+build_operator() {
+  local tag=jvmdiag/operator:dev jar="$REPO_ROOT/operator/target/jvmdiag-operator.jar"
+  [ -f "$jar" ] || { log "$tag: skipped, $jar does not exist yet (make operator-build)"; return; }
+  operator_image "$tag" "$jar"
 }
 
 # The operator as an earlier commit built it (the chart suite's previous release runs it):
@@ -117,13 +121,7 @@ build_operator_at() {
       || { tail -n 20 "$jar.log" >&2; die "$tag: the build of commit ${commit:0:12} failed (log: $jar.log)"; }
     cp "$src/operator/target/jvmdiag-operator.jar" "$jar.tmp" && mv "$jar.tmp" "$jar"
   fi
-  local base="$JVMDIAG_IMAGES/jvmdiag_jdk25-base_dev.tar"
-  [ -f "$base" ] || build_jdk jvmdiag/jdk25-base:dev "$JDK25"
-  [ -f "$base" ] || { log "$tag: skipped, no jvmdiag/jdk25-base:dev"; return; }
-  if fresh "$tag" "$jar" "$base"; then log "$tag: up to date"; return; fi
-  "${BUILD[@]}" --tag "$tag" --base jvmdiag/jdk25-base:dev --add "$jar:/app/jvmdiag-operator.jar" \
-    --entrypoint '["/opt/java/bin/java", "-jar", "/app/jvmdiag-operator.jar"]'
-  done_build "$tag"
+  operator_image "$tag" "$jar"
 }
 
 [ "$#" -gt 0 ] || set -- all
