@@ -75,6 +75,43 @@ lc_lease_holder() { kubectl -n $RELEASE_NS get lease jd-jvm-diagnostics-operator
 lc_ready() {  # RESOURCE: its Ready condition status
   kubectl -n $LC_NS get jvmdiag "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null
 }
+# lc_deployment NAME COMMAND [POD_SPEC_LINES [APP_CONTAINER_LINES]]: a Deployment of one pod
+# (label lifecycle=NAME) whose container "app" runs COMMAND on jvmdiag/jdk25-base:dev
+lc_deployment() {
+  cat <<EOF
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1, namespace: $LC_NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {lifecycle: $1}}
+  template:
+    metadata: {labels: {lifecycle: $1}}
+    spec:
+      terminationGracePeriodSeconds: 2
+${3:+$3
+}      containers:
+      - name: app
+        image: jvmdiag/jdk25-base:dev
+        imagePullPolicy: Never
+        command: $2
+${4:+$4
+}        resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
+EOF
+}
+# lc_resource NAMESPACE NAME TARGET [SPEC_LINES]: a JvmDiagnostics of Deployment TARGET
+lc_resource() {
+  cat <<EOF
+---
+apiVersion: jvm.diagnostics.dev/v1alpha1
+kind: JvmDiagnostics
+metadata: {name: $2, namespace: $1}
+spec:
+${4:+$4
+}  targetRef: {kind: Deployment, name: $3}
+EOF
+}
 lc_revision() { kubectl -n $LC_NS get deploy "$1" -o jsonpath='{.metadata.annotations.deployment\.kubernetes\.io/revision}' 2>/dev/null; }
 # POD: what the webhook gave it: app's JAVA_TOOL_OPTIONS|collectors annotation|limits annotation ("-": none)
 lc_injection() {
@@ -191,50 +228,12 @@ print(" ".join(sorted({e["message"].split("\"")[1] for e in json.load(sys.stdin)
   # whose resource leaves monitors unset (a lock two threads take turns on) -------------------
   t0=$(date +%s%N)
   kubectl create namespace $LC_NS >/dev/null; kubectl create namespace $PROBE_NS >/dev/null
-  cat >"$WORK/lc-workloads.yaml" <<EOF
+  {
+    cat <<EOF
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: jvm-options, namespace: $LC_NS}
 data: {JAVA_TOOL_OPTIONS: "-XX:+UseSerialGC -Dlifecycle.from=configmap"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: jto, namespace: $LC_NS}
-spec:
-  replicas: 1
-  selector: {matchLabels: {lifecycle: jto}}
-  template:
-    metadata: {labels: {lifecycle: jto}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: app
-        image: jvmdiag/jdk25-base:dev
-        imagePullPolicy: Never
-        command: [java, -Xmx48m, -m, jdk.httpserver, -b, 0.0.0.0, -p, "8000", -d, /tmp]
-        env:
-        - name: JAVA_TOOL_OPTIONS
-          valueFrom: {configMapKeyRef: {name: jvm-options, key: JAVA_TOOL_OPTIONS}}
-        resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: sc, namespace: $LC_NS}
-spec:
-  replicas: 1
-  selector: {matchLabels: {lifecycle: sc}}
-  template:
-    metadata: {labels: {lifecycle: sc}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      # a user the image's /etc/passwd names: the JVM writes no hsperfdata for an unknown one
-      securityContext: {runAsUser: 65534, runAsGroup: 65534}
-      containers:
-      - name: app
-        image: jvmdiag/jdk25-base:dev
-        imagePullPolicy: Never
-        command: [java, -Xmx48m, -m, jdk.httpserver, -b, 0.0.0.0, -p, "8000", -d, /tmp]
-        resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -259,54 +258,22 @@ data:
         try { Thread.sleep(ms); } catch (InterruptedException e) { Thread.currentThread().interrupt(); }
       }
     }
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: mon, namespace: $LC_NS}
-spec:
-  replicas: 1
-  selector: {matchLabels: {lifecycle: mon}}
-  template:
-    metadata: {labels: {lifecycle: mon}}
-    spec:
-      terminationGracePeriodSeconds: 2
-      containers:
-      - name: app
-        image: jvmdiag/jdk25-base:dev
-        imagePullPolicy: Never
-        command: [java, -Xmx64m, /src/Contend.java]
-        volumeMounts: [{name: src, mountPath: /src}]
-        resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
-      volumes: [{name: src, configMap: {name: contend}}]
----
-apiVersion: jvm.diagnostics.dev/v1alpha1
-kind: JvmDiagnostics
-metadata: {name: jto, namespace: $LC_NS}
-spec:
-  targetRef: {kind: Deployment, name: jto}
-  collectors: {monitors: {enabled: true}}
-  jvmOptions: {extra: ["-XX:ReservedCodeCacheSize=100m"]}
----
-apiVersion: jvm.diagnostics.dev/v1alpha1
-kind: JvmDiagnostics
-metadata: {name: sc, namespace: $LC_NS}
-spec:
-  targetRef: {kind: Deployment, name: sc}
-  collection: Sidecar
-  collectors: {monitors: {enabled: false}}
----
-apiVersion: jvm.diagnostics.dev/v1alpha1
-kind: JvmDiagnostics
-metadata: {name: mon, namespace: $LC_NS}
-spec:
-  targetRef: {kind: Deployment, name: mon}
----
-apiVersion: jvm.diagnostics.dev/v1alpha1
-kind: JvmDiagnostics
-metadata: {name: probe, namespace: $PROBE_NS}
-spec:
-  targetRef: {kind: Deployment, name: absent}
 EOF
+    local httpd='[java, -Xmx48m, -m, jdk.httpserver, -b, 0.0.0.0, -p, "8000", -d, /tmp]'
+    lc_deployment jto "$httpd" "" '        env:
+        - name: JAVA_TOOL_OPTIONS
+          valueFrom: {configMapKeyRef: {name: jvm-options, key: JAVA_TOOL_OPTIONS}}'
+    lc_deployment sc "$httpd" "      # a user the image's /etc/passwd names: the JVM writes no hsperfdata for an unknown one
+      securityContext: {runAsUser: 65534, runAsGroup: 65534}"
+    lc_deployment mon '[java, -Xmx64m, /src/Contend.java]' '      volumes: [{name: src, configMap: {name: contend}}]' \
+      '        volumeMounts: [{name: src, mountPath: /src}]'
+    lc_resource "$LC_NS" jto jto '  collectors: {monitors: {enabled: true}}
+  jvmOptions: {extra: ["-XX:ReservedCodeCacheSize=100m"]}'
+    lc_resource "$LC_NS" sc sc '  collection: Sidecar
+  collectors: {monitors: {enabled: false}}'
+    lc_resource "$LC_NS" mon mon   # monitors left unset
+    lc_resource "$PROBE_NS" probe absent
+  } >"$WORK/lc-workloads.yaml"
   # The previous chart called its operator Ready before the webhook listened (so did `helm
   # install --wait`): JvmDiagnostics, checked by the fail-closed validating webhook, are refused
   # until it does. Retried here; the current chart's install is checked to need no retry.
