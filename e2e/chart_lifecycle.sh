@@ -15,13 +15,15 @@
 #     from a ConfigMap: the flags reach the running JVM through JDK_JAVA_OPTIONS, read back with
 #     jcmd), "sc" (collection: Sidecar, monitors.enabled: false) and "mon" (NodeAgent, monitors
 #     left unset, two threads taking turns on one lock): the previous operator gives mon no
-#     -XX:+DTraceMonitorProbes (monitors was off by default);
+#     -XX:+DTraceMonitorProbes (monitors was off by default); a resource of an absent target
+#     that names monitors without `enabled` is stored with the previous CRD's enabled: false;
 #  4. `helm upgrade` to the current version (CRD first: `helm show crds | kubectl apply
 #     --server-side`), while pods are created 4 times a second (e2e/pod_creation_probe.py): no
 #     creation fails, none misses the webhook, none waits on it; the Lease moves to a new
 #     replica; mon rolls exactly once (monitors is on by default now): its new pod has the flag
 #     in JAVA_TOOL_OPTIONS, `monitors` in its collectors annotation, and the agent counts its
-#     contended enters; jto and sc keep their pods (UIDs, restart counts); the resources are Ready;
+#     contended enters; jto and sc keep their pods (UIDs, restart counts); the resource stored
+#     with enabled: false keeps it; the resources are Ready;
 #  5. `helm upgrade` of the agent image tag alone: the Sidecar workload's pod is the same pod
 #     (UID, restarts, its sidecar's image), while the DaemonSet did roll;
 #  6. `helm uninstall`: the pre-delete Job removes the webhook registrations and the finalizers;
@@ -272,6 +274,8 @@ EOF
     lc_resource "$LC_NS" sc sc '  collection: Sidecar
   collectors: {monitors: {enabled: false}}'
     lc_resource "$LC_NS" mon mon   # monitors left unset
+    # monitors named without enabled: the previous CRD's default (false) is stored with it
+    lc_resource "$LC_NS" limit-only absent '  collectors: {monitors: {maxClasses: 5}}'
     lc_resource "$PROBE_NS" probe absent
   } >"$WORK/lc-workloads.yaml"
   # The previous chart called its operator Ready before the webhook listened (so did `helm
@@ -396,6 +400,11 @@ PY
   if [ "$(grep -v '^mon-' <<<"$before")" = "$(grep -v '^mon-' <<<"$after")" ] && [ "$(grep -c '^jto-\|^sc-' <<<"$after")" = 2 ]; then
     ok "jto (monitors.enabled: true) and sc (monitors.enabled: false) did not restart across the upgrade (same pods, UIDs and restart counts)"
   else bad "jto and sc (monitors set either way) did not restart across the upgrade" "before: $(tr '\n' ';' <<<"$before") after: $(tr '\n' ';' <<<"$after")"; fi
+  local stored
+  stored=$(kubectl -n $LC_NS get jvmdiag limit-only -o jsonpath='{.spec.collectors.monitors}')
+  [[ "$stored" == *'"enabled":false'* ]] \
+    && ok "a resource written under $old_ver as monitors: {maxClasses: 5} keeps the enabled: false that CRD stored with it ($stored)" \
+    || bad "a resource written under $old_ver as monitors: {maxClasses: 5} stays off" "spec.collectors.monitors: $stored"
   local rdy=0
   for _ in $(seq 1 30); do [ "$(lc_ready jto)" = True ] && [ "$(lc_ready sc)" = True ] && [ "$(lc_ready mon)" = True ] && { rdy=1; break; }; sleep 1; done
   [ "$rdy" = 1 ] && ok "the three JvmDiagnostics Ready after the upgrade" \
@@ -445,9 +454,9 @@ json.dump(d, open(sys.argv[1], "w")); print("(during the uninstall %d probe pods
   local left fins
   left=$(kubectl get mutatingwebhookconfiguration,validatingwebhookconfiguration -o name 2>/dev/null | grep -c 'jd-jvm-diagnostics' || true)
   fins=$(kubectl get jvmdiag -A -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.finalizers}{"\n"}{end}' 2>&1)
-  if [ "$left" = 0 ] && [ "$(grep -c . <<<"$fins")" = 4 ] && ! grep -q 'finalizer' <<<"$fins" \
+  if [ "$left" = 0 ] && [ "$(grep -c . <<<"$fins")" = 5 ] && ! grep -q 'finalizer' <<<"$fins" \
      && [ -z "$(kubectl get jobs,serviceaccounts,clusterroles -A -o name 2>/dev/null | grep uninstall)" ]; then
-    ok "after uninstall: no webhook registration, the 4 JvmDiagnostics and the CRD remain without finalizers, the Job and its RBAC gone"
+    ok "after uninstall: no webhook registration, the 5 JvmDiagnostics and the CRD remain without finalizers, the Job and its RBAC gone"
   else bad "after uninstall: webhooks gone, finalizers cleared" "webhook configs left: $left; resources: $(tr '\n' ' ' <<<"$fins")"; fi
   after=$(lc_pods)
   [ "$before" = "$after" ] && ok "uninstall left the workloads running (same pods)" \
