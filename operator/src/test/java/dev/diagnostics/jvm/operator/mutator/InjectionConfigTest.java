@@ -56,9 +56,9 @@ class InjectionConfigTest {
   }
 
   /**
-   * Hashes written by the operator before monitors was on by default (0.1.0 up to this change),
-   * computed by running that code: the reference the canonical text must keep where the pod's
-   * injection is unchanged. Each is the hash of a resource as written (YAML) below.
+   * Hashes that the operator with monitors off by default (0.1.0) writes, computed by running that
+   * code: the reference the canonical text must keep where the pod's injection is the same. Each
+   * is the hash of a resource as written (YAML) below.
    */
   static final String PREVIOUS_MONITORS_UNSET_OR_OFF = "659d9e4c7045b292"; // spec(): the flag was never injected
   static final String PREVIOUS_MONITORS_ON = "0bff6a66e0ba3329";            // spec() + monitors.enabled: true
