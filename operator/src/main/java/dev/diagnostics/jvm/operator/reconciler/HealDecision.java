@@ -65,9 +65,10 @@ record HealDecision(String healTo, List<String> stillMissing, Duration requeue) 
     return new HealDecision(hash + ".1", List.of(), null);
   }
 
-  /** The missed pods a heal restarts for, by name. */
+  /** The missed pods a heal restarts for, by name: the webhook did not mutate them, or one of another configuration did. */
   static List<String> missed(List<PodMissingInjection> missing) {
-    return missing.stream().filter(m -> m.reason.equals(PodInspector.Reason.WebhookUnavailable.name()))
+    return missing.stream().filter(m -> m.reason.equals(PodInspector.Reason.WebhookUnavailable.name())
+            || m.reason.equals(PodInspector.Reason.OtherConfiguration.name()))
         .map(m -> m.name).sorted().toList();
   }
 }

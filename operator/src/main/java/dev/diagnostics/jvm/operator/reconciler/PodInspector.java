@@ -23,7 +23,14 @@ public final class PodInspector {
     /** Labelled, but the webhook did not mutate it (operator down, network, timeout). */
     WebhookUnavailable,
     /** Injected with an older configuration (Manual rollout, or a rollout in progress). */
-    Outdated
+    Outdated,
+    /**
+     * Made from a template that asks for the current configuration, yet injected with another: the
+     * webhook replica that admitted it computed another configuration (a replica of the previous
+     * operator version, still serving while the operator itself is upgraded, or one whose view of
+     * the resource lagged). Healed like a miss.
+     */
+    OtherConfiguration
   }
 
   /**
@@ -84,7 +91,11 @@ public final class PodInspector {
       return new PodMissingInjection(name, olderThan(p.getMetadata().getCreationTimestamp(), resourceCreated)
           ? Reason.NotRolledOut.name() : Reason.WebhookUnavailable.name());
     }
-    if (!stamped.equals(hash)) return new PodMissingInjection(name, Reason.Outdated.name());
+    if (!stamped.equals(hash)) {
+      String made = ann.get(CONFIG_HASH);
+      boolean fromCurrent = made != null && (made.equals(hash) || made.startsWith(hash + "."));
+      return new PodMissingInjection(name, fromCurrent ? Reason.OtherConfiguration.name() : Reason.Outdated.name());
+    }
     // the mutation is pure and idempotent: run it again to learn what it could not do
     MutationResult again = PodMutator.mutate(p, config);
     again.findings().stream().filter(f -> f.reason() == Finding.Reason.FlagsInJdkJavaOptions)

@@ -114,6 +114,10 @@ final class TargetInjection {
         reason = "PodsMissingInjection";
         fix = automatic ? "they were created while the webhook was unreachable; the operator restarts the workload once its rollout settles"
             : "they were created while the webhook was unreachable; restart them: kubectl rollout restart " + target.workload();
+      } else if (report.any("OtherConfiguration")) {
+        reason = "PodsMissingInjection";
+        fix = "a webhook replica with another configuration admitted them (one of the previous operator version during the"
+            + " operator's own upgrade); the operator restarts the workload once its rollout settles";
       } else if (!automatic && (report.any("Outdated") || report.any("NotRolledOut"))) {
         reason = "RolloutPending";
         fix = "rollout is Manual: restart them to apply the current configuration: kubectl rollout restart " + target.workload();

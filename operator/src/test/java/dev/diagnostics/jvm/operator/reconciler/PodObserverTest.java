@@ -85,4 +85,15 @@ class PodObserverTest {
     assertThat(report.missing()).extracting(m -> m.name + "/" + m.reason)
         .containsExactly("cart-b/WebhookUnavailable", "cart-c/Outdated");
   }
+
+  @Test
+  void aPodMadeFromTheCurrentTemplateButInjectedWithAnotherConfigurationIsHealedLikeAMiss() {
+    // a replica of the previous operator admitted it while the operator itself was upgraded
+    List<Pod> pods = List.of(pod("cart-a", "cart", hash, "older"), pod("cart-b", "cart", hash + ".1", "older"),
+        pod("cart-c", "cart", "older", "older"));
+    PodInspector.Report report = PodInspector.inspect(pods, "cart", r.getMetadata().getCreationTimestamp(), config(r));
+    assertThat(report.missing()).extracting(m -> m.name + "/" + m.reason)
+        .containsExactly("cart-a/OtherConfiguration", "cart-b/OtherConfiguration", "cart-c/Outdated");
+    assertThat(HealDecision.missed(report.missing())).as("what a heal restarts for").containsExactly("cart-a", "cart-b");
+  }
 }
