@@ -187,6 +187,7 @@ operator_build() {
   [ -x "$JAVA25" ] || die "the operator needs a JDK >= 21: none at JDK25=$JDK25"
   if [ ! -f "$OPERATOR_JAR" ] || [ -n "$(find "$OPERATOR_DIR/pom.xml" "$OPERATOR_DIR/src/main" "$OPERATOR_DIR/src/build" "$REPO_ROOT/monitoring/histogram-bounds.txt" -newer "$OPERATOR_JAR" -print -quit)" ]; then
     log "building $OPERATOR_JAR"
+    mkdir -p "$(dirname "$OPERATOR_STATE")"
     mvn25 -q package -DskipTests -DskipITs >"$OPERATOR_STATE.build.log" 2>&1 \
       || { tail -n 30 "$OPERATOR_STATE.build.log" >&2; die "operator build failed (log: $OPERATOR_STATE.build.log)"; }
   fi

@@ -121,14 +121,11 @@ fi
 wait_for 120 "the node to be Ready" kubectl wait --for=condition=Ready node --all --timeout=5s || die "the node did not become Ready (logs: $CLUSTER_DIR/logs/kubelet.log)"
 
 # --- 2. images -------------------------------------------------------------------------------
-if [ ! -f "$REPO_ROOT/operator/target/jvmdiag-operator.jar" ]; then
-  say "building the operator (Maven, once)"
-  make -C "$REPO_ROOT" -s operator-build >"$STATE/operator-build.log" 2>&1 || { tail -n 8 "$STATE/operator-build.log" >&2; die "operator build failed"; }
-fi
-if [ ! -x "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" ]; then
-  say "building the node agent (cargo, once)"
-  (cd "$REPO_ROOT/node-agent" && nice cargo build --release --locked) >"$STATE/agent-build.log" 2>&1 || { tail -n 8 "$STATE/agent-build.log" >&2; die "agent build failed"; }
-fi
+# Both are rebuilt when a source is newer than the build: a demo of this checkout never runs an
+# earlier build's operator or agent.
+say "building the operator and the node agent where their sources changed (Maven, cargo)"
+operator_build
+(cd "$REPO_ROOT/node-agent" && nice cargo build --release --locked) >"$STATE/agent-build.log" 2>&1 || { tail -n 8 "$STATE/agent-build.log" >&2; die "agent build failed"; }
 say "building the images (operator, agent, JDK 17/25 bases; cached) and importing them"
 "$REPO_ROOT/hack/images/build.sh" all >"$STATE/images.log" 2>&1 || { tail -n 8 "$STATE/images.log" >&2; die "make images failed"; }
 say "building the demo workloads (javac) and their images on JDK 17 and 25"

@@ -271,14 +271,17 @@ def update_culprits(s, elapsed, culprits):
                 culprits[1] = (by, elapsed)
                 break
     if 3 not in culprits:
-        # Every TLS server takes a SecureRandom now and then: the stalled JVM is the one that
-        # spends the most seconds blocked per second on it, and the culprit its top waiter.
-        stalled = max(((float(r["value"][1]), key(r["metric"]), r["metric"].get("monitor_class", ""))
-                       for r in s.get("mon_blocked", []) if "SecureRandom" in r["metric"].get("monitor_class", "")),
-                      default=None)
-        by = stalled and top_culprits(s.get("mon_waiters", []), "monitor_class", "thread_name").get(stalled[1:])
-        if by and by != "other":
-            culprits[3] = (by, elapsed)
+        # Every TLS server blocks on a SecureRandom now and then (the thread storm's too): the
+        # stalled JVM and class are those the contention alert names, as a user on call goes
+        # from the alert to the threads.
+        waiters = top_culprits(s.get("mon_waiters", []), "monitor_class", "thread_name")
+        for a in s.get("alerts", []):
+            l = a["labels"]
+            if l.get("alertname") == "JvmDiagMonitorContentionHigh" and "SecureRandom" in l.get("monitor_class", ""):
+                by = waiters.get((key(l), l["monitor_class"]))
+                if by and by != "other":
+                    culprits[3] = (by, elapsed)
+                    break
 
 
 def update_named(s, elapsed, named, lock=None):
