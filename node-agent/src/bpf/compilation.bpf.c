@@ -207,13 +207,8 @@ static __always_inline void count_method(struct scratch *s)
 	if (n < hot_threshold)
 		return;
 	/* Compiled again and again: give it its own exact counter, if the JVM has budget. */
-	__u32 *used = bpf_map_lookup_elem(&method_budget, &k->slot);
-	if (!used)
+	if (take_name_unit(&method_budget, k->slot, hot_budget) != NAME_UNIT_TAKEN)
 		return;
-	if (*used >= hot_budget || __sync_fetch_and_add(used, 1) >= hot_budget) {
-		stat_inc(STAT_NAMES_OVERFLOW);
-		return;
-	}
 	if (bpf_map_update_elem(&method_hot, k, &n, BPF_NOEXIST) == 0) {
 		/* Not found: evicted since the lookup above, which the loader counts as such. */
 		if (bpf_map_delete_elem(&method_seen, k) == 0 && sc)
