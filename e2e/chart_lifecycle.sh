@@ -132,15 +132,16 @@ lc_probe_start() {  # OUTFILE
   PROBE_PID=$!
 }
 lc_probe_stop() { touch "$WORK/probe.stop"; wait "$PROBE_PID"; }
-# lc_probe_check WHAT FILE: no failed, missed or delayed pod creation
+# lc_probe_check WHAT FILE [MISSES]: no failed or delayed pod creation, and at most MISSES
+# (default 0) pods admitted without the injection
 lc_probe_check() {
-  local what="$1" f="$2" r
+  local what="$1" f="$2" misses="${3:-0}" r
   r=$(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-bad = d["failed"] or d["not_injected"] or d["max_ms"] >= 2000 or d["created"] < 8
+bad = d["failed"] or d["not_injected"] > int(sys.argv[2]) or d["max_ms"] >= 2000 or d["created"] < 8
 print(("BAD " if bad else "OK ") + "%(created)d pods created in %(seconds)s s: %(failed)d failed, %(not_injected)d without the injection, p50 %(p50_ms)s ms, p99 %(p99_ms)s ms, max %(max_ms)s ms" % d
-      + ("; " + " | ".join(d["errors"]) if d["errors"] else ""))' "$f" 2>&1) || r="BAD probe output unreadable: $(head -c 300 "$f" "$f.err")"
+      + ("; " + " | ".join(d["errors"]) if d["errors"] else ""))' "$f" "$misses" 2>&1) || r="BAD probe output unreadable: $(head -c 300 "$f" "$f.err")"
   case "$r" in OK*) ok "$what: ${r#OK }" ;; *) bad "$what" "${r#BAD }" ;; esac
 }
 
@@ -363,7 +364,11 @@ PY
   else bad "helm upgrade $old_ver -> $new_ver" "$(tail -n 3 "$WORK/lc-upgrade.log" | tr '\n' ' ')"; lc_dump; fi
   sleep 3   # creations after the last replica changed too
   lc_probe_stop
-  lc_probe_check "webhook during the upgrade (pods created 4/s from before it to after it)" "$WORK/probe-upgrade.json"
+  # The previous version's operator stops its webhook at SIGTERM (the drain after SIGTERM came
+  # later): an admission sent to one of its two stopping replicas in the moment before it leaves
+  # the Service's endpoints is cut off, and failurePolicy Ignore admits that pod uninjected. At
+  # 4 pods/s, about a second each, that is at most a few pods; never one refused or delayed.
+  lc_probe_check "webhook during the upgrade (pods created 4/s from before it to after it; the previous version's stopping replicas may cut off up to 4)" "$WORK/probe-upgrade.json" 4
   # --wait returns once the new replicas are Ready; the old leader may still be draining its
   # webhook (--webhook-drain-seconds) before it releases the Lease.
   local ops
