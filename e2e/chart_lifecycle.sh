@@ -383,10 +383,10 @@ PY
     ok "leadership handed over: Lease from ${lease_before%%_*} to ${lease_after%%_*} (a replica of $new_ver), transitions ${lease_before##* } -> ${lease_after##* }"
   else bad "leadership handed over to a new replica" "before '$lease_before', after '$lease_after', operator pods: $ops"; fi
   # What the upgrade rolls: mon, whose resource leaves monitors unset (on by default now: its
-  # pods get the flag), once, at the new leader's first pass; jto and sc set it and keep their pods.
-  # A pod of that rollout admitted by a 0.1.0 replica still serving the webhook gets the previous
-  # injection (OtherConfiguration): the operator heals it with one more rollout.
-  local mnew="" mrev2="" healed=""
+  # pods get the flag), exactly once; jto and sc set it and keep their pods. The new leader
+  # writes mon's template only once no $old_ver replica is ready or stopping: one still answering
+  # the webhook would admit mon's new pod with the previous injection (and a heal could meet it again).
+  local mnew="" mrev2="" healed="" waited=""
   t0=$(date +%s%N)
   for _ in $(seq 1 150); do
     mnew=$(lc_pods | awk '/^mon-/ {print $1}')
@@ -396,12 +396,12 @@ PY
   done
   minj=$(lc_injection "$mnew"); mrev2=$(lc_revision mon)
   healed=$(kubectl -n $LC_NS get events --field-selector reason=HealRollout,involvedObject.name=mon -o jsonpath='{.items[*].message}' 2>/dev/null)
+  waited=$(kubectl -n $RELEASE_NS logs "${lease_after%%_*}" 2>/dev/null | grep -m1 -o "pod templates wait for the operator's own rollout: replica(s) [^ ]*" || true)
   if ! grep -q "^$mnew " <<<"$before" && [[ "${minj%%|*}" == *-XX:+DTraceMonitorProbes* ]] \
      && [[ "$(cut -d'|' -f2 <<<"$minj")" == *monitors* ]] && [[ "$(cut -d'|' -f3 <<<"$minj")" == *maxClasses=20* ]] \
-     && { [ "$mrev2" = $((mrev + 1)) ] || { [ "$mrev2" = $((mrev + 2)) ] && [ -n "$healed" ]; }; }; then
-    if [ "$mrev2" = $((mrev + 1)) ]; then ok "mon (monitors unset) rolled exactly once: revision $mrev -> $mrev2, its new pod has JAVA_TOOL_OPTIONS|collectors|limits: $minj (settled $(lc_secs "$t0") s after helm upgrade returned)"
-    else ok "mon (monitors unset) rolled once, and its pod from that rollout, admitted by a $old_ver replica still serving, was healed with one more ($healed): revision $mrev -> $mrev2, its pod now has JAVA_TOOL_OPTIONS|collectors|limits: $minj ($(lc_secs "$t0") s)"; fi
-  else bad "mon (monitors unset) rolled once to pods with -XX:+DTraceMonitorProbes" "revision $mrev -> $mrev2, pod '$mnew': $minj; heal: '$healed'; $(kubectl -n $LC_NS get jvmdiag mon -o jsonpath='{.status.conditions[?(@.type=="Injected")].message}')"; fi
+     && [ "$mrev2" = $((mrev + 1)) ] && [ -z "$healed" ]; then
+    ok "mon (monitors unset) rolled exactly once: revision $mrev -> $mrev2, no heal, its new pod has JAVA_TOOL_OPTIONS|collectors|limits: $minj (settled $(lc_secs "$t0") s after helm upgrade returned; the new leader ${waited:+logged: \"$waited\"}${waited:-found no $old_ver replica serving at its first pass})"
+  else bad "mon (monitors unset) rolled exactly once to pods with -XX:+DTraceMonitorProbes" "revision $mrev -> $mrev2, pod '$mnew': $minj; heal: '$healed'; leader's wait: '$waited'; $(kubectl -n $LC_NS get jvmdiag mon -o jsonpath='{.status.conditions[?(@.type=="Injected")].message}')"; fi
   if [ "${#extra[@]}" -eq 0 ] && [ -n "$mnew" ]; then
     # the agent attached the monitors collector to mon's new JVM: its contended enters of class Contend
     local apod mseen=""

@@ -12,6 +12,7 @@ The operator's flags (see `java -jar jvmdiag-operator.jar --help`), derived from
 {{- end }}
 - --agent-image={{ include "jvm-diagnostics.image" (dict "image" .Values.agent.image "global" .Values.global "appVersion" .Chart.AppVersion) }}
 - --max-rollouts-per-minute={{ .Values.operator.maxRolloutsPerMinute }}
+- --operator-deployment={{ include "jvm-diagnostics.operator.fullname" . }}
 - --log-format={{ .Values.operator.logFormat }}
 {{- range .Values.operator.allowedJvmOptions }}
 - --allow-jvm-option={{ . }}

@@ -3,6 +3,7 @@ package dev.diagnostics.jvm.operator;
 import dev.diagnostics.jvm.operator.alerts.RuleRenderer;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.election.LeaderElection;
+import dev.diagnostics.jvm.operator.reconciler.OperatorRollout;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
 import dev.diagnostics.jvm.operator.webhook.WebhookRegistration;
 import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
@@ -127,6 +128,12 @@ public final class Main implements Callable<Integer> {
           + "(default: 5 behind --webhook-service, 0 with --webhook-url)")
   Integer webhookDrainSeconds;
 
+  @Option(names = "--operator-deployment", paramLabel = "NAME",
+      description = "the Deployment in --namespace this replica belongs to (its pod is $POD_NAME): while it rolls out, replicas of "
+          + "its previous pod template still answer the webhook with their version's injection, so the leader writes pod templates "
+          + "(new configurations, heals) only once none of them is ready or stopping (default: none, no such wait)")
+  String operatorDeployment;
+
   @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
       description = "log lines on stderr: text ([thread] LEVEL logger - message) or json (one object per line: time, level, "
           + "logger, thread, message, exception) (default: ${DEFAULT-VALUE})")
@@ -189,6 +196,16 @@ public final class Main implements Callable<Integer> {
         throw new CommandLine.ParameterException(new CommandLine(new Main()), "--allow-jvm-option=" + prefix + ": " + problem);
       }
     }
+    OperatorRollout.Self self = null;
+    if (operatorDeployment != null) {
+      String pod = System.getenv("POD_NAME");
+      if (pod == null || pod.isBlank()) pod = System.getenv("HOSTNAME");
+      if (pod == null || pod.isBlank()) {
+        throw new CommandLine.ParameterException(new CommandLine(new Main()), "--operator-deployment needs this replica's pod name in "
+            + "$POD_NAME (env: POD_NAME from fieldRef metadata.name)");
+      }
+      self = new OperatorRollout.Self(namespace, operatorDeployment, pod.trim());
+    }
     KubernetesClient client = connect(kubeconfig);
     String target = webhookUrl != null ? webhookUrl : "service:" + webhookService + "." + namespace + ":443";
     List<String> hosts = webhookUrl != null
@@ -202,7 +219,7 @@ public final class Main implements Callable<Integer> {
             webhookConfig, manageWebhookConfig, certCheckInterval, webhookWarmup, allowed) : null,
         reconciler ? new ReconcilerSettings(agentImage, allowed,
             watchNamespaces == null ? Set.of() : Set.copyOf(watchNamespaces), maxRolloutsPerMinute, election,
-            WebhookRegistration.excludedNamespaces(namespace)) : null,
+            WebhookRegistration.excludedNamespaces(namespace), Duration.ofMinutes(1), self) : null,
         metricsBind.isEmpty() ? null : address(metricsBind, "--metrics-bind"));
     OperatorApp app = new OperatorApp(client, settings).start();
     CountDownLatch stop = new CountDownLatch(1);

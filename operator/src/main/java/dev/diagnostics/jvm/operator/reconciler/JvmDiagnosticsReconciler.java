@@ -47,7 +47,7 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
   public JvmDiagnosticsReconciler(ReconcilerSettings settings, PrometheusRegistry registry) {
     this.settings = settings;
     this.limiter = new RolloutLimiter(settings.maxRollouts(), settings.rolloutWindow(), registry);
-    this.targets = new TargetInjection(limiter, settings.excludedNamespaces());
+    this.targets = new TargetInjection(limiter, new OperatorRollout(settings.operator()), settings.excludedNamespaces());
     this.missingMetric = new MissingInjectionMetric(registry);
   }
 

@@ -26,9 +26,9 @@ public final class PodInspector {
     Outdated,
     /**
      * Made from a template that asks for the current configuration, yet injected with another: the
-     * webhook replica that admitted it computed another configuration (a replica of the previous
-     * operator version, still serving while the operator itself is upgraded, or one whose view of
-     * the resource lagged). Healed like a miss.
+     * webhook replica that admitted it computed another configuration (one whose view of the
+     * resource lagged; a replica of the previous operator version only if it answered although
+     * templates wait for the operator's own rollout, see OperatorRollout). Healed like a miss.
      */
     OtherConfiguration
   }

@@ -16,13 +16,22 @@ import java.util.Set;
  * @param leaderElection only the Lease holder reconciles (null: this replica always does)
  * @param excludedNamespaces where the webhook injects nothing: resources there are reported, never rolled
  * @param rolloutWindow the window of maxRollouts: a minute (--max-rollouts-per-minute); shorter only in tests
+ * @param operator this replica and its Deployment: pod templates wait while replicas of another operator pod template
+ *     may answer the webhook (null: none to wait for)
  */
 public record ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
-    int maxRollouts, LeaderElection leaderElection, List<String> excludedNamespaces, Duration rolloutWindow) {
+    int maxRollouts, LeaderElection leaderElection, List<String> excludedNamespaces, Duration rolloutWindow,
+    OperatorRollout.Self operator) {
   /** maxRolloutsPerMinute: the limit as --max-rollouts-per-minute and the chart give it. */
   public ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
       int maxRolloutsPerMinute, LeaderElection leaderElection, List<String> excludedNamespaces) {
-    this(agentImage, allowedJvmOptions, watchNamespaces, maxRolloutsPerMinute, leaderElection, excludedNamespaces, Duration.ofMinutes(1));
+    this(agentImage, allowedJvmOptions, watchNamespaces, maxRolloutsPerMinute, leaderElection, excludedNamespaces, Duration.ofMinutes(1), null);
+  }
+
+  /** Tests: a shorter rollout window, no operator Deployment. */
+  public ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
+      int maxRollouts, LeaderElection leaderElection, List<String> excludedNamespaces, Duration rolloutWindow) {
+    this(agentImage, allowedJvmOptions, watchNamespaces, maxRollouts, leaderElection, excludedNamespaces, rolloutWindow, null);
   }
 
   public ReconcilerSettings {

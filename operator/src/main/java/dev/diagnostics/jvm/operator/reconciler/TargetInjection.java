@@ -13,7 +13,8 @@ import java.util.stream.Collectors;
 
 /**
  * The target side of a reconcile: find the target, write the marker into its pod template (within
- * the cluster-wide rollout limit), observe its pods, heal once what the webhook missed; the
+ * the cluster-wide rollout limit, and not while replicas of another operator version may still
+ * answer the webhook), observe its pods, heal once what the webhook missed; the
  * outcome is the TargetFound and Injected conditions and the pod counts.
  */
 final class TargetInjection {
@@ -27,11 +28,13 @@ final class TargetInjection {
       List<PodMissingInjection> missing, Duration requeue, List<String> healed, String lastHealTime) {}
 
   private final RolloutLimiter limiter;
+  private final OperatorRollout operator;
   private final List<String> excludedNamespaces;
 
   /** excludedNamespaces: where the webhook injects nothing, so the operator writes nothing either. */
-  TargetInjection(RolloutLimiter limiter, List<String> excludedNamespaces) {
+  TargetInjection(RolloutLimiter limiter, OperatorRollout operator, List<String> excludedNamespaces) {
     this.limiter = limiter;
+    this.operator = operator;
     this.excludedNamespaces = List.copyOf(excludedNamespaces);
   }
 
@@ -62,24 +65,32 @@ final class TargetInjection {
     if (target == null) return notWritten(found, c.of(Conditions.INJECTED, false, "TargetNotFound", "no target, no pods to inject"), lastHeal);
 
     PodTemplateMarker marker = PodTemplateMarker.desired(r.getMetadata().getName(), spec.rollout, config, target);
-    boolean throttled = marker.needsWrite(target) && !limiter.tryAcquire("config");
-    if (!throttled) marker.apply(ctx.getClient(), target); // a no-op when the template carries it already
-    Duration requeue = throttled ? limiter.untilNext() : null;
+    // before the limit: a write that waits for the operator's rollout takes none of it
+    OperatorRollout.Wait waiting = marker.needsWrite(target) ? operator.waitFor(ctx.getClient(), now) : null;
+    boolean throttled = waiting == null && marker.needsWrite(target) && !limiter.tryAcquire("config");
+    if (waiting == null && !throttled) marker.apply(ctx.getClient(), target); // a no-op when the template carries it already
+    Duration requeue = throttled ? limiter.untilNext() : waiting != null ? OperatorRollout.REQUEUE : null;
 
     PodObserver.Observation seen = PodObserver.observe(ctx, target, r, config);
     PodInspector.Report report = seen.report();
     Condition injected = InjectedCondition.of(c, report, target, marker.hash() != null);
     if (!config.refusedOptions().isEmpty()) injected = InjectedCondition.optionsRefused(c, config, injected);
     if (throttled) injected = InjectedCondition.throttled(c, spec.targetRef.toString(), limiter);
+    if (waiting != null) injected = InjectedCondition.waitingForOperator(c, spec.targetRef.toString(), waiting, "written");
     if (!report.missing().isEmpty() && requeue == null) requeue = Duration.ofSeconds(30);
 
-    HealDecision heal = throttled ? HealDecision.NONE : HealDecision.decide(marker.hash(), config.hash(), report.missing(),
+    HealDecision heal = throttled || waiting != null ? HealDecision.NONE : HealDecision.decide(marker.hash(), config.hash(), report.missing(),
         r.getStatus() == null ? null : r.getStatus().podsMissingInjection, seen.pods(), target.rolloutComplete(),
         lastHeal == null ? null : Instant.parse(lastHeal), now);
     if (heal.requeue() != null) requeue = heal.requeue();
     if (!heal.stillMissing().isEmpty()) injected = InjectedCondition.healStopped(c, heal.stillMissing(), target, marker.hash());
     List<String> healed = List.of();
-    if (heal.healTo() != null) {
+    OperatorRollout.Wait healWaits = heal.healTo() != null ? operator.waitFor(ctx.getClient(), now) : null;
+    if (healWaits != null) {
+      // a heal now could meet the same replica of the previous version again, and there is one heal per configuration
+      injected = InjectedCondition.waitingForOperator(c, spec.targetRef.toString(), healWaits, "restarted to heal the pods missed");
+      requeue = OperatorRollout.REQUEUE;
+    } else if (heal.healTo() != null) {
       if (limiter.tryAcquire("heal")) {
         // a fresh copy: the heal must not apply over a template changed since the cache saw it
         marker.withHash(heal.healTo()).apply(ctx.getClient(), Target.get(ctx.getClient(), ns, spec.targetRef));
@@ -116,8 +127,8 @@ final class TargetInjection {
             : "they were created while the webhook was unreachable; restart them: kubectl rollout restart " + target.workload();
       } else if (report.any("OtherConfiguration")) {
         reason = "PodsMissingInjection";
-        fix = "a webhook replica with another configuration admitted them (one of the previous operator version during the"
-            + " operator's own upgrade); the operator restarts the workload once its rollout settles";
+        fix = "a webhook replica with another configuration admitted them (one whose view of the resource lagged, or"
+            + " one of another operator version); the operator restarts the workload once its rollout settles";
       } else if (!automatic && (report.any("Outdated") || report.any("NotRolledOut"))) {
         reason = "RolloutPending";
         fix = "rollout is Manual: restart them to apply the current configuration: kubectl rollout restart " + target.workload();
@@ -152,6 +163,13 @@ final class TargetInjection {
           + " waits for the cluster-wide limit of " + limiter.describe() + " (--max-rollouts-per-minute,"
           + " chart value operator.maxRolloutsPerMinute) so that many changed resources never restart their workloads at once;"
           + " the next rollout may start in about " + limiter.untilNext().toSeconds() + " s");
+    }
+
+    /** what: what happens to the template once the operator's rollout is done ("written", ...). */
+    static Condition waitingForOperator(Conditions.Builder c, String targetRef, OperatorRollout.Wait wait, String what) {
+      return c.of(Conditions.INJECTED, false, "OperatorRollingOut", "the pod template of " + targetRef + " is " + what
+          + " once the operator's own rollout is done: " + wait.describe() + " may still answer the webhook, and a pod it admits"
+          + " gets that version's injection; this continues by itself when that rollout ends (see it: " + wait.statusCommand() + ")");
     }
 
     static Condition healStopped(Conditions.Builder c, List<String> stillMissing, Target target, String hash) {
