@@ -120,7 +120,7 @@ fn bpf_fatal(e: anyhow::Error) -> Fatal {
     if msg.contains("Operation not permitted") || msg.contains("EPERM") {
         Fatal(format!("loading eBPF programs was refused ({msg}): run as root or with CAP_BPF,CAP_PERFMON (and no seccomp/LSM policy blocking bpf())"))
     } else {
-        Fatal(format!("loading eBPF programs failed ({msg}): needs a 5.8+ kernel with BTF; run with --no-collector.<name> to skip one collector"))
+        Fatal(format!("loading eBPF programs failed ({msg}): needs a 5.17+ kernel with BTF (bpf_loop, BPF cookies); run with --no-collector.<name> to skip one collector"))
     }
 }
 

@@ -77,7 +77,10 @@ public final class OperatorApp implements AutoCloseable {
 
   /**
    * A replica that leads without reconciling, or reconciles next to a new leader, must not stay
-   * up: exit 1 (when exitOnLostLease; in-process tests only record it and turn /healthz red).
+   * up. Its reconciler stops at once and it stops competing for the Lease; then it exits 1 (when
+   * exitOnLostLease; in-process tests stay up with /healthz red). The webhook does not depend on
+   * leadership: on the way out it drains like any stop (--webhook-drain-seconds), without
+   * reconciling meanwhile.
    */
   private void fatal(String why) {
     if (closing) return;
@@ -85,7 +88,15 @@ public final class OperatorApp implements AutoCloseable {
     LeaderElection le = s.reconciler() == null ? null : s.reconciler().leaderElection();
     boolean exit = le == null || le.exitOnLostLease();
     LOG.error("{}{}", why, exit ? ": exiting (code 1) so that no replica leads without reconciling or reconciles next to the new leader" : "");
-    if (exit) Thread.ofPlatform().start(() -> System.exit(1));
+    Thread.ofPlatform().name("fatal-stop").start(() -> {
+      try {
+        if (elector != null) elector.stop();
+        if (operator != null) operator.stop();
+      } catch (RuntimeException e) {
+        LOG.warn("stopping the reconciler: {}", e.getMessage());
+      }
+      if (exit) System.exit(1);
+    });
   }
 
   /** False after a fatal leader-election or start error (when not exiting). */

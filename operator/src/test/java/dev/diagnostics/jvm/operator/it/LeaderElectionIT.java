@@ -38,13 +38,14 @@ class LeaderElectionIT {
   static final String LEASE = "jvmdiag-it-leader";
   static final String METRIC = "jvmdiag_operator_pods_missing_injection{";
   static KubernetesClient admin;
+  static Config asOperator;
   static final Map<String, KubernetesClient> clients = new HashMap<>();
   static final Map<String, OperatorApp> apps = new HashMap<>();
 
   @BeforeAll
   static void start() throws Exception {
     admin = ApiServer.admin();
-    Config asOperator = ChartRbac.install(admin);
+    asOperator = ChartRbac.install(admin);
     for (String id : List.of("replica-a", "replica-b")) {
       KubernetesClient c = ApiServer.client(asOperator);
       clients.put(id, c);
@@ -169,5 +170,39 @@ class LeaderElectionIT {
     admin.resources(JvmDiagnostics.class).inNamespace(ns2).withName("orders").delete();
     await("the resource is gone (finalizer run by the new leader)", WAIT, () -> get(ns2, "orders") == null);
     await("its series is removed", WAIT, () -> series(apps.get(follower), ns2).isEmpty());
+  }
+
+  /**
+   * A replica whose Lease is deleted under it (as when another took it over) stops reconciling at
+   * once: a resource created afterwards is reconciled by the other replicas' leader, not by it.
+   * Here it stays up (no exit in-process) with /healthz red; in a pod it then exits 1.
+   */
+  @Test
+  void aReplicaThatLosesItsLeaseStopsReconcilingAtOnce() throws Exception {
+    String lease = "jvmdiag-it-lost";
+    String ns = ApiServer.namespace(admin, "leader-election-lost");
+    LeaderElection le = new LeaderElection(ChartRbac.NAMESPACE, lease, "replica-lost",
+        Duration.ofSeconds(10), Duration.ofSeconds(8), Duration.ofSeconds(1), false);
+    try (KubernetesClient c = ApiServer.client(asOperator);
+         OperatorApp app = new OperatorApp(c, new OperatorApp.Settings(null,
+             new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(ns), 0, le, List.of()), new InetSocketAddress("127.0.0.1", 0))).start()) {
+      await("replica-lost holds its Lease", WAIT, () -> {
+        Lease l = admin.leases().inNamespace(ChartRbac.NAMESPACE).withName(lease).get();
+        return l != null && "replica-lost".equals(l.getSpec().getHolderIdentity());
+      });
+      deploymentAndResource(ns, "before");
+      podFromTemplate(ns, "before", "missed");
+      await("it reconciles while it leads", WAIT, () -> exports(app, ns, "before", "before-missed", "WebhookUnavailable"));
+
+      admin.leases().inNamespace(ChartRbac.NAMESPACE).withName(lease).delete();
+      await("/healthz red after the Lease was lost", WAIT, () -> !app.healthy());
+      deploymentAndResource(ns, "after");
+      podFromTemplate(ns, "after", "missed");
+      await("the other replicas' leader reconciles the new resource", WAIT,
+          () -> missing(ns, "after").contains("after-missed/WebhookUnavailable"));
+      Thread.sleep(3000); // past its requeue: a replica still reconciling would have exported it by now
+      assertThat(series(app, ns)).as("the replica without its Lease reconciled nothing more")
+          .noneMatch(l -> l.contains("jvmdiagnostics=\"after\""));
+    }
   }
 }
