@@ -69,7 +69,10 @@ public final class OperatorApp implements AutoCloseable {
       if (rs.leaderElection() == null) {
         operator.start(); // throws: the caller exits non-zero
       } else {
-        elector = new LeaderElector(client, rs.leaderElection(), operator::start, this::fatal).start();
+        // after a fatal error the reconciler stays stopped, even if the elector leads once more before the exit
+        elector = new LeaderElector(client, rs.leaderElection(), () -> {
+          if (healthy) operator.start();
+        }, this::fatal).start();
       }
     }
     return this;
@@ -77,10 +80,11 @@ public final class OperatorApp implements AutoCloseable {
 
   /**
    * A replica that leads without reconciling, or reconciles next to a new leader, must not stay
-   * up. Its reconciler stops at once and it stops competing for the Lease; then it exits 1 (when
+   * up. Its reconciler stops at once and never starts again; then it exits 1 (when
    * exitOnLostLease; in-process tests stay up with /healthz red). The webhook does not depend on
    * leadership: on the way out it drains like any stop (--webhook-drain-seconds), without
-   * reconciling meanwhile.
+   * reconciling meanwhile. The elector is left to the exit: the Lease stays as it is, which
+   * says who held it last.
    */
   private void fatal(String why) {
     if (closing) return;
@@ -90,7 +94,6 @@ public final class OperatorApp implements AutoCloseable {
     LOG.error("{}{}", why, exit ? ": exiting (code 1) so that no replica leads without reconciling or reconciles next to the new leader" : "");
     Thread.ofPlatform().name("fatal-stop").start(() -> {
       try {
-        if (elector != null) elector.stop();
         if (operator != null) operator.stop();
       } catch (RuntimeException e) {
         LOG.warn("stopping the reconciler: {}", e.getMessage());
