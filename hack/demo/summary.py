@@ -290,16 +290,19 @@ def update_named(s, elapsed, named, lock=None):
         # provider's class a JVM reports), from the blocked time or from the alert
         def secure_random(c):
             return "SecureRandom" in c
-        blocked = [r["metric"].get("monitor_class", "") for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1]))]
-        fired = [a["labels"].get("monitor_class", "") for a in s["alerts"]
+        # (class, pod): the pod says which JVM stalls (the DHE server, not a thread storm's TLS server)
+        blocked = [(r["metric"].get("monitor_class", ""), r["metric"].get("pod", ""))
+                   for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1]))]
+        fired = [(a["labels"].get("monitor_class", ""), a["labels"].get("pod", "")) for a in s["alerts"]
                  if a["labels"].get("alertname") == "JvmDiagMonitorContentionHigh"]
-        cls = next((c for c in blocked + fired if secure_random(c)), None)
-        if cls and named[3] is None:
+        top = next(((c, p) for c, p in blocked + fired if secure_random(c)), None)
+        if top and named[3] is None:
             named[3] = elapsed
-            lock["class"] = cls
-        if lock.get("alert_at") is None and any(secure_random(c) for c in fired):
+            lock["class"], lock["pod"] = top
+        alert = next(((c, p) for c, p in fired if secure_random(c)), None)
+        if lock.get("alert_at") is None and alert:
             lock["alert_at"] = elapsed
-            lock["alert_class"] = next(c for c in fired if secure_random(c))
+            lock["alert_class"], lock["alert_pod"] = alert
     if named[0] is None and any("HandshakeCompletedNotify" in r["metric"].get("thread_name", "") for r in s["threads"]):
         named[0] = elapsed
     if named[1] is None and (
@@ -353,9 +356,9 @@ def run(a, check):
                         3: "the threads blocked most on the SecureRandom:"}[i]
                 print(f"demo: incident {i + 1}: {what} {by} (named after {t:.0f}s)", flush=True)
         if not tty and before[0] is None and named[3] is not None:
-            print(f"demo: incident 4 named after {named[3]:.0f}s: threads blocked on contended monitors of class {lock['class']}", flush=True)
+            print(f"demo: incident 4 named after {named[3]:.0f}s: threads blocked on contended monitors of class {lock['class']} in pod {lock['pod']}", flush=True)
         if not tty and before[1] is None and lock.get("alert_at") is not None:
-            print(f"demo: alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s: monitor_class={lock['alert_class']}", flush=True)
+            print(f"demo: alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s: monitor_class={lock['alert_class']} pod={lock['alert_pod']}", flush=True)
         if check is not None and check.proc is None and named[0] is not None \
                 and ((all(t is not None for t in named) and lock.get("alert_at") is not None) or elapsed - named[0] >= 30):
             check.start(elapsed)
