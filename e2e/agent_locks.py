@@ -514,36 +514,48 @@ def comm(pid, tid):
         return "?"
 
 
-def test_park_share(jdk, tag):
-    """One JVM parks more threads at once than its share of the in-flight table; another parks
-    beside it. An agent with --max-jvms 4 has a park_inflight of 4 x 64 entries and a share of
-    64 per JVM (a quarter of the table, at least 64). The hostile JVM's holders (HOSTILE threads,
-    each parked once and staying parked) take the room its other parked threads leave: once all
-    are parked, the kernel's table (bpftool) holds exactly 64 entries of its slot, E of them
-    holders (by the tids' comm), and the begins it refused are exactly the holders' park calls
-    (the workload's own count) minus E, counted under its name and in the agent-wide counter.
-    The normal JVM, parking NORMAL threads meanwhile, loses nothing: its parks equal its own count
-    and its parked time is within 2 % of what it measured. Killed with 64 entries held, the
-    hostile JVM leaves none behind once the agent releases its slot."""
-    hostile_n, normal_n, share = 150, 20, 64
+# The in-flight tables one JVM's holders fill: park_inflight (parking, 64 per JVM) and
+# wait_inflight (monitors, 32 per JVM), each with its end probe, share and workload mode.
+SHARE_TABLES = {
+    "park": dict(table="park_inflight", collector="parking", end_prog="park_end", share=64, opts=()),
+    "wait": dict(table="wait_inflight", collector="monitors", end_prog="monitor_waited", share=32,
+                 opts=("-XX:+DTraceMonitorProbes",)),
+}
+
+
+def test_inflight_share(jdk, tag, kind="park"):
+    """One JVM parks (kind park) or waits in Object.wait (kind wait) with more threads at once
+    than its share of the in-flight table; another does the same beside it. An agent with
+    --max-jvms 4 has a park_inflight of 4 x 64 entries and a share of 64 per JVM (a quarter of
+    the table, at least 64); a wait_inflight of 4 x 32 and a share of 32. The hostile JVM's
+    holders (HOSTILE threads, each parked or waiting once and staying so) take the room its other
+    threads leave: once all are WAITING, the kernel's table (bpftool) holds exactly its share of
+    entries of its slot, E of them holders (by the tids' comm), and the begins it refused are
+    exactly the holders' calls (the workload's own count) minus E, counted under its name and in
+    the agent-wide counter. The normal JVM, with NORMAL holders meanwhile, loses nothing: its
+    calls equal its own count and its time is within 2 % of what it measured. Killed with its
+    share held, the hostile JVM leaves no entry behind once the agent releases its slot."""
+    t = SHARE_TABLES[kind]
+    table, share = t["table"], t["share"]
+    hostile_n, normal_n = 150, 20
     global shared_agent
     if shared_agent is not None:
         stop(shared_agent)
         shared_agent = None
     agent = start_agent("--max-jvms", "4", "--match-jvm", "ParkHold")
-    maps = object_maps(agent.pid, "park_end")
-    h, hctl = workload(jdk, f"hold-hostile-{tag}", "ParkHold", [hostile_n])
-    n, nctl = workload(jdk, f"hold-normal-{tag}", "ParkHold", [normal_n])
+    maps = object_maps(agent.pid, t["end_prog"])
+    h, hctl = workload(jdk, f"hold-hostile-{kind}-{tag}", "ParkHold", [hostile_n, kind], t["opts"])
+    n, nctl = workload(jdk, f"hold-normal-{kind}-{tag}", "ParkHold", [normal_n, kind], t["opts"])
     hslot, nslot = slot_of(maps, h.pid), slot_of(maps, n.pid)
     problems = []
     open(os.path.join(hctl, "go"), "w").close()
     wait_file(os.path.join(hctl, "parked"), 60, h)
     hparks = int(open(os.path.join(hctl, "parked")).read().split()[1])
-    held = inflight_of(maps, "park_inflight", hslot)
-    holders = [t for t in held if comm(h.pid, t).startswith("holder-")]
+    held = inflight_of(maps, table, hslot)
+    holders = [tid for tid in held if comm(h.pid, tid).startswith("holder-")]
     open(os.path.join(nctl, "go"), "w").close()
     wait_file(os.path.join(nctl, "parked"), 60, n)
-    nheld = inflight_of(maps, "park_inflight", nslot)
+    nheld = inflight_of(maps, table, nslot)
     time.sleep(0.3)
     open(os.path.join(nctl, "release"), "w").close()
     wait_file(os.path.join(nctl, "done"), 60, n)
@@ -552,36 +564,37 @@ def test_park_share(jdk, tag):
     text = scrape()
     lost = {(l["map"], l["reason"]): v for name, l, v in samples(text, h.pid) if name == "jvmdiag_agent_jvm_inflight_lost_total"}
     nlost = [(l, v) for name, l, v in samples(text, n.pid) if name == "jvmdiag_agent_jvm_inflight_lost_total" and v]
-    total = {(l["map"], l["reason"]): v for name, l, v in samples(text) if name == "jvmdiag_agent_inflight_lost_total" and l.get("collector") == "parking"}
+    total = {(l["map"], l["reason"]): v for name, l, v in samples(text)
+             if name == "jvmdiag_agent_inflight_lost_total" and l.get("collector") == t["collector"]}
     parks = by_label(text, n.pid, "jvmdiag_thread_parks_total", "thread_name").get("holder-N", 0)
     parked = by_label(text, n.pid, "jvmdiag_thread_parked_seconds_total", "thread_name").get("holder-N", 0.0)
     want_lost = hparks - len(holders)
-    got_lost = lost.get(("park_inflight", "jvm_share"), 0)
-    log(f"  {tag}: hostile slot {hslot}: {hparks} holder parks, table holds {len(held)} of its entries ({len(holders)} holders); "
+    got_lost = lost.get((table, "jvm_share"), 0)
+    log(f"  {kind} {tag}: hostile slot {hslot}: {hparks} holder calls, {table} holds {len(held)} of its entries ({len(holders)} holders); "
         f"lost {int(got_lost)} (want {want_lost}), agent-wide {total}; normal slot {nslot}: held {len(nheld)}, "
-        f"parks agent {int(parks)} / workload {nparks}, parked {parked:.4f} s / workload {nns / 1e9:.4f} s, lost {nlost}")
+        f"calls agent {int(parks)} / workload {nparks}, time {parked:.4f} s / workload {nns / 1e9:.4f} s, lost {nlost}")
     problems += contract(text, "jvmdiag_thread_parks_total")
     if len(held) != share:
-        problems.append(f"the hostile JVM holds {len(held)} entries of park_inflight, not its share {share}")
+        problems.append(f"the hostile JVM holds {len(held)} entries of {table}, not its share {share}")
     if hparks < hostile_n or int(got_lost) != want_lost:
-        problems.append(f"hostile JVM: {int(got_lost)} begins refused, expected its {hparks} holder parks - {len(holders)} holders in the table = {want_lost}")
-    if total.get(("park_inflight", "jvm_share")) != got_lost or total.get(("park_inflight", "full"), -1) != 0:
+        problems.append(f"hostile JVM: {int(got_lost)} begins refused, expected its {hparks} holder calls - {len(holders)} holders in the table = {want_lost}")
+    if total.get((table, "jvm_share")) != got_lost or total.get((table, "full"), -1) != 0:
         problems.append(f"agent-wide inflight_lost {total} != the hostile JVM's {lost}")
     if len(nheld) < normal_n:
-        problems.append(f"the normal JVM had {len(nheld)} entries while its {normal_n} holders were parked")
+        problems.append(f"the normal JVM had {len(nheld)} entries while its {normal_n} holders were WAITING")
     if nlost or int(parks) != nparks or abs(parked - nns / 1e9) > 0.02 * nns / 1e9:
-        problems.append(f"normal JVM: parks {int(parks)} vs its own {nparks}, parked {parked:.4f} s vs {nns / 1e9:.4f} s, lost {nlost}")
-    # Killed while its 64 entries are held: they go with its slot.
+        problems.append(f"normal JVM: calls {int(parks)} vs its own {nparks}, time {parked:.4f} s vs {nns / 1e9:.4f} s, lost {nlost}")
+    # Killed while its share is held: the entries go with its slot.
     h.kill()
     h.wait(30)
     deadline = time.time() + 30
     while time.time() < deadline and any(True for _ in samples(scrape(), h.pid)):
         time.sleep(0.3)
     scrape()
-    left = inflight_of(maps, "park_inflight", hslot)
-    log(f"  {tag}: hostile JVM killed; park_inflight entries of its slot afterwards: {len(left)}")
+    left = inflight_of(maps, table, hslot)
+    log(f"  {kind} {tag}: hostile JVM killed; {table} entries of its slot afterwards: {len(left)}")
     if left:
-        problems.append(f"{len(left)} park_inflight entries of the killed JVM's slot {hslot} remain")
+        problems.append(f"{len(left)} {table} entries of the killed JVM's slot {hslot} remain")
     for f in ("release", "quit"):
         open(os.path.join(nctl, f), "w").close()
     n.wait(60)
@@ -879,7 +892,9 @@ def main():
                 run(f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}", test_parking, nostapsdt, "nostapsdt")
         # These replace the agent by their own.
         for jdk in JDKS:
-            run(f"park_table_share_hostile_jvm_loses_its_own_{os.path.basename(jdk.rstrip('/'))}", test_park_share, jdk, os.path.basename(jdk.rstrip('/')))
+            run(f"park_table_share_hostile_jvm_loses_its_own_{os.path.basename(jdk.rstrip('/'))}", test_inflight_share, jdk, os.path.basename(jdk.rstrip('/')))
+        run(f"wait_table_share_hostile_jvm_loses_its_own_{os.path.basename(JDKS[-1].rstrip('/'))}", test_inflight_share, JDKS[-1],
+            os.path.basename(JDKS[-1].rstrip('/')), "wait")
         # Last: they replace the agent by one with a limit (per JVM, or the agent's own).
         run("monitor_classes_top_k_rest_other", test_monitor_classes_top_k, JDKS[0])
         run("monitor_classes_top_k_rest_other_agent_max_classes", test_monitor_classes_top_k, JDKS[0], True)

@@ -284,15 +284,21 @@ def update_culprits(s, elapsed, culprits):
                     break
 
 
+# Seconds blocked per second on one class that make a stall: the demo's dhe-stall resource's
+# spec.alerts.monitorContention threshold (examples/workloads/k8s/dhe-stall.yaml).
+LOCK_STALL = 0.5
+
+
 def update_named(s, elapsed, named, lock=None):
     if lock is not None:
         # the contended monitor class: a SecureRandom one (java.security.SecureRandom, or the
         # provider's class a JVM reports), from the blocked time or from the alert
         def secure_random(c):
             return "SecureRandom" in c
-        # (class, pod): the pod says which JVM stalls (the DHE server, not a thread storm's TLS server)
+        # (class, pod) blocked at least LOCK_STALL: every TLS server blocks on its SecureRandom now
+        # and then (the thread storm's too); a stall is threads blocked for much of each second
         blocked = [(r["metric"].get("monitor_class", ""), r["metric"].get("pod", ""))
-                   for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1]))]
+                   for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1])) if float(r["value"][1]) >= LOCK_STALL]
         fired = [(a["labels"].get("monitor_class", ""), a["labels"].get("pod", "")) for a in s["alerts"]
                  if a["labels"].get("alertname") == "JvmDiagMonitorContentionHigh"]
         top = next(((c, p) for c, p in blocked + fired if secure_random(c)), None)
