@@ -193,6 +193,12 @@ operator_build() {
   fi
 }
 
+# agent_build LOG: builds the release agent where a source changed (cargo decides); on failure
+# prints the log's tail and returns 1.
+agent_build() {
+  (cd "$REPO_ROOT/node-agent" && nice cargo build --release --locked) >"$1" 2>&1 || { tail -n 8 "$1" >&2; return 1; }
+}
+
 # The chart's ClusterRole + Role exactly as helm renders them (default values).
 render_rbac() {
   bash "$REPO_ROOT/hack/setup.d/helm.sh" >&2 || die "helm missing (hack/setup.d/helm.sh failed)"

@@ -125,7 +125,7 @@ wait_for 120 "the node to be Ready" kubectl wait --for=condition=Ready node --al
 # earlier build's operator or agent.
 say "building the operator and the node agent where their sources changed (Maven, cargo)"
 operator_build
-(cd "$REPO_ROOT/node-agent" && nice cargo build --release --locked) >"$STATE/agent-build.log" 2>&1 || { tail -n 8 "$STATE/agent-build.log" >&2; die "agent build failed"; }
+agent_build "$STATE/agent-build.log" || die "agent build failed"
 say "building the images (operator, agent, JDK 17/25 bases; cached) and importing them"
 "$REPO_ROOT/hack/images/build.sh" all >"$STATE/images.log" 2>&1 || { tail -n 8 "$STATE/images.log" >&2; die "make images failed"; }
 say "building the demo workloads (javac) and their images on JDK 17 and 25"

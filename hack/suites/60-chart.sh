@@ -124,7 +124,7 @@ if [ "$node" != 1 ]; then
 fi
 # The images carry this tree's operator and agent, never an earlier build's (a suite run alone).
 operator_build
-(cd "$REPO_ROOT/node-agent" && nice cargo build --release --locked) >"$WORK/agent-build.log" 2>&1 || tail -n 8 "$WORK/agent-build.log"
+agent_build "$WORK/agent-build.log" || true
 IMAGES_NO_IMPORT=1 "$REPO_ROOT/hack/images/build.sh" agent operator >"$WORK/images.log" 2>&1
 missing=()
 for img in agent operator; do [ -f "$JVMDIAG_CACHE/images/jvmdiag_${img}_dev.tar" ] || missing+=("$img"); done
