@@ -103,13 +103,8 @@ public final class OperatorRollout {
   static List<String> others(List<Pod> pods, String ownTemplate) {
     return pods.stream()
         .filter(p -> !ownTemplate.equals(labels(p).get(TEMPLATE_HASH)))
-        .filter(p -> !finished(p) && (p.getMetadata().getDeletionTimestamp() != null || ready(p)))
+        .filter(p -> !PodInspector.finished(p) && (p.getMetadata().getDeletionTimestamp() != null || ready(p)))
         .map(p -> p.getMetadata().getName()).sorted().toList();
-  }
-
-  private static boolean finished(Pod p) {
-    String phase = p.getStatus() == null ? null : p.getStatus().getPhase();
-    return "Succeeded".equals(phase) || "Failed".equals(phase);
   }
 
   private static boolean ready(Pod p) {

@@ -64,9 +64,13 @@ public final class PodInspector {
 
   /** Counted: not being deleted and not finished. */
   static boolean live(Pod p) {
-    if (p.getMetadata().getDeletionTimestamp() != null) return false;
+    return p.getMetadata().getDeletionTimestamp() == null && !finished(p);
+  }
+
+  /** Its containers ran to the end (phase Succeeded or Failed). */
+  static boolean finished(Pod p) {
     String phase = p.getStatus() == null ? null : p.getStatus().getPhase();
-    return !"Succeeded".equals(phase) && !"Failed".equals(phase);
+    return "Succeeded".equals(phase) || "Failed".equals(phase);
   }
 
   static boolean olderThan(String a, String b) {

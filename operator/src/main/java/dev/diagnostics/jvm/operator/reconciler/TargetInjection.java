@@ -66,8 +66,9 @@ final class TargetInjection {
 
     PodTemplateMarker marker = PodTemplateMarker.desired(r.getMetadata().getName(), spec.rollout, config, target);
     // before the limit: a write that waits for the operator's rollout takes none of it
-    OperatorRollout.Wait waiting = marker.needsWrite(target) ? operator.waitFor(ctx.getClient(), now) : null;
-    boolean throttled = waiting == null && marker.needsWrite(target) && !limiter.tryAcquire("config");
+    boolean writes = marker.needsWrite(target);
+    OperatorRollout.Wait waiting = writes ? operator.waitFor(ctx.getClient(), now) : null;
+    boolean throttled = waiting == null && writes && !limiter.tryAcquire("config");
     if (waiting == null && !throttled) marker.apply(ctx.getClient(), target); // a no-op when the template carries it already
     Duration requeue = throttled ? limiter.untilNext() : waiting != null ? OperatorRollout.REQUEUE : null;
 
