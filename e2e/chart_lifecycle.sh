@@ -20,9 +20,9 @@
 #  4. `helm upgrade` to the current version (CRD first: `helm show crds | kubectl apply
 #     --server-side`), while pods are created 4 times a second (e2e/pod_creation_probe.py): no
 #     creation fails, none misses the webhook, none waits on it; the Lease moves to a new
-#     replica; mon rolls exactly once (monitors is on by default now; once more, a heal, when a
-#     previous-version replica still serving admitted its new pod): its new pod has the flag
-#     in JAVA_TOOL_OPTIONS, `monitors` in its collectors annotation, and the agent counts its
+#     replica; mon rolls exactly once, with no heal (monitors is on by default now; the new
+#     leader writes its template only once no previous-version replica may answer the webhook):
+#     its new pod has the flag in JAVA_TOOL_OPTIONS, `monitors` in its collectors annotation, and the agent counts its
 #     contended enters; jto and sc keep their pods (UIDs, restart counts); the resource stored
 #     with enabled: false keeps it; the resources are Ready;
 #  5. `helm upgrade` of the agent image tag alone: the Sidecar workload's pod is the same pod

@@ -11,13 +11,15 @@ use jit_common::*;
 use jvmdiag_agent::collector::REGISTRY;
 use jvmdiag_agent::metrics;
 
-/// PrintCompilation lines that are compilations of `method` (`pkg.Class::name`), not the
-/// "made not entrant" / "made zombie" notes about earlier ones, nor failure notes.
+/// PrintCompilation lines that are compilations, not the "made not entrant" / "made zombie"
+/// notes about earlier ones, nor failure notes.
+fn compilation_lines(out: &str) -> impl Iterator<Item = &str> {
+    out.lines().filter(|l| !l.contains("made not entrant") && !l.contains("made zombie") && !l.contains("COMPILE SKIPPED"))
+}
+
+/// Compilations of `method` (`pkg.Class::name`) in -XX:+PrintCompilation output.
 fn print_compilation_count(out: &str, method: &str) -> u64 {
-    out.lines()
-        .filter(|l| l.contains(&format!(" {method} ")) || l.ends_with(&format!(" {method}")))
-        .filter(|l| !l.contains("made not entrant") && !l.contains("made zombie") && !l.contains("COMPILE SKIPPED"))
-        .count() as u64
+    compilation_lines(out).filter(|l| l.contains(&format!(" {method} ")) || l.ends_with(&format!(" {method}"))).count() as u64
 }
 
 fn recompilation_storm(jdk: &Path) {
@@ -244,8 +246,7 @@ public class StagingLauncher {{\n\
 fn print_compilation_methods(out: &str) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     // Native wrappers (method handle intrinsics) are made without a compilation.
-    let skip = ["made not entrant", "made zombie", "COMPILE SKIPPED", "(native)"];
-    for l in out.lines().filter(|l| !skip.iter().any(|s| l.contains(s))) {
+    for l in compilation_lines(out).filter(|l| !l.contains("(native)")) {
         if let Some(name) = l.split_whitespace().find(|t| t.contains("::")) {
             *m.entry(name.to_string()).or_default() += 1;
         }

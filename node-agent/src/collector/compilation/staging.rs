@@ -56,7 +56,8 @@ impl Evictions {
         self.released = self.released.saturating_add(last.max(seen));
     }
 
-    /// Each traced JVM's count, by slot.
+    /// Each traced JVM's count, by slot (the scrape takes them from [`Evictions::observe`]).
+    #[cfg(test)]
     pub fn per_slot(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         self.live.iter().map(|(s, n)| (*s, *n))
     }
