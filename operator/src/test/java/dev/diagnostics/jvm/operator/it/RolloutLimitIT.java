@@ -268,13 +268,13 @@ class RolloutLimitIT {
   }
 
   static Map<String, String> template(String ns) {
-    Map<String, String> a = admin.apps().deployments().inNamespace(ns).withName("cart").get().getSpec().getTemplate().getMetadata()
+    Map<String, String> a = admin.apps().deployments().inNamespace(ns).withName("w0").get().getSpec().getTemplate().getMetadata()
         .getAnnotations();
     return a == null ? Map.of() : a;
   }
 
   static Condition injected(String ns) {
-    JvmDiagnostics r = admin.resources(JvmDiagnostics.class).inNamespace(ns).withName("cart").get();
+    JvmDiagnostics r = admin.resources(JvmDiagnostics.class).inNamespace(ns).withName("w0").get();
     if (r.getStatus() == null || r.getStatus().conditions == null) return null;
     return r.getStatus().conditions.stream().filter(c -> c.getType().equals("Injected")).findFirst().orElse(null);
   }
@@ -304,26 +304,11 @@ class RolloutLimitIT {
     replica("op-old-1", "old", true);
     replica("op-newer-1", "newer", false);
     String ns = ApiServer.namespace(admin, "op-rollout");
-    admin.resource(ApiServer.yaml(admin, Deployment.class, """
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {name: cart, namespace: %s}
-        spec:
-          replicas: 1
-          selector: {matchLabels: {app: cart}}
-          template:
-            metadata: {labels: {app: cart}}
-            spec: {containers: [{name: app, image: eclipse-temurin:21}]}
-        """.formatted(ns))).create();
+    workloads(ns, 1);
     ReconcilerSettings rs = new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(ns), 0, null, List.of(), Duration.ofMinutes(1),
         new OperatorRollout.Self(OPERATOR_NS, DEPLOYMENT, "op-new-1"));
     try (OperatorApp op = new OperatorApp(operatorClient, new OperatorApp.Settings(null, rs, new InetSocketAddress("127.0.0.1", 0))).start()) {
-      admin.resource(ApiServer.yaml(admin, JvmDiagnostics.class, """
-          apiVersion: jvm.diagnostics.dev/v1alpha1
-          kind: JvmDiagnostics
-          metadata: {name: cart, namespace: %s}
-          spec: {targetRef: {kind: Deployment, name: cart}}
-          """.formatted(ns))).create();
+      resources(ns, 1);
       await("Injected=False OperatorRollingOut", Duration.ofSeconds(30),
           () -> injected(ns) != null && "OperatorRollingOut".equals(injected(ns).getReason()));
       assertThat(injected(ns).getMessage()).contains("op-old-1").doesNotContain("op-newer-1").doesNotContain("op-new-1,")
