@@ -176,25 +176,30 @@ else
 fi
 
 MARK="suite-$$-$RANDOM"
-for v in 17 25; do
+# A Deployment of a smoke image (its entrypoint sleeps, printing its argument), created in its
+# final template: a later patch would roll it, and the old pods could still be stopping.
+sleep_deployment() {  # NAME IMAGE REPLICAS ARG
   kc apply -f - >/dev/null <<EOF
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: smoke$v, namespace: default}
+metadata: {name: $1, namespace: default}
 spec:
-  replicas: 1
-  selector: {matchLabels: {app: smoke$v}}
+  replicas: $3
+  selector: {matchLabels: {app: $1}}
   template:
-    metadata: {labels: {app: smoke$v}}
+    metadata: {labels: {app: $1}}
     spec:
       terminationGracePeriodSeconds: 2
       containers:
       - name: app
-        image: jvmdiag/cluster-smoke$v:dev
+        image: $2
         imagePullPolicy: Never
-        args: ["$MARK-$v"]
+        args: ["$4"]
         resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
 EOF
+}
+for v in 17 25; do
+  sleep_deployment "smoke$v" "jvmdiag/cluster-smoke$v:dev" 1 "$MARK-$v"
 done
 JPIDS=""
 for v in 17 25; do
@@ -257,11 +262,11 @@ check_clean "cluster down ($(secs "$t0")s)" $pids
 
 # --- a crash: kubelet and containerd killed with pods running; down must sweep ------------
 CLUSTER_IMAGES="pause $WORK/cluster-smoke17.tar" "$UP" >"$WORK/up2.out" 2>"$WORK/up2.err" \
-  && kc create deployment crash --image jvmdiag/cluster-smoke17:dev --replicas 2 -- java -cp /app Sleep "$MARK-crash" >/dev/null \
-  && kc patch deployment crash --type json -p '[{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy", "value": "Never"}]' >/dev/null \
+  && sleep_deployment crash jvmdiag/cluster-smoke17:dev 2 "$MARK-crash" \
   && kc rollout status deploy/crash --timeout=120s >/dev/null 2>&1; rc=$?
 crash_jvms=$(pgrep -f "Sleep $MARK-crash")
-check "cluster up again, two JVM pods running ($(wc -w <<<"$crash_jvms") JVMs on the host)" [ "$rc" = 0 -a "$(wc -w <<<"$crash_jvms")" = 2 ]
+if [ "$rc" = 0 ] && [ "$(wc -w <<<"$crash_jvms")" = 2 ]; then ok "cluster up again, two JVM pods running (2 JVMs on the host)"
+else bad "cluster up again, two JVM pods running" "rc=$rc, $(wc -w <<<"$crash_jvms") JVMs on the host; $(kc get pods -o wide 2>&1 | tail -n 4 | tr '\n' ' ')"; fi
 pids="$(cat "$RUN"/*.pid 2>/dev/null) $crash_jvms $(pgrep -f "containerd-shim-runc-v2 .*-address $CTRD_SOCK")"
 kill -KILL "$(cat "$RUN/kubelet.pid")" "$(cat "$RUN/containerd.pid")" 2>/dev/null
 sleep 0.5
