@@ -341,7 +341,7 @@ impl AttachManager {
         let mut links = Vec::new();
         let mut mode = ProbeMode::Usdt;
         let mut failed = Vec::new();
-        let guard = crate::sigbus::Guard::new();
+        let guard = crate::sigbus::Guard::take();
         for c in &self.collectors {
             match c.attach(&binary) {
                 Ok(a) => {
@@ -405,7 +405,7 @@ impl AttachManager {
         jvmdiag_inspect::elf::check_file(&file).map_err(|e| anyhow::anyhow!("libjvm_refused: {e}"))?;
         let before = changed_stamp(&file);
         let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        let guard = crate::sigbus::Guard::new();
+        let guard = crate::sigbus::Guard::take();
         let links = attach(&binary);
         let faults = guard.faults();
         drop(guard);

@@ -133,7 +133,7 @@ impl Discovery {
                     if s.exe != exe {
                         s.exe = exe;
                         s.since = now;
-                    } else if (self.polls + u64::from(pid)) % START_CHECK_EVERY == 0 && s.start.is_none_or(|st| !alive(pid, st)) {
+                    } else if (self.polls + u64::from(pid)).is_multiple_of(START_CHECK_EVERY) && s.start.is_none_or(|st| !alive(pid, st)) {
                         // Exited and its pid reused by a process running the same file (a
                         // JVM restarted in the same container): a new process. Checked at
                         // one poll in START_CHECK_EVERY per process (spread over the polls):

@@ -64,7 +64,7 @@ pub struct Guard {
 }
 
 impl Guard {
-    pub fn new() -> Guard {
+    pub fn take() -> Guard {
         install();
         ACTIVE.store(true, Ordering::SeqCst);
         Guard { faults_before: FAULTS.load(Ordering::SeqCst) }
@@ -98,7 +98,7 @@ mod tests {
         let p = unsafe { libc::mmap(std::ptr::null_mut(), 3 * 4096, libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0) } as *const u8;
         assert_ne!(p as *mut libc::c_void, libc::MAP_FAILED);
         f.set_len(4096).unwrap(); // the last two pages are past the end now
-        let g = Guard::new();
+        let g = Guard::take();
         // SAFETY: inside the mapping; page 2 is past the file's end (SIGBUS without the guard).
         let (first, past) = unsafe { (std::ptr::read_volatile(p), std::ptr::read_volatile(p.add(2 * 4096 + 10))) };
         assert_eq!((first, past), (7, 0));

@@ -160,7 +160,7 @@ pub fn jvm_options(environ: &[u8], cmdline: &[u8], read: &mut ReadOptionsFile<'_
             words.next();
         }
     }
-    let flags_file = tool.iter().chain(&launcher).chain(&java).filter_map(|o| o.strip_prefix("-XX:Flags=")).last().map(str::to_string);
+    let flags_file = tool.iter().chain(&launcher).chain(&java).filter_map(|o| o.strip_prefix("-XX:Flags=")).next_back().map(str::to_string);
     let mut out = flags_file.map(|f| read_words(&f, "-XX:")).unwrap_or_default();
     out.extend(tool);
     out.extend(launcher);

@@ -220,7 +220,7 @@ impl Attributor {
         }
         vec![
             gauge(&metrics::KUBE_API_UP, if sh.api_up { 1.0 } else { 0.0 }),
-            gauge(&metrics::KUBE_PODS, sh.table.len() as f64),
+            gauge(&metrics::KUBE_PODS, sh.table.pod_count() as f64),
             counter(&metrics::KUBE_WATCH_EVENTS, sh.watch_events),
             counter(&metrics::KUBE_WATCH_ERRORS, sh.watch_errors),
             counter(&metrics::KUBE_PENDING_DROPPED, self.pending_dropped),

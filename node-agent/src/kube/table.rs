@@ -134,7 +134,7 @@ impl PodTable {
         self.pods.get(uid)
     }
 
-    pub fn len(&self) -> usize {
+    pub fn pod_count(&self) -> usize {
         self.pods.len()
     }
 }

@@ -54,7 +54,7 @@ fn note_error(shared: &Mutex<Shared>, msg: String, last_log: &mut Option<Instant
     sh.watch_errors += 1;
     // One line per 30 s at most: an API server that is down should not flood the log.
     if last_log.is_none_or(|t: Instant| t.elapsed() > Duration::from_secs(30)) {
-        tracing::warn!("pod watch: {msg} (tracing goes on with the {} pods known)", sh.table.len());
+        tracing::warn!("pod watch: {msg} (tracing goes on with the {} pods known)", sh.table.pod_count());
         *last_log = Some(Instant::now());
     }
     sh.last_error = msg;
