@@ -4,8 +4,10 @@
  * over time so the -Xlog:safepoint file rotates several times, plus T thread starts; then
  * prints IDLE and sleeps, so its counters stand still while the test compares them.
  * With REQUEST_FILE, it then runs one more burst whenever that file appears holding
- * "THREADS GCS [NAMES]" (the file is deleted, then "BURST THREADS GCS" printed when done), so a
- * test can make a known number of thread starts and safepoints happen in a window it chose.
+ * "THREADS GCS [NAMES]" and a newline (the file is deleted, then "BURST THREADS GCS" printed when
+ * done), so a test can make a known number of thread starts and safepoints happen in a window it
+ * chose. A request without its newline is still being written (a shell's `echo >` creates the
+ * file before it writes): it is read again at the next poll.
  * With NAMES (1 to 26), the burst's threads take that many names, digits folded as the agent
  * folds them: "more-a-N", "more-b-N", ... (else all are "more-N").
  * A request "main CLASS ARGS..." instead runs CLASS's main(ARGS) (a class on the class path,
@@ -34,7 +36,9 @@ public class SafepointBurst {
         while (true) {
             Thread.sleep(100);
             if (!java.nio.file.Files.exists(request)) continue;
-            String[] want = java.nio.file.Files.readString(request).trim().split("\\s+");
+            String text = java.nio.file.Files.readString(request);
+            if (!text.endsWith("\n")) continue;
+            String[] want = text.trim().split("\\s+");
             java.nio.file.Files.delete(request);
             if (want[0].equals("main")) {
                 runMain(want[1], java.util.Arrays.copyOfRange(want, 2, want.length));
