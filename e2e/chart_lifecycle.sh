@@ -397,10 +397,12 @@ PY
   minj=$(lc_injection "$mnew"); mrev2=$(lc_revision mon)
   healed=$(kubectl -n $LC_NS get events --field-selector reason=HealRollout,involvedObject.name=mon -o jsonpath='{.items[*].message}' 2>/dev/null)
   waited=$(kubectl -n $RELEASE_NS logs "${lease_after%%_*}" 2>/dev/null | grep -m1 -o "pod templates wait for the operator's own rollout: replica(s) [^ ]*" || true)
+  local leader_saw="found no $old_ver replica serving at its first pass"
+  [ -z "$waited" ] || leader_saw="logged: \"$waited\""
   if ! grep -q "^$mnew " <<<"$before" && [[ "${minj%%|*}" == *-XX:+DTraceMonitorProbes* ]] \
      && [[ "$(cut -d'|' -f2 <<<"$minj")" == *monitors* ]] && [[ "$(cut -d'|' -f3 <<<"$minj")" == *maxClasses=20* ]] \
      && [ "$mrev2" = $((mrev + 1)) ] && [ -z "$healed" ]; then
-    ok "mon (monitors unset) rolled exactly once: revision $mrev -> $mrev2, no heal, its new pod has JAVA_TOOL_OPTIONS|collectors|limits: $minj (settled $(lc_secs "$t0") s after helm upgrade returned; the new leader ${waited:+logged: \"$waited\"}${waited:-found no $old_ver replica serving at its first pass})"
+    ok "mon (monitors unset) rolled exactly once: revision $mrev -> $mrev2, no heal, its new pod has JAVA_TOOL_OPTIONS|collectors|limits: $minj (settled $(lc_secs "$t0") s after helm upgrade returned; the new leader $leader_saw)"
   else bad "mon (monitors unset) rolled exactly once to pods with -XX:+DTraceMonitorProbes" "revision $mrev -> $mrev2, pod '$mnew': $minj; heal: '$healed'; leader's wait: '$waited'; $(kubectl -n $LC_NS get jvmdiag mon -o jsonpath='{.status.conditions[?(@.type=="Injected")].message}')"; fi
   if [ "${#extra[@]}" -eq 0 ] && [ -n "$mnew" ]; then
     # the agent attached the monitors collector to mon's new JVM: its contended enters of class Contend
