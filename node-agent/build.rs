@@ -25,7 +25,9 @@ fn main() {
     let dump = Command::new("bpftool")
         .args(["btf", "dump", "file", &btf, "format", "c"])
         .output()
-        .unwrap_or_else(|e| panic!("running bpftool to generate vmlinux.h: {e} (install bpftool: make setup)"));
+        .unwrap_or_else(|e| {
+            panic!("running bpftool to generate vmlinux.h: {e} (install bpftool: make setup)")
+        });
     if !dump.status.success() {
         panic!(
             "bpftool btf dump file {btf} failed: {} (the build needs kernel BTF; set VMLINUX_BTF=/path/to/vmlinux)",
@@ -41,7 +43,10 @@ fn main() {
         Ok(other) => panic!("unsupported target arch {other}"),
         Err(_) => "x86",
     };
-    let multiarch = format!("-I/usr/include/{}-linux-gnu", env::var("CARGO_CFG_TARGET_ARCH").unwrap_or("x86_64".into()));
+    let multiarch = format!(
+        "-I/usr/include/{}-linux-gnu",
+        env::var("CARGO_CFG_TARGET_ARCH").unwrap_or("x86_64".into())
+    );
     println!("cargo:rerun-if-changed=src/bpf");
     let mut sources: Vec<PathBuf> = fs::read_dir("src/bpf")
         .expect("src/bpf")
@@ -53,7 +58,8 @@ fn main() {
     // collector needs no edit there.
     let mut mods = String::new();
     for src in sources {
-        let stem = src.file_name().unwrap().to_string_lossy().trim_end_matches(".bpf.c").to_string();
+        let stem =
+            src.file_name().unwrap().to_string_lossy().trim_end_matches(".bpf.c").to_string();
         let skel = out.join(format!("{stem}.skel.rs"));
         SkeletonBuilder::new()
             .source(&src)
@@ -78,7 +84,9 @@ fn main() {
         ));
     }
     fs::write(out.join("consts.rs"), header_consts()).expect("write consts.rs");
-    mods.push_str("pub mod consts {\n    include!(concat!(env!(\"OUT_DIR\"), \"/consts.rs\"));\n}\n");
+    mods.push_str(
+        "pub mod consts {\n    include!(concat!(env!(\"OUT_DIR\"), \"/consts.rs\"));\n}\n",
+    );
     fs::write(out.join("skels.rs"), mods).expect("write skels.rs");
 }
 
@@ -128,7 +136,10 @@ fn header_consts() -> String {
             } else {
                 ("u32", value.to_string())
             };
-            out.push_str(&format!("/// {name} in {}\npub const {name}: {ty} = {literal};\n", h.display()));
+            out.push_str(&format!(
+                "/// {name} in {}\npub const {name}: {ty} = {literal};\n",
+                h.display()
+            ));
         }
     }
     out
@@ -155,10 +166,12 @@ struct Bound {
 fn histogram_bounds(out: &std::path::Path) {
     println!("cargo:rerun-if-env-changed=JVMDIAG_HISTOGRAM_BOUNDS");
     let path = env::var("JVMDIAG_HISTOGRAM_BOUNDS").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR")).join("../monitoring/histogram-bounds.txt")
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"))
+            .join("../monitoring/histogram-bounds.txt")
     });
     println!("cargo:rerun-if-changed={}", path.display());
-    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (set JVMDIAG_HISTOGRAM_BOUNDS)", path.display()));
+    let text = fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (set JVMDIAG_HISTOGRAM_BOUNDS)", path.display()));
     let mut bounds: Vec<Bound> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -170,10 +183,16 @@ fn histogram_bounds(out: &std::path::Path) {
         let (Some(le), Some(spec), None) = (cols.next(), cols.next(), cols.next()) else {
             panic!("{}: want `le  specDuration`, got {line:?}", at());
         };
-        let ns = decimal_ns(le, 1_000_000_000).unwrap_or_else(|| panic!("{}: le {le:?} is not a decimal number of seconds", at()));
-        let spec_ns = spec_duration_ns(spec).unwrap_or_else(|| panic!("{}: {spec:?} is not a duration (us, ms or s)", at()));
+        let ns = decimal_ns(le, 1_000_000_000)
+            .unwrap_or_else(|| panic!("{}: le {le:?} is not a decimal number of seconds", at()));
+        let spec_ns = spec_duration_ns(spec)
+            .unwrap_or_else(|| panic!("{}: {spec:?} is not a duration (us, ms or s)", at()));
         assert_eq!(ns, spec_ns, "{}: le {le} and spec duration {spec} differ", at());
-        assert!(le.contains('.'), "{}: le {le:?} must be written as exposed (a float: 1.0, not 1)", at());
+        assert!(
+            le.contains('.'),
+            "{}: le {le:?} must be written as exposed (a float: 1.0, not 1)",
+            at()
+        );
         if let Some(prev) = bounds.last() {
             assert!(ns > prev.ns, "{}: bounds must increase", at());
         }
@@ -214,10 +233,14 @@ fn histogram_bounds(out: &std::path::Path) {
 fn decimal_ns(s: &str, unit: u64) -> Option<u64> {
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     let digits = unit.to_string().len() - 1;
-    if int.is_empty() || frac.len() > digits || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+    if int.is_empty()
+        || frac.len() > digits
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
         return None;
     }
-    let frac_ns: u64 = if frac.is_empty() { 0 } else { format!("{frac:0<digits$}").parse().ok()? };
+    let frac_ns: u64 =
+        if frac.is_empty() { 0 } else { format!("{frac:0<digits$}").parse().ok()? };
     int.parse::<u64>().ok()?.checked_mul(unit)?.checked_add(frac_ns)
 }
 

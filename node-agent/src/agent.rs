@@ -10,9 +10,9 @@ use crate::collector::{Collector, LoadConfig, REGISTRY};
 use crate::discovery::Discovery;
 use crate::exposition;
 use crate::model::Family;
-use crate::serve::{self, Mode};
-use crate::report::{self, AgentReport, CollectorReport};
 use crate::preflight::{self, Fatal};
+use crate::report::{self, AgentReport, CollectorReport};
+use crate::serve::{self, Mode};
 
 #[derive(Default)]
 struct AgentStats {
@@ -59,10 +59,13 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let host = cfg.cli.host.clone().unwrap_or_else(hostname);
     tracing::info!(listen = %cfg.cli.listen, collectors = %cfg.collectors.join(","), "jvmdiag-agent: serving http://{}/metrics", cfg.cli.listen);
 
-    let mut mgr = AttachManager::new(collectors, traced, host).with_jvm_limits(limits_map, cfg.caps()).with_max_jvms(cfg.cli.max_jvms);
+    let mut mgr = AttachManager::new(collectors, traced, host)
+        .with_jvm_limits(limits_map, cfg.caps())
+        .with_max_jvms(cfg.cli.max_jvms);
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
-    let mut agent = Agent { mgr, disc: Discovery::default(), stats, jvm_limits: cfg.jvm_limits(), starters };
+    let mut agent =
+        Agent { mgr, disc: Discovery::default(), stats, jvm_limits: cfg.jvm_limits(), starters };
     serve::run(&cfg, server, &mut agent)
 }
 
@@ -97,7 +100,12 @@ impl Mode for Agent {
                     match stats.kube.as_mut() {
                         Some(k) => k.offer(f),
                         None => {
-                            let limits = self.jvm_limits.iter().find(|(m, _)| f.name.contains(m.as_str())).map(|(_, l)| *l).unwrap_or_default();
+                            let limits = self
+                                .jvm_limits
+                                .iter()
+                                .find(|(m, _)| f.name.contains(m.as_str()))
+                                .map(|(_, l)| *l)
+                                .unwrap_or_default();
                             mgr.add_limited(f, None, limits)
                         }
                     }
@@ -140,8 +148,15 @@ fn own_bpf_map_bytes() -> Option<u64> {
         if !std::fs::read_link(e.path()).is_ok_and(|t| t.as_os_str() == "anon_inode:bpf-map") {
             continue;
         }
-        let Ok(info) = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", e.file_name().to_string_lossy())) else { continue };
-        let field = |k: &str| info.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.trim().parse::<u64>().ok());
+        let Ok(info) = std::fs::read_to_string(format!(
+            "/proc/self/fdinfo/{}",
+            e.file_name().to_string_lossy()
+        )) else {
+            continue;
+        };
+        let field = |k: &str| {
+            info.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.trim().parse::<u64>().ok())
+        };
         if let (Some(id), Some(memlock)) = (field("map_id:"), field("memlock:")) {
             seen.insert(id, memlock);
         }
@@ -150,11 +165,18 @@ fn own_bpf_map_bytes() -> Option<u64> {
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// One scrape: every collector, the per-JVM hsperfdata gauges, the agent's own health.
-fn scrape(mgr: &mut AttachManager, stats: &AgentStats, starters: Option<&crate::starters::Starters>, previous: Option<Duration>) -> String {
+fn scrape(
+    mgr: &mut AttachManager,
+    stats: &AgentStats,
+    starters: Option<&crate::starters::Starters>,
+    previous: Option<Duration>,
+) -> String {
     mgr.reap();
     let exited_before = mgr.exited();
     let mut fams: Vec<Family> = Vec::new();

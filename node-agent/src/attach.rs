@@ -27,11 +27,11 @@ use jvmdiag_inspect::root::ProcRoot;
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
 use crate::collector::{Collector, REGISTRY};
-use crate::metrics::ProbeMode;
 use crate::discovery::{self, FileId, Found};
 use crate::file_identity::FileIdentity;
 use crate::kube::limits::{Caps, Limits};
 use crate::labels::JvmLabels;
+use crate::metrics::ProbeMode;
 use crate::skel::threads::types::jvm_limits;
 
 /// Slots of the per-JVM arrays (src/bpf/jvm.h); a `traced_pids` value holds the slot in
@@ -57,7 +57,10 @@ pub fn namespace_share_allows(held: usize, per_namespace: u32) -> bool {
 
 /// The `traced_pids` value of a JVM in `slot` that wants these collectors (None: all).
 pub fn traced_pids_value(slot: u32, wanted: Option<&[&str]>) -> u32 {
-    REGISTRY.iter().filter(|r| wanted.is_none_or(|w| w.contains(&r.name))).fold(slot, |v, r| v | r.bit())
+    REGISTRY
+        .iter()
+        .filter(|r| wanted.is_none_or(|w| w.contains(&r.name)))
+        .fold(slot, |v, r| v | r.bit())
 }
 /// An exited JVM that nobody scrapes is released after this long anyway.
 const EXITED_GRACE: Duration = Duration::from_secs(120);
@@ -68,7 +71,10 @@ const HSPERF_LOOKUP: Duration = Duration::from_secs(30);
 pub enum JvmState {
     Live,
     /// Exited at that instant; `reported` once a scrape has shown its final values.
-    Exited { at: Instant, reported: bool },
+    Exited {
+        at: Instant,
+        reported: bool,
+    },
 }
 
 pub struct Jvm {
@@ -125,15 +131,23 @@ pub struct AttachManager {
 
 /// The `traced_pids` map every collector object reuses (declared in common.bpf.h).
 pub fn create_traced_pids() -> Result<MapHandle> {
-    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts { sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _, ..Default::default() };
-    MapHandle::create(MapType::Hash, Some("traced_pids"), 4, 4, MAX_JVMS, &opts).context("create the traced_pids map")
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    MapHandle::create(MapType::Hash, Some("traced_pids"), 4, 4, MAX_JVMS, &opts)
+        .context("create the traced_pids map")
 }
 
 /// The `jvm_limits` map every collector object reuses (declared in common.bpf.h).
 pub fn create_jvm_limits() -> Result<MapHandle> {
-    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts { sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _, ..Default::default() };
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
     let size = std::mem::size_of::<jvm_limits>() as u32;
-    MapHandle::create(MapType::Array, Some("jvm_limits"), 4, size, MAX_JVMS, &opts).context("create the jvm_limits map")
+    MapHandle::create(MapType::Array, Some("jvm_limits"), 4, size, MAX_JVMS, &opts)
+        .context("create the jvm_limits map")
 }
 
 /// The kernel's value of a JVM's limits (0: the agent's own).
@@ -282,7 +296,9 @@ impl AttachManager {
             }
         }
         let value = traced_pids_value(slot, wanted);
-        if let Err(e) = self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY) {
+        if let Err(e) =
+            self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY)
+        {
             tracing::warn!(pid, error = %e, "traced_pids update failed");
             self.release_group(file);
             return self.fail(pid, start, "map_error", "");
@@ -296,7 +312,19 @@ impl AttachManager {
         let labels = JvmLabels::standalone(&self.host, pid, &found.name);
         self.jvms.insert(
             pid,
-            Jvm { found, file, slot, labels, state: JvmState::Live, probe_mode, info: None, missing, limits, pidfd, attached_at: Instant::now() },
+            Jvm {
+                found,
+                file,
+                slot,
+                labels,
+                state: JvmState::Live,
+                probe_mode,
+                info: None,
+                missing,
+                limits,
+                pidfd,
+                attached_at: Instant::now(),
+            },
         );
     }
 
@@ -306,9 +334,15 @@ impl AttachManager {
         match fi.of_mapping(found.pid, found.libjvm_start) {
             Ok(Some(file)) => Ok(file),
             Ok(None) => Err("libjvm_not_found"), // unmapped since discovery
-            Err(_) if !Path::new(&format!("/proc/{}", found.pid)).exists() => Err("exited_before_attach"),
+            Err(_) if !Path::new(&format!("/proc/{}", found.pid)).exists() => {
+                Err("exited_before_attach")
+            }
             Err(e) => {
-                tracing::warn!(pid = found.pid, error = format!("{e:#}"), "the file behind libjvm.so");
+                tracing::warn!(
+                    pid = found.pid,
+                    error = format!("{e:#}"),
+                    "the file behind libjvm.so"
+                );
                 Err("no_access")
             }
         }
@@ -317,11 +351,19 @@ impl AttachManager {
     /// Attaches every collector to one libjvm.so file, `file` as the kernel sees it.
     /// Err((reason, collector)); Ok also lists the collectors that could not attach, with
     /// their failure reason.
-    fn attach_file(&mut self, found: &Found, file_id: FileId) -> std::result::Result<(Group, Vec<FailedCollector>), (&'static str, String)> {
+    fn attach_file(
+        &mut self,
+        found: &Found,
+        file_id: FileId,
+    ) -> std::result::Result<(Group, Vec<FailedCollector>), (&'static str, String)> {
         let root = ProcRoot::open(found.pid).map_err(|_| ("no_access", String::new()))?;
-        let file = root
-            .open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES)
-            .map_err(|e| if e.raw_os_error() == Some(libc::ENOENT) { ("libjvm_not_found", String::new()) } else { ("no_access", String::new()) })?;
+        let file = root.open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ENOENT) {
+                ("libjvm_not_found", String::new())
+            } else {
+                ("no_access", String::new())
+            }
+        })?;
         // The opened path must be the file the JVM maps: the same real file where the kernel
         // can say (before the attach, so libbpf never reads another file), else the same
         // (dev, inode) as the mapping.
@@ -350,7 +392,11 @@ impl AttachManager {
                 }
                 Err(e) => {
                     tracing::warn!(pid = found.pid, path = %found.libjvm_path, collector = c.name(), error = format!("{e:#}"), "collector not attached");
-                    let reason = if crate::probe::needs_sys_admin(&e) { "needs_cap_sys_admin" } else { "collector_failed" };
+                    let reason = if crate::probe::needs_sys_admin(&e) {
+                        "needs_cap_sys_admin"
+                    } else {
+                        "collector_failed"
+                    };
                     failed.push((c.name(), reason));
                 }
             }
@@ -379,7 +425,12 @@ impl AttachManager {
 
     /// Err(identity_mismatch) unless the real file behind `file` is `want` (Ok where the kernel
     /// cannot say: then the caller compares `maps`' identity).
-    fn same_real_file(&mut self, found: &Found, file: &std::fs::File, want: FileId) -> std::result::Result<(), (&'static str, String)> {
+    fn same_real_file(
+        &mut self,
+        found: &Found,
+        file: &std::fs::File,
+        want: FileId,
+    ) -> std::result::Result<(), (&'static str, String)> {
         let Some(fi) = self.identity.as_mut() else { return Ok(()) };
         match fi.of_open_file(file) {
             Ok(Some(now)) if now == want => Ok(()),
@@ -396,13 +447,24 @@ impl AttachManager {
     /// its root, the real file of its group, the bounded parser's check before libbpf reads
     /// it, the SIGBUS guard while it does); links made on a file that changed meanwhile are
     /// dropped.
-    pub fn attach_to_process(&mut self, pid: u32, attach: impl FnOnce(&Path) -> Result<Vec<Link>>) -> Result<Vec<Link>> {
-        let j = self.jvms.get(&pid).filter(|j| j.state == JvmState::Live).context("not a live traced JVM")?;
+    pub fn attach_to_process(
+        &mut self,
+        pid: u32,
+        attach: impl FnOnce(&Path) -> Result<Vec<Link>>,
+    ) -> Result<Vec<Link>> {
+        let j = self
+            .jvms
+            .get(&pid)
+            .filter(|j| j.state == JvmState::Live)
+            .context("not a live traced JVM")?;
         let (found, want) = (j.found.clone(), j.file);
         let root = ProcRoot::open(pid).context("its root")?;
-        let file = root.open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES).context("its libjvm.so")?;
+        let file = root
+            .open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES)
+            .context("its libjvm.so")?;
         self.real_file_of(&found, &file, want)?;
-        jvmdiag_inspect::elf::check_file(&file).map_err(|e| anyhow::anyhow!("libjvm_refused: {e}"))?;
+        jvmdiag_inspect::elf::check_file(&file)
+            .map_err(|e| anyhow::anyhow!("libjvm_refused: {e}"))?;
         let before = changed_stamp(&file);
         let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         let guard = crate::sigbus::Guard::take();
@@ -420,7 +482,8 @@ impl AttachManager {
     /// Err unless `file` is the real file `want` (see `attach_file`).
     fn real_file_of(&mut self, found: &Found, file: &std::fs::File, want: FileId) -> Result<()> {
         if self.identity.is_some() {
-            self.same_real_file(found, file, want).map_err(|(reason, _)| anyhow::anyhow!("{reason}"))
+            self.same_real_file(found, file, want)
+                .map_err(|(reason, _)| anyhow::anyhow!("{reason}"))
         } else if file.metadata().is_ok_and(|m| found.libjvm.matches(&m)) {
             Ok(())
         } else {
@@ -476,7 +539,11 @@ impl AttachManager {
 
     /// Pids that are exited now (the next scrape is their last).
     pub fn exited(&self) -> Vec<u32> {
-        self.jvms.iter().filter(|(_, j)| matches!(j.state, JvmState::Exited { .. })).map(|(p, _)| *p).collect()
+        self.jvms
+            .iter()
+            .filter(|(_, j)| matches!(j.state, JvmState::Exited { .. }))
+            .map(|(p, _)| *p)
+            .collect()
     }
 
     fn release(&mut self, pid: u32) {
@@ -484,11 +551,17 @@ impl AttachManager {
         let _ = self.traced_pids.delete(&pid.to_ne_bytes());
         for c in &self.collectors {
             if let Err(e) = c.forget(j.slot) {
-                tracing::warn!(slot = j.slot, collector = c.name(), error = format!("{e:#}"), "forgetting a slot");
+                tracing::warn!(
+                    slot = j.slot,
+                    collector = c.name(),
+                    error = format!("{e:#}"),
+                    "forgetting a slot"
+                );
             }
         }
         if let Some(m) = &self.jvm_limits {
-            let _ = m.update(&j.slot.to_ne_bytes(), &limits_value(&Limits::default()), MapFlags::ANY);
+            let _ =
+                m.update(&j.slot.to_ne_bytes(), &limits_value(&Limits::default()), MapFlags::ANY);
         }
         self.free_slots.push(j.slot);
         if let Some(g) = self.groups.get_mut(&j.file) {
@@ -577,7 +650,11 @@ mod tests {
         assert_eq!(traced_pids_value(5, None), 5 | ((1 << REGISTRY.len()) - 1) << 16);
         assert_eq!(traced_pids_value(1023, Some(&["threads", "safepoints"])), 1023 | 0b11 << 16);
         assert_eq!(traced_pids_value(7, Some(&["compilation"])), 7 | 1 << 19);
-        assert_eq!(traced_pids_value(7, Some(&[])), 7, "nothing wanted: traced (labels, hsperfdata), counted nowhere");
+        assert_eq!(
+            traced_pids_value(7, Some(&[])),
+            7,
+            "nothing wanted: traced (labels, hsperfdata), counted nowhere"
+        );
         assert_eq!(traced_pids_value(0, Some(&["unknown"])), 0);
     }
 

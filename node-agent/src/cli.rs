@@ -129,7 +129,12 @@ pub struct Cli {
     pub sidecar_tmp: PathBuf,
 
     /// Sidecar mode: the -Xlog:safepoint file the operator's flag makes the JVM write (archives are <file>.N).
-    #[arg(long, value_name = "PATH", default_value = "/tmp/jvmdiag/safepoint-%p.log", help_heading = "Sidecar")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "/tmp/jvmdiag/safepoint-%p.log",
+        help_heading = "Sidecar"
+    )]
     pub safepoint_log: PathBuf,
 }
 
@@ -163,12 +168,18 @@ impl Config {
 
     /// `--max-jvms-per-namespace`, or its default from the node's slots.
     pub fn max_jvms_per_namespace(&self) -> u32 {
-        self.cli.max_jvms_per_namespace.unwrap_or(crate::attach::default_max_jvms_per_namespace(self.cli.max_jvms))
+        self.cli
+            .max_jvms_per_namespace
+            .unwrap_or(crate::attach::default_max_jvms_per_namespace(self.cli.max_jvms))
     }
 
     /// The agent's own `--max-*`: the ceiling of every JVM's limits.
     pub fn caps(&self) -> Caps {
-        Caps { thread_names: self.cli.max_thread_names, methods: self.cli.max_methods, classes: self.cli.max_classes }
+        Caps {
+            thread_names: self.cli.max_thread_names,
+            methods: self.cli.max_methods,
+            classes: self.cli.max_classes,
+        }
     }
 
     /// `--jvm-limits` as (text, limits); refused items are logged.
@@ -194,7 +205,11 @@ pub fn command() -> Command {
             .action(ArgAction::SetTrue)
             .help(format!("Enable the {} collector: {} (default: enabled)", r.name, r.help))
             .overrides_with(off);
-        let mut off_arg = Arg::new(off).long(off).action(ArgAction::SetTrue).help(format!("Disable the {} collector", r.name)).overrides_with(on);
+        let mut off_arg = Arg::new(off)
+            .long(off)
+            .action(ArgAction::SetTrue)
+            .help(format!("Disable the {} collector", r.name))
+            .overrides_with(on);
         for (old, _) in FORMER_NAMES.iter().filter(|(_, new)| *new == r.name) {
             on_arg = on_arg.alias(&*Box::leak(format!("collector.{old}").into_boxed_str()));
             off_arg = off_arg.alias(&*Box::leak(format!("no-collector.{old}").into_boxed_str()));
@@ -215,7 +230,9 @@ where
         let a = a.to_string_lossy();
         for (old, new) in FORMER_NAMES {
             for prefix in ["--collector.", "--no-collector."] {
-                if a.strip_prefix(prefix).is_some_and(|rest| rest == *old || rest.starts_with(&format!("{old}="))) {
+                if a.strip_prefix(prefix)
+                    .is_some_and(|rest| rest == *old || rest.starts_with(&format!("{old}=")))
+                {
                     deprecated.push(format!("{prefix}{old} is deprecated: use {prefix}{new} (the collector's name in the CRD and the health labels)"));
                 }
             }
@@ -244,20 +261,25 @@ mod tests {
         assert_eq!((&c.collectors, c.deprecated.len()), (&all, 0));
         let c = parse_from(["a", "--no-collector.vmOperations"]).unwrap();
         assert_eq!(c.collectors, but_vmops);
-        let c = parse_from(["a", "--no-collector.vmOperations", "--collector.vmOperations"]).unwrap();
+        let c =
+            parse_from(["a", "--no-collector.vmOperations", "--collector.vmOperations"]).unwrap();
         assert_eq!(c.collectors, all);
     }
 
     #[test]
     fn the_former_vmops_flags_still_work_with_a_warning() {
-        let but_vmops: Vec<&str> = REGISTRY.iter().map(|r| r.name).filter(|n| *n != "vmOperations").collect();
+        let but_vmops: Vec<&str> =
+            REGISTRY.iter().map(|r| r.name).filter(|n| *n != "vmOperations").collect();
         let c = parse_from(["a", "--no-collector.vmops"]).unwrap();
         assert_eq!(c.collectors, but_vmops);
         assert!(c.deprecated[0].contains("--no-collector.vmOperations"), "{:?}", c.deprecated);
         let c = parse_from(["a", "--no-collector.vmops", "--collector.vmops"]).unwrap();
         assert_eq!((c.collectors.len(), c.deprecated.len()), (REGISTRY.len(), 2));
         let help = command().render_long_help().to_string();
-        assert!(help.contains("--collector.vmOperations") && !help.contains("collector.vmops"), "the old name stays hidden");
+        assert!(
+            help.contains("--collector.vmOperations") && !help.contains("collector.vmops"),
+            "the old name stays hidden"
+        );
     }
 
     #[test]
@@ -268,7 +290,14 @@ mod tests {
     #[test]
     fn help_documents_every_flag() {
         let help = command().render_long_help().to_string();
-        for f in ["--standalone", "--listen", "--btf", "--max-thread-names", "--collector.threads", "--no-collector.safepoints"] {
+        for f in [
+            "--standalone",
+            "--listen",
+            "--btf",
+            "--max-thread-names",
+            "--collector.threads",
+            "--no-collector.safepoints",
+        ] {
             assert!(help.contains(f), "{f} missing from --help");
         }
     }

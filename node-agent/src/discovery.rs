@@ -35,7 +35,9 @@ impl FileId {
     /// Same identity as an open file's fstat?
     pub fn matches(&self, meta: &fs::Metadata) -> bool {
         let dev = meta.dev();
-        libc::major(dev) == self.dev_major && libc::minor(dev) == self.dev_minor && meta.ino() == self.inode
+        libc::major(dev) == self.dev_major
+            && libc::minor(dev) == self.dev_minor
+            && meta.ino() == self.inode
     }
 }
 
@@ -118,7 +120,9 @@ impl Discovery {
         let mut out = Poll::default();
         for e in fs::read_dir("/proc")? {
             let Ok(e) = e else { continue };
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
             present.insert(pid);
             if pid == me || known.contains(&pid) {
                 continue;
@@ -133,7 +137,9 @@ impl Discovery {
                     if s.exe != exe {
                         s.exe = exe;
                         s.since = now;
-                    } else if (self.polls + u64::from(pid)).is_multiple_of(START_CHECK_EVERY) && s.start.is_none_or(|st| !alive(pid, st)) {
+                    } else if (self.polls + u64::from(pid)).is_multiple_of(START_CHECK_EVERY)
+                        && s.start.is_none_or(|st| !alive(pid, st))
+                    {
                         // Exited and its pid reused by a process running the same file (a
                         // JVM restarted in the same container): a new process. Checked at
                         // one poll in START_CHECK_EVERY per process (spread over the polls):
@@ -167,7 +173,10 @@ pub fn inspect(pid: u32) -> Result<Option<Found>, jvmdiag_inspect::Error> {
     let maps = procfs::parse_maps(&maps)?;
     let Some(lib) = procfs::find_libjvm(&maps) else { return Ok(None) };
     let Some(libjvm_path) = lib.path.clone() else { return Ok(None) };
-    let status = procfs::parse_status(&read_host_file(Path::new(&format!("/proc/{pid}/status")), STATUS_MAX_BYTES)?)?;
+    let status = procfs::parse_status(&read_host_file(
+        Path::new(&format!("/proc/{pid}/status")),
+        STATUS_MAX_BYTES,
+    )?)?;
     let cmdline = read_host_file(Path::new(&format!("/proc/{pid}/cmdline")), CMDLINE_MAX_BYTES)?;
     let args = procfs::parse_cmdline(&cmdline)?;
     Ok(Some(Found {
@@ -189,8 +198,11 @@ pub fn hsperfdata_mapping(maps: &[MapEntry]) -> Option<(String, FileId)> {
         let mut it = p.rsplit('/');
         let file = it.next()?;
         let dir = it.next()?;
-        (m.inode != 0 && !m.deleted && dir.starts_with("hsperfdata_") && file.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| (p.to_string(), FileId::of(m)))
+        (m.inode != 0
+            && !m.deleted
+            && dir.starts_with("hsperfdata_")
+            && file.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| (p.to_string(), FileId::of(m)))
     })
 }
 
@@ -207,13 +219,22 @@ mod tests {
     #[test]
     fn start_time_is_field_22_whatever_the_comm() {
         let tail = "S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 12 0 424242 3000000 500 18446744073709551615";
-        for comm in ["java", "a b) c", ")", "((", "x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 999"] {
+        for comm in [
+            "java",
+            "a b) c",
+            ")",
+            "((",
+            "x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 999",
+        ] {
             let stat = format!("1234 ({comm}) {tail}\n");
             assert_eq!(parse_start_time(stat.as_bytes()), Some(424242), "{comm:?}");
         }
         assert_eq!(parse_start_time(b"1234 (java) S 1 2"), None);
         assert_eq!(parse_start_time(b"no parenthesis"), None);
-        assert_eq!(parse_start_time(b"1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 notanumber 0"), None);
+        assert_eq!(
+            parse_start_time(b"1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 notanumber 0"),
+            None
+        );
     }
 
     #[test]

@@ -43,7 +43,10 @@ pub fn prometheus_text_chunks(om: &Bytes) -> Vec<Bytes> {
     let (mut kept_from, mut at) = (0, 0);
     for line in text.split_inclusive('\n') {
         let l = line.strip_suffix('\n').unwrap_or(line);
-        let meta = l.strip_prefix("# HELP ").map(|r| ("# HELP ", r)).or_else(|| l.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
+        let meta = l
+            .strip_prefix("# HELP ")
+            .map(|r| ("# HELP ", r))
+            .or_else(|| l.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
         let replaced = match meta {
             _ if l == "# EOF" => Some(Bytes::new()),
             Some((kw, rest)) => {
@@ -86,9 +89,12 @@ impl EncodeMetric for One<'_> {
             Value::Counter(v) => e.encode_counter::<NoLabelSet, _, u64>(v, None),
             Value::CounterF(v) => e.encode_counter::<NoLabelSet, _, u64>(v, None),
             Value::Gauge(v) => e.encode_gauge(v),
-            Value::Histogram(h) => {
-                e.encode_histogram::<NoLabelSet>(h.sum_seconds(), h.count, &h.encoder_buckets(), None)
-            }
+            Value::Histogram(h) => e.encode_histogram::<NoLabelSet>(
+                h.sum_seconds(),
+                h.count,
+                &h.encoder_buckets(),
+                None,
+            ),
         }
     }
     fn metric_type(&self) -> MetricType {
@@ -105,7 +111,9 @@ impl PcCollector for Snapshot {
         for f in &self.families {
             let (name, ty) = match f.kind {
                 // The encoder appends `_total` to counter samples itself.
-                Kind::Counter => (f.name.strip_suffix("_total").unwrap_or(f.name), MetricType::Counter),
+                Kind::Counter => {
+                    (f.name.strip_suffix("_total").unwrap_or(f.name), MetricType::Counter)
+                }
                 Kind::Gauge => (f.name, MetricType::Gauge),
                 Kind::Histogram => (f.name, MetricType::Histogram),
             };
@@ -195,7 +203,11 @@ mod tests {
         assert_eq!(text, "# HELP a_total A counter.\n# TYPE a_total counter\na_total{x=\"1\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1.5\ng{y=\"2\"} 2\n");
         let inside = |c: &Bytes| page.as_ptr_range().contains(&c.as_ptr());
         let borrowed: usize = chunks.iter().filter(|c| inside(c)).map(|c| c.len()).sum();
-        assert_eq!(borrowed, text.len() - "# HELP a_total A counter.\n# TYPE a_total counter\n".len(), "only the counter's two lines are new");
+        assert_eq!(
+            borrowed,
+            text.len() - "# HELP a_total A counter.\n# TYPE a_total counter\n".len(),
+            "only the counter's two lines are new"
+        );
         assert_eq!(to_prometheus_text("x 1"), "x 1\n", "a last line without its newline gets one");
     }
 }

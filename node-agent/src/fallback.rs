@@ -120,7 +120,13 @@ impl SafepointSeries {
 
 /// At a scrape, for one JVM: settles `hsperfdata` vs not traced at all for a JVM without
 /// probes, and adds the hsperfdata-derived series of the collectors that could not attach.
-pub fn scrape_jvm(j: &mut Jvm, pd: Option<&PerfData>, sampler: &Sampler, pid: u32, out: &mut Vec<Family>) {
+pub fn scrape_jvm(
+    j: &mut Jvm,
+    pd: Option<&PerfData>,
+    sampler: &Sampler,
+    pid: u32,
+    out: &mut Vec<Family>,
+) {
     if j.state == JvmState::Live && matches!(j.probe_mode, Some(ProbeMode::Hsperfdata) | None) {
         j.probe_mode = pd.is_some().then_some(ProbeMode::Hsperfdata);
     }
@@ -129,7 +135,10 @@ pub fn scrape_jvm(j: &mut Jvm, pd: Option<&PerfData>, sampler: &Sampler, pid: u3
     }
     if j.missing.contains(&"safepoints") {
         if let Some(s) = sampler.jvms.get(&pid) {
-            out.extend(perfdata::safepoint_families(j.slot, [(perfdata::UNNAMED, &s.pause, &s.sync)]));
+            out.extend(perfdata::safepoint_families(
+                j.slot,
+                [(perfdata::UNNAMED, &s.pause, &s.sync)],
+            ));
         }
     }
 }
@@ -140,7 +149,9 @@ pub fn agent_families(mgr: &AttachManager, sampler: &Sampler) -> Vec<Family> {
     for r in mgr.untraced.values() {
         *by_reason.entry(r.clone()).or_default() += 1;
     }
-    let none = mgr.jvms.values().filter(|j| j.state == JvmState::Live && j.probe_mode.is_none()).count() as u64;
+    let none =
+        mgr.jvms.values().filter(|j| j.state == JvmState::Live && j.probe_mode.is_none()).count()
+            as u64;
     *by_reason.entry(metrics::NO_PROBES_NO_HSPERFDATA.into()).or_default() += none;
     // The reasons the alerts select on are always exposed, at 0 when no JVM has them.
     by_reason.entry("not_selected".into()).or_default();
@@ -179,8 +190,14 @@ mod tests {
         // Its end: 300 ms of pause, no new safepoint -> the same observation, le 0.5.
         s.sample((1, 300_000_000, 1_000_000), hz, &mut merged);
         assert_eq!((s.pause.count, s.pause.sum_ns), (1, 300_000_000));
-        assert_eq!((s.pause.buckets[Hist::slot_le("0.0001")], s.pause.buckets[Hist::slot_le("0.5")]), (0, 1));
-        assert_eq!((s.sync.count, s.sync.sum_ns, s.sync.buckets[Hist::slot_le("0.001")]), (1, 1_000_000, 1));
+        assert_eq!(
+            (s.pause.buckets[Hist::slot_le("0.0001")], s.pause.buckets[Hist::slot_le("0.5")]),
+            (0, 1)
+        );
+        assert_eq!(
+            (s.sync.count, s.sync.sum_ns, s.sync.buckets[Hist::slot_le("0.001")]),
+            (1, 1_000_000, 1)
+        );
         // Two more, then nothing new: totals equal the counters, nothing merged twice.
         s.sample((3, 304_000_000, 2_000_000), hz, &mut merged);
         s.sample((3, 304_000_000, 2_000_000), hz, &mut merged);

@@ -41,12 +41,16 @@ impl FileIdentity {
     /// The identity of the file mapped at `start` in process `pid` (host pid), as the
     /// kernel's uprobes see it; None when no file mapping starts there (or the process is gone).
     pub fn of_mapping(&mut self, pid: u32, start: u64) -> Result<Option<FileId>> {
-        self.skel.maps.bss_data.as_deref_mut().context("file_identity: no .bss")?.target_start = start;
+        self.skel.maps.bss_data.as_deref_mut().context("file_identity: no .bss")?.target_start =
+            start;
         let link = self.attach_for(pid)?;
         let mut iter = Iter::new(&link).context("create the task_vma iterator")?;
         // A few records at most (one per thread group visited); read to the end.
         let mut buf = Vec::with_capacity(4 * size_of::<mapped_file>());
-        iter.by_ref().take(64 * size_of::<mapped_file>() as u64).read_to_end(&mut buf).context("read the task_vma iterator")?;
+        iter.by_ref()
+            .take(64 * size_of::<mapped_file>() as u64)
+            .read_to_end(&mut buf)
+            .context("read the task_vma iterator")?;
         Ok(decode(&buf))
     }
 
@@ -57,7 +61,16 @@ impl FileIdentity {
         const LEN: usize = 4096;
         // SAFETY: a private read-only mapping of an fd we hold, unmapped below, never read
         // (a file shorter than a page maps fine; only an access past its end would fault).
-        let addr = unsafe { libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                LEN,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
         if addr == libc::MAP_FAILED {
             bail!("mmap: {}", std::io::Error::last_os_error());
         }

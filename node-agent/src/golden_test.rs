@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::collector::Health;
-use crate::metrics::{self, ProbeMode};
 use crate::exposition::{render, to_prometheus_text};
 use crate::labels::JvmLabels;
+use crate::metrics::{self, ProbeMode};
 use crate::model::{Hist, Value};
 use crate::report::{agent_families, jvm_families, AgentReport, CollectorReport, JvmReport};
 
@@ -26,22 +26,50 @@ fn fixture() -> String {
     let mut t = metrics::THREAD_STARTS.family();
     t.jvm(0, vec![("thread_name", "pool-N-thread-N".into())], Value::Counter(10_400));
     t.jvm(0, vec![("thread_name", "other".into())], Value::Counter(3));
-    t.jvm(1, vec![("thread_name", "HandshakeCompletedNotify-Thread".into())], Value::Counter(1_000_000));
+    t.jvm(
+        1,
+        vec![("thread_name", "HandshakeCompletedNotify-Thread".into())],
+        Value::Counter(1_000_000),
+    );
     fams.push(t);
     let mut p = metrics::SAFEPOINT_PAUSE.family();
     p.jvm(0, vec![("vm_operation", "ThreadDump".into())], hist(&[("0.00025", 20)], 4_000_000));
-    p.jvm(1, vec![("vm_operation", "RedefineClasses".into())], hist(&[("10.0", 1), ("+Inf", 1)], 71_500_000_000));
+    p.jvm(
+        1,
+        vec![("vm_operation", "RedefineClasses".into())],
+        hist(&[("10.0", 1), ("+Inf", 1)], 71_500_000_000),
+    );
     fams.push(p);
     let mut s = metrics::SAFEPOINT_SYNC.family();
     s.jvm(0, vec![("vm_operation", "ThreadDump".into())], hist(&[("0.0001", 20)], 200_000));
     fams.push(s);
     let mut v = metrics::VM_OPERATION.family();
-    v.jvm(0, vec![("vm_operation", "G1CollectFull".into()), ("at_safepoint", "true".into())], hist(&[("0.01", 5)], 41_000_000));
-    v.jvm(0, vec![("vm_operation", "HandshakeAllThreads".into()), ("at_safepoint", "false".into())], hist(&[("0.0001", 4)], 312_000));
+    v.jvm(
+        0,
+        vec![("vm_operation", "G1CollectFull".into()), ("at_safepoint", "true".into())],
+        hist(&[("0.01", 5)], 41_000_000),
+    );
+    v.jvm(
+        0,
+        vec![("vm_operation", "HandshakeAllThreads".into()), ("at_safepoint", "false".into())],
+        hist(&[("0.0001", 4)], 312_000),
+    );
     fams.push(v);
     fams.extend(jvm_families(&[
-        JvmReport { slot: 0, threads_live: Some(12), java_version: "17.0.15".into(), vendor: "Debian".into(), probe_mode: Some(ProbeMode::Usdt) },
-        JvmReport { slot: 1, threads_live: None, java_version: "25.0.3".into(), vendor: "Eclipse Adoptium".into(), probe_mode: Some(ProbeMode::Uprobe) },
+        JvmReport {
+            slot: 0,
+            threads_live: Some(12),
+            java_version: "17.0.15".into(),
+            vendor: "Debian".into(),
+            probe_mode: Some(ProbeMode::Usdt),
+        },
+        JvmReport {
+            slot: 1,
+            threads_live: None,
+            java_version: "25.0.3".into(),
+            vendor: "Eclipse Adoptium".into(),
+            probe_mode: Some(ProbeMode::Uprobe),
+        },
     ]));
     let health = Health {
         events: vec![("thread__start", 10_403), ("JVM_StartThread", 0)],
@@ -61,10 +89,22 @@ fn fixture() -> String {
     // A JVM compiled more distinct methods than the staging table holds.
     let compilation = Health { evictions: vec![("method_seen", 1_741)], ..Health::default() };
     let mut evicted = metrics::AGENT_JVM_MAP_EVICTIONS.family();
-    evicted.jvm(0, vec![("collector", "compilation".into()), ("map", "method_seen".into())], Value::Counter(1_741));
+    evicted.jvm(
+        0,
+        vec![("collector", "compilation".into()), ("map", "method_seen".into())],
+        Value::Counter(1_741),
+    );
     fams.push(evicted);
     let mut lost = metrics::AGENT_JVM_INFLIGHT_LOST.family();
-    lost.jvm(1, vec![("collector", "parking".into()), ("map", "park_inflight".into()), ("reason", "jvm_share".into())], Value::Counter(86));
+    lost.jvm(
+        1,
+        vec![
+            ("collector", "parking".into()),
+            ("map", "park_inflight".into()),
+            ("reason", "jvm_share".into()),
+        ],
+        Value::Counter(86),
+    );
     fams.push(lost);
     let mut failures = BTreeMap::new();
     failures.insert(("identity_mismatch".to_string(), String::new()), 1);
@@ -73,7 +113,12 @@ fn fixture() -> String {
         collectors: vec![
             CollectorReport { name: "threads", seconds: 0.00025, ok: true, health: Some(health) },
             CollectorReport { name: "parking", seconds: 0.00012, ok: true, health: Some(parking) },
-            CollectorReport { name: "compilation", seconds: 0.0004, ok: true, health: Some(compilation) },
+            CollectorReport {
+                name: "compilation",
+                seconds: 0.0004,
+                ok: true,
+                health: Some(compilation),
+            },
         ],
         traced_pids_entries: 2,
         jvms_attached: 2,
@@ -89,10 +134,26 @@ fn fixture() -> String {
     // The parked families, each from its own collector, merged into one family of one label
     // set: parks (monitor_class empty) and Object.wait by the waited-on class.
     let mut parked = crate::collector::parking::waited_families();
-    crate::collector::parking::push_waited(&mut parked, 0, "pool-N-thread-N".into(), "park", String::new(), 5_000, 41_000_000_000);
+    crate::collector::parking::push_waited(
+        &mut parked,
+        0,
+        "pool-N-thread-N".into(),
+        "park",
+        String::new(),
+        5_000,
+        41_000_000_000,
+    );
     fams.extend(parked);
     let mut waited = crate::collector::parking::waited_families();
-    crate::collector::parking::push_waited(&mut waited, 0, "pool-N-thread-N".into(), "object_wait", "com.acme.ConnectionPool".into(), 812, 196_500_000_000);
+    crate::collector::parking::push_waited(
+        &mut waited,
+        0,
+        "pool-N-thread-N".into(),
+        "object_wait",
+        "com.acme.ConnectionPool".into(),
+        812,
+        196_500_000_000,
+    );
     fams.extend(waited);
     // Slot 2 has no labels (released JVM): its samples must not appear.
     let mut gone = metrics::THREAD_STARTS.family();
@@ -151,17 +212,28 @@ fn label_values_from_containers_are_escaped_and_forge_nothing() {
     let mut jvms = HashMap::new();
     jvms.insert(0, JvmLabels::standalone("h", 1, "app\"\n# TYPE x counter\\.jar"));
     let mut t = metrics::THREAD_STARTS.family();
-    let hostile = ["x\"y", "back\\slash", "nl\nforged_total{namespace=\"kube-system\"} 1", "# TYPE jvmdiag_forged counter"];
+    let hostile = [
+        "x\"y",
+        "back\\slash",
+        "nl\nforged_total{namespace=\"kube-system\"} 1",
+        "# TYPE jvmdiag_forged counter",
+    ];
     for name in hostile {
         t.jvm(0, vec![("thread_name", name.into())], Value::Counter(1));
     }
     let text = to_prometheus_text(&render(vec![t], &jvms));
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(samples.len(), hostile.len(), "one line per sample, none forged:\n{text}");
-    assert!(samples.iter().all(|l| l.starts_with("jvmdiag_thread_starts_total{") && l.ends_with("} 1")), "{text}");
+    assert!(
+        samples.iter().all(|l| l.starts_with("jvmdiag_thread_starts_total{") && l.ends_with("} 1")),
+        "{text}"
+    );
     assert!(text.contains(r#"thread_name="x\"y""#), "{text}");
     assert!(text.contains(r#"thread_name="back\\slash""#), "{text}");
-    assert!(text.contains(r#"thread_name="nl\nforged_total{namespace=\"kube-system\"} 1""#), "{text}");
+    assert!(
+        text.contains(r#"thread_name="nl\nforged_total{namespace=\"kube-system\"} 1""#),
+        "{text}"
+    );
     assert!(text.contains(r#"jvm="app\"\n# TYPE x counter\\.jar""#), "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("# TYPE")).count(), 1, "{text}");
 }
@@ -185,7 +257,8 @@ mod raw_maps {
 
     /// A VM operation named by its vtable (struct vtable_name in name_key.name).
     fn vtable_key(slot: u32, file: u32, rel: u64) -> Vec<u8> {
-        let mut k = [slot.to_le_bytes(), 0u32.to_le_bytes(), [1, 0, 0, 0], file.to_le_bytes()].concat();
+        let mut k =
+            [slot.to_le_bytes(), 0u32.to_le_bytes(), [1, 0, 0, 0], file.to_le_bytes()].concat();
         k.extend(rel.to_le_bytes());
         k.resize(72, 0);
         k
@@ -209,8 +282,18 @@ mod raw_maps {
         let mut fams = Vec::new();
 
         // threads_counts: struct name_hkey {slot, pad, hash} -> __u64; threads_names -> name_text.
-        let hkey = |slot: u32, hash: u64| [slot.to_le_bytes(), 0u32.to_le_bytes()].concat().into_iter().chain(hash.to_le_bytes()).collect::<Vec<u8>>();
-        let counts = vec![(hkey(0, 0xabc), u64s(&[10_400])), (hkey(1, 7), u64s(&[3])), (hkey(1, 8), u64s(&[5]))];
+        let hkey = |slot: u32, hash: u64| {
+            [slot.to_le_bytes(), 0u32.to_le_bytes()]
+                .concat()
+                .into_iter()
+                .chain(hash.to_le_bytes())
+                .collect::<Vec<u8>>()
+        };
+        let counts = vec![
+            (hkey(0, 0xabc), u64s(&[10_400])),
+            (hkey(1, 7), u64s(&[3])),
+            (hkey(1, 8), u64s(&[5])),
+        ];
         let names = |k: &[u8]| -> Option<Vec<u8>> {
             let text = match k {
                 k if k == hkey(0, 0xabc) => "pool-N-thread-N",
@@ -226,10 +309,15 @@ mod raw_maps {
         // sp_pause: struct name_key -> struct hist; one name, one vtable nobody resolves.
         let mut pause = metrics::SAFEPOINT_PAUSE.family();
         let pause_entries = vec![
-            (name_key(0, 0, "G1CollectForAllocation"), hist(&[("0.005", 3), ("+Inf", 1)], 61_010_000_000)),
+            (
+                name_key(0, 0, "G1CollectForAllocation"),
+                hist(&[("0.005", 3), ("+Inf", 1)], 61_010_000_000),
+            ),
             (vtable_key(1, 0, 0x1234), hist(&[("0.001", 2)], 1_500_000)),
         ];
-        maps::hist_family(&pause_entries, &mut pause, None, |k| vec![("vm_operation", k.name.clone())]);
+        maps::hist_family(&pause_entries, &mut pause, None, |k| {
+            vec![("vm_operation", k.name.clone())]
+        });
         fams.push(pause);
 
         // vmops_hist: flags = at_safepoint.
@@ -246,8 +334,16 @@ mod raw_maps {
         // compilation: comp_stats {struct hist timed; __u64 untimed}, method_hot -> __u64,
         // heap_usage -> heap_value {memory_usage {init, used, committed, max}, pool, tgid, layout},
         // code_full: slot -> __u64.
-        let comp = |b: &[(&str, u64)], sum: u64, untimed: u64| [hist(b, sum), u64s(&[untimed])].concat();
-        let heap = |used: u64, max: u64| [u64s(&[2_555_904, used, 2_555_904, max, 0x7f00_0000_1000]), 4242u32.to_le_bytes().to_vec(), 0u32.to_le_bytes().to_vec()].concat();
+        let comp =
+            |b: &[(&str, u64)], sum: u64, untimed: u64| [hist(b, sum), u64s(&[untimed])].concat();
+        let heap = |used: u64, max: u64| {
+            [
+                u64s(&[2_555_904, used, 2_555_904, max, 0x7f00_0000_1000]),
+                4242u32.to_le_bytes().to_vec(),
+                0u32.to_le_bytes().to_vec(),
+            ]
+            .concat()
+        };
         let tables = compilation::Tables {
             comp_stats: vec![
                 (name_key(0, 1, "C2"), comp(&[("0.001", 90), ("0.01", 10)], 150_000_000, 2)),
@@ -258,8 +354,14 @@ mod raw_maps {
                 (name_key(0, 0, "java/lang/String.hashCode"), u64s(&[7])),
                 (name_key(0, 0, "app/Main$$Lambda/0x0000000800c03000.apply"), u64s(&[5])),
             ],
-            heap_usage: vec![(name_key(0, 0, "CodeHeap 'non-profiled nmethods'"), heap(1_048_576, 122_912_768))],
-            code_full: vec![(0u32.to_le_bytes().to_vec(), u64s(&[0])), (1u32.to_le_bytes().to_vec(), u64s(&[2]))],
+            heap_usage: vec![(
+                name_key(0, 0, "CodeHeap 'non-profiled nmethods'"),
+                heap(1_048_576, 122_912_768),
+            )],
+            code_full: vec![
+                (0u32.to_le_bytes().to_vec(), u64s(&[0])),
+                (1u32.to_le_bytes().to_vec(), u64s(&[2])),
+            ],
         };
         fams.extend(compilation::families(&tables, 1, &|_| None));
 
@@ -280,7 +382,10 @@ mod raw_maps {
             (pair(1, "java/lang/Object", b"q\"\n# TYPE x \xc3"), u64s(&[1])),
         ];
         let mon_stats = vec![
-            (name_key(0, 0, "java/security/SecureRandom"), hist(&[("0.025", 40), ("1.0", 3)], 1_250_000_000)),
+            (
+                name_key(0, 0, "java/security/SecureRandom"),
+                hist(&[("0.025", 40), ("1.0", 3)], 1_250_000_000),
+            ),
             (name_key(0, 0, "other"), hist(&[("0.0001", 5)], 400_000)),
         ];
         fams.extend(monitors::monitor_families(&mon_threads, &mon_stats, &[1]));
@@ -289,7 +394,9 @@ mod raw_maps {
         // {parks, parked_ns}, its name in park_names (char[16]); and Object.wait, mon_waits:
         // struct mon_thread_key -> mon_wait {waits, waited_ns}. One family, one label set.
         let park_counts = vec![(hkey(0, 0x5eed), u64s(&[1_200, 2_412_345_678]))];
-        let park_name = |k: &[u8]| (k == hkey(0, 0x5eed).as_slice()).then(|| [&b"parker-N"[..], &[0u8; 8]].concat());
+        let park_name = |k: &[u8]| {
+            (k == hkey(0, 0x5eed).as_slice()).then(|| [&b"parker-N"[..], &[0u8; 8]].concat())
+        };
         fams.extend(parking::park_families(&park_counts, park_name));
         let mon_waits = vec![
             (pair(0, "java/util/ArrayDeque", b"worker-N"), u64s(&[63, 1_066_600_000])),
@@ -300,9 +407,15 @@ mod raw_maps {
         fams.extend(monitors::wait_families(&mon_waits));
 
         // inflight_lost: struct inflight_lost_key {slot, __u16 table, __u16 reason} -> __u64.
-        let lost_key = |slot: u32, table: u16, reason: u16| [&slot.to_le_bytes()[..], &table.to_le_bytes(), &reason.to_le_bytes()].concat();
+        let lost_key = |slot: u32, table: u16, reason: u16| {
+            [&slot.to_le_bytes()[..], &table.to_le_bytes(), &reason.to_le_bytes()].concat()
+        };
         let park = inflight::Table { map: "park_inflight", index: 0, per_jvm: 64, max: 65536 };
-        fams.push(inflight::jvm_lost_family("parking", &[(lost_key(1, 0, 0), u64s(&[86]))], &[park]));
+        fams.push(inflight::jvm_lost_family(
+            "parking",
+            &[(lost_key(1, 0, 0), u64s(&[86]))],
+            &[park],
+        ));
 
         to_prometheus_text(&render(fams, &two_jvms()))
     }

@@ -53,11 +53,20 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(&self, _ctx: &FmtContext<'_, S, N>, mut w: Writer<'_>, event: &Event<'_>) -> fmt::Result {
+    fn format_event(
+        &self,
+        _ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
         let mut ts = String::new();
         SystemTime.format_time(&mut Writer::new(&mut ts))?;
         let meta = event.metadata();
-        let mut line = format!("ts={ts} level={} target={}", meta.level().as_str().to_ascii_lowercase(), meta.target());
+        let mut line = format!(
+            "ts={ts} level={} target={}",
+            meta.level().as_str().to_ascii_lowercase(),
+            meta.target()
+        );
         event.record(&mut Fields(&mut line));
         writeln!(w, "{line}")
     }
@@ -80,7 +89,10 @@ fn push_pair(out: &mut String, key: &str, value: &str) {
     out.push(' ');
     out.push_str(key);
     out.push('=');
-    if !value.is_empty() && !value.contains(|c: char| c == ' ' || c == '=' || c == '"' || c == '\\' || c.is_control()) {
+    if !value.is_empty()
+        && !value
+            .contains(|c: char| c == ' ' || c == '=' || c == '"' || c == '\\' || c.is_control())
+    {
         out.push_str(value);
         return;
     }

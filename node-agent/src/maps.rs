@@ -76,7 +76,11 @@ pub fn batch_entries<M: MapCore>(map: &M, mut each: impl FnMut(&[u8], &[u8])) ->
         match rc {
             0 => {}
             rc if rc == -libc::ENOENT => return Ok(()),
-            rc => anyhow::bail!("batch lookup of map {}: {}", map.name().to_string_lossy(), std::io::Error::from_raw_os_error(-rc)),
+            rc => anyhow::bail!(
+                "batch lookup of map {}: {}",
+                map.name().to_string_lossy(),
+                std::io::Error::from_raw_os_error(-rc)
+            ),
         }
         at = next;
         first = false;
@@ -99,7 +103,12 @@ pub fn name_key(k: &[u8]) -> Option<NameKey> {
     let raw: Vec<u8> = key.name.iter().map(|&c| c as u8).collect();
     if raw.first().map(|&b| u32::from(b)) == Some(consts::VTABLE_TAG) {
         let vn: vtable_name = decode(&raw)?;
-        return Some(NameKey { slot: key.slot, flags: key.flags, name: String::new(), vtable: Some((vn.file, vn.rel)) });
+        return Some(NameKey {
+            slot: key.slot,
+            flags: key.flags,
+            name: String::new(),
+            vtable: Some((vn.file, vn.rel)),
+        });
     }
     Some(NameKey { slot: key.slot, flags: key.flags, name: c_name(&key.name), vtable: None })
 }

@@ -21,16 +21,30 @@ impl Desc {
     }
 }
 
-const fn desc(name: &'static str, help: &'static str, kind: Kind, labels: &'static [&'static str]) -> Desc {
+const fn desc(
+    name: &'static str,
+    help: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+) -> Desc {
     Desc { name, help, kind, labels }
 }
 
 use Kind::{Counter, Gauge, Histogram};
 
 // Per JVM.
-pub static THREAD_STARTS: Desc =
-    desc("jvmdiag_thread_starts_total", "Platform threads started, by thread name with digit runs folded to N.", Counter, &["thread_name"]);
-pub static THREADS_LIVE: Desc = desc("jvmdiag_threads_live", "Live platform threads (hsperfdata java.threads.live).", Gauge, &[]);
+pub static THREAD_STARTS: Desc = desc(
+    "jvmdiag_thread_starts_total",
+    "Platform threads started, by thread name with digit runs folded to N.",
+    Counter,
+    &["thread_name"],
+);
+pub static THREADS_LIVE: Desc = desc(
+    "jvmdiag_threads_live",
+    "Live platform threads (hsperfdata java.threads.live).",
+    Gauge,
+    &[],
+);
 pub static SAFEPOINT_PAUSE: Desc = desc(
     "jvmdiag_safepoint_pause_seconds",
     "Time at safepoint (all threads stopped), by VM operation; sums to sun.rt.safepointTime.",
@@ -61,8 +75,12 @@ pub static THREAD_STARTS_BY_STARTER: Desc = desc(
     Counter,
     &["thread_name", "starter"],
 );
-pub static COMPILATIONS: Desc =
-    desc("jvmdiag_compilations_total", "JIT compilations finished (successful or not), by compiler.", Counter, &["compiler"]);
+pub static COMPILATIONS: Desc = desc(
+    "jvmdiag_compilations_total",
+    "JIT compilations finished (successful or not), by compiler.",
+    Counter,
+    &["compiler"],
+);
 pub static COMPILATION_SECONDS: Desc = desc(
     "jvmdiag_compilation_seconds",
     "Duration of JIT compilations, by compiler (compilations in flight when the agent attached are counted but not timed).",
@@ -81,8 +99,12 @@ pub static CODE_CACHE_USED: Desc = desc(
     Gauge,
     &["code_heap"],
 );
-pub static CODE_CACHE_MAX: Desc =
-    desc("jvmdiag_code_cache_max_bytes", "Code cache size reserved per code heap. Needs .symtab.", Gauge, &["code_heap"]);
+pub static CODE_CACHE_MAX: Desc = desc(
+    "jvmdiag_code_cache_max_bytes",
+    "Code cache size reserved per code heap. Needs .symtab.",
+    Gauge,
+    &["code_heap"],
+);
 pub static CODE_CACHE_FULL: Desc = desc(
     "jvmdiag_code_cache_full_total",
     "Times the JVM found a code heap full (\"CodeCache is full. Compiler has been disabled\"; jcmd Compiler.codecache full_count). Needs .symtab.",
@@ -121,11 +143,18 @@ pub static JVM_INFO: Desc = desc(
 );
 
 // The agent's own health.
-pub static AGENT_JVMS_ATTACHED: Desc = desc("jvmdiag_agent_jvms_attached", "JVMs traced now.", Gauge, &[]);
-pub static AGENT_JVMS_SEEN: Desc = desc("jvmdiag_agent_jvms_seen_total", "JVMs attached since the agent started.", Counter, &[]);
-pub static AGENT_LIBJVM_FILES: Desc =
-    desc("jvmdiag_agent_libjvm_files", "Distinct libjvm.so files the probes are attached to.", Gauge, &[]);
-pub static AGENT_BPF_LINKS: Desc = desc("jvmdiag_agent_bpf_links", "BPF links (attached probes) the agent holds.", Gauge, &[]);
+pub static AGENT_JVMS_ATTACHED: Desc =
+    desc("jvmdiag_agent_jvms_attached", "JVMs traced now.", Gauge, &[]);
+pub static AGENT_JVMS_SEEN: Desc =
+    desc("jvmdiag_agent_jvms_seen_total", "JVMs attached since the agent started.", Counter, &[]);
+pub static AGENT_LIBJVM_FILES: Desc = desc(
+    "jvmdiag_agent_libjvm_files",
+    "Distinct libjvm.so files the probes are attached to.",
+    Gauge,
+    &[],
+);
+pub static AGENT_BPF_LINKS: Desc =
+    desc("jvmdiag_agent_bpf_links", "BPF links (attached probes) the agent holds.", Gauge, &[]);
 pub static AGENT_PROC_UNREADABLE: Desc = desc(
     "jvmdiag_agent_proc_unreadable_total",
     "Processes whose /proc entries could not be read during discovery.",
@@ -144,8 +173,12 @@ pub static AGENT_COLLECTOR_DURATION: Desc = desc(
     Gauge,
     &["collector"],
 );
-pub static AGENT_COLLECTOR_SUCCESS: Desc =
-    desc("jvmdiag_agent_collector_success", "1 if the collector's maps were read at this scrape.", Gauge, &["collector"]);
+pub static AGENT_COLLECTOR_SUCCESS: Desc = desc(
+    "jvmdiag_agent_collector_success",
+    "1 if the collector's maps were read at this scrape.",
+    Gauge,
+    &["collector"],
+);
 pub static AGENT_PROBE_EVENTS: Desc = desc(
     "jvmdiag_agent_probe_events_total",
     "Probe hits from traced JVMs, by collector and probe.",
@@ -201,8 +234,12 @@ pub static AGENT_MAP_ENTRIES: Desc = desc(
     Gauge,
     &["map"],
 );
-pub static AGENT_RESIDENT_MEMORY: Desc =
-    desc("jvmdiag_agent_resident_memory_bytes", "The agent's resident memory (RSS) at this scrape.", Gauge, &[]);
+pub static AGENT_RESIDENT_MEMORY: Desc = desc(
+    "jvmdiag_agent_resident_memory_bytes",
+    "The agent's resident memory (RSS) at this scrape.",
+    Gauge,
+    &[],
+);
 pub static AGENT_BPF_MAP_MEMORY: Desc = desc(
     "jvmdiag_agent_bpf_map_memory_bytes",
     "Kernel memory of the BPF maps the agent holds (their memlock, as bpftool map show prints it), not in its RSS.",
@@ -263,8 +300,12 @@ pub static SIDECAR_LOG_ROTATIONS: Desc = desc(
     Counter,
     &[],
 );
-pub static SIDECAR_LOG_ERRORS: Desc =
-    desc("jvmdiag_agent_sidecar_log_errors_total", "Errors opening or reading the safepoint log files.", Counter, &[]);
+pub static SIDECAR_LOG_ERRORS: Desc = desc(
+    "jvmdiag_agent_sidecar_log_errors_total",
+    "Errors opening or reading the safepoint log files.",
+    Counter,
+    &[],
+);
 pub static SIDECAR_PERFDATA_UNREADABLE: Desc = desc(
     "jvmdiag_agent_sidecar_perfdata_unreadable_total",
     "hsperfdata files that could not be read or parsed (another user's, half-written).",
@@ -279,10 +320,16 @@ pub static KUBE_API_UP: Desc = desc(
     Gauge,
     &[],
 );
-pub static KUBE_PODS: Desc = desc("jvmdiag_agent_kube_pods", "Pods on this node known to the agent.", Gauge, &[]);
-pub static KUBE_WATCH_EVENTS: Desc = desc("jvmdiag_agent_kube_watch_events_total", "Pod watch events received.", Counter, &[]);
-pub static KUBE_WATCH_ERRORS: Desc =
-    desc("jvmdiag_agent_kube_watch_errors_total", "Pod watch errors (each retried with backoff).", Counter, &[]);
+pub static KUBE_PODS: Desc =
+    desc("jvmdiag_agent_kube_pods", "Pods on this node known to the agent.", Gauge, &[]);
+pub static KUBE_WATCH_EVENTS: Desc =
+    desc("jvmdiag_agent_kube_watch_events_total", "Pod watch events received.", Counter, &[]);
+pub static KUBE_WATCH_ERRORS: Desc = desc(
+    "jvmdiag_agent_kube_watch_errors_total",
+    "Pod watch errors (each retried with backoff).",
+    Counter,
+    &[],
+);
 pub static KUBE_PENDING_DROPPED: Desc = desc(
     "jvmdiag_agent_kube_pending_dropped_total",
     "JVMs not waited for because too many were waiting.",
@@ -417,9 +464,22 @@ mod tests {
         for d in ALL {
             assert!(seen.insert(d.name), "{} twice", d.name);
             assert!(d.name.starts_with("jvmdiag_"), "{}", d.name);
-            assert_eq!(d.kind == Kind::Counter, d.name.ends_with("_total"), "{}: counters and only counters end in _total", d.name);
-            assert!(d.kind != Kind::Histogram || d.name.ends_with("_seconds"), "{}: histograms are durations in seconds", d.name);
-            assert!(d.help.ends_with('.') && !d.help.contains('\n'), "{}: one sentence of help", d.name);
+            assert_eq!(
+                d.kind == Kind::Counter,
+                d.name.ends_with("_total"),
+                "{}: counters and only counters end in _total",
+                d.name
+            );
+            assert!(
+                d.kind != Kind::Histogram || d.name.ends_with("_seconds"),
+                "{}: histograms are durations in seconds",
+                d.name
+            );
+            assert!(
+                d.help.ends_with('.') && !d.help.contains('\n'),
+                "{}: one sentence of help",
+                d.name
+            );
         }
     }
 
@@ -427,14 +487,21 @@ mod tests {
     fn every_registered_family_is_in_the_catalog() {
         for r in crate::collector::REGISTRY {
             for d in r.families {
-                assert!(ALL.iter().any(|a| std::ptr::eq(*a, *d)), "{}: {} is not in metrics::ALL", r.name, d.name);
+                assert!(
+                    ALL.iter().any(|a| std::ptr::eq(*a, *d)),
+                    "{}: {} is not in metrics::ALL",
+                    r.name,
+                    d.name
+                );
             }
         }
     }
 
     /// The catalog as docs/metrics.md shows it.
     fn table() -> String {
-        let mut t = String::from("| metric | type | labels beyond the common ones | help |\n|---|---|---|---|\n");
+        let mut t = String::from(
+            "| metric | type | labels beyond the common ones | help |\n|---|---|---|---|\n",
+        );
         for d in ALL {
             let kind = match d.kind {
                 Kind::Counter => "counter",
@@ -442,7 +509,11 @@ mod tests {
                 Kind::Histogram => "histogram",
             };
             let labels = d.labels.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ");
-            t.push_str(&format!("| `{}` | {kind} | {labels} | {} |\n", d.name, d.help.replace('|', "\\|")));
+            t.push_str(&format!(
+                "| `{}` | {kind} | {labels} | {} |\n",
+                d.name,
+                d.help.replace('|', "\\|")
+            ));
         }
         t
     }
@@ -453,11 +524,16 @@ mod tests {
         const END: &str = "<!-- /catalog -->";
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md");
         let doc = std::fs::read_to_string(path).unwrap();
-        let (Some(a), Some(b)) = (doc.find(BEGIN), doc.find(END)) else { panic!("{path}: no catalog markers") };
+        let (Some(a), Some(b)) = (doc.find(BEGIN), doc.find(END)) else {
+            panic!("{path}: no catalog markers")
+        };
         let want = format!("{}{BEGIN}{}{}", &doc[..a], table(), &doc[b..]);
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             std::fs::write(path, &want).unwrap();
         }
-        assert_eq!(doc, want, "docs/metrics.md is stale; regenerate with UPDATE_GOLDEN=1 cargo test");
+        assert_eq!(
+            doc, want,
+            "docs/metrics.md is stale; regenerate with UPDATE_GOLDEN=1 cargo test"
+        );
     }
 }

@@ -22,22 +22,26 @@ pub const UNNAMED: &str = "unknown";
 
 /// The counters of `collectors` that hsperfdata has (threads, compilation), for one JVM.
 pub fn counter_families(slot: u32, pd: &PerfData, collectors: &[&str], out: &mut Vec<Family>) {
-    let mut counter = |collector: &str, desc: &'static metrics::Desc, label: &'static str, counter: &str| {
-        if !collectors.contains(&collector) {
-            return;
-        }
-        if let Some(n) = pd.long(counter) {
-            let mut f = desc.family();
-            f.jvm(slot, vec![(label, UNNAMED.to_string())], Value::Counter(n.max(0) as u64));
-            out.push(f);
-        }
-    };
+    let mut counter =
+        |collector: &str, desc: &'static metrics::Desc, label: &'static str, counter: &str| {
+            if !collectors.contains(&collector) {
+                return;
+            }
+            if let Some(n) = pd.long(counter) {
+                let mut f = desc.family();
+                f.jvm(slot, vec![(label, UNNAMED.to_string())], Value::Counter(n.max(0) as u64));
+                out.push(f);
+            }
+        };
     counter("threads", &metrics::THREAD_STARTS, "thread_name", "java.threads.started");
     counter("compilation", &metrics::COMPILATIONS, "compiler", "sun.ci.totalCompiles");
 }
 
 /// Pause and time-to-safepoint histograms by VM operation.
-pub fn safepoint_families<'a>(slot: u32, by_op: impl IntoIterator<Item = (&'a str, &'a Hist, &'a Hist)>) -> [Family; 2] {
+pub fn safepoint_families<'a>(
+    slot: u32,
+    by_op: impl IntoIterator<Item = (&'a str, &'a Hist, &'a Hist)>,
+) -> [Family; 2] {
     let mut pause = metrics::SAFEPOINT_PAUSE.family();
     let mut sync = metrics::SAFEPOINT_SYNC.family();
     for (op, p, s) in by_op {
@@ -59,7 +63,18 @@ pub fn version_vendor(pd: &PerfData) -> Option<(String, String)> {
 }
 
 /// What `jvmdiag_threads_live` and `jvmdiag_jvm_info` say about one JVM.
-pub fn jvm_report(slot: u32, pd: Option<&PerfData>, info: Option<(String, String)>, probe_mode: Option<ProbeMode>) -> JvmReport {
+pub fn jvm_report(
+    slot: u32,
+    pd: Option<&PerfData>,
+    info: Option<(String, String)>,
+    probe_mode: Option<ProbeMode>,
+) -> JvmReport {
     let (java_version, vendor) = info.or_else(|| pd.and_then(version_vendor)).unwrap_or_default();
-    JvmReport { slot, threads_live: pd.and_then(|p| p.long("java.threads.live")), java_version, vendor, probe_mode }
+    JvmReport {
+        slot,
+        threads_live: pd.and_then(|p| p.long("java.threads.live")),
+        java_version,
+        vendor,
+        probe_mode,
+    }
 }

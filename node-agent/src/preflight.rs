@@ -79,7 +79,8 @@ fn memlock() -> Result<(), Fatal> {
 
 fn kernel_at_least(major: u32, minor: u32) -> bool {
     let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut it = r.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|s| s.parse::<u32>().ok());
+    let mut it =
+        r.trim().split(|c: char| !c.is_ascii_digit()).filter_map(|s| s.parse::<u32>().ok());
     let (a, b) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
     (a, b) >= (major, minor)
 }

@@ -13,12 +13,25 @@ use libbpf_rs::{Link, UprobeOpts};
 /// creating a uprobe *perf event* needs CAP_SYS_ADMIN (`perf_uprobe_event_init`), whatever
 /// the path; a uprobe_multi BPF link (6.6+) needs only CAP_BPF + CAP_PERFMON, as libbpf's USDT
 /// attach already uses. The chart grants exactly those, without CAP_SYS_ADMIN.
-pub fn uprobe_sym(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool, cookie: u64) -> Result<Link> {
+pub fn uprobe_sym(
+    p: &libbpf_rs::ProgramMut<'_>,
+    binary: &Path,
+    sym: &str,
+    ret: bool,
+    cookie: u64,
+) -> Result<Link> {
     uprobe_sym_pid(p, -1, binary, sym, ret, cookie)
 }
 
 /// [`uprobe_sym`] firing only in process `pid` (-1: every process).
-pub fn uprobe_sym_pid(p: &libbpf_rs::ProgramMut<'_>, pid: i32, binary: &Path, sym: &str, ret: bool, cookie: u64) -> Result<Link> {
+pub fn uprobe_sym_pid(
+    p: &libbpf_rs::ProgramMut<'_>,
+    pid: i32,
+    binary: &Path,
+    sym: &str,
+    ret: bool,
+    cookie: u64,
+) -> Result<Link> {
     let kind = if ret { "uretprobe" } else { "uprobe" };
     if uprobe_multi() {
         let opts = libbpf_rs::UprobeMultiOpts {
@@ -27,9 +40,12 @@ pub fn uprobe_sym_pid(p: &libbpf_rs::ProgramMut<'_>, pid: i32, binary: &Path, sy
             retprobe: ret,
             ..Default::default()
         };
-        return p.attach_uprobe_multi_with_opts(pid, binary, "", opts).with_context(|| format!("{kind} {sym} (uprobe_multi link)"));
+        return p
+            .attach_uprobe_multi_with_opts(pid, binary, "", opts)
+            .with_context(|| format!("{kind} {sym} (uprobe_multi link)"));
     }
-    let opts = UprobeOpts { func_name: Some(sym.into()), retprobe: ret, cookie, ..Default::default() };
+    let opts =
+        UprobeOpts { func_name: Some(sym.into()), retprobe: ret, cookie, ..Default::default() };
     p.attach_uprobe_with_opts(pid, binary, 0, opts).map_err(|e| {
         let denied = e.kind() == libbpf_rs::ErrorKind::PermissionDenied;
         let err = anyhow::Error::from(e).context(format!("{kind} {sym} (perf event)"));
@@ -62,15 +78,21 @@ impl std::error::Error for NeedsSysAdmin {}
 /// perf events on kernels without uprobe_multi) refused for want of CAP_SYS_ADMIN.
 pub fn needs_sys_admin(e: &anyhow::Error) -> bool {
     e.downcast_ref::<NeedsSysAdmin>().is_some()
-        || (e.chain().any(|c| c.downcast_ref::<libbpf_rs::Error>().is_some_and(|l| l.kind() == libbpf_rs::ErrorKind::PermissionDenied))
-            && !has_cap_sys_admin())
+        || (e.chain().any(|c| {
+            c.downcast_ref::<libbpf_rs::Error>()
+                .is_some_and(|l| l.kind() == libbpf_rs::ErrorKind::PermissionDenied)
+        }) && !has_cap_sys_admin())
 }
 
 fn has_cap_sys_admin() -> bool {
     const CAP_SYS_ADMIN: u32 = 21;
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("CapEff:").map(|v| u64::from_str_radix(v.trim(), 16).ok())))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("CapEff:").map(|v| u64::from_str_radix(v.trim(), 16).ok())
+            })
+        })
         .flatten()
         .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
 }
@@ -83,12 +105,16 @@ pub fn uprobe_multi() -> bool {
         if std::env::var_os("JVMDIAG_UPROBE_PERF_EVENT").is_some_and(|v| v == "1") {
             return false;
         }
-        kernel_at_least(&std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default(), (6, 6))
+        kernel_at_least(
+            &std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default(),
+            (6, 6),
+        )
     })
 }
 
 fn kernel_at_least(release: &str, want: (u32, u32)) -> bool {
-    let mut it = release.trim().split(|c: char| !c.is_ascii_digit()).map(|x| x.parse::<u32>().unwrap_or(0));
+    let mut it =
+        release.trim().split(|c: char| !c.is_ascii_digit()).map(|x| x.parse::<u32>().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= want
 }
 

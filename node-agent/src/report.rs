@@ -51,7 +51,11 @@ pub fn jvm_families(jvms: &[JvmReport]) -> Vec<Family> {
             live.jvm(j.slot, vec![], Value::Gauge(n as f64));
         }
         let Some(mode) = j.probe_mode else {
-            not_traced.jvm(j.slot, vec![("reason", metrics::NO_PROBES_NO_HSPERFDATA.to_string())], Value::Gauge(1.0));
+            not_traced.jvm(
+                j.slot,
+                vec![("reason", metrics::NO_PROBES_NO_HSPERFDATA.to_string())],
+                Value::Gauge(1.0),
+            );
             continue;
         };
         info.jvm(
@@ -83,22 +87,33 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
         ok.agent(cl(), Value::Gauge(if c.ok { 1.0 } else { 0.0 }));
         if let Some(h) = &c.health {
             for (p, n) in &h.events {
-                events.agent(vec![("collector", c.name.to_string()), ("probe", p.to_string())], Value::Counter(*n));
+                events.agent(
+                    vec![("collector", c.name.to_string()), ("probe", p.to_string())],
+                    Value::Counter(*n),
+                );
             }
             map_errors.agent(cl(), Value::Counter(h.map_errors));
             overflow.agent(cl(), Value::Counter(h.names_overflow));
             filtered.agent(cl(), Value::Counter(h.filtered));
             entries.agent(vec![("map", c.name.to_string())], Value::Gauge(h.entries as f64));
-            inflight_lost.samples.append(&mut crate::collector::inflight::lost_family(c.name, &h.inflight_lost).samples);
+            inflight_lost.samples.append(
+                &mut crate::collector::inflight::lost_family(c.name, &h.inflight_lost).samples,
+            );
             for (map, n) in &h.evictions {
-                evictions.agent(vec![("collector", c.name.to_string()), ("map", map.to_string())], Value::Counter(*n));
+                evictions.agent(
+                    vec![("collector", c.name.to_string()), ("map", map.to_string())],
+                    Value::Counter(*n),
+                );
             }
         }
     }
     entries.agent(vec![("map", "traced_pids".into())], Value::Gauge(r.traced_pids_entries as f64));
     let mut fails = metrics::AGENT_ATTACH_FAILURES.family();
     for ((reason, collector), n) in &r.failures {
-        fails.agent(vec![("reason", reason.clone()), ("collector", collector.clone())], Value::Counter(*n));
+        fails.agent(
+            vec![("reason", reason.clone()), ("collector", collector.clone())],
+            Value::Counter(*n),
+        );
     }
     let mut out = vec![
         gauge(&metrics::AGENT_JVMS_ATTACHED, r.jvms_attached as f64),

@@ -52,8 +52,12 @@ pub const LOOP_STALE: Duration = Duration::from_secs(15);
 
 /// Listens on `--listen` (the error names the flag).
 pub fn listen(cfg: &Config) -> Result<TcpListener, Fatal> {
-    TcpListener::bind(cfg.cli.listen)
-        .map_err(|e| Fatal(format!("cannot listen on {} ({e}): choose a free address with --listen", cfg.cli.listen)))
+    TcpListener::bind(cfg.cli.listen).map_err(|e| {
+        Fatal(format!(
+            "cannot listen on {} ({e}): choose a free address with --listen",
+            cfg.cli.listen
+        ))
+    })
 }
 
 /// A scrape waiting for the loop's next snapshot.
@@ -78,7 +82,12 @@ impl Shared {
 /// Runs `mode` until killed (or `--exit-after`).
 pub fn run(cfg: &Config, listener: TcpListener, mode: &mut dyn Mode) -> Result<(), Fatal> {
     let (tx, rx) = mpsc::channel::<Reply>();
-    let shared = Arc::new(Shared { started: Instant::now(), alive_ms: AtomicU64::new(0), scrapes: tx, banner: mode.banner() });
+    let shared = Arc::new(Shared {
+        started: Instant::now(),
+        alive_ms: AtomicU64::new(0),
+        scrapes: tx,
+        banner: mode.banner(),
+    });
     spawn_http(listener, shared.clone())?;
     let started = Instant::now();
     let mut next_poll = Instant::now();
@@ -106,7 +115,9 @@ pub fn run(cfg: &Config, listener: TcpListener, mode: &mut dyn Mode) -> Result<(
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Fatal("the HTTP server thread stopped".into())),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Fatal("the HTTP server thread stopped".into()))
+            }
         }
     }
 }
@@ -145,7 +156,10 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             refused += 1;
             if refused.is_power_of_two() {
-                tracing::warn!(refused, "HTTP: more than {MAX_CONNECTIONS} connections at once; closing new ones");
+                tracing::warn!(
+                    refused,
+                    "HTTP: more than {MAX_CONNECTIONS} connections at once; closing new ones"
+                );
             }
             continue; // dropping the stream closes it
         };
@@ -173,7 +187,10 @@ impl hyper::body::Body for Body {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
     }
 
@@ -198,7 +215,10 @@ fn chunks(status: u16, content_type: &'static str, body: Vec<Bytes>) -> hyper::R
         .expect("a valid static response")
 }
 
-async fn handle(req: hyper::Request<hyper::body::Incoming>, shared: &Shared) -> hyper::Response<Body> {
+async fn handle(
+    req: hyper::Request<hyper::body::Incoming>,
+    shared: &Shared,
+) -> hyper::Response<Body> {
     const PLAIN: &str = "text/plain; charset=utf-8";
     match req.uri().path() {
         "/metrics" => {
@@ -210,14 +230,22 @@ async fn handle(req: hyper::Request<hyper::body::Incoming>, shared: &Shared) -> 
             }
             match tokio::time::timeout(RENDER_TIMEOUT, rx).await {
                 Ok(Ok(om)) => {
-                    let body = if ct == exposition::PROMETHEUS_TEXT { exposition::prometheus_text_chunks(&om) } else { vec![om] };
+                    let body = if ct == exposition::PROMETHEUS_TEXT {
+                        exposition::prometheus_text_chunks(&om)
+                    } else {
+                        vec![om]
+                    };
                     chunks(200, ct, body)
                 }
                 _ => text(503, PLAIN, "the collection loop did not answer in time\n".into()),
             }
         }
         "/healthz" if shared.loop_alive() => text(200, PLAIN, "ok\n".into()),
-        "/healthz" => text(503, PLAIN, format!("the collection loop has not run for {}s\n", LOOP_STALE.as_secs())),
+        "/healthz" => text(
+            503,
+            PLAIN,
+            format!("the collection loop has not run for {}s\n", LOOP_STALE.as_secs()),
+        ),
         "/" => text(200, PLAIN, format!("{}: /metrics /healthz\n", shared.banner)),
         _ => text(404, PLAIN, "not found\n".into()),
     }

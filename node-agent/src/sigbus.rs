@@ -26,7 +26,14 @@ extern "C" fn on_sigbus(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
         // SAFETY: replaces one page of a read-only file mapping (libelf's) with zeros; the
         // mapping stays the caller's to unmap.
         let p = unsafe {
-            libc::mmap(start as *mut libc::c_void, page, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0)
+            libc::mmap(
+                start as *mut libc::c_void,
+                page,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            )
         };
         if p != libc::MAP_FAILED {
             FAULTS.fetch_add(1, Ordering::SeqCst);
@@ -95,12 +102,22 @@ mod tests {
         let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
         use std::os::fd::AsRawFd;
         // SAFETY: maps the file read-only; unmapped below.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), 3 * 4096, libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0) } as *const u8;
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                3 * 4096,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                f.as_raw_fd(),
+                0,
+            )
+        } as *const u8;
         assert_ne!(p as *mut libc::c_void, libc::MAP_FAILED);
         f.set_len(4096).unwrap(); // the last two pages are past the end now
         let g = Guard::take();
         // SAFETY: inside the mapping; page 2 is past the file's end (SIGBUS without the guard).
-        let (first, past) = unsafe { (std::ptr::read_volatile(p), std::ptr::read_volatile(p.add(2 * 4096 + 10))) };
+        let (first, past) =
+            unsafe { (std::ptr::read_volatile(p), std::ptr::read_volatile(p.add(2 * 4096 + 10))) };
         assert_eq!((first, past), (7, 0));
         assert_eq!(g.faults(), 1);
         drop(g);

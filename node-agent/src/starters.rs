@@ -38,8 +38,18 @@ unsafe impl plain::Plain for starter_key {}
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// Threads in JVM_StartThread, and new threads not yet started (src/bpf/starters.h).
 const INFLIGHT: [Table; 2] = [
-    Table { map: "starting", index: consts::STARTERS_TABLE_STARTING, per_jvm: consts::STARTERS_PENDING_PER_JVM, max: consts::STARTERS_PENDING },
-    Table { map: "started", index: consts::STARTERS_TABLE_STARTED, per_jvm: consts::STARTERS_PENDING_PER_JVM, max: consts::STARTERS_PENDING },
+    Table {
+        map: "starting",
+        index: consts::STARTERS_TABLE_STARTING,
+        per_jvm: consts::STARTERS_PENDING_PER_JVM,
+        max: consts::STARTERS_PENDING,
+    },
+    Table {
+        map: "started",
+        index: consts::STARTERS_TABLE_STARTED,
+        per_jvm: consts::STARTERS_PENDING_PER_JVM,
+        max: consts::STARTERS_PENDING,
+    },
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -73,7 +83,9 @@ pub struct Starters {
 /// `tp_btf/sched_process_fork`): the agent runs on without starters.
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>, settings: Settings) -> Option<Starters> {
     match load_skel(cfg, traced_pids) {
-        Ok(skel) => Some(Starters { skel, settings, fork: None, jvms: HashMap::new(), last_check: None }),
+        Ok(skel) => {
+            Some(Starters { skel, settings, fork: None, jvms: HashMap::new(), last_check: None })
+        }
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "the on-demand starter probe is off");
             None
@@ -82,15 +94,22 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>, settings: Settings) -
 }
 
 fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSkel<'static>> {
-    let mut open = StartersSkelBuilder::default().open(collector::object_storage()).context("open starters.bpf.o")?;
+    let mut open = StartersSkelBuilder::default()
+        .open(collector::object_storage())
+        .context("open starters.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("starters: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_pairs = cfg.max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_jvms, cfg.max_thread_names))?;
-    let shares = inflight::configure([(&INFLIGHT[0], &mut open.maps.starting), (&INFLIGHT[1], &mut open.maps.started)], cfg.max_jvms)?;
+    open.maps
+        .starts_by_starter
+        .set_max_entries(collector::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    let shares = inflight::configure(
+        [(&INFLIGHT[0], &mut open.maps.starting), (&INFLIGHT[1], &mut open.maps.started)],
+        cfg.max_jvms,
+    )?;
     open.maps.rodata_data.as_deref_mut().context("starters: no rodata")?.inflight_share = shares;
     open.load().context("load starters.bpf.o")
 }
@@ -120,10 +139,14 @@ impl Starters {
             let exited = mgr.jvms.get(pid).is_none_or(|j| j.state != JvmState::Live);
             if s.until.is_some_and(|u| now >= u) || (exited && s.until.is_some()) {
                 s.links.clear(); // detached
-                // Starts in progress now will never be seen ending: their entries go, so they
-                // do not hold the JVM's share of the tables through its later windows.
+                                 // Starts in progress now will never be seen ending: their entries go, so they
+                                 // do not hold the JVM's share of the tables through its later windows.
                 if let Err(e) = clear_pending(&self.skel, s.slot) {
-                    tracing::warn!(pid = *pid, error = format!("{e:#}"), "starters: clearing the starts in progress failed");
+                    tracing::warn!(
+                        pid = *pid,
+                        error = format!("{e:#}"),
+                        "starters: clearing the starts in progress failed"
+                    );
                 }
                 s.until = None;
                 s.next_allowed = Some(now + self.settings.window);
@@ -137,21 +160,36 @@ impl Starters {
             return;
         }
         self.last_check = Some(now);
-        let Some(Ok(starts)) = mgr.collectors.iter().find_map(|c| c.starts_per_slot()) else { return };
+        let Some(Ok(starts)) = mgr.collectors.iter().find_map(|c| c.starts_per_slot()) else {
+            return;
+        };
         let live: Vec<(u32, u32, u32)> = mgr
             .jvms
             .iter()
             .filter(|(_, j)| j.state == JvmState::Live)
-            .map(|(pid, j)| (*pid, j.slot, j.limits.thread_start_rate.unwrap_or(self.settings.threshold)))
+            .map(|(pid, j)| {
+                (*pid, j.slot, j.limits.thread_start_rate.unwrap_or(self.settings.threshold))
+            })
             .collect();
         for (pid, slot, threshold) in live {
             let total = starts.get(&slot).copied().unwrap_or(0);
-            let s = self.jvms.entry(pid).or_insert(JvmStarters { slot, last: None, links: Vec::new(), until: None, next_allowed: None, windows: 0 });
+            let s = self.jvms.entry(pid).or_insert(JvmStarters {
+                slot,
+                last: None,
+                links: Vec::new(),
+                until: None,
+                next_allowed: None,
+                windows: 0,
+            });
             let prev = s.last.replace((now, total));
             let Some((t0, n0)) = prev else { continue };
             let dt = now.duration_since(t0).as_secs_f64();
             let rate = total.saturating_sub(n0) as f64 / dt.max(1e-3);
-            if threshold == 0 || rate < f64::from(threshold) || s.until.is_some() || s.next_allowed.is_some_and(|t| now < t) {
+            if threshold == 0
+                || rate < f64::from(threshold)
+                || s.until.is_some()
+                || s.next_allowed.is_some_and(|t| now < t)
+            {
                 continue;
             }
             match self.attach(mgr, pid) {
@@ -160,7 +198,13 @@ impl Starters {
                     s.links = links;
                     s.until = Some(now + self.settings.window);
                     s.windows += 1;
-                    tracing::info!(pid, rate = format!("{rate:.0}/s"), threshold, window_s = self.settings.window.as_secs(), "starter probe attached");
+                    tracing::info!(
+                        pid,
+                        rate = format!("{rate:.0}/s"),
+                        threshold,
+                        window_s = self.settings.window.as_secs(),
+                        "starter probe attached"
+                    );
                 }
                 Err(e) => {
                     let s = self.jvms.get_mut(&pid).expect("inserted above");
@@ -176,8 +220,18 @@ impl Starters {
     fn attach(&mut self, mgr: &mut AttachManager, pid: u32) -> Result<Vec<Link>> {
         let p = &self.skel.progs;
         let links = mgr.attach_to_process(pid, |binary| {
-            let start = p.starter_thread_start.attach_usdt(pid as i32, binary, "hotspot", "thread__start").context("USDT hotspot:thread__start")?;
-            let enter = probe::uprobe_sym_pid(&p.starter_enter, pid as i32, binary, "JVM_StartThread", false, 0)?;
+            let start = p
+                .starter_thread_start
+                .attach_usdt(pid as i32, binary, "hotspot", "thread__start")
+                .context("USDT hotspot:thread__start")?;
+            let enter = probe::uprobe_sym_pid(
+                &p.starter_enter,
+                pid as i32,
+                binary,
+                "JVM_StartThread",
+                false,
+                0,
+            )?;
             Ok(vec![start, enter])
         })?;
         if self.fork.is_none() {
@@ -188,10 +242,12 @@ impl Starters {
 
     fn forget(&self, slot: u32) {
         let m = &self.skel.maps;
-        let r = maps::forget_where(&m.starts_by_starter, |k| decode::<starter_key>(k).is_some_and(|k| k.slot == slot))
-            .and_then(|_| clear_pending(&self.skel, slot))
-            .and_then(|_| inflight::forget_lost(&m.inflight_lost, slot))
-            .and_then(|_| maps::reset_slot(&m.name_budget, slot));
+        let r = maps::forget_where(&m.starts_by_starter, |k| {
+            decode::<starter_key>(k).is_some_and(|k| k.slot == slot)
+        })
+        .and_then(|_| clear_pending(&self.skel, slot))
+        .and_then(|_| inflight::forget_lost(&m.inflight_lost, slot))
+        .and_then(|_| maps::reset_slot(&m.name_budget, slot));
         if let Err(e) = r {
             tracing::warn!(slot, error = format!("{e:#}"), "starters: forgetting a slot failed");
         }
@@ -209,8 +265,15 @@ impl Starters {
         }
         out.push(attached);
         out.push(windows);
-        out.push(inflight::jvm_lost_family("starters", &maps::entries(&self.skel.maps.inflight_lost)?, &INFLIGHT));
-        out.push(inflight::lost_family("starters", &inflight::lost_totals(&maps::read_stats(&self.skel.maps.stats)?, &INFLIGHT)));
+        out.push(inflight::jvm_lost_family(
+            "starters",
+            &maps::entries(&self.skel.maps.inflight_lost)?,
+            &INFLIGHT,
+        ));
+        out.push(inflight::lost_family(
+            "starters",
+            &inflight::lost_totals(&maps::read_stats(&self.skel.maps.stats)?, &INFLIGHT),
+        ));
         Ok(())
     }
 }
@@ -227,7 +290,11 @@ pub fn starts_by_starter_family(entries: &[(Vec<u8>, Vec<u8>)]) -> Family {
     let mut f = metrics::THREAD_STARTS_BY_STARTER.family();
     for (k, v) in entries {
         let (Some(key), Some(n)) = (decode::<starter_key>(k), maps::counter(v)) else { continue };
-        f.jvm(key.slot, vec![("thread_name", c_name(&key.thread_name)), ("starter", c_name(&key.starter))], Value::Counter(n));
+        f.jvm(
+            key.slot,
+            vec![("thread_name", c_name(&key.thread_name)), ("starter", c_name(&key.starter))],
+            Value::Counter(n),
+        );
     }
     f
 }
@@ -254,7 +321,10 @@ mod tests {
         let f = starts_by_starter_family(&e);
         assert_eq!(f.samples.len(), 1);
         assert_eq!(f.samples[0].slot, Some(2));
-        assert_eq!(f.samples[0].labels, vec![("thread_name", "worker-A-N".to_string()), ("starter", "starter-A".to_string())]);
+        assert_eq!(
+            f.samples[0].labels,
+            vec![("thread_name", "worker-A-N".to_string()), ("starter", "starter-A".to_string())]
+        );
         assert!(matches!(f.samples[0].value, Value::Counter(3000)));
     }
 }

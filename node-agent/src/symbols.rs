@@ -56,7 +56,11 @@ impl VtableNames {
     }
 
     pub fn resolve(&self, file: u32, rel: u64) -> String {
-        self.files.borrow().get(file as usize).and_then(|t| t.get(&rel).cloned()).unwrap_or_else(|| "unknown".into())
+        self.files
+            .borrow()
+            .get(file as usize)
+            .and_then(|t| t.get(&rel).cloned())
+            .unwrap_or_else(|| "unknown".into())
     }
 }
 
@@ -76,7 +80,12 @@ fn vm_operation_name(mangled: &str) -> Option<String> {
 /// The cookie of a probe on `sym` that names operations by vtable: file index (high 32
 /// bits), the function's address in the file (low 32 bits).
 pub fn vtable_cookie(file: u32, sym: &elf::Symbol) -> Result<u64> {
-    anyhow::ensure!(sym.value <= u64::from(u32::MAX), "{} at {:#x}: beyond 4 GiB", sym.name, sym.value);
+    anyhow::ensure!(
+        sym.value <= u64::from(u32::MAX),
+        "{} at {:#x}: beyond 4 GiB",
+        sym.name,
+        sym.value
+    );
     Ok(u64::from(file) << 32 | sym.value)
 }
 

@@ -14,12 +14,18 @@ use jvmdiag_agent::metrics;
 /// PrintCompilation lines that are compilations, not the "made not entrant" / "made zombie"
 /// notes about earlier ones, nor failure notes.
 fn compilation_lines(out: &str) -> impl Iterator<Item = &str> {
-    out.lines().filter(|l| !l.contains("made not entrant") && !l.contains("made zombie") && !l.contains("COMPILE SKIPPED"))
+    out.lines().filter(|l| {
+        !l.contains("made not entrant")
+            && !l.contains("made zombie")
+            && !l.contains("COMPILE SKIPPED")
+    })
 }
 
 /// Compilations of `method` (`pkg.Class::name`) in -XX:+PrintCompilation output.
 fn print_compilation_count(out: &str, method: &str) -> u64 {
-    compilation_lines(out).filter(|l| l.contains(&format!(" {method} ")) || l.ends_with(&format!(" {method}"))).count() as u64
+    compilation_lines(out)
+        .filter(|l| l.contains(&format!(" {method} ")) || l.ends_with(&format!(" {method}")))
+        .count() as u64
 }
 
 fn recompilation_storm(jdk: &Path) {
@@ -30,7 +36,12 @@ fn recompilation_storm(jdk: &Path) {
     let port = start_agent(&mut procs, &work.0, "Recompile");
     // A second agent whose budget is 5 names, lowered to 2 for this JVM by its own limits (as a
     // pod's jvm.diagnostics.dev/limits annotation does): the storm is still named, the rest is "other".
-    let port2 = start_agent_with(&mut procs, &work.0, "Recompile", &["--max-methods", "5", "--jvm-limits", "Recompile:maxMethods=2"]);
+    let port2 = start_agent_with(
+        &mut procs,
+        &work.0,
+        "Recompile",
+        &["--max-methods", "5", "--jvm-limits", "Recompile:maxMethods=2"],
+    );
     let (pid, out) = start_java(
         &mut procs,
         jdk,
@@ -56,16 +67,26 @@ fn recompilation_storm(jdk: &Path) {
 
     let text = scrape(port);
     let methods = by_label(&text, "jvmdiag_method_compilations_total", pid, "method");
-    let expected = print_compilation_count(&std::fs::read_to_string(&out).unwrap(), "jitwork.Recompile::hot");
-    assert!(expected >= 25, "the workload should recompile hot() every round; PrintCompilation shows {expected}");
+    let expected =
+        print_compilation_count(&std::fs::read_to_string(&out).unwrap(), "jitwork.Recompile::hot");
+    assert!(
+        expected >= 25,
+        "the workload should recompile hot() every round; PrintCompilation shows {expected}"
+    );
     assert_eq!(
         methods.get("jitwork.Recompile.hot").copied(),
         Some(expected as f64),
         "agent vs -XX:+PrintCompilation for jitwork.Recompile::hot; agent's methods: {methods:?}"
     );
     let hot = methods["jitwork.Recompile.hot"];
-    let rivals: Vec<_> = methods.iter().filter(|(m, n)| *m != "other" && *m != "jitwork.Recompile.hot" && **n >= hot).collect();
-    assert!(rivals.is_empty(), "the recompiled method tops the list alone, not {rivals:?}: {methods:?}");
+    let rivals: Vec<_> = methods
+        .iter()
+        .filter(|(m, n)| *m != "other" && *m != "jitwork.Recompile.hot" && **n >= hot)
+        .collect();
+    assert!(
+        rivals.is_empty(),
+        "the recompiled method tops the list alone, not {rivals:?}: {methods:?}"
+    );
     assert!(methods.len() <= 21, "at most --max-methods (20) names plus other: {methods:?}");
 
     let two = by_label(&scrape(port2), "jvmdiag_method_compilations_total", pid, "method");
@@ -73,10 +94,18 @@ fn recompilation_storm(jdk: &Path) {
     assert_eq!(two.get("jitwork.Recompile.hot").copied(), Some(expected as f64), "{two:?}");
 
     let compilers = by_label(&text, "jvmdiag_compilations_total", pid, "compiler");
-    assert!(compilers.get("c1").copied().unwrap_or(0.0) > 0.0 && compilers.get("c2").copied().unwrap_or(0.0) > 0.0, "{compilers:?}");
+    assert!(
+        compilers.get("c1").copied().unwrap_or(0.0) > 0.0
+            && compilers.get("c2").copied().unwrap_or(0.0) > 0.0,
+        "{compilers:?}"
+    );
     let total: f64 = compilers.values().sum();
-    let timed: f64 = by_label(&text, "jvmdiag_compilation_seconds_count", pid, "compiler").values().sum();
-    assert!(timed <= total && timed >= total - 4.0, "compilations timed {timed} of {total} (only those in flight at attach lack a start)");
+    let timed: f64 =
+        by_label(&text, "jvmdiag_compilation_seconds_count", pid, "compiler").values().sum();
+    assert!(
+        timed <= total && timed >= total - 4.0,
+        "compilations timed {timed} of {total} (only those in flight at attach lack a start)"
+    );
 
     // Used per code heap vs jcmd Compiler.codecache, within 10 % (idle JVM: both are now).
     let logs: String = std::fs::read_dir(&work.0)
@@ -85,18 +114,27 @@ fn recompilation_storm(jdk: &Path) {
         .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("agent-"))
         .map(|p| std::fs::read_to_string(p).unwrap_or_default())
         .collect();
-    assert!(!logs.contains("layout not recognised"), "the code heap layout of this JDK is decoded: {logs}");
+    assert!(
+        !logs.contains("layout not recognised"),
+        "the code heap layout of this JDK is decoded: {logs}"
+    );
     let (jheaps, _) = codecache(jdk, pid);
     let used = by_label(&scrape(port), "jvmdiag_code_cache_used_bytes", pid, "code_heap");
-    assert_eq!(used.keys().collect::<Vec<_>>(), jheaps.keys().collect::<Vec<_>>(), "code heaps agent vs jcmd");
+    assert_eq!(
+        used.keys().collect::<Vec<_>>(),
+        jheaps.keys().collect::<Vec<_>>(),
+        "code heaps agent vs jcmd"
+    );
     for (heap, kb) in &jheaps {
         let agent_kb = used[heap] / 1024.0;
         let diff = (agent_kb - *kb as f64).abs();
         assert!(diff <= 0.10 * (*kb as f64) + 1.0, "{heap}: agent {agent_kb:.0} KB, jcmd {kb} KB");
     }
     // Every family the compilation collector registers is on the page, as the contract says.
-    let compilation = REGISTRY.iter().find(|r| r.name == "compilation").expect("compilation is registered");
-    let required: Vec<&str> = compilation.families.iter().map(|d| d.name).chain([metrics::JVM_INFO.name]).collect();
+    let compilation =
+        REGISTRY.iter().find(|r| r.name == "compilation").expect("compilation is registered");
+    let required: Vec<&str> =
+        compilation.families.iter().map(|d| d.name).chain([metrics::JVM_INFO.name]).collect();
     check_contract(port, &required);
     check_promtool(port);
 
@@ -112,12 +150,20 @@ fn recompilation_storm(jdk: &Path) {
         let text = scrape(port);
         let left = samples(&text)
             .into_iter()
-            .find(|(n, l, _)| n == "jvmdiag_agent_map_entries" && l.get("map").map(|m| m == "compilation").unwrap_or(false))
+            .find(|(n, l, _)| {
+                n == "jvmdiag_agent_map_entries"
+                    && l.get("map").map(|m| m == "compilation").unwrap_or(false)
+            })
             .map(|(_, _, v)| v);
-        if left == Some(0.0) && by_label(&text, "jvmdiag_compilations_total", pid, "compiler").is_empty() {
+        if left == Some(0.0)
+            && by_label(&text, "jvmdiag_compilations_total", pid, "compiler").is_empty()
+        {
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "compilation map entries after the JVM exited: {left:?}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "compilation map entries after the JVM exited: {left:?}"
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
 }
@@ -153,11 +199,16 @@ fn code_cache_full(jdk: &Path) {
     let (_, before) = codecache(jdk, pid);
     let text = scrape(port);
     let (heaps, after) = codecache(jdk, pid);
-    let full = value(&text, "jvmdiag_code_cache_full_total", pid).expect("jvmdiag_code_cache_full_total");
+    let full =
+        value(&text, "jvmdiag_code_cache_full_total", pid).expect("jvmdiag_code_cache_full_total");
     assert!(before >= 1, "jcmd full_count {before}");
-    assert!(before as f64 <= full && full <= after as f64, "agent full {full}, jcmd full_count {before}..{after}");
+    assert!(
+        before as f64 <= full && full <= after as f64,
+        "agent full {full}, jcmd full_count {before}..{after}"
+    );
 
-    let used: f64 = by_label(&text, "jvmdiag_code_cache_used_bytes", pid, "code_heap").values().sum();
+    let used: f64 =
+        by_label(&text, "jvmdiag_code_cache_used_bytes", pid, "code_heap").values().sum();
     let max: f64 = by_label(&text, "jvmdiag_code_cache_max_bytes", pid, "code_heap").values().sum();
     assert_eq!(max, 4.0 * 1024.0 * 1024.0, "max is -XX:ReservedCodeCacheSize");
     assert!(used / max > 0.8, "used approaches max: {used} of {max}");
@@ -170,7 +221,8 @@ fn code_cache_full(jdk: &Path) {
     // The compiler is off now: the most-compiled method (every class copy's applyAsLong has
     // the same name) is named with the count -XX:+PrintCompilation shows.
     let methods = by_label(&text, "jvmdiag_method_compilations_total", pid, "method");
-    let (top, n) = methods.iter().filter(|(m, _)| *m != "other").max_by(|a, b| a.1.total_cmp(b.1)).unwrap();
+    let (top, n) =
+        methods.iter().filter(|(m, _)| *m != "other").max_by(|a, b| a.1.total_cmp(b.1)).unwrap();
     assert_eq!(top, "jitwork.CodeCacheFill$Worker.applyAsLong", "{methods:?}");
     let expected = print_compilation_count(&output, "jitwork.CodeCacheFill$Worker::applyAsLong");
     assert_eq!(*n, expected as f64, "agent vs -XX:+PrintCompilation for Worker::applyAsLong");
@@ -194,10 +246,15 @@ fn staging_workload(dir: &Path) -> (PathBuf, PathBuf) {
     std::fs::create_dir_all(src.join("flood")).unwrap();
     let mut methods = String::from("package flood;\npublic class Methods {\n");
     for i in 0..FLOOD {
-        writeln!(methods, "    static long m{i}(long x) {{ return x * {i} + {}; }}", i % 7).unwrap();
+        writeln!(methods, "    static long m{i}(long x) {{ return x * {i} + {}; }}", i % 7)
+            .unwrap();
     }
     for c in 0..FLOOD / CHUNK {
-        write!(methods, "    public static long c{c}() {{ long s = 0; for (int k = 0; k < 10000; k++) {{").unwrap();
+        write!(
+            methods,
+            "    public static long c{c}() {{ long s = 0; for (int k = 0; k < 10000; k++) {{"
+        )
+        .unwrap();
         for i in c * CHUNK..(c + 1) * CHUNK {
             write!(methods, " s += m{i}(k);").unwrap();
         }
@@ -205,7 +262,8 @@ fn staging_workload(dir: &Path) -> (PathBuf, PathBuf) {
     }
     methods.push_str("}\n");
     let hot = "package flood;\npublic class Hot implements java.util.function.LongUnaryOperator {\n    public long applyAsLong(long x) { return x * 31 + 7; }\n}\n";
-    let chunks: String = (0..FLOOD / CHUNK).map(|c| format!("        s += flood.Methods.c{c}();\n")).collect();
+    let chunks: String =
+        (0..FLOOD / CHUNK).map(|c| format!("        s += flood.Methods.c{c}();\n")).collect();
     let half = HOT_COPIES / 2;
     let launcher = format!(
         "import java.net.URL;\nimport java.net.URLClassLoader;\nimport java.nio.file.Files;\nimport java.nio.file.Path;\nimport java.util.function.LongUnaryOperator;\n\n\
@@ -235,8 +293,16 @@ public class StagingLauncher {{\n\
     std::fs::write(src.join("flood/Hot.java"), hot).unwrap();
     std::fs::write(src.join("StagingLauncher.java"), launcher).unwrap();
     let (cls, hot_cls) = (dir.join("cls"), dir.join("hot"));
-    for (out, files) in [(&cls, vec![src.join("flood/Methods.java"), src.join("StagingLauncher.java")]), (&hot_cls, vec![src.join("flood/Hot.java")])] {
-        let st = std::process::Command::new(jdk17().join("bin/javac")).args(["--release", "17", "-d"]).arg(out).args(&files).status().expect("javac");
+    for (out, files) in [
+        (&cls, vec![src.join("flood/Methods.java"), src.join("StagingLauncher.java")]),
+        (&hot_cls, vec![src.join("flood/Hot.java")]),
+    ] {
+        let st = std::process::Command::new(jdk17().join("bin/javac"))
+            .args(["--release", "17", "-d"])
+            .arg(out)
+            .args(&files)
+            .status()
+            .expect("javac");
         assert!(st.success(), "javac failed");
     }
     (cls, hot_cls)
@@ -272,10 +338,18 @@ fn bpf_map_entries(pid: u32, name: &str) -> usize {
     // elements", or, for a map with BTF, is a list with one `"key":` line per element.
     let id = ids
         .into_iter()
-        .find(|id| bpftool(&["map", "show", "id", id]).split_whitespace().skip_while(|w| *w != "name").nth(1) == Some(name))
+        .find(|id| {
+            bpftool(&["map", "show", "id", id])
+                .split_whitespace()
+                .skip_while(|w| *w != "name")
+                .nth(1)
+                == Some(name)
+        })
         .unwrap_or_else(|| panic!("process {pid} holds no map named {name}"));
     let dump = bpftool(&["map", "dump", "id", &id]);
-    let found = dump.lines().find_map(|l| l.strip_prefix("Found ")?.strip_suffix(" elements")?.parse().ok());
+    let found = dump
+        .lines()
+        .find_map(|l| l.strip_prefix("Found ")?.strip_suffix(" elements")?.parse().ok());
     found.unwrap_or_else(|| dump.lines().filter(|l| l.trim_start().starts_with("\"key\":")).count())
 }
 
@@ -288,7 +362,12 @@ fn staging_evictions(jdk: &Path) {
     let work = Work::new("jit-staging");
     let (cls, hot_cls) = staging_workload(&work.0);
     let mut procs = Procs::default();
-    let port = start_agent_with(&mut procs, &work.0, "StagingLauncher", &["--method-staging-entries", "256"]);
+    let port = start_agent_with(
+        &mut procs,
+        &work.0,
+        "StagingLauncher",
+        &["--method-staging-entries", "256"],
+    );
     let agent_pid = procs.0[0].id();
     // Only the generated methods are compiled (the JDK's own stay interpreted), by C1 alone,
     // one compiler thread: each flood method and each copy of Hot.applyAsLong exactly once.
@@ -324,16 +403,27 @@ fn staging_evictions(jdk: &Path) {
     assert_eq!(hot_n, HOT_COPIES as u64, "each copy of Hot.applyAsLong is compiled once: {hot_n}");
     let promoted = log.values().filter(|n| **n >= 3).count() as u64;
     assert_eq!(promoted, 1, "only Hot.applyAsLong is compiled often enough to get its own counter");
-    assert!(log.values().all(|n| *n == 1 || *n == hot_n), "flood methods are compiled once each: {:?}", log.iter().filter(|(_, n)| **n != 1).collect::<Vec<_>>());
+    assert!(
+        log.values().all(|n| *n == 1 || *n == hot_n),
+        "flood methods are compiled once each: {:?}",
+        log.iter().filter(|(_, n)| **n != 1).collect::<Vec<_>>()
+    );
     let staged = log.len() as u64;
-    assert!(staged > 2 * 256, "the flood compiled {staged} distinct methods, more than twice the table");
+    assert!(
+        staged > 2 * 256,
+        "the flood compiled {staged} distinct methods, more than twice the table"
+    );
 
     let text = scrape(port);
     let present = bpf_map_entries(agent_pid, "method_seen") as u64;
     assert!(present <= 256, "the staging table holds at most its 256 entries: {present}");
     let evicted = samples(&text)
         .into_iter()
-        .find(|(n, l, _)| n == "jvmdiag_agent_jvm_map_evictions_total" && l.get("pid") == Some(&pid.to_string()) && l.get("map").map(String::as_str) == Some("method_seen"))
+        .find(|(n, l, _)| {
+            n == "jvmdiag_agent_jvm_map_evictions_total"
+                && l.get("pid") == Some(&pid.to_string())
+                && l.get("map").map(String::as_str) == Some("method_seen")
+        })
         .map(|(_, _, v)| v)
         .expect("jvmdiag_agent_jvm_map_evictions_total{map=\"method_seen\"} of the JVM");
     assert_eq!(
@@ -345,12 +435,19 @@ fn staging_evictions(jdk: &Path) {
     let agent_wide = |t: &str| {
         samples(t)
             .into_iter()
-            .find(|(n, l, _)| n == "jvmdiag_agent_map_evictions_total" && l.get("map").map(String::as_str) == Some("method_seen"))
+            .find(|(n, l, _)| {
+                n == "jvmdiag_agent_map_evictions_total"
+                    && l.get("map").map(String::as_str) == Some("method_seen")
+            })
             .map(|(_, _, v)| v)
     };
     assert_eq!(agent_wide(&text), Some(evicted), "one JVM traced: the agent's total is its count");
     let methods = by_label(&text, "jvmdiag_method_compilations_total", pid, "method");
-    assert_eq!(methods.get("flood.Hot.applyAsLong").copied(), Some(hot_n as f64), "agent vs -XX:+PrintCompilation for Hot.applyAsLong: {methods:?}");
+    assert_eq!(
+        methods.get("flood.Hot.applyAsLong").copied(),
+        Some(hot_n as f64),
+        "agent vs -XX:+PrintCompilation for Hot.applyAsLong: {methods:?}"
+    );
 
     // The JVM exits and its slot is released: its evictions stay in the agent's total.
     procs.0[1].kill().unwrap();

@@ -35,7 +35,14 @@ fn kubectl(args: &[&str]) -> String {
 
 fn kubectl_stdin(args: &[&str], input: &str) -> String {
     let k = std::env::var("KUBECTL").expect("KUBECTL");
-    let mut c = Command::new(k).args(args).env("KUBECONFIG", kubeconfig()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut c = Command::new(k)
+        .args(args)
+        .env("KUBECONFIG", kubeconfig())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let out = c.wait_with_output().unwrap();
     assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -47,12 +54,19 @@ fn create_namespace(ns: &str) {
     kubectl(&["create", "namespace", ns]);
     let k = std::env::var("KUBECTL").expect("KUBECTL");
     wait_for("the namespace's default ServiceAccount", Duration::from_secs(60), || {
-        Command::new(&k).args(["-n", ns, "get", "serviceaccount", "default"]).env("KUBECONFIG", kubeconfig()).output().is_ok_and(|o| o.status.success())
+        Command::new(&k)
+            .args(["-n", ns, "get", "serviceaccount", "default"])
+            .env("KUBECONFIG", kubeconfig())
+            .output()
+            .is_ok_and(|o| o.status.success())
     });
 }
 
 fn kubeconfig() -> PathBuf {
-    PathBuf::from(std::env::var("JVMDIAG_TEST_KUBECONFIG").expect("JVMDIAG_TEST_KUBECONFIG: the local control plane's kubeconfig"))
+    PathBuf::from(
+        std::env::var("JVMDIAG_TEST_KUBECONFIG")
+            .expect("JVMDIAG_TEST_KUBECONFIG: the local control plane's kubeconfig"),
+    )
 }
 
 fn container_id(seed: u32) -> String {
@@ -97,7 +111,17 @@ fn report_container(ns: &str, name: &str, id: &str) {
     let patch = format!(
         r#"{{"status":{{"phase":"Running","containerStatuses":[{{"name":"app","containerID":"containerd://{id}","image":"none","imageID":"","ready":true,"restartCount":0,"state":{{"running":{{}}}}}}]}}}}"#
     );
-    kubectl(&["-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", &patch]);
+    kubectl(&[
+        "-n",
+        ns,
+        "patch",
+        "pod",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
 }
 
 /// A cgroup (v1 `pids` hierarchy) named like a container runtime's; removed on drop.
@@ -138,7 +162,8 @@ fn start_jvm(jdk: &str, classes: &Path, cg: Option<&Cgroup>, gcs: u32) -> Jvm {
         None => String::new(),
     };
     let script = format!("{join}exec {java} -XX:+UnlockDiagnosticVMOptions -XX:GuaranteedSafepointInterval=0 -Xmx64m -cp {} SafepointBurst {gcs} 5 5 3000", classes.display());
-    let mut child = Command::new("sh").args(["-c", &script]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        Command::new("sh").args(["-c", &script]).stdout(Stdio::piped()).spawn().unwrap();
     let out = BufReader::new(child.stdout.take().unwrap());
     Jvm { child: Kill(child), out }
 }
@@ -186,8 +211,15 @@ fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 }
 
 fn perf(jdk: &str, pid: u32) -> HashMap<String, String> {
-    let out = Command::new(format!("{jdk}/bin/jcmd")).arg(pid.to_string()).arg("PerfCounter.print").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
+    let out = Command::new(format!("{jdk}/bin/jcmd"))
+        .arg(pid.to_string())
+        .arg("PerfCounter.print")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
 }
 
 /// A TCP relay to the API server that the test can cut (an unreachable API server) and restore.
@@ -221,7 +253,8 @@ impl Relay {
                     accepted2.fetch_add(1, Ordering::SeqCst);
                     let Ok(u) = TcpStream::connect(&upstream) else { continue };
                     conns2.lock().unwrap().extend([c.try_clone().unwrap(), u.try_clone().unwrap()]);
-                    for (mut a, mut b) in [(c.try_clone().unwrap(), u.try_clone().unwrap()), (u, c)] {
+                    for (mut a, mut b) in [(c.try_clone().unwrap(), u.try_clone().unwrap()), (u, c)]
+                    {
                         let bytes = bytes2.clone();
                         std::thread::spawn(move || {
                             let mut buf = [0u8; 16384];
@@ -265,25 +298,48 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     let top = format!("jvmdiag-it-{tag}");
     let work = std::env::temp_dir().join(format!("jvmdiag-kube-it-{tag}"));
     std::fs::create_dir_all(&work).unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
-    assert!(Command::new(format!("{JDK17}/bin/javac")).args(["--release", "17", "-d"]).arg(&work).arg(&src).status().unwrap().success());
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
+    assert!(Command::new(format!("{JDK17}/bin/javac"))
+        .args(["--release", "17", "-d"])
+        .arg(&work)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
     // A Node object, so the pod garbage collector does not delete pods bound to an unknown node.
-    kubectl_stdin(&["apply", "-f", "-"], &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"));
+    kubectl_stdin(
+        &["apply", "-f", "-"],
+        &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"),
+    );
     create_namespace(&ns);
     struct Cleanup(String, String);
     impl Drop for Cleanup {
         fn drop(&mut self) {
             let k = std::env::var("KUBECTL").unwrap_or_default();
-            let _ = Command::new(&k).args(["-n", &self.0, "delete", "pods", "--all", "--force", "--grace-period=0"]).env("KUBECONFIG", kubeconfig()).output();
-            let _ = Command::new(&k).args(["delete", "namespace", &self.0, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
-            let _ = Command::new(&k).args(["delete", "node", &self.1, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+            let _ = Command::new(&k)
+                .args(["-n", &self.0, "delete", "pods", "--all", "--force", "--grace-period=0"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
+            let _ = Command::new(&k)
+                .args(["delete", "namespace", &self.0, "--wait=false"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
+            let _ = Command::new(&k)
+                .args(["delete", "node", &self.1, "--wait=false"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
         }
     }
     let _cleanup = Cleanup(ns.clone(), node.clone());
 
     // The agent talks to the API server through a relay the test can cut.
     let kc = std::fs::read_to_string(kubeconfig()).unwrap();
-    let server = kc.lines().find_map(|l| l.trim().strip_prefix("server: https://")).expect("server in kubeconfig").to_string();
+    let server = kc
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: https://"))
+        .expect("server in kubeconfig")
+        .to_string();
     let relay = Relay::start(server.clone());
     let relayed = work.join("kubeconfig");
     std::fs::write(&relayed, kc.replace(&server, &format!("127.0.0.1:{}", relay.port))).unwrap();
@@ -314,8 +370,12 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
             .spawn()
             .unwrap(),
     );
-    wait_for("agent /metrics", Duration::from_secs(30), || TcpStream::connect(("127.0.0.1", port)).is_ok());
-    wait_for("watch synced", Duration::from_secs(30), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0));
+    wait_for("agent /metrics", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    wait_for("watch synced", Duration::from_secs(30), || {
+        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
+    });
 
     let mut a = start_jvm(JDK17, &work, Some(&cg_a), 40);
     let mut b = start_jvm(JDK25, &work, Some(&cg_b), 10);
@@ -325,41 +385,73 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     for j in [&mut a, &mut b, &mut c, &mut d, &mut e] {
         j.wait_idle();
     }
-    let pod_a = ["namespace=\"", "\",pod=\"pod-a\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-pod-a\""];
+    let pod_a = [
+        "namespace=\"",
+        "\",pod=\"pod-a\",container=\"app\",jvm=\"SafepointBurst\",jvmdiagnostics=\"res-pod-a\"",
+    ];
     let sel_a = format!("{}{ns}{}", pod_a[0], pod_a[1]);
-    wait_for("pod-a's JVM traced", Duration::from_secs(30), || value(&scrape(port), "jvmdiag_safepoint_pause_seconds_count", &[&sel_a]).is_some());
+    wait_for("pod-a's JVM traced", Duration::from_secs(30), || {
+        value(&scrape(port), "jvmdiag_safepoint_pause_seconds_count", &[&sel_a]).is_some()
+    });
     // D's JVM waits for its pod: created now, its container reported a moment later.
     std::thread::sleep(Duration::from_secs(1));
     let text = scrape(port);
     // (other JVMs in containers on this shared host may wait too)
-    assert!(value(&text, "jvmdiag_agent_kube_jvms_pending", &["reason=\"pod_unknown\""]).unwrap_or(0.0) >= 1.0, "{text}");
+    assert!(
+        value(&text, "jvmdiag_agent_kube_jvms_pending", &["reason=\"pod_unknown\""]).unwrap_or(0.0)
+            >= 1.0,
+        "{text}"
+    );
     assert!(!text.contains("pod=\"pod-d\""));
     // D's cgroup names a placeholder pod UID: attribution goes by container ID.
     create_pod(&ns, "pod-d", &node, Some(("threads,safepoints,vmOperations,compilation", "app")));
     std::thread::sleep(Duration::from_millis(500));
     report_container(&ns, "pod-d", &id_d);
-    wait_for("pod-d's JVM traced after its pod appeared", Duration::from_secs(30), || scrape(port).contains("pod=\"pod-d\""));
+    wait_for("pod-d's JVM traced after its pod appeared", Duration::from_secs(30), || {
+        scrape(port).contains("pod=\"pod-d\"")
+    });
 
     // A VM operation in D (all collectors asked for): a thread dump.
-    assert!(Command::new(format!("{JDK25}/bin/jcmd")).arg(d.pid().to_string()).arg("Thread.print").output().unwrap().status.success());
-    wait_for("pod-d's VM operation", Duration::from_secs(10), || value(&scrape(port), "jvmdiag_vm_operation_seconds_count", &["pod=\"pod-d\""]).is_some());
+    assert!(Command::new(format!("{JDK25}/bin/jcmd"))
+        .arg(d.pid().to_string())
+        .arg("Thread.print")
+        .output()
+        .unwrap()
+        .status
+        .success());
+    wait_for("pod-d's VM operation", Duration::from_secs(10), || {
+        value(&scrape(port), "jvmdiag_vm_operation_seconds_count", &["pod=\"pod-d\""]).is_some()
+    });
 
     // Counts equal the JVM's own counters; collectors not asked for are not exported.
     let text = scrape(port);
     let pc = perf(JDK17, a.pid());
     let sp: f64 = pc["sun.rt.safepoints"].parse().unwrap();
-    assert_eq!(value(&text, "jvmdiag_safepoint_pause_seconds_count", &[&sel_a]), Some(sp), "{text}");
+    assert_eq!(
+        value(&text, "jvmdiag_safepoint_pause_seconds_count", &[&sel_a]),
+        Some(sp),
+        "{text}"
+    );
     let started: f64 = pc["java.threads.started"].parse().unwrap();
     let starts = value(&text, "jvmdiag_thread_starts_total", &[&sel_a]).unwrap_or(0.0);
-    assert!(starts >= 5.0 && starts <= started, "thread starts {starts} vs java.threads.started {started}");
-    assert!(value(&text, "jvmdiag_vm_operation_seconds_count", &["pod=\"pod-a\""]).is_none(), "vmops exported for pod-a: {text}");
+    assert!(
+        starts >= 5.0 && starts <= started,
+        "thread starts {starts} vs java.threads.started {started}"
+    );
+    assert!(
+        value(&text, "jvmdiag_vm_operation_seconds_count", &["pod=\"pod-a\""]).is_none(),
+        "vmops exported for pod-a: {text}"
+    );
     // ... nor counted in the kernel: pod-a's 40 GCs are VM operations, yet the vmOperations
     // tables (durations and requests) hold exactly the rows exported (pod-d's): one per series.
     // (Retried: a VM operation may land between the scrape's table count and its read.)
     let rows_vs_series = |t: &str| {
         let series = t
             .lines()
-            .filter(|l| l.starts_with("jvmdiag_vm_operation_seconds_count{") || l.starts_with("jvmdiag_vm_operation_requests_total{"))
+            .filter(|l| {
+                l.starts_with("jvmdiag_vm_operation_seconds_count{")
+                    || l.starts_with("jvmdiag_vm_operation_requests_total{")
+            })
             .count() as f64;
         (value(t, "jvmdiag_agent_map_entries", &["map=\"vmOperations\""]), series)
     };
@@ -371,22 +463,52 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
         std::thread::sleep(Duration::from_millis(500));
         last = rows_vs_series(&scrape(port));
     }
-    assert_eq!(last.0, Some(last.1), "vmops kernel table rows vs exported series (pod-a's not wanted)");
+    assert_eq!(
+        last.0,
+        Some(last.1),
+        "vmops kernel table rows vs exported series (pod-a's not wanted)"
+    );
     // Not injected, host JVM, annotations without a resource: not traced, counted by reason.
     assert!(!text.contains("pod=\"pod-b\""), "{text}");
-    assert!(!text.contains("pod=\"pod-e\""), "a pod whose JvmDiagnostics does not exist is traced: {text}");
-    assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"no_resource\""]).unwrap_or(0.0) >= 1.0, "{text}");
-    assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_injected\""]).unwrap_or(0.0) >= 1.0, "{text}");
-    assert!(value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_in_pod\""]).unwrap_or(0.0) >= 1.0, "{text}");
-    assert_eq!(value(&text, "jvmdiag_jvm_info", &["pid="]), None, "pid label in Kubernetes mode: {text}");
+    assert!(
+        !text.contains("pod=\"pod-e\""),
+        "a pod whose JvmDiagnostics does not exist is traced: {text}"
+    );
+    assert!(
+        value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"no_resource\""])
+            .unwrap_or(0.0)
+            >= 1.0,
+        "{text}"
+    );
+    assert!(
+        value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_injected\""])
+            .unwrap_or(0.0)
+            >= 1.0,
+        "{text}"
+    );
+    assert!(
+        value(&text, "jvmdiag_agent_kube_jvms_skipped_total", &["reason=\"not_in_pod\""])
+            .unwrap_or(0.0)
+            >= 1.0,
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, "jvmdiag_jvm_info", &["pid="]),
+        None,
+        "pid label in Kubernetes mode: {text}"
+    );
 
     // API server unreachable: tracing goes on with the known pods, and the agent says so.
     relay.cut();
-    wait_for("api_up 0", Duration::from_secs(60), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(0.0));
+    wait_for("api_up 0", Duration::from_secs(60), || {
+        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(0.0)
+    });
     let text = scrape(port);
     assert!(value(&text, "jvmdiag_safepoint_pause_seconds_count", &[&sel_a]).is_some(), "{text}");
     relay.restore();
-    wait_for("api_up 1 again", Duration::from_secs(90), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0));
+    wait_for("api_up 1 again", Duration::from_secs(90), || {
+        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
+    });
 
     // Pod deleted (the kubelet kills its JVM): its series are shown once more, then gone.
     kubectl(&["-n", &ns, "delete", "pod", "pod-a", "--force", "--grace-period=0"]);
@@ -404,7 +526,11 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
 
 fn rss_kib(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    s.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok()).unwrap()
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
 }
 
 #[test]
@@ -414,19 +540,29 @@ fn five_hundred_pods_cost_flat_memory_and_no_traffic_but_the_watch() {
     let tag = std::process::id();
     let ns = format!("jvmdiag-scale-{tag}");
     let node = format!("jvmdiag-scale-node-{tag}");
-    kubectl_stdin(&["apply", "-f", "-"], &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"));
+    kubectl_stdin(
+        &["apply", "-f", "-"],
+        &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"),
+    );
     create_namespace(&ns);
     struct Cleanup(String, String);
     impl Drop for Cleanup {
         fn drop(&mut self) {
             let k = std::env::var("KUBECTL").unwrap_or_default();
-            let _ = Command::new(&k).args(["delete", "namespace", &self.0, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
-            let _ = Command::new(&k).args(["delete", "node", &self.1, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+            let _ = Command::new(&k)
+                .args(["delete", "namespace", &self.0, "--wait=false"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
+            let _ = Command::new(&k)
+                .args(["delete", "node", &self.1, "--wait=false"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
         }
     }
     let _cleanup = Cleanup(ns.clone(), node.clone());
     let kc = std::fs::read_to_string(kubeconfig()).unwrap();
-    let server = kc.lines().find_map(|l| l.trim().strip_prefix("server: https://")).unwrap().to_string();
+    let server =
+        kc.lines().find_map(|l| l.trim().strip_prefix("server: https://")).unwrap().to_string();
     let relay = Relay::start(server.clone());
     let relayed = std::env::temp_dir().join(format!("jvmdiag-scale-kubeconfig-{tag}"));
     std::fs::write(&relayed, kc.replace(&server, &format!("127.0.0.1:{}", relay.port))).unwrap();
@@ -440,8 +576,12 @@ fn five_hundred_pods_cost_flat_memory_and_no_traffic_but_the_watch() {
             .unwrap(),
     );
     let pid = agent.0.id();
-    wait_for("agent /metrics", Duration::from_secs(30), || TcpStream::connect(("127.0.0.1", port)).is_ok());
-    wait_for("watch synced", Duration::from_secs(30), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0));
+    wait_for("agent /metrics", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    wait_for("watch synced", Duration::from_secs(30), || {
+        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
+    });
     for _ in 0..20 {
         scrape(port);
     }
@@ -458,7 +598,9 @@ fn five_hundred_pods_cost_flat_memory_and_no_traffic_but_the_watch() {
     for i in (0..PODS).step_by(5) {
         report_container(&ns, &format!("p-{i}"), &container_id(0x1000 + i as u32));
     }
-    wait_for("500 pods in the agent's table", Duration::from_secs(180), || value(&scrape(port), "jvmdiag_agent_kube_pods", &[]) == Some(PODS as f64));
+    wait_for("500 pods in the agent's table", Duration::from_secs(180), || {
+        value(&scrape(port), "jvmdiag_agent_kube_pods", &[]) == Some(PODS as f64)
+    });
     for _ in 0..20 {
         scrape(port);
     }
@@ -473,13 +615,19 @@ fn five_hundred_pods_cost_flat_memory_and_no_traffic_but_the_watch() {
     let (c1, b1) = (relay.accepted.load(Ordering::SeqCst), relay.bytes.load(Ordering::SeqCst));
 
     kubectl(&["-n", &ns, "delete", "pods", "--all", "--force", "--grace-period=0", "--wait=false"]);
-    wait_for("pods gone from the agent's table", Duration::from_secs(180), || value(&scrape(port), "jvmdiag_agent_kube_pods", &[]) == Some(0.0));
+    wait_for("pods gone from the agent's table", Duration::from_secs(180), || {
+        value(&scrape(port), "jvmdiag_agent_kube_pods", &[]) == Some(0.0)
+    });
     let rss2 = rss_kib(pid);
     eprintln!("agent RSS: {rss0} KiB with 0 pods, {rss1} KiB with {PODS}, {rss2} KiB after deleting them; 50 scrapes over 5 s: {} new API connections, {} bytes", c1 - c0, b1 - b0);
     assert_eq!(c1, c0, "scrapes opened API connections");
     assert!(b1 - b0 < 16 * 1024, "{} bytes of API traffic during 50 scrapes", b1 - b0);
     assert!(rss1.saturating_sub(rss0) < 8 * 1024, "RSS grew {} KiB with {PODS} pods", rss1 - rss0);
-    assert!(rss2.saturating_sub(rss0) < 8 * 1024, "RSS grew {} KiB after the pods went", rss2 - rss0);
+    assert!(
+        rss2.saturating_sub(rss0) < 8 * 1024,
+        "RSS grew {} KiB after the pods went",
+        rss2 - rss0
+    );
     let _ = std::fs::remove_file(&relayed);
 }
 
@@ -496,9 +644,19 @@ fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
     let top = format!("jvmdiag-share-{tag}");
     let work = std::env::temp_dir().join(format!("jvmdiag-kube-share-{tag}"));
     std::fs::create_dir_all(&work).unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
-    assert!(Command::new(format!("{JDK17}/bin/javac")).args(["--release", "17", "-d"]).arg(&work).arg(&src).status().unwrap().success());
-    kubectl_stdin(&["apply", "-f", "-"], &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"));
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
+    assert!(Command::new(format!("{JDK17}/bin/javac"))
+        .args(["--release", "17", "-d"])
+        .arg(&work)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    kubectl_stdin(
+        &["apply", "-f", "-"],
+        &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"),
+    );
     create_namespace(&greedy);
     create_namespace(&quiet);
     struct Cleanup(Vec<String>, String);
@@ -506,10 +664,19 @@ fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
         fn drop(&mut self) {
             let k = std::env::var("KUBECTL").unwrap_or_default();
             for ns in &self.0 {
-                let _ = Command::new(&k).args(["-n", ns, "delete", "pods", "--all", "--force", "--grace-period=0"]).env("KUBECONFIG", kubeconfig()).output();
-                let _ = Command::new(&k).args(["delete", "namespace", ns, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+                let _ = Command::new(&k)
+                    .args(["-n", ns, "delete", "pods", "--all", "--force", "--grace-period=0"])
+                    .env("KUBECONFIG", kubeconfig())
+                    .output();
+                let _ = Command::new(&k)
+                    .args(["delete", "namespace", ns, "--wait=false"])
+                    .env("KUBECONFIG", kubeconfig())
+                    .output();
             }
-            let _ = Command::new(&k).args(["delete", "node", &self.1, "--wait=false"]).env("KUBECONFIG", kubeconfig()).output();
+            let _ = Command::new(&k)
+                .args(["delete", "node", &self.1, "--wait=false"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
         }
     }
     let _cleanup = Cleanup(vec![greedy.clone(), quiet.clone()], node.clone());
@@ -519,16 +686,30 @@ fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
         Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
             .args(["--node-name", &node, "--kubeconfig"])
             .arg(kubeconfig())
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--poll-interval-ms", "100", "--max-jvms-per-namespace", "2"])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--poll-interval-ms",
+                "100",
+                "--max-jvms-per-namespace",
+                "2",
+            ])
             .spawn()
             .unwrap(),
     );
-    wait_for("agent /metrics", Duration::from_secs(30), || TcpStream::connect(("127.0.0.1", port)).is_ok());
-    wait_for("watch synced", Duration::from_secs(30), || value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0));
+    wait_for("agent /metrics", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    wait_for("watch synced", Duration::from_secs(30), || {
+        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
+    });
 
     let mut cgroups = Vec::new();
     let mut jvms = Vec::new();
-    for (i, (ns, pod)) in [(&greedy, "g-0"), (&greedy, "g-1"), (&greedy, "g-2"), (&quiet, "q-0")].into_iter().enumerate() {
+    for (i, (ns, pod)) in [(&greedy, "g-0"), (&greedy, "g-1"), (&greedy, "g-2"), (&quiet, "q-0")]
+        .into_iter()
+        .enumerate()
+    {
         let id = container_id(0x5a00 + i as u32);
         let uid = create_pod(ns, pod, &node, Some(("threads,safepoints", "app")));
         report_container(ns, pod, &id);
@@ -540,22 +721,52 @@ fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
             let n = i as f64 + 1.0;
             wait_for("greedy's JVM seen", Duration::from_secs(30), || {
                 let t = scrape(port);
-                let traced = t.lines().filter(|l| l.starts_with("jvmdiag_jvm_info{") && l.contains(&format!("namespace=\"{greedy}\""))).count() as f64;
-                traced + value(&t, "jvmdiag_agent_attach_failures_total", &["reason=\"namespace_share\""]).unwrap_or(0.0) >= n
+                let traced = t
+                    .lines()
+                    .filter(|l| {
+                        l.starts_with("jvmdiag_jvm_info{")
+                            && l.contains(&format!("namespace=\"{greedy}\""))
+                    })
+                    .count() as f64;
+                traced
+                    + value(
+                        &t,
+                        "jvmdiag_agent_attach_failures_total",
+                        &["reason=\"namespace_share\""],
+                    )
+                    .unwrap_or(0.0)
+                    >= n
             });
         }
         cgroups.push(cg);
         jvms.push(j);
     }
-    wait_for("quiet's JVM traced", Duration::from_secs(30), || scrape(port).contains(&format!("namespace=\"{quiet}\",pod=\"q-0\"")));
+    wait_for("quiet's JVM traced", Duration::from_secs(30), || {
+        scrape(port).contains(&format!("namespace=\"{quiet}\",pod=\"q-0\""))
+    });
     let text = scrape(port);
-    let info = |ns: &str| text.lines().filter(|l| l.starts_with("jvmdiag_jvm_info{") && l.contains(&format!("namespace=\"{ns}\""))).count();
+    let info = |ns: &str| {
+        text.lines()
+            .filter(|l| {
+                l.starts_with("jvmdiag_jvm_info{") && l.contains(&format!("namespace=\"{ns}\""))
+            })
+            .count()
+    };
     assert_eq!(info(&greedy), 2, "greedy: 2 JVMs traced (its share)\n{text}");
     assert_eq!(info(&quiet), 1, "quiet: its JVM traced\n{text}");
-    assert_eq!(value(&text, "jvmdiag_agent_attach_failures_total", &["reason=\"namespace_share\""]), Some(1.0), "{text}");
-    assert_eq!(value(&text, "jvmdiag_agent_jvms_untraced", &["reason=\"namespace_share\""]), Some(1.0), "{text}");
+    assert_eq!(
+        value(&text, "jvmdiag_agent_attach_failures_total", &["reason=\"namespace_share\""]),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, "jvmdiag_agent_jvms_untraced", &["reason=\"namespace_share\""]),
+        Some(1.0),
+        "{text}"
+    );
     // The refused JVM is named nowhere else: no series of its pod.
-    let refused = ["g-0", "g-1", "g-2"].iter().filter(|p| !text.contains(&format!("pod=\"{p}\""))).count();
+    let refused =
+        ["g-0", "g-1", "g-2"].iter().filter(|p| !text.contains(&format!("pod=\"{p}\""))).count();
     assert_eq!(refused, 1, "{text}");
     drop(jvms);
     drop(cgroups);

@@ -30,7 +30,17 @@ impl Mode for Big {
 }
 
 fn start() -> (SocketAddr, Arc<AtomicU64>) {
-    let cfg = cli::parse_from(["a", "--standalone", "--listen", "127.0.0.1:0", "--poll-interval-ms", "20", "--exit-after", "120"]).unwrap();
+    let cfg = cli::parse_from([
+        "a",
+        "--standalone",
+        "--listen",
+        "127.0.0.1:0",
+        "--poll-interval-ms",
+        "20",
+        "--exit-after",
+        "120",
+    ])
+    .unwrap();
     let listener = serve::listen(&cfg).unwrap();
     let addr = listener.local_addr().unwrap();
     let polls = Arc::new(AtomicU64::new(0));

@@ -40,7 +40,17 @@ fn is_root() -> bool {
 fn unprivileged(prog: &str) -> Command {
     if is_root() {
         let mut c = Command::new("setpriv");
-        c.args(["--reuid", &NOBODY.to_string(), "--regid", &NOBODY.to_string(), "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", prog]);
+        c.args([
+            "--reuid",
+            &NOBODY.to_string(),
+            "--regid",
+            &NOBODY.to_string(),
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            prog,
+        ]);
         c
     } else {
         Command::new(prog)
@@ -58,7 +68,8 @@ fn workdir(tag: &str) -> PathBuf {
 }
 
 fn compile(jdk: &Path, out: &Path) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
     let st = Command::new(jdk.join("bin/javac")).arg("-d").arg(out).arg(&src).status().unwrap();
     assert!(st.success(), "javac failed");
     for e in std::fs::read_dir(out).unwrap() {
@@ -102,11 +113,17 @@ fn sum(s: &[(String, String, f64)], name: &str) -> f64 {
 }
 
 fn perf_counters(jdk: &Path, pid: u32) -> HashMap<String, String> {
-    let out = unprivileged(jdk.join("bin/jcmd").to_str().unwrap()).arg(pid.to_string()).arg("PerfCounter.print").output().unwrap();
+    let out = unprivileged(jdk.join("bin/jcmd").to_str().unwrap())
+        .arg(pid.to_string())
+        .arg("PerfCounter.print")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "jcmd failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string())))
+        .filter_map(|l| {
+            l.split_once('=').map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        })
         .collect()
 }
 
@@ -124,23 +141,39 @@ fn check_jdk(jdk: &str, tag: &str, per_pid: bool) {
     compile(jdk, &dir);
     let log = dir.join(if per_pid { "log/safepoint-%p.log" } else { "log/safepoint.log" });
     // filesize=4k: ~20 records per file, so GCS records rotate the file ~15 times.
-    let xlog = format!("-Xlog:safepoint=info:file={}:uptime,level,tags:filecount=3,filesize=4k", log.display());
+    let xlog = format!(
+        "-Xlog:safepoint=info:file={}:uptime,level,tags:filecount=3,filesize=4k",
+        log.display()
+    );
     let mut java = unprivileged(jdk.join("bin/java").to_str().unwrap());
-    java.args(["-XX:+UnlockDiagnosticVMOptions", "-XX:GuaranteedSafepointInterval=0", "-Xmx64m", &xlog, "-cp"])
-        .arg(&dir)
-        .args(["SafepointBurst", &GCS.to_string(), &THREADS.to_string(), "15"])
-        .stdout(Stdio::piped());
+    java.args([
+        "-XX:+UnlockDiagnosticVMOptions",
+        "-XX:GuaranteedSafepointInterval=0",
+        "-Xmx64m",
+        &xlog,
+        "-cp",
+    ])
+    .arg(&dir)
+    .args(["SafepointBurst", &GCS.to_string(), &THREADS.to_string(), "15"])
+    .stdout(Stdio::piped());
     let mut jvm = Kill(java.spawn().unwrap());
     let pid = jvm.0.id();
     let port = free_port();
     let agent = env!("CARGO_BIN_EXE_jvmdiag-agent");
     let mut sc = unprivileged(agent);
-    sc.args(["--sidecar", "--listen", &format!("127.0.0.1:{port}"), "--poll-interval-ms", "20", "--safepoint-log"])
-        .arg(&log)
-        .env("JVMDIAG_POD_NAMESPACE", "ns1")
-        .env("JVMDIAG_POD_NAME", "pod-1")
-        .env("JVMDIAG_CONTAINERS", "app")
-        .env("JVMDIAG_JVMDIAGNOSTICS", "burst");
+    sc.args([
+        "--sidecar",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--poll-interval-ms",
+        "20",
+        "--safepoint-log",
+    ])
+    .arg(&log)
+    .env("JVMDIAG_POD_NAMESPACE", "ns1")
+    .env("JVMDIAG_POD_NAME", "pod-1")
+    .env("JVMDIAG_CONTAINERS", "app")
+    .env("JVMDIAG_JVMDIAGNOSTICS", "burst");
     let sidecar = Kill(sc.spawn().unwrap());
 
     // The sidecar has no privilege: its own uid and capability sets say so.
@@ -161,9 +194,15 @@ fn check_jdk(jdk: &str, tag: &str, per_pid: bool) {
         assert!(st.success(), "jcmd VM.uptime failed");
         tool_log = Some(dir.join(format!("log/safepoint-{tpid}.log")));
     }
-    let status = std::fs::read_to_string(format!("/proc/{}/status", sidecar.0.id())).unwrap_or_default();
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", sidecar.0.id())).unwrap_or_default();
     if is_root() {
-        assert!(status.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("65534")), "{status}");
+        assert!(
+            status
+                .lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("65534")),
+            "{status}"
+        );
         assert!(status.lines().any(|l| l == "CapEff:\t0000000000000000"), "{status}");
     }
 
@@ -181,7 +220,13 @@ fn check_jdk(jdk: &str, tag: &str, per_pid: bool) {
         let before = perf_counters(jdk, pid);
         let text = scrape(port).expect("sidecar /metrics");
         let after = perf_counters(jdk, pid);
-        let keys = ["sun.rt.safepoints", "sun.rt.safepointTime", "sun.ci.totalCompiles", "java.threads.started", "java.threads.live"];
+        let keys = [
+            "sun.rt.safepoints",
+            "sun.rt.safepointTime",
+            "sun.ci.totalCompiles",
+            "java.threads.started",
+            "java.threads.live",
+        ];
         if keys.iter().all(|k| before.get(*k) == after.get(*k)) {
             last = Some((after, text));
             break;
@@ -193,17 +238,33 @@ fn check_jdk(jdk: &str, tag: &str, per_pid: bool) {
     let hz = num(&c, "sun.os.hrt.frequency");
 
     let count = sum(&s, "jvmdiag_safepoint_pause_seconds_count");
-    assert_eq!(count, num(&c, "sun.rt.safepoints"), "safepoints: sidecar vs sun.rt.safepoints\n{text}");
+    assert_eq!(
+        count,
+        num(&c, "sun.rt.safepoints"),
+        "safepoints: sidecar vs sun.rt.safepoints\n{text}"
+    );
     assert!(count >= GCS as f64);
     let pause = sum(&s, "jvmdiag_safepoint_pause_seconds_sum");
     let jvm_pause = num(&c, "sun.rt.safepointTime") / hz;
-    assert!((pause - jvm_pause).abs() <= 0.01 * jvm_pause, "pause total {pause} vs sun.rt.safepointTime {jvm_pause}");
+    assert!(
+        (pause - jvm_pause).abs() <= 0.01 * jvm_pause,
+        "pause total {pause} vs sun.rt.safepointTime {jvm_pause}"
+    );
     let sync = sum(&s, "jvmdiag_safepoint_sync_seconds_sum");
     let jvm_sync = num(&c, "sun.rt.safepointSyncTime") / hz;
-    assert!((sync - jvm_sync).abs() <= 0.01 * jvm_sync + 1e-6, "sync total {sync} vs sun.rt.safepointSyncTime {jvm_sync}");
+    assert!(
+        (sync - jvm_sync).abs() <= 0.01 * jvm_sync + 1e-6,
+        "sync total {sync} vs sun.rt.safepointSyncTime {jvm_sync}"
+    );
     assert_eq!(sum(&s, "jvmdiag_safepoint_sync_seconds_count"), count);
     // Buckets are cumulative: +Inf equals the count.
-    let inf: f64 = s.iter().filter(|(n, l, _)| n == "jvmdiag_safepoint_pause_seconds_bucket" && l.contains("le=\"+Inf\"")).map(|x| x.2).sum();
+    let inf: f64 = s
+        .iter()
+        .filter(|(n, l, _)| {
+            n == "jvmdiag_safepoint_pause_seconds_bucket" && l.contains("le=\"+Inf\"")
+        })
+        .map(|x| x.2)
+        .sum();
     assert_eq!(inf, count);
 
     assert_eq!(sum(&s, "jvmdiag_thread_starts_total"), num(&c, "java.threads.started"));
@@ -223,10 +284,21 @@ fn check_jdk(jdk: &str, tag: &str, per_pid: bool) {
 
     // Labels per the contract.
     let info = s.iter().find(|(n, _, _)| n == "jvmdiag_jvm_info").expect("jvm_info").1.clone();
-    for want in ["namespace=\"ns1\"", "pod=\"pod-1\"", "container=\"app\"", "jvm=\"SafepointBurst\"", "jvmdiagnostics=\"burst\"", "probe_mode=\"hsperfdata\""] {
+    for want in [
+        "namespace=\"ns1\"",
+        "pod=\"pod-1\"",
+        "container=\"app\"",
+        "jvm=\"SafepointBurst\"",
+        "jvmdiagnostics=\"burst\"",
+        "probe_mode=\"hsperfdata\"",
+    ] {
         assert!(info.contains(want), "{want} missing in {info}");
     }
-    assert!(s.iter().any(|(n, l, _)| n == "jvmdiag_safepoint_pause_seconds_count" && l.contains("vm_operation=\"G1CollectFull\"")), "{text}");
+    assert!(
+        s.iter().any(|(n, l, _)| n == "jvmdiag_safepoint_pause_seconds_count"
+            && l.contains("vm_operation=\"G1CollectFull\"")),
+        "{text}"
+    );
     drop(sidecar);
     drop(jvm);
     let _ = std::fs::remove_dir_all(&dir);

@@ -14,7 +14,13 @@ fn scratch() -> &'static std::fs::File {
     static F: OnceLock<std::fs::File> = OnceLock::new();
     F.get_or_init(|| {
         let p = format!("/dev/shm/jvmdiag-fuzz-elf-{}", std::process::id());
-        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .unwrap();
         let _ = std::fs::remove_file(&p); // the open file stays usable
         f
     })

@@ -26,9 +26,11 @@ fuzz_target!(|data: &[u8]| {
     assert!(opts.len() <= OPTIONS_MAX_TOKENS);
     assert!(opts.iter().all(|o| !o.contains('\0')));
     let on = monitor_probes_enabled(opts.iter().map(String::as_str));
-    let last = opts
-        .iter()
-        .rev()
-        .find(|o| matches!(o.as_str(), "-XX:+DTraceMonitorProbes" | "-XX:+ExtendedDTraceProbes" | "-XX:-DTraceMonitorProbes"));
+    let last = opts.iter().rev().find(|o| {
+        matches!(
+            o.as_str(),
+            "-XX:+DTraceMonitorProbes" | "-XX:+ExtendedDTraceProbes" | "-XX:-DTraceMonitorProbes"
+        )
+    });
     assert_eq!(on, last.is_some_and(|o| o != "-XX:-DTraceMonitorProbes"));
 });

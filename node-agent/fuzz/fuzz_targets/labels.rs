@@ -49,7 +49,11 @@ fn scrape(raw: &str, jvm: &str) -> String {
     f.jvm(0, vec![("code_heap", compilation::heap_label(raw))], Value::Gauge(1.0));
     fams.push(f);
     let mut f = Family::of(&metrics::VM_OPERATION);
-    f.jvm(0, vec![("vm_operation", raw.to_string()), ("at_safepoint", "true".into())], Value::Histogram(Hist::default()));
+    f.jvm(
+        0,
+        vec![("vm_operation", raw.to_string()), ("at_safepoint", "true".into())],
+        Value::Histogram(Hist::default()),
+    );
     fams.push(f);
     let mut f = Family::of(&metrics::THREAD_STARTS);
     f.jvm(0, vec![("thread_name", raw.to_string())], Value::Counter(1));
@@ -82,7 +86,13 @@ fuzz_target!(|data: &[u8]| {
     for raw in [nk.name.as_str(), long.as_ref()] {
         let c = compilation::compiler_label(raw);
         assert!(!c.is_empty() && c.len() <= 32);
-        assert!(c == "unknown" || c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_'));
+        assert!(
+            c == "unknown"
+                || c.bytes().all(|b| b.is_ascii_lowercase()
+                    || b.is_ascii_digit()
+                    || b == b'-'
+                    || b == b'_')
+        );
         let m = compilation::method_label(raw);
         assert!(m.len() <= raw.len());
         assert!(!m.contains('/'));

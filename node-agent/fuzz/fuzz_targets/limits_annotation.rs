@@ -29,7 +29,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(c.thread_names.is_none_or(|n| (1..=50).contains(&n)));
     assert!(c.methods.is_none_or(|n| (1..=20).contains(&n)));
     assert!(c.classes.is_none_or(|n| (1..=20).contains(&n)));
-    assert_eq!(c.words(), [c.thread_names.unwrap_or(0), c.methods.unwrap_or(0), c.classes.unwrap_or(0)]);
+    assert_eq!(
+        c.words(),
+        [c.thread_names.unwrap_or(0), c.methods.unwrap_or(0), c.classes.unwrap_or(0)]
+    );
     // Parsing is a function of the text: the same text gives the same limits.
     assert_eq!(limits::parse(&text), p);
 });

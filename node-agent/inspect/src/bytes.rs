@@ -3,7 +3,12 @@
 use crate::Error;
 
 /// `b[off..off+len]`, or a Truncated error naming `what`.
-pub(crate) fn slice<'a>(b: &'a [u8], off: usize, len: usize, what: &'static str) -> Result<&'a [u8], Error> {
+pub(crate) fn slice<'a>(
+    b: &'a [u8],
+    off: usize,
+    len: usize,
+    what: &'static str,
+) -> Result<&'a [u8], Error> {
     let end = off.checked_add(len).ok_or_else(|| Error::truncated(what, off, len, b.len()))?;
     b.get(off..end).ok_or_else(|| Error::truncated(what, off, len, b.len()))
 }
@@ -51,12 +56,18 @@ pub(crate) fn u8_at(b: &[u8], off: usize, what: &'static str) -> Result<u8, Erro
 
 /// A u64 from the input as a usize offset/size (errors on 32-bit overflow).
 pub(crate) fn to_usize(v: u64, what: &'static str, off: usize) -> Result<usize, Error> {
-    usize::try_from(v).map_err(|_| Error::malformed(what, off, format!("value {v} does not fit in memory")))
+    usize::try_from(v)
+        .map_err(|_| Error::malformed(what, off, format!("value {v} does not fit in memory")))
 }
 
 /// The NUL-terminated string starting at `off` within `b`, at most `max` bytes (without the NUL).
 /// Errors: no NUL within the bound / the input (a name without NUL), or not UTF-8.
-pub(crate) fn cstr_at<'a>(b: &'a [u8], off: usize, max: usize, what: &'static str) -> Result<&'a str, Error> {
+pub(crate) fn cstr_at<'a>(
+    b: &'a [u8],
+    off: usize,
+    max: usize,
+    what: &'static str,
+) -> Result<&'a str, Error> {
     let rest = b.get(off..).ok_or_else(|| Error::truncated(what, off, 1, b.len()))?;
     let window = rest.get(..rest.len().min(max.saturating_add(1))).unwrap_or(rest);
     let nul = window.iter().position(|&c| c == 0).ok_or_else(|| {
@@ -67,5 +78,6 @@ pub(crate) fn cstr_at<'a>(b: &'a [u8], off: usize, max: usize, what: &'static st
         }
     })?;
     let s = window.get(..nul).unwrap_or_default();
-    std::str::from_utf8(s).map_err(|e| Error::malformed(what, off, format!("string is not UTF-8: {e}")))
+    std::str::from_utf8(s)
+        .map_err(|e| Error::malformed(what, off, format!("string is not UTF-8: {e}")))
 }

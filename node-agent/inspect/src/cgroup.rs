@@ -62,12 +62,19 @@ pub fn parse(b: &[u8]) -> Result<Vec<CgroupLine>, Error> {
             continue;
         }
         if out.len() >= CGROUP_MAX_LINES {
-            return Err(Error::too_large("cgroup lines", out.len() as u64 + 1, CGROUP_MAX_LINES as u64));
+            return Err(Error::too_large(
+                "cgroup lines",
+                out.len() as u64 + 1,
+                CGROUP_MAX_LINES as u64,
+            ));
         }
         let bad = |why: &str| Error::malformed("cgroup", at, why.to_string());
         let (id, rest) = split2(line, b':').ok_or_else(|| bad("expected 'ID:controllers:path'"))?;
-        let (ctl, path) = split2(rest, b':').ok_or_else(|| bad("expected 'ID:controllers:path'"))?;
-        let hierarchy = dec_u64(id).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad("hierarchy ID is not a number"))?;
+        let (ctl, path) =
+            split2(rest, b':').ok_or_else(|| bad("expected 'ID:controllers:path'"))?;
+        let hierarchy = dec_u64(id)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| bad("hierarchy ID is not a number"))?;
         if path.first() != Some(&b'/') {
             return Err(bad("path does not start with '/'"));
         }
@@ -79,7 +86,11 @@ pub fn parse(b: &[u8]) -> Result<Vec<CgroupLine>, Error> {
         } else {
             ctl.split(|&c| c == b',').map(|c| String::from_utf8_lossy(c).into_owned()).collect()
         };
-        out.push(CgroupLine { hierarchy, controllers, path: String::from_utf8_lossy(path).into_owned() });
+        out.push(CgroupLine {
+            hierarchy,
+            controllers,
+            path: String::from_utf8_lossy(path).into_owned(),
+        });
     }
     Ok(out)
 }
@@ -97,7 +108,9 @@ pub fn container_of(lines: &[CgroupLine]) -> Option<ContainerRef> {
 pub fn from_path(path: &str) -> Option<ContainerRef> {
     let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
     for (i, c) in comps.iter().enumerate().rev() {
-        let Some((runtime, id, uid_in_comp)) = container_component(c, comps.get(..i).unwrap_or_default()) else {
+        let Some((runtime, id, uid_in_comp)) =
+            container_component(c, comps.get(..i).unwrap_or_default())
+        else {
             continue;
         };
         let parents = comps.get(..i).unwrap_or_default();
@@ -108,7 +121,10 @@ pub fn from_path(path: &str) -> Option<ContainerRef> {
 }
 
 /// `(runtime, id, pod uid found in the same component)` if `c` names a container.
-fn container_component<'a>(c: &'a str, parents: &[&str]) -> Option<(Runtime, &'a str, Option<String>)> {
+fn container_component<'a>(
+    c: &'a str,
+    parents: &[&str],
+) -> Option<(Runtime, &'a str, Option<String>)> {
     let scope = c.strip_suffix(".scope");
     if let Some(s) = scope {
         if let Some(id) = s.strip_prefix("cri-containerd-").filter(|id| is_id(id)) {

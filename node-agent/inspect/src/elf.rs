@@ -124,7 +124,11 @@ impl<'a> Elf<'a> {
             return Err(Error::malformed(W, 4, "not ELF64 (only 64-bit libjvm.so is supported)"));
         }
         if u8_at(b, 5, W)? != 1 {
-            return Err(Error::malformed(W, 5, "not little-endian (only little-endian ELF is supported)"));
+            return Err(Error::malformed(
+                W,
+                5,
+                "not little-endian (only little-endian ELF is supported)",
+            ));
         }
         let phoff = to_usize(u64_at(b, 0x20, LE, W)?, W, 0x20)?;
         let shoff = to_usize(u64_at(b, 0x28, LE, W)?, W, 0x28)?;
@@ -134,7 +138,11 @@ impl<'a> Elf<'a> {
         let mut shnum = u16_at(b, 0x3c, LE, W)? as usize;
         let mut shstrndx = u16_at(b, 0x3e, LE, W)? as usize;
         if shoff != 0 && shentsize != SHDR_LEN {
-            return Err(Error::malformed(W, 0x3a, format!("section header size {shentsize}, expected {SHDR_LEN}")));
+            return Err(Error::malformed(
+                W,
+                0x3a,
+                format!("section header size {shentsize}, expected {SHDR_LEN}"),
+            ));
         }
         // Extended numbering: the real counts live in section header 0.
         if shoff != 0 && (shnum == 0 || shstrndx == 0xffff) {
@@ -151,13 +159,23 @@ impl<'a> Elf<'a> {
             shnum = 0;
         }
         if shnum > ELF_MAX_SECTIONS {
-            return Err(Error::too_large("ELF section count", shnum as u64, ELF_MAX_SECTIONS as u64));
+            return Err(Error::too_large(
+                "ELF section count",
+                shnum as u64,
+                ELF_MAX_SECTIONS as u64,
+            ));
         }
-        let table_len = shnum.checked_mul(SHDR_LEN).ok_or_else(|| Error::malformed(W, 0x3c, "section count overflows"))?;
+        let table_len = shnum
+            .checked_mul(SHDR_LEN)
+            .ok_or_else(|| Error::malformed(W, 0x3c, "section count overflows"))?;
         let table = src.bytes(shoff as u64, table_len as u64, "section header table")?;
         let table: &[u8] = &table;
         if shnum > 0 && shstrndx >= shnum {
-            return Err(Error::malformed(W, 0x3e, format!("section name table index {shstrndx} out of range ({shnum} sections)")));
+            return Err(Error::malformed(
+                W,
+                0x3e,
+                format!("section name table index {shstrndx} out of range ({shnum} sections)"),
+            ));
         }
         let mut sections = Vec::with_capacity(shnum);
         for i in 0..shnum {
@@ -177,7 +195,8 @@ impl<'a> Elf<'a> {
         }
         let mut segments = Vec::new();
         if phnum > 0 {
-            let ptab = src.bytes(phoff as u64, (phnum * PHDR_LEN) as u64, "program header table")?; // phnum <= 65535
+            let ptab =
+                src.bytes(phoff as u64, (phnum * PHDR_LEN) as u64, "program header table")?; // phnum <= 65535
             let ptab: &[u8] = &ptab;
             for i in 0..phnum {
                 let o = i * PHDR_LEN;
@@ -236,7 +255,11 @@ fn symbols_of(elf: &Elf<'_>, filter: &dyn Fn(&str) -> bool) -> Result<Vec<Symbol
         }
         for s in elf.sections.iter().filter(|s| s.kind == kind) {
             if s.entsize != SYM_LEN as u64 {
-                return Err(Error::malformed("symbol table", s.offset as usize, format!("entry size {}, expected {SYM_LEN}", s.entsize)));
+                return Err(Error::malformed(
+                    "symbol table",
+                    s.offset as usize,
+                    format!("entry size {}, expected {SYM_LEN}", s.entsize),
+                ));
             }
             // Counts and sizes from the headers, checked before either table is read.
             let strs = table_sizes(elf, s)?;
@@ -280,10 +303,13 @@ fn table_sizes<'e>(elf: &'e Elf<'_>, s: &Section) -> Result<&'e Section, Error> 
     if n > ELF_MAX_SYMBOLS as u64 {
         return Err(Error::too_large("ELF symbol count", n, ELF_MAX_SYMBOLS as u64));
     }
-    let strs = elf
-        .sections
-        .get(s.link as usize)
-        .ok_or_else(|| Error::malformed("symbol table", s.offset as usize, format!("string table index {} out of range", s.link)))?;
+    let strs = elf.sections.get(s.link as usize).ok_or_else(|| {
+        Error::malformed(
+            "symbol table",
+            s.offset as usize,
+            format!("string table index {} out of range", s.link),
+        )
+    })?;
     if strs.kind != SHT_NOBITS && strs.size > ELF_MAX_STRTAB {
         return Err(Error::too_large("ELF symbol string table", strs.size, ELF_MAX_STRTAB));
     }
@@ -299,13 +325,20 @@ pub fn check_file(f: &File) -> Result<(), Error> {
     let elf = Elf::parse(&src)?;
     for s in &elf.sections {
         if s.kind != SHT_NOBITS && s.offset.checked_add(s.size).map_or(true, |end| end > src.len) {
-            return Err(Error::Truncated { what: "section data", offset: s.offset, needed: s.size, len: src.len });
+            return Err(Error::Truncated {
+                what: "section data",
+                offset: s.offset,
+                needed: s.size,
+                len: src.len,
+            });
         }
         match s.kind {
             SHT_SYMTAB | SHT_DYNSYM => {
                 table_sizes(&elf, s)?;
             }
-            SHT_NOTE if s.size > ELF_MAX_NOTES => return Err(Error::too_large("ELF note section", s.size, ELF_MAX_NOTES)),
+            SHT_NOTE if s.size > ELF_MAX_NOTES => {
+                return Err(Error::too_large("ELF note section", s.size, ELF_MAX_NOTES))
+            }
             _ => {}
         }
     }

@@ -40,10 +40,16 @@ pub enum Units {
 /// A counter's value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
-    Long { value: i64, units: Units },
+    Long {
+        value: i64,
+        units: Units,
+    },
     String(String),
     /// A type we do not decode (other vector types; HotSpot writes none today).
-    Unsupported { data_type: u8, vector_length: u32 },
+    Unsupported {
+        data_type: u8,
+        vector_length: u32,
+    },
 }
 
 /// A parsed hsperfdata snapshot.
@@ -118,7 +124,11 @@ pub fn parse(b: &[u8]) -> Result<PerfData, Error> {
     let major_version = u8_at(pro, 5, W)?;
     let minor_version = u8_at(pro, 6, W)?;
     if major_version != 2 {
-        return Err(Error::malformed(W, 5, format!("version {major_version}.{minor_version}, only 2.x is known")));
+        return Err(Error::malformed(
+            W,
+            5,
+            format!("version {major_version}.{minor_version}, only 2.x is known"),
+        ));
     }
     let accessible = u8_at(pro, 7, W)? != 0;
     let used = u32_at(pro, 8, e, W)?;
@@ -130,10 +140,18 @@ pub fn parse(b: &[u8]) -> Result<PerfData, Error> {
     let used_len = (used as usize).min(b.len());
     let buf = b.get(..used_len).unwrap_or_default();
     if num_entries > HSPERFDATA_MAX_ENTRIES {
-        return Err(Error::too_large("hsperfdata num_entries", num_entries as u64, HSPERFDATA_MAX_ENTRIES as u64));
+        return Err(Error::too_large(
+            "hsperfdata num_entries",
+            num_entries as u64,
+            HSPERFDATA_MAX_ENTRIES as u64,
+        ));
     }
     if entry_offset < PROLOGUE_LEN {
-        return Err(Error::malformed(W, 24, format!("entry offset {entry_offset} inside the prologue")));
+        return Err(Error::malformed(
+            W,
+            24,
+            format!("entry offset {entry_offset} inside the prologue"),
+        ));
     }
     let mut entries = Vec::with_capacity(num_entries.min(4096));
     let mut index = HashMap::new();
@@ -147,7 +165,11 @@ pub fn parse(b: &[u8]) -> Result<PerfData, Error> {
         let units = u8_at(h, 14, W)?;
         let data_offset = u32_at(h, 16, e, W)? as usize;
         if entry_length < ENTRY_HEADER_LEN {
-            return Err(Error::malformed("hsperfdata entry", off, format!("entry length {entry_length} below the header size")));
+            return Err(Error::malformed(
+                "hsperfdata entry",
+                off,
+                format!("entry length {entry_length} below the header size"),
+            ));
         }
         // Everything an entry points at must lie inside the entry itself.
         let entry = slice(buf, off, entry_length, "hsperfdata entry")?;
@@ -155,17 +177,25 @@ pub fn parse(b: &[u8]) -> Result<PerfData, Error> {
             .map_err(|err| at(err, off))?;
         let value = match (data_type, vector_length) {
             (b'J', 0) => {
-                let v = u64_at(entry, data_offset, e, "hsperfdata long value").map_err(|err| at(err, off))? as i64;
+                let v = u64_at(entry, data_offset, e, "hsperfdata long value")
+                    .map_err(|err| at(err, off))? as i64;
                 Value::Long { value: v, units: units_of(units) }
             }
             (b'B', n) if n > 0 => {
                 let n = n as usize;
                 if n > HSPERFDATA_MAX_STRING {
-                    return Err(Error::too_large("hsperfdata string length", n as u64, HSPERFDATA_MAX_STRING as u64));
+                    return Err(Error::too_large(
+                        "hsperfdata string length",
+                        n as u64,
+                        HSPERFDATA_MAX_STRING as u64,
+                    ));
                 }
-                let v = slice(entry, data_offset, n, "hsperfdata string value").map_err(|err| at(err, off))?;
+                let v = slice(entry, data_offset, n, "hsperfdata string value")
+                    .map_err(|err| at(err, off))?;
                 let end = v.iter().position(|&c| c == 0).unwrap_or(v.len());
-                Value::String(String::from_utf8_lossy(v.get(..end).unwrap_or_default()).into_owned())
+                Value::String(
+                    String::from_utf8_lossy(v.get(..end).unwrap_or_default()).into_owned(),
+                )
             }
             (t, n) => Value::Unsupported { data_type: t, vector_length: n },
         };
@@ -173,9 +203,20 @@ pub fn parse(b: &[u8]) -> Result<PerfData, Error> {
             index.insert(name.to_string(), entries.len());
         }
         entries.push((name.to_string(), value));
-        off = off.checked_add(entry_length).ok_or_else(|| Error::malformed(W, off, "entry offset overflows"))?;
+        off = off
+            .checked_add(entry_length)
+            .ok_or_else(|| Error::malformed(W, off, "entry offset overflows"))?;
     }
-    Ok(PerfData { major_version, minor_version, accessible, used, overflow, mod_time_stamp, entries, index })
+    Ok(PerfData {
+        major_version,
+        minor_version,
+        accessible,
+        used,
+        overflow,
+        mod_time_stamp,
+        entries,
+        index,
+    })
 }
 
 /// Offsets inside an entry reported relative to the file.

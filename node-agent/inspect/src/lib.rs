@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+mod bytes;
 pub mod cgroup;
 pub mod elf;
 mod error;
@@ -17,6 +18,5 @@ pub mod options;
 pub mod procfs;
 pub mod root;
 pub mod safepoint_log;
-mod bytes;
 
 pub use error::Error;

@@ -70,7 +70,10 @@ mod tests {
     #[test]
     fn words_quotes_and_comments() {
         let t = b"# options\n-Xmx1g  -XX:+DTraceMonitorProbes\t\"-Dname=a b\" '' -cp app.jar#x\n  # -XX:-DTraceMonitorProbes\nMain";
-        assert_eq!(words(t, 100), ["-Xmx1g", "-XX:+DTraceMonitorProbes", "-Dname=a b", "", "-cp", "app.jar#x", "Main"]);
+        assert_eq!(
+            words(t, 100),
+            ["-Xmx1g", "-XX:+DTraceMonitorProbes", "-Dname=a b", "", "-cp", "app.jar#x", "Main"]
+        );
         assert_eq!(words(b"+DTraceMonitorProbes\n", 100), ["+DTraceMonitorProbes"]);
         assert_eq!(words(b"a b c", 2), ["a", "b"]);
         assert_eq!(words(b"\"unterminated", 9), ["unterminated"]);

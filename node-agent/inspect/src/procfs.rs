@@ -37,7 +37,11 @@ pub fn parse_maps(b: &[u8]) -> Result<Vec<MapEntry>, Error> {
             continue;
         }
         if out.len() >= MAPS_MAX_ENTRIES {
-            return Err(Error::too_large("maps entries", out.len() as u64 + 1, MAPS_MAX_ENTRIES as u64));
+            return Err(Error::too_large(
+                "maps entries",
+                out.len() as u64 + 1,
+                MAPS_MAX_ENTRIES as u64,
+            ));
         }
         out.push(parse_maps_line(line, here)?);
     }
@@ -73,8 +77,10 @@ fn parse_maps_line(line: &[u8], at: usize) -> Result<MapEntry, Error> {
     }
     let offset = hex_u64(offset).ok_or_else(|| bad("offset is not hex"))?;
     let (maj, min) = split2(dev, b':').ok_or_else(|| bad("device without ':'"))?;
-    let dev_major = hex_u64(maj).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad("device major"))?;
-    let dev_minor = hex_u64(min).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad("device minor"))?;
+    let dev_major =
+        hex_u64(maj).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad("device major"))?;
+    let dev_minor =
+        hex_u64(min).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| bad("device minor"))?;
     let inode = dec_u64(inode).ok_or_else(|| bad("inode is not decimal"))?;
     let p = trim_start(rest);
     if p.len() > PROC_MAX_FIELD {
@@ -101,7 +107,10 @@ fn parse_maps_line(line: &[u8], at: usize) -> Result<MapEntry, Error> {
 /// The mapping of `libjvm.so` (the file name exactly; the one at file offset 0 if several).
 pub fn find_libjvm(maps: &[MapEntry]) -> Option<&MapEntry> {
     let is_jvm = |m: &&MapEntry| {
-        m.inode != 0 && m.path.as_deref().is_some_and(|p| p.starts_with('/') && p.rsplit('/').next() == Some("libjvm.so"))
+        m.inode != 0
+            && m.path
+                .as_deref()
+                .is_some_and(|p| p.starts_with('/') && p.rsplit('/').next() == Some("libjvm.so"))
     };
     maps.iter().filter(is_jvm).find(|m| m.offset == 0).or_else(|| maps.iter().find(is_jvm))
 }
@@ -150,7 +159,11 @@ pub fn parse_status(b: &[u8]) -> Result<ProcStatus, Error> {
         match key {
             b"Name" => {
                 if val.len() > PROC_MAX_FIELD {
-                    return Err(Error::too_large("status Name", val.len() as u64, PROC_MAX_FIELD as u64));
+                    return Err(Error::too_large(
+                        "status Name",
+                        val.len() as u64,
+                        PROC_MAX_FIELD as u64,
+                    ));
                 }
                 s.name = String::from_utf8_lossy(val).into_owned();
                 name = true;
@@ -180,7 +193,8 @@ pub fn parse_status(b: &[u8]) -> Result<ProcStatus, Error> {
                 s.nspid.clear();
                 for x in val.split(|c| c.is_ascii_whitespace()).filter(|x| !x.is_empty()) {
                     if s.nspid.len() >= 64 {
-                        return Err(Error::too_large("status NSpid levels", 65, 64)); // kernel max is 32
+                        return Err(Error::too_large("status NSpid levels", 65, 64));
+                        // kernel max is 32
                     }
                     let v = dec_u64(x)
                         .and_then(|v| u32::try_from(v).ok())
@@ -212,7 +226,11 @@ pub fn parse_cmdline(b: &[u8]) -> Result<Vec<String>, Error> {
     let mut out = Vec::new();
     for a in b.split(|&c| c == 0) {
         if out.len() >= CMDLINE_MAX_ARGS {
-            return Err(Error::too_large("cmdline arguments", out.len() as u64 + 1, CMDLINE_MAX_ARGS as u64));
+            return Err(Error::too_large(
+                "cmdline arguments",
+                out.len() as u64 + 1,
+                CMDLINE_MAX_ARGS as u64,
+            ));
         }
         out.push(String::from_utf8_lossy(a).into_owned());
     }
@@ -268,12 +286,18 @@ pub fn jvm_short_name(args: &[String]) -> String {
         if a.starts_with('-') || a.starts_with('@') {
             continue; // -Dx=y, -Xmx1g, -XX:+Foo, --add-opens=..., -javaagent:..., @argfile
         }
-        name = Some(if a.ends_with(".java") { last_segment(a, '/').to_string() } else { last_segment(a, '.').to_string() });
+        name = Some(if a.ends_with(".java") {
+            last_segment(a, '/').to_string()
+        } else {
+            last_segment(a, '.').to_string()
+        });
         break;
     }
     let name = name
         .filter(|n| !n.is_empty())
-        .or_else(|| args.first().map(|a0| last_segment(a0, '/').to_string()).filter(|n| !n.is_empty()))
+        .or_else(|| {
+            args.first().map(|a0| last_segment(a0, '/').to_string()).filter(|n| !n.is_empty())
+        })
         .unwrap_or_else(|| "unknown".to_string());
     name.chars().map(|c| if c.is_control() { '_' } else { c }).take(JVM_NAME_MAX).collect()
 }

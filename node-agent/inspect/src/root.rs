@@ -59,8 +59,12 @@ impl ProcRoot {
 
     /// Any directory treated as a root (tests, the sidecar's shared volume).
     pub fn from_dir(path: &Path) -> Result<ProcRoot, Error> {
-        let dir = rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| io_err(path, "open root", e))?;
+        let dir = rustix::fs::open(
+            path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| io_err(path, "open root", e))?;
         Ok(ProcRoot { dir, display: path.to_path_buf(), resolver: Resolver::Openat2 })
     }
 
@@ -86,12 +90,21 @@ impl ProcRoot {
     /// as every other link (a Kubernetes ConfigMap or Secret volume presents each file as such
     /// a link). For files a process names itself (its options files); the file must still be
     /// a regular file within the bound.
-    pub fn read_file_following_links(&self, path_in_root: &Path, max_len: u64) -> Result<Vec<u8>, Error> {
+    pub fn read_file_following_links(
+        &self,
+        path_in_root: &Path,
+        max_len: u64,
+    ) -> Result<Vec<u8>, Error> {
         let f = self.open_regular(path_in_root, max_len, true)?;
         read_bounded(f, max_len, &self.shown(path_in_root))
     }
 
-    fn open_regular(&self, path_in_root: &Path, max_len: u64, follow_last: bool) -> Result<std::fs::File, Error> {
+    fn open_regular(
+        &self,
+        path_in_root: &Path,
+        max_len: u64,
+        follow_last: bool,
+    ) -> Result<std::fs::File, Error> {
         let shown = self.shown(path_in_root);
         let rel = checked_relative(path_in_root, &shown)?;
         let nofollow = if follow_last { OFlags::empty() } else { OFlags::NOFOLLOW };
@@ -99,7 +112,11 @@ impl ProcRoot {
         let st = rustix::fs::fstat(&opath).map_err(|e| io_err(&shown, "fstat", e))?;
         let ft = FileType::from_raw_mode(st.st_mode);
         if ft != FileType::RegularFile {
-            return Err(Error::NotRegularFile { path: shown, expected: "regular file", found: type_name(ft) });
+            return Err(Error::NotRegularFile {
+                path: shown,
+                expected: "regular file",
+                found: type_name(ft),
+            });
         }
         let size = u64::try_from(st.st_size).unwrap_or(u64::MAX);
         if size > max_len {
@@ -127,15 +144,24 @@ impl ProcRoot {
 
     /// Names in a directory inside the root (without `.` and `..`), at most `max_entries`
     /// (more is [`Error::TooLarge`]). The directory itself must not be a symlink.
-    pub fn list_dir(&self, path_in_root: &Path, max_entries: usize) -> Result<Vec<OsString>, Error> {
+    pub fn list_dir(
+        &self,
+        path_in_root: &Path,
+        max_entries: usize,
+    ) -> Result<Vec<OsString>, Error> {
         let shown = self.shown(path_in_root);
         let rel = checked_relative(path_in_root, &shown)?;
         let fd = self.resolve(
             &rel,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            OFlags::RDONLY
+                | OFlags::DIRECTORY
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::CLOEXEC,
             &shown,
         )?;
-        let mut dir = rustix::fs::Dir::read_from(&fd).map_err(|e| io_err(&shown, "read directory", e))?;
+        let mut dir =
+            rustix::fs::Dir::read_from(&fd).map_err(|e| io_err(&shown, "read directory", e))?;
         let mut out = Vec::new();
         while let Some(ent) = dir.read() {
             let ent = ent.map_err(|e| io_err(&shown, "read directory", e))?;
@@ -144,7 +170,11 @@ impl ProcRoot {
                 continue;
             }
             if out.len() >= max_entries {
-                return Err(Error::too_large(leak_what(&shown), out.len() as u64 + 1, max_entries as u64));
+                return Err(Error::too_large(
+                    leak_what(&shown),
+                    out.len() as u64 + 1,
+                    max_entries as u64,
+                ));
             }
             out.push(OsString::from_vec(name.to_vec()));
         }
@@ -183,19 +213,25 @@ impl ProcRoot {
         let how = ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS;
         let opath = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = match self.resolver {
-            Resolver::Openat2 => rustix::fs::openat2(&self.dir, rel, opath, Mode::empty(), how).ok(),
+            Resolver::Openat2 => {
+                rustix::fs::openat2(&self.dir, rel, opath, Mode::empty(), how).ok()
+            }
             Resolver::Walk => walk(self.dir.as_fd(), rel, opath).ok(),
         };
-        let ft = fd.and_then(|fd| rustix::fs::fstat(&fd).ok()).map(|st| FileType::from_raw_mode(st.st_mode));
+        let ft = fd
+            .and_then(|fd| rustix::fs::fstat(&fd).ok())
+            .map(|st| FileType::from_raw_mode(st.st_mode));
         match (ft, e) {
             (Some(FileType::Symlink), _) => Error::NotRegularFile {
                 path: shown.to_path_buf(),
                 expected: "regular file or directory",
                 found: "symbolic link",
             },
-            (Some(ft), Errno::NOTDIR) if ft != FileType::Directory => {
-                Error::NotRegularFile { path: shown.to_path_buf(), expected: "directory", found: type_name(ft) }
-            }
+            (Some(ft), Errno::NOTDIR) if ft != FileType::Directory => Error::NotRegularFile {
+                path: shown.to_path_buf(),
+                expected: "directory",
+                found: type_name(ft),
+            },
             (_, Errno::LOOP) => Error::OutsideRoot {
                 path: shown.to_path_buf(),
                 reason: "a magic link or a symlink loop on the way (not followed)",
@@ -214,7 +250,10 @@ fn proc_self_fd() -> Result<OwnedFd, Error> {
     let fs = rustix::fs::fstatfs(&fd).map_err(|e| io_err(p, "fstatfs", e))?;
     #[allow(clippy::unnecessary_cast)]
     if fs.f_type as i64 != PROC_SUPER_MAGIC {
-        return Err(Error::OutsideRoot { path: p.to_path_buf(), reason: "/proc is not procfs; cannot re-open safely" });
+        return Err(Error::OutsideRoot {
+            path: p.to_path_buf(),
+            reason: "/proc is not procfs; cannot re-open safely",
+        });
     }
     Ok(fd)
 }
@@ -233,9 +272,11 @@ pub fn real_path_of(f: &std::fs::File) -> Result<PathBuf, Error> {
 /// Reads at most `max_len` bytes; one more byte means the file is too large.
 pub(crate) fn read_bounded(f: impl Read, max_len: u64, shown: &Path) -> Result<Vec<u8>, Error> {
     let mut buf = Vec::new();
-    f.take(max_len.saturating_add(1))
-        .read_to_end(&mut buf)
-        .map_err(|source| Error::Io { path: shown.to_path_buf(), op: "read", source })?;
+    f.take(max_len.saturating_add(1)).read_to_end(&mut buf).map_err(|source| Error::Io {
+        path: shown.to_path_buf(),
+        op: "read",
+        source,
+    })?;
     if buf.len() as u64 > max_len {
         return Err(Error::too_large(leak_what(shown), buf.len() as u64, max_len));
     }
@@ -245,7 +286,11 @@ pub(crate) fn read_bounded(f: impl Read, max_len: u64, shown: &Path) -> Result<V
 /// Reads a (host) file with a bound, e.g. `/proc/PID/maps`. Host procfs files are written by
 /// the kernel, but their content (paths, names) is chosen by the process.
 pub fn read_host_file(path: &Path, max_len: u64) -> Result<Vec<u8>, Error> {
-    let f = std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), op: "open", source })?;
+    let f = std::fs::File::open(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        op: "open",
+        source,
+    })?;
     read_bounded(f, max_len, path)
 }
 
@@ -253,7 +298,10 @@ pub fn read_host_file(path: &Path, max_len: u64) -> Result<Vec<u8>, Error> {
 /// depth: the resolver would keep `..` inside the root anyway, but no caller needs it).
 fn checked_relative(p: &Path, shown: &Path) -> Result<PathBuf, Error> {
     if p.as_os_str().as_bytes().contains(&0) {
-        return Err(Error::OutsideRoot { path: shown.to_path_buf(), reason: "path contains a NUL byte" });
+        return Err(Error::OutsideRoot {
+            path: shown.to_path_buf(),
+            reason: "path contains a NUL byte",
+        });
     }
     let mut rel = PathBuf::new();
     for c in p.components() {
@@ -261,10 +309,16 @@ fn checked_relative(p: &Path, shown: &Path) -> Result<PathBuf, Error> {
             Component::RootDir | Component::CurDir => {}
             Component::Normal(n) => rel.push(n),
             Component::ParentDir => {
-                return Err(Error::OutsideRoot { path: shown.to_path_buf(), reason: "path contains '..'" })
+                return Err(Error::OutsideRoot {
+                    path: shown.to_path_buf(),
+                    reason: "path contains '..'",
+                })
             }
             Component::Prefix(_) => {
-                return Err(Error::OutsideRoot { path: shown.to_path_buf(), reason: "path has a prefix" })
+                return Err(Error::OutsideRoot {
+                    path: shown.to_path_buf(),
+                    reason: "path has a prefix",
+                })
             }
         }
     }
@@ -306,7 +360,12 @@ fn walk(root: std::os::fd::BorrowedFd<'_>, rel: &Path, flags: OFlags) -> Result<
             // escape, the lookup is one name inside a directory that is inside the root.
             return rustix::fs::openat(cur, name, flags | OFlags::NOFOLLOW, Mode::empty());
         }
-        let fd = rustix::fs::openat(cur, name, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
+        let fd = rustix::fs::openat(
+            cur,
+            name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         let st = rustix::fs::fstat(&fd)?;
         match FileType::from_raw_mode(st.st_mode) {
             // Following a link in last position (no O_NOFOLLOW asked): the file it ends on is
@@ -356,7 +415,11 @@ fn open_err(shown: &Path, e: Errno) -> Error {
             path: shown.to_path_buf(),
             reason: "the kernel refused the lookup (magic link or escape from the root)",
         },
-        Errno::NXIO => Error::NotRegularFile { path: shown.to_path_buf(), expected: "regular file", found: "socket or device" },
+        Errno::NXIO => Error::NotRegularFile {
+            path: shown.to_path_buf(),
+            expected: "regular file",
+            found: "socket or device",
+        },
         Errno::NOTDIR => Error::Io {
             path: shown.to_path_buf(),
             op: "open",
@@ -367,7 +430,11 @@ fn open_err(shown: &Path, e: Errno) -> Error {
 }
 
 fn io_err(path: &Path, op: &'static str, e: Errno) -> Error {
-    Error::Io { path: path.to_path_buf(), op, source: std::io::Error::from_raw_os_error(e.raw_os_error()) }
+    Error::Io {
+        path: path.to_path_buf(),
+        op,
+        source: std::io::Error::from_raw_os_error(e.raw_os_error()),
+    }
 }
 
 fn leak_what(p: &Path) -> String {

@@ -72,7 +72,9 @@ pub fn parse_line(line: &str) -> Option<SafepointRecord> {
         let (mut reaching, mut at, mut total) = (None, None, None);
         for f in fields.split(", ") {
             let Some((k, v)) = f.split_once(": ") else { continue };
-            let Some(ns) = v.strip_suffix(" ns").and_then(|n| n.parse::<u64>().ok()) else { continue };
+            let Some(ns) = v.strip_suffix(" ns").and_then(|n| n.parse::<u64>().ok()) else {
+                continue;
+            };
             match k {
                 "Time since last" => r.since_last_ns = Some(ns),
                 "Reaching safepoint" => reaching = Some(ns),
@@ -92,7 +94,8 @@ pub fn parse_line(line: &str) -> Option<SafepointRecord> {
         }
         return Some(r);
     }
-    if let Some(rest) = msg.strip_prefix("Total time for which application threads were stopped: ") {
+    if let Some(rest) = msg.strip_prefix("Total time for which application threads were stopped: ")
+    {
         let (total, rest) = rest.split_once(" seconds, Stopping threads took: ")?;
         let sync = rest.strip_suffix(" seconds").unwrap_or(rest);
         let total_ns = secs_to_ns(total)?;

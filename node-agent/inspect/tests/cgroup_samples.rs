@@ -143,7 +143,11 @@ fn table() {
                     runtime: rt,
                     container_id: ID.to_string(),
                     pod_uid: has_uid.then(|| {
-                        if c.what.starts_with("static pod") { "6f1d2b7a0c9e4f3a8b5d7c1e2f3a4b5c".to_string() } else { UID.to_string() }
+                        if c.what.starts_with("static pod") {
+                            "6f1d2b7a0c9e4f3a8b5d7c1e2f3a4b5c".to_string()
+                        } else {
+                            UID.to_string()
+                        }
                     }),
                 };
                 assert_eq!(got, Some(want), "{}", c.what);

@@ -27,7 +27,14 @@ impl Fixture {
         std::fs::create_dir_all(host.join("jvm")).unwrap();
         std::fs::write(host.join("secret"), HOST_SECRET).unwrap();
         std::fs::write(host.join("jvm/libjvm.so"), HOST_SECRET).unwrap();
-        for d in ["tmp/hsperfdata_app", "tmp/hsperfdata_y", "usr/lib/jvm/real/lib/server", "opt", "a/b", "etc"] {
+        for d in [
+            "tmp/hsperfdata_app",
+            "tmp/hsperfdata_y",
+            "usr/lib/jvm/real/lib/server",
+            "opt",
+            "a/b",
+            "etc",
+        ] {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
         std::fs::write(root.join("tmp/hsperfdata_app/1"), INSIDE).unwrap();
@@ -50,11 +57,16 @@ impl Fixture {
         symlink("loop1", root.join("loop2")).unwrap();
         // libjvm.so that is a FIFO
         std::fs::create_dir_all(root.join("fifo/lib/server")).unwrap();
-        let st = Command::new("mkfifo").arg(root.join("fifo/lib/server/libjvm.so")).status().unwrap();
+        let st =
+            Command::new("mkfifo").arg(root.join("fifo/lib/server/libjvm.so")).status().unwrap();
         assert!(st.success());
         // libjvm.so that is a character device (/dev/null's numbers; we are root in CI)
         std::fs::create_dir_all(root.join("dev/lib/server")).unwrap();
-        let st = Command::new("mknod").arg(root.join("dev/lib/server/libjvm.so")).args(["c", "1", "3"]).status().unwrap();
+        let st = Command::new("mknod")
+            .arg(root.join("dev/lib/server/libjvm.so"))
+            .args(["c", "1", "3"])
+            .status()
+            .unwrap();
         assert!(st.success(), "mknod needs root");
         std::fs::write(root.join("big"), vec![b'x'; 10_000]).unwrap();
         Fixture { tmp }
@@ -105,7 +117,10 @@ fn perf_file_linked_to_a_host_file() {
     for r in RESOLVERS {
         let got = fx.root(r).read_file(Path::new("/tmp/hsperfdata_y/7"), 1 << 20);
         never_host(&got);
-        assert!(matches!(got, Err(Error::NotRegularFile { found: "symbolic link", .. })), "{r:?}: {got:?}");
+        assert!(
+            matches!(got, Err(Error::NotRegularFile { found: "symbolic link", .. })),
+            "{r:?}: {got:?}"
+        );
     }
 }
 
@@ -130,11 +145,25 @@ fn absolute_symlink_to_a_host_dir_resolves_inside_the_root() {
         never_host(&got);
         assert!(got.as_ref().is_err_and(Error::is_not_found), "{r:?}: {got:?}");
         // Create that path inside the root: now the link works, and gives the inside file.
-        let inside = fx.tmp.path().join("root").join(fx.tmp.path().join("host/jvm").strip_prefix("/").unwrap());
+        let inside = fx
+            .tmp
+            .path()
+            .join("root")
+            .join(fx.tmp.path().join("host/jvm").strip_prefix("/").unwrap());
         std::fs::create_dir_all(&inside).unwrap();
         std::fs::write(inside.join("libjvm.so"), INSIDE).unwrap();
-        assert_eq!(fx.root(r).read_file(Path::new("/opt/jdk/libjvm.so"), 1 << 20).unwrap(), INSIDE, "{r:?}");
-        std::fs::remove_dir_all(fx.tmp.path().join("root").join(fx.tmp.path().strip_prefix("/").unwrap().components().next().unwrap())).unwrap();
+        assert_eq!(
+            fx.root(r).read_file(Path::new("/opt/jdk/libjvm.so"), 1 << 20).unwrap(),
+            INSIDE,
+            "{r:?}"
+        );
+        std::fs::remove_dir_all(
+            fx.tmp
+                .path()
+                .join("root")
+                .join(fx.tmp.path().strip_prefix("/").unwrap().components().next().unwrap()),
+        )
+        .unwrap();
     }
 }
 
@@ -150,11 +179,18 @@ fn relative_symlink_climbing_out_is_clamped_at_the_root() {
         // last component symlink: refused outright
         let got = root.read_file(Path::new("/a/b/up"), 1 << 20);
         never_host(&got);
-        assert!(matches!(got, Err(Error::NotRegularFile { found: "symbolic link", .. })), "{r:?}: {got:?}");
+        assert!(
+            matches!(got, Err(Error::NotRegularFile { found: "symbolic link", .. })),
+            "{r:?}: {got:?}"
+        );
         // with <root>/host/secret present, the climb lands there
         std::fs::create_dir_all(fx.tmp.path().join("root/host")).unwrap();
         std::fs::write(fx.tmp.path().join("root/host/secret"), INSIDE).unwrap();
-        assert_eq!(root.read_file(Path::new("/a/b/updir/secret"), 1 << 20).unwrap(), INSIDE, "{r:?}");
+        assert_eq!(
+            root.read_file(Path::new("/a/b/updir/secret"), 1 << 20).unwrap(),
+            INSIDE,
+            "{r:?}"
+        );
         std::fs::remove_dir_all(fx.tmp.path().join("root/host")).unwrap();
     }
 }
@@ -163,7 +199,8 @@ fn relative_symlink_climbing_out_is_clamped_at_the_root() {
 fn inside_symlinked_dirs_still_work() {
     let fx = Fixture::new();
     for r in RESOLVERS {
-        let got = fx.root(r).read_file(Path::new("/lib/jvm/real/lib/server/libjvm.so"), 1 << 20).unwrap();
+        let got =
+            fx.root(r).read_file(Path::new("/lib/jvm/real/lib/server/libjvm.so"), 1 << 20).unwrap();
         assert_eq!(got, INSIDE, "{r:?}");
     }
 }
@@ -182,10 +219,14 @@ fn fifo_libjvm_is_refused_without_blocking() {
     let fx = std::sync::Arc::new(Fixture::new());
     for r in RESOLVERS {
         let fx2 = fx.clone();
-        let got = bounded(move || fx2.root(r).read_file(Path::new("/fifo/lib/server/libjvm.so"), 1 << 30).map(|_| ()));
+        let got = bounded(move || {
+            fx2.root(r).read_file(Path::new("/fifo/lib/server/libjvm.so"), 1 << 30).map(|_| ())
+        });
         assert!(matches!(got, Err(Error::NotRegularFile { found: "FIFO", .. })), "{r:?}: {got:?}");
         let fx2 = fx.clone();
-        let got = bounded(move || fx2.root(r).open_file(Path::new("/fifo/lib/server/libjvm.so"), 1 << 30).map(|_| ()));
+        let got = bounded(move || {
+            fx2.root(r).open_file(Path::new("/fifo/lib/server/libjvm.so"), 1 << 30).map(|_| ())
+        });
         assert!(matches!(got, Err(Error::NotRegularFile { found: "FIFO", .. })), "{r:?}: {got:?}");
     }
 }
@@ -195,7 +236,10 @@ fn device_libjvm_is_refused() {
     let fx = Fixture::new();
     for r in RESOLVERS {
         let got = fx.root(r).read_file(Path::new("/dev/lib/server/libjvm.so"), 1 << 30);
-        assert!(matches!(got, Err(Error::NotRegularFile { found: "character device", .. })), "{r:?}: {got:?}");
+        assert!(
+            matches!(got, Err(Error::NotRegularFile { found: "character device", .. })),
+            "{r:?}: {got:?}"
+        );
     }
 }
 
@@ -205,9 +249,15 @@ fn directory_and_size_limits() {
     for r in RESOLVERS {
         let root = fx.root(r);
         let got = root.read_file(Path::new("/usr"), 1 << 20);
-        assert!(matches!(got, Err(Error::NotRegularFile { found: "directory", .. })), "{r:?}: {got:?}");
+        assert!(
+            matches!(got, Err(Error::NotRegularFile { found: "directory", .. })),
+            "{r:?}: {got:?}"
+        );
         let got = root.read_file(Path::new("/big"), 9_999);
-        assert!(matches!(got, Err(Error::TooLarge { size: 10_000, max: 9_999, .. })), "{r:?}: {got:?}");
+        assert!(
+            matches!(got, Err(Error::TooLarge { size: 10_000, max: 9_999, .. })),
+            "{r:?}: {got:?}"
+        );
         assert_eq!(root.read_file(Path::new("/big"), 10_000).unwrap().len(), 10_000);
         let got = root.list_dir(Path::new("/tmp"), 2);
         assert!(matches!(got, Err(Error::TooLarge { .. })), "{r:?}: {got:?}");
@@ -258,7 +308,10 @@ fn every_file_opened_is_inside_the_root() {
                 opened += 1;
             }
         }
-        assert_eq!(opened, 5, "{r:?}: the five plain files inside (one of them through the inside /lib link)");
+        assert_eq!(
+            opened, 5,
+            "{r:?}: the five plain files inside (one of them through the inside /lib link)"
+        );
     }
 }
 
@@ -266,7 +319,10 @@ fn every_file_opened_is_inside_the_root() {
 fn proc_root_of_a_live_process() {
     // The agent's real entry point: /proc/PID/root of a process (ourselves here).
     let root = ProcRoot::open(std::process::id()).unwrap();
-    assert_eq!(root.read_file(Path::new("/etc/hostname"), 4096).unwrap(), std::fs::read("/etc/hostname").unwrap());
+    assert_eq!(
+        root.read_file(Path::new("/etc/hostname"), 4096).unwrap(),
+        std::fs::read("/etc/hostname").unwrap()
+    );
     let e = root.read_file(Path::new("/etc/hostname"), 0).unwrap_err();
     assert!(matches!(e, Error::TooLarge { .. }));
     assert!(e.to_string().contains("/etc/hostname"), "{e}");
@@ -283,17 +339,33 @@ fn links_in_last_position_are_followed_inside_the_root_when_asked() {
     for r in RESOLVERS {
         let follow = |p: &str| fx.root(r).read_file_following_links(Path::new(p), 1 << 20);
         assert_eq!(follow("/etc/config/jvm.args").unwrap(), INSIDE, "{r:?}");
-        assert!(fx.root(r).read_file(Path::new("/etc/config/jvm.args"), 1 << 20).is_err(), "{r:?}: read_file never follows");
+        assert!(
+            fx.root(r).read_file(Path::new("/etc/config/jvm.args"), 1 << 20).is_err(),
+            "{r:?}: read_file never follows"
+        );
         // Absolute links resolve from the container's root, never the host's.
-        assert_eq!(follow("/tmp/hsperfdata_x").unwrap(), INSIDE, "{r:?}: /etc/shadow of the container");
+        assert_eq!(
+            follow("/tmp/hsperfdata_x").unwrap(),
+            INSIDE,
+            "{r:?}: /etc/shadow of the container"
+        );
         for p in ["/tmp/hsperfdata_y/7", "/a/b/up", "/loop1", "/big/x"] {
             let got = follow(p);
             never_host(&got);
             assert!(got.is_err(), "{r:?}: {p} must not be read");
         }
-        assert!(follow("/big").is_ok() && matches!(fx.root(r).read_file_following_links(Path::new("/big"), 100), Err(Error::TooLarge { .. })));
+        assert!(
+            follow("/big").is_ok()
+                && matches!(
+                    fx.root(r).read_file_following_links(Path::new("/big"), 100),
+                    Err(Error::TooLarge { .. })
+                )
+        );
         let fifo = fx.root(r);
-        let got = bounded(move || fifo.read_file_following_links(Path::new("/fifo/lib/server/libjvm.so"), 1 << 20).map(|_| ()));
+        let got = bounded(move || {
+            fifo.read_file_following_links(Path::new("/fifo/lib/server/libjvm.so"), 1 << 20)
+                .map(|_| ())
+        });
         assert!(matches!(got, Err(Error::NotRegularFile { .. })), "{r:?}: {got:?}");
     }
 }

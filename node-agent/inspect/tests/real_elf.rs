@@ -14,7 +14,11 @@ fn tool(args: &[&str]) -> String {
 #[test]
 fn symbols_match_nm() {
     // Symbols the code-cache-full uprobe and thread tracking look for; nm reads .symtab.
-    let pick = |n: &str| n.contains("CodeCache") || n.starts_with("JVM_StartThread") || n.contains("report_codemem_full");
+    let pick = |n: &str| {
+        n.contains("CodeCache")
+            || n.starts_with("JVM_StartThread")
+            || n.contains("report_codemem_full")
+    };
     for jdk in common::jdks() {
         let path = common::libjvm(&jdk);
         let b = std::fs::read(&path).unwrap();
@@ -37,7 +41,10 @@ fn symbols_match_nm() {
         assert_eq!(ours, theirs, "{}", path.display());
         // .dynsym (what a stripped libjvm still has): JVM_StartThread is exported.
         let nm_d = tool(&["nm", "-D", "--defined-only", path.to_str().unwrap()]);
-        let want = nm_d.lines().find(|l| l.contains(" JVM_StartThread@") || l.ends_with(" JVM_StartThread")).unwrap();
+        let want = nm_d
+            .lines()
+            .find(|l| l.contains(" JVM_StartThread@") || l.ends_with(" JVM_StartThread"))
+            .unwrap();
         let want = u64::from_str_radix(want.split(' ').next().unwrap(), 16).unwrap();
         let all = elf::symbols(&b, &|n| n == "JVM_StartThread").unwrap();
         assert_eq!(all.len(), 1, "one entry: .dynsym duplicates of .symtab names are dropped");
@@ -85,6 +92,9 @@ fn file_reader_matches_the_slice_reader() {
             assert_eq!(code, &b[off..off + s.size as usize], "{}", s.name);
         }
         assert_eq!(elf::read_vaddr(&f, u64::MAX - 8, 8).unwrap(), None, "no segment there");
-        assert!(elf::read_vaddr(&f, want[0].value, b.len() as u64).is_err(), "past the end of the file");
+        assert!(
+            elf::read_vaddr(&f, want[0].value, b.len() as u64).is_err(),
+            "past the end of the file"
+        );
     }
 }

@@ -50,7 +50,11 @@ fn hsperfdata_matches_jcmd() {
         let jvm = common::start_jvm(&jdk, MAIN, &["-Xmx64m"]);
         let pid = jvm.pid();
         // Read it the way the agent does: through the process's root, by its innermost pid.
-        let st = procfs::parse_status(&read_host_file(Path::new(&format!("/proc/{pid}/status")), limits::STATUS_MAX_BYTES).unwrap()).unwrap();
+        let st = procfs::parse_status(
+            &read_host_file(Path::new(&format!("/proc/{pid}/status")), limits::STATUS_MAX_BYTES)
+                .unwrap(),
+        )
+        .unwrap();
         assert_eq!(st.innermost_pid(), pid);
         let root = ProcRoot::open(pid).unwrap();
         let path = hsperfdata::path_for(&user(), st.innermost_pid());
@@ -60,7 +64,8 @@ fn hsperfdata_matches_jcmd() {
         let pd = hsperfdata::parse(&bytes).unwrap();
         assert!(pd.accessible);
         assert_eq!((pd.major_version, pd.minor_version), (2, 0));
-        let ours: BTreeMap<String, String> = pd.iter().map(|(n, v)| (n.to_string(), ours_as_jcmd(v))).collect();
+        let ours: BTreeMap<String, String> =
+            pd.iter().map(|(n, v)| (n.to_string(), ours_as_jcmd(v))).collect();
         // jcmd derives sun.perfdata.* from the prologue: an independent reading of ours.
         assert_eq!(before["sun.perfdata.majorVersion"], pd.major_version.to_string());
         assert_eq!(before["sun.perfdata.minorVersion"], pd.minor_version.to_string());
@@ -69,7 +74,8 @@ fn hsperfdata_matches_jcmd() {
         if before["sun.perfdata.used"] == after["sun.perfdata.used"] {
             assert_eq!(before["sun.perfdata.used"], pd.used.to_string());
         }
-        let counters: Vec<&String> = after.keys().filter(|k| !k.starts_with("sun.perfdata.")).collect();
+        let counters: Vec<&String> =
+            after.keys().filter(|k| !k.starts_with("sun.perfdata.")).collect();
         assert_eq!(
             ours.keys().collect::<Vec<_>>(),
             counters,
@@ -101,7 +107,8 @@ fn proc_files_of_a_real_jvm() {
     for jdk in common::jdks() {
         let jvm = common::start_jvm(&jdk, MAIN, &["-Xmx64m", "-Dfoo=bar"]);
         let pid = jvm.pid();
-        let maps = read_host_file(Path::new(&format!("/proc/{pid}/maps")), limits::MAPS_MAX_BYTES).unwrap();
+        let maps = read_host_file(Path::new(&format!("/proc/{pid}/maps")), limits::MAPS_MAX_BYTES)
+            .unwrap();
         let entries = procfs::parse_maps(&maps).unwrap();
         assert_eq!(entries.len(), maps.split(|&c| c == b'\n').filter(|l| !l.is_empty()).count());
         let lib = procfs::find_libjvm(&entries).unwrap();
@@ -111,10 +118,12 @@ fn proc_files_of_a_real_jvm() {
         // The inode matches the file on disk (an independent check of the fields' order).
         use std::os::unix::fs::MetadataExt;
         assert_eq!(lib.inode, std::fs::metadata(&want).unwrap().ino());
-        let cmd = procfs::parse_cmdline(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap()).unwrap();
+        let cmd =
+            procfs::parse_cmdline(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap()).unwrap();
         assert_eq!(cmd.last().map(String::as_str), Some("Main"));
         assert_eq!(procfs::jvm_short_name(&cmd), "Main");
-        let st = procfs::parse_status(&std::fs::read(format!("/proc/{pid}/status")).unwrap()).unwrap();
+        let st =
+            procfs::parse_status(&std::fs::read(format!("/proc/{pid}/status")).unwrap()).unwrap();
         assert_eq!(st.name, "java");
         assert_eq!(st.tgid, pid);
         assert_eq!(st.ppid, std::process::id());
@@ -135,7 +144,12 @@ fn proc_self() {
     let st = procfs::parse_status(&std::fs::read("/proc/self/status").unwrap()).unwrap();
     assert_eq!(st.tgid, std::process::id());
     assert_eq!(st.ppid, std::os::unix::process::parent_id());
-    let id_u: u32 = String::from_utf8(std::process::Command::new("id").arg("-u").output().unwrap().stdout).unwrap().trim().parse().unwrap();
+    let id_u: u32 =
+        String::from_utf8(std::process::Command::new("id").arg("-u").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
     assert_eq!(st.uid_real, id_u);
     let cmd = procfs::parse_cmdline(&std::fs::read("/proc/self/cmdline").unwrap()).unwrap();
     assert_eq!(cmd, std::env::args().collect::<Vec<_>>());
@@ -167,7 +181,12 @@ fn safepoint_log_matches_jvm_counters() {
                 break (recs, c2);
             }
             tries += 1;
-            assert!(tries < 10, "{}: log has {} records, JVM counted {n1}..{n2}", jdk.display(), recs.len());
+            assert!(
+                tries < 10,
+                "{}: log has {} records, JVM counted {n1}..{n2}",
+                jdk.display(),
+                recs.len()
+            );
             std::thread::sleep(Duration::from_millis(200));
         };
         assert!(recs.len() >= 5, "{}: {} records", jdk.display(), recs.len());
@@ -186,9 +205,19 @@ fn safepoint_log_matches_jvm_counters() {
         // safepointTime is everything after the threads are stopped: At safepoint plus the
         // Cleanup (17/21 builds that print it) or Leaving (25) phases, i.e. Total - Reaching.
         let ours_at: u64 = recs.iter().map(|r| r.after_sync_ns()).sum();
-        eprintln!("{}: {} safepoints; sync {ours_sync} ns vs {sync}; at {ours_at} ns vs {time}", jdk.display(), recs.len());
-        assert!((ours_sync as f64 - sync).abs() <= sync * 0.01 + 1000.0 * recs.len() as f64, "sync {ours_sync} vs {sync}");
-        assert!((ours_at as f64 - time).abs() <= time * 0.01 + 1000.0 * recs.len() as f64, "at-safepoint {ours_at} vs {time}");
+        eprintln!(
+            "{}: {} safepoints; sync {ours_sync} ns vs {sync}; at {ours_at} ns vs {time}",
+            jdk.display(),
+            recs.len()
+        );
+        assert!(
+            (ours_sync as f64 - sync).abs() <= sync * 0.01 + 1000.0 * recs.len() as f64,
+            "sync {ours_sync} vs {sync}"
+        );
+        assert!(
+            (ours_at as f64 - time).abs() <= time * 0.01 + 1000.0 * recs.len() as f64,
+            "at-safepoint {ours_at} vs {time}"
+        );
     }
 }
 
@@ -199,6 +228,8 @@ fn jvm_without_perf_data_has_no_file() {
     let jdk = &common::jdks()[common::jdks().len() - 1];
     let jvm = common::start_jvm(jdk, MAIN, &["-Xmx64m", "-XX:-UsePerfData"]);
     let root = ProcRoot::open(jvm.pid()).unwrap();
-    let e = root.read_file(&hsperfdata::path_for(&user(), jvm.pid()), limits::HSPERFDATA_MAX_BYTES).unwrap_err();
+    let e = root
+        .read_file(&hsperfdata::path_for(&user(), jvm.pid()), limits::HSPERFDATA_MAX_BYTES)
+        .unwrap_err();
     assert!(e.is_not_found(), "{e}");
 }

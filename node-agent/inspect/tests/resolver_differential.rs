@@ -81,7 +81,11 @@ fn openat2_and_walk_agree() {
         let k = ProcRoot::from_dir(&root_dir).unwrap();
         let w = ProcRoot::from_dir(&root_dir).unwrap().with_resolver(Resolver::Walk);
         for _ in 0..40 {
-            let mut p = if made.is_empty() || rng.next() % 3 == 0 { PathBuf::from("/") } else { Path::new("/").join(rng.pick(&made)) };
+            let mut p = if made.is_empty() || rng.next() % 3 == 0 {
+                PathBuf::from("/")
+            } else {
+                Path::new("/").join(rng.pick(&made))
+            };
             for _ in 0..rng.next() % 3 {
                 p.push(rng.pick(NAMES));
             }
@@ -91,16 +95,37 @@ fn openat2_and_walk_agree() {
             match (&a, &b) {
                 (Ok(fa), Ok(fb)) => {
                     let (ma, mb) = (fa.metadata().unwrap(), fb.metadata().unwrap());
-                    assert_eq!((ma.dev(), ma.ino()), (mb.dev(), mb.ino()), "seed {seed}: {} opened different files", p.display());
+                    assert_eq!(
+                        (ma.dev(), ma.ino()),
+                        (mb.dev(), mb.ino()),
+                        "seed {seed}: {} opened different files",
+                        p.display()
+                    );
                     let real = real_path_of(fa).unwrap();
-                    assert!(real.starts_with(&real_root), "seed {seed}: {} escaped to {}", p.display(), real.display());
+                    assert!(
+                        real.starts_with(&real_root),
+                        "seed {seed}: {} escaped to {}",
+                        p.display(),
+                        real.display()
+                    );
                     opened += 1;
                 }
                 (Err(_), Err(_)) => {}
-                _ => panic!("seed {seed}: {}: openat2 {:?} vs walk {:?}", p.display(), a.as_ref().map(|_| ()), b.as_ref().map(|_| ())),
+                _ => panic!(
+                    "seed {seed}: {}: openat2 {:?} vs walk {:?}",
+                    p.display(),
+                    a.as_ref().map(|_| ()),
+                    b.as_ref().map(|_| ())
+                ),
             }
-            let a = k.list_dir(&p, 100).map(|mut v| { v.sort(); v });
-            let b = w.list_dir(&p, 100).map(|mut v| { v.sort(); v });
+            let a = k.list_dir(&p, 100).map(|mut v| {
+                v.sort();
+                v
+            });
+            let b = w.list_dir(&p, 100).map(|mut v| {
+                v.sort();
+                v
+            });
             assert_eq!(a.as_ref().ok(), b.as_ref().ok(), "seed {seed}: list {}", p.display());
         }
     }

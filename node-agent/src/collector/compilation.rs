@@ -60,8 +60,18 @@ const HOT_THRESHOLD: u32 = 3;
 /// A compilation in progress per compiler thread, a code heap read per calling thread
 /// (src/bpf/compilation.h).
 const INFLIGHT: [Table; 2] = [
-    Table { map: "comp_inflight", index: consts::COMP_TABLE_COMPILE, per_jvm: consts::COMP_INFLIGHT_PER_JVM, max: consts::COMP_INFLIGHT_MAX },
-    Table { map: "pool_inflight", index: consts::COMP_TABLE_POOL, per_jvm: consts::COMP_INFLIGHT_PER_JVM, max: consts::COMP_INFLIGHT_MAX },
+    Table {
+        map: "comp_inflight",
+        index: consts::COMP_TABLE_COMPILE,
+        per_jvm: consts::COMP_INFLIGHT_PER_JVM,
+        max: consts::COMP_INFLIGHT_MAX,
+    },
+    Table {
+        map: "pool_inflight",
+        index: consts::COMP_TABLE_POOL,
+        per_jvm: consts::COMP_INFLIGHT_PER_JVM,
+        max: consts::COMP_INFLIGHT_MAX,
+    },
 ];
 
 pub struct Compilation {
@@ -74,8 +84,9 @@ pub struct Compilation {
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
-    let mut open =
-        CompilationSkelBuilder::default().open(super::object_storage()).context("open compilation.bpf.o")?;
+    let mut open = CompilationSkelBuilder::default()
+        .open(super::object_storage())
+        .context("open compilation.bpf.o")?;
     let hot_budget = cfg.max_methods.saturating_mul(8).clamp(256, 4096);
     let ro = open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
@@ -88,11 +99,18 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.comp_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_COMPILERS))?;
     // No "other" entry: a method beyond the JVM's budget stays in method_seen.
-    open.maps.method_hot.set_max_entries(cfg.max_jvms.clamp(1, consts::MAX_JVMS).saturating_mul(hot_budget))?;
+    open.maps
+        .method_hot
+        .set_max_entries(cfg.max_jvms.clamp(1, consts::MAX_JVMS).saturating_mul(hot_budget))?;
     open.maps.method_seen.set_max_entries(cfg.method_staging.max(1))?;
     open.maps.heap_usage.set_max_entries(super::table_size(cfg.max_jvms, MAX_HEAPS))?;
-    let shares =
-        inflight::configure([(&INFLIGHT[0], &mut open.maps.comp_inflight), (&INFLIGHT[1], &mut open.maps.pool_inflight)], cfg.max_jvms)?;
+    let shares = inflight::configure(
+        [
+            (&INFLIGHT[0], &mut open.maps.comp_inflight),
+            (&INFLIGHT[1], &mut open.maps.pool_inflight),
+        ],
+        cfg.max_jvms,
+    )?;
     open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load compilation.bpf.o")?;
     Ok(Box::new(Compilation {
@@ -107,7 +125,13 @@ fn uprobe(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool) ->
     uprobe_cookie(p, binary, sym, ret, 0)
 }
 
-fn uprobe_cookie(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool, cookie: u64) -> Result<Link> {
+fn uprobe_cookie(
+    p: &libbpf_rs::ProgramMut<'_>,
+    binary: &Path,
+    sym: &str,
+    ret: bool,
+    cookie: u64,
+) -> Result<Link> {
     probe::uprobe_sym(p, binary, sym, ret, cookie)
 }
 
@@ -115,7 +139,9 @@ fn uprobe_cookie(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: b
 /// or other compiler-made clones).
 fn find_symbol(syms: &[elf::Symbol], prefix: &str) -> Option<String> {
     syms.iter()
-        .filter(|s| s.from_symtab && s.kind == 2 && s.name.starts_with(prefix) && !s.name.contains('.'))
+        .filter(|s| {
+            s.from_symtab && s.kind == 2 && s.name.starts_with(prefix) && !s.name.contains('.')
+        })
         .map(|s| s.name.clone())
         .min()
 }
@@ -142,7 +168,8 @@ fn code_heap_layout(f: &std::fs::File, syms: &[elf::Symbol]) -> Option<code_heap
     };
     let (alloc, pool) = (by(SYM_ALLOCATED)?, by(SYM_POOL)?);
     let (log2, next, free) = code_heap::decode_allocated_capacity(&function_code(f, &alloc)?)?;
-    let pool_heap = code_heap::decode_pool_heap(&function_code(f, &pool)?, pool.value, alloc.value)?;
+    let pool_heap =
+        code_heap::decode_pool_heap(&function_code(f, &pool)?, pool.value, alloc.value)?;
     Some(code_heap::Layout { pool_heap, log2, next, free })
 }
 
@@ -179,7 +206,9 @@ impl Collector for Compilation {
         // The code cache parts are extras: a failure there leaves the compilations traced.
         let extra = |r: Result<Link>, links: &mut Vec<Link>| match r {
             Ok(l) => links.push(l),
-            Err(e) => tracing::warn!(binary = %binary.display(), collector = "compilation", error = format!("{e:#}"), "a code cache probe did not attach"),
+            Err(e) => {
+                tracing::warn!(binary = %binary.display(), collector = "compilation", error = format!("{e:#}"), "a code cache probe did not attach")
+            }
         };
         if let Some(sym) = find_symbol(&syms, SYM_FULL) {
             extra(uprobe(&p.codemem_full, binary, &sym, false), &mut links);
@@ -229,10 +258,15 @@ impl Collector for Compilation {
         };
         out.extend(families_limited(&tables, &own, &|heap| {
             // Now, from the JVM's memory; else as of its last code allocation.
-            let layout = (heap.layout as usize).checked_sub(1).and_then(|i| layouts.get(i).copied())?;
+            let layout =
+                (heap.layout as usize).checked_sub(1).and_then(|i| layouts.get(i).copied())?;
             code_heap::used_now(heap.tgid, heap.pool, &layout, heap.mu.max)
         }));
-        out.push(inflight::jvm_lost_family(self.name(), &maps::entries(&m.inflight_lost)?, &INFLIGHT));
+        out.push(inflight::jvm_lost_family(
+            self.name(),
+            &maps::entries(&m.inflight_lost)?,
+            &INFLIGHT,
+        ));
         out.push(self.staging_evictions()?);
         Ok(())
     }
@@ -242,8 +276,17 @@ impl Collector for Compilation {
         maps::forget_slot(&m.comp_stats, slot)?;
         maps::forget_slot(&m.method_hot, slot)?;
         let deleted = maps::forget_slot(&m.method_seen, slot)?;
-        let final_count = m.seen_counts.lookup(&slot.to_ne_bytes(), MapFlags::ANY)?.and_then(|v| decode::<seen_count>(&v)).unwrap_or_default();
-        self.evictions.borrow_mut().release(slot, final_count.inserted, final_count.removed, deleted as u64);
+        let final_count = m
+            .seen_counts
+            .lookup(&slot.to_ne_bytes(), MapFlags::ANY)?
+            .and_then(|v| decode::<seen_count>(&v))
+            .unwrap_or_default();
+        self.evictions.borrow_mut().release(
+            slot,
+            final_count.inserted,
+            final_count.removed,
+            deleted as u64,
+        );
         maps::reset_slot(&m.seen_counts, slot)?;
         maps::forget_slot(&m.heap_usage, slot)?;
         maps::reset_slot(&m.code_full, slot)?;
@@ -259,9 +302,10 @@ impl Collector for Compilation {
         let m = &self.skel.maps;
         let stats = maps::read_stats(&m.stats)?;
         let mut h = super::health_from(&stats, &PROBES);
-        h.entries = [m.comp_stats.keys().count(), m.method_hot.keys().count(), m.heap_usage.keys().count()]
-            .iter()
-            .sum::<usize>() as u64;
+        h.entries =
+            [m.comp_stats.keys().count(), m.method_hot.keys().count(), m.heap_usage.keys().count()]
+                .iter()
+                .sum::<usize>() as u64;
         h.inflight_lost = inflight::lost_totals(&stats, &INFLIGHT);
         h.evictions = vec![("method_seen", self.evictions.borrow().total())];
         Ok(h)
@@ -301,12 +345,15 @@ impl Compilation {
                 present: present.get(slot).copied().unwrap_or(0),
             };
             let n = ev.observe(*slot, reading);
-            f.jvm(*slot, vec![("collector", self.name().to_string()), ("map", "method_seen".to_string())], Value::Counter(n));
+            f.jvm(
+                *slot,
+                vec![("collector", self.name().to_string()), ("map", "method_seen".to_string())],
+                Value::Counter(n),
+            );
         }
         Ok(f)
     }
 }
-
 
 /// The collector's tables as (key, value) bytes.
 pub struct Tables {
@@ -322,12 +369,20 @@ pub struct Tables {
 
 /// The collector's families from its tables; `used_now` reads a code heap's current use
 /// from the JVM (None: keep the value of its last code allocation).
-pub fn families(t: &Tables, max_methods: usize, used_now: &dyn Fn(&heap_value) -> Option<u64>) -> [Family; 6] {
+pub fn families(
+    t: &Tables,
+    max_methods: usize,
+    used_now: &dyn Fn(&heap_value) -> Option<u64>,
+) -> [Family; 6] {
     families_limited(t, &|_| max_methods, used_now)
 }
 
 /// [`families`] with each JVM's own number of methods named (by slot).
-pub fn families_limited(t: &Tables, max_methods: &dyn Fn(u32) -> usize, used_now: &dyn Fn(&heap_value) -> Option<u64>) -> [Family; 6] {
+pub fn families_limited(
+    t: &Tables,
+    max_methods: &dyn Fn(u32) -> usize,
+    used_now: &dyn Fn(&heap_value) -> Option<u64>,
+) -> [Family; 6] {
     // Compilers: merge names that normalise alike ("C2" and "c2").
     let mut comp: BTreeMap<(u32, String), (Hist, u64)> = BTreeMap::new();
     let mut named_total: HashMap<u32, u64> = HashMap::new();
@@ -355,7 +410,13 @@ pub fn families_limited(t: &Tables, max_methods: &dyn Fn(u32) -> usize, used_now
         per_jvm.entry(nk.slot).or_default().push((method_label(&nk.name), n));
     }
     let mut methods = metrics::METHOD_COMPILATIONS.family();
-    let mut slots: Vec<u32> = per_jvm.keys().chain(named_total.keys()).copied().collect::<HashSet<_>>().into_iter().collect();
+    let mut slots: Vec<u32> = per_jvm
+        .keys()
+        .chain(named_total.keys())
+        .copied()
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
     slots.sort();
     for slot in slots {
         let Some(&all) = named_total.get(&slot) else { continue }; // uprobe mode: no names
@@ -364,7 +425,11 @@ pub fn families_limited(t: &Tables, max_methods: &dyn Fn(u32) -> usize, used_now
         for (m, n) in top {
             methods.jvm(slot, vec![("method", m)], Value::Counter(n));
         }
-        methods.jvm(slot, vec![("method", "other".into())], Value::Counter(all.saturating_sub(named)));
+        methods.jvm(
+            slot,
+            vec![("method", "other".into())],
+            Value::Counter(all.saturating_sub(named)),
+        );
     }
 
     // Code heaps.
@@ -464,8 +529,14 @@ mod tests {
         assert_eq!(compiler_label("\"}{x"), "x");
         assert_eq!(compiler_label(""), "unknown");
         assert_eq!(method_label("java/lang/String.hashCode"), "java.lang.String.hashCode");
-        assert_eq!(method_label("java/lang/invoke/LambdaForm$MH+0x00007f120c006400.invoke"), "java.lang.invoke.LambdaForm$MH.invoke");
-        assert_eq!(method_label("app/Main$$Lambda/0x0000000800c03000.apply"), "app.Main$$Lambda.apply");
+        assert_eq!(
+            method_label("java/lang/invoke/LambdaForm$MH+0x00007f120c006400.invoke"),
+            "java.lang.invoke.LambdaForm$MH.invoke"
+        );
+        assert_eq!(
+            method_label("app/Main$$Lambda/0x0000000800c03000.apply"),
+            "app.Main$$Lambda.apply"
+        );
         assert_eq!(method_label("a/B.x0x1"), "a.B.x0x1");
         assert_eq!(heap_label("CodeHeap 'non-profiled nmethods'"), "non-profiled nmethods");
         assert_eq!(heap_label("CodeCache"), "CodeCache");

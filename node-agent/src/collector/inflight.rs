@@ -54,7 +54,8 @@ impl Table {
     /// `max`; a share of a quarter of them, at least per_jvm (never more than the table).
     /// While every JVM holds at most per_jvm entries the table cannot fill.
     pub fn size_and_share(&self, max_jvms: u32) -> (u32, u32) {
-        let size = max_jvms.clamp(1, consts::MAX_JVMS).saturating_mul(self.per_jvm).min(self.max).max(1);
+        let size =
+            max_jvms.clamp(1, consts::MAX_JVMS).saturating_mul(self.per_jvm).min(self.max).max(1);
         let share = (size / SHARE_DIVISOR).max(self.per_jvm).min(size);
         (size, share)
     }
@@ -81,7 +82,12 @@ pub fn configure<'t, 'm, 'o: 'm>(
 
 /// Deletes a released JVM's entries from one table (begins whose end never came: the JVM
 /// exited mid-park) and gives its share back.
-pub fn forget_table<M: MapCore, H: MapCore>(table: &M, t: &Table, held: &H, slot: u32) -> Result<()> {
+pub fn forget_table<M: MapCore, H: MapCore>(
+    table: &M,
+    t: &Table,
+    held: &H,
+    slot: u32,
+) -> Result<()> {
     maps::forget_where(table, |k| decode::<inflight_key>(k).is_some_and(|k| k.slot == slot))?;
     let i = t.index * consts::MAX_JVMS + slot;
     held.update(&i.to_ne_bytes(), &0u32.to_ne_bytes(), MapFlags::ANY)?;
@@ -90,7 +96,8 @@ pub fn forget_table<M: MapCore, H: MapCore>(table: &M, t: &Table, held: &H, slot
 
 /// Deletes a released JVM's loss counts (its series were shown for the last time).
 pub fn forget_lost<M: MapCore>(lost: &M, slot: u32) -> Result<()> {
-    maps::forget_where(lost, |k| decode::<inflight_lost_key>(k).is_some_and(|k| k.slot == slot)).map(drop)
+    maps::forget_where(lost, |k| decode::<inflight_lost_key>(k).is_some_and(|k| k.slot == slot))
+        .map(drop)
 }
 
 /// Begins that found no room since the agent started, per (map, reason), from the object's
@@ -99,7 +106,8 @@ pub fn lost_totals(stats: &[u64], tables: &[Table]) -> Vec<(&'static str, &'stat
     let mut out = Vec::new();
     for t in tables {
         for reason in [consts::INFLIGHT_LOST_SHARE, consts::INFLIGHT_LOST_FULL] {
-            let i = (consts::STAT_INFLIGHT_LOST_0 + t.index * consts::INFLIGHT_REASONS + reason) as usize;
+            let i = (consts::STAT_INFLIGHT_LOST_0 + t.index * consts::INFLIGHT_REASONS + reason)
+                as usize;
             out.push((t.map, reason_name(reason), stats.get(i).copied().unwrap_or(0)));
         }
     }
@@ -108,14 +116,24 @@ pub fn lost_totals(stats: &[u64], tables: &[Table]) -> Vec<(&'static str, &'stat
 
 /// `jvmdiag_agent_jvm_inflight_lost_total` of one collector from its `inflight_lost` entries
 /// (struct inflight_lost_key -> __u64): which JVM lost how many, per table and reason.
-pub fn jvm_lost_family(collector: &'static str, entries: &[(Vec<u8>, Vec<u8>)], tables: &[Table]) -> Family {
+pub fn jvm_lost_family(
+    collector: &'static str,
+    entries: &[(Vec<u8>, Vec<u8>)],
+    tables: &[Table],
+) -> Family {
     let mut f = metrics::AGENT_JVM_INFLIGHT_LOST.family();
     for (k, v) in entries {
-        let (Some(key), Some(n)) = (decode::<inflight_lost_key>(k), maps::counter(v)) else { continue };
+        let (Some(key), Some(n)) = (decode::<inflight_lost_key>(k), maps::counter(v)) else {
+            continue;
+        };
         let Some(t) = tables.iter().find(|t| t.index == u32::from(key.table)) else { continue };
         f.jvm(
             key.slot,
-            vec![("collector", collector.to_string()), ("map", t.map.to_string()), ("reason", reason_name(key.reason.into()).to_string())],
+            vec![
+                ("collector", collector.to_string()),
+                ("map", t.map.to_string()),
+                ("reason", reason_name(key.reason.into()).to_string()),
+            ],
             Value::Counter(n),
         );
     }
@@ -124,10 +142,20 @@ pub fn jvm_lost_family(collector: &'static str, entries: &[(Vec<u8>, Vec<u8>)], 
 
 /// `jvmdiag_agent_inflight_lost_total` samples of one collector (agent-wide, every table and
 /// reason, zeros included).
-pub fn lost_family(collector: &'static str, totals: &[(&'static str, &'static str, u64)]) -> Family {
+pub fn lost_family(
+    collector: &'static str,
+    totals: &[(&'static str, &'static str, u64)],
+) -> Family {
     let mut f = metrics::AGENT_INFLIGHT_LOST.family();
     for (map, reason, n) in totals {
-        f.agent(vec![("collector", collector.to_string()), ("map", map.to_string()), ("reason", reason.to_string())], Value::Counter(*n));
+        f.agent(
+            vec![
+                ("collector", collector.to_string()),
+                ("map", map.to_string()),
+                ("reason", reason.to_string()),
+            ],
+            Value::Counter(*n),
+        );
     }
     f
 }
@@ -140,13 +168,29 @@ mod tests {
 
     #[test]
     fn a_table_holds_per_jvm_entries_for_every_slot_up_to_its_ceiling() {
-        assert_eq!(PARK.size_and_share(4), (256, 64), "small: the share is the per-JVM size, the table cannot fill");
-        assert_eq!(PARK.size_and_share(256), (16384, 4096), "the default --max-jvms: a quarter each");
+        assert_eq!(
+            PARK.size_and_share(4),
+            (256, 64),
+            "small: the share is the per-JVM size, the table cannot fill"
+        );
+        assert_eq!(
+            PARK.size_and_share(256),
+            (16384, 4096),
+            "the default --max-jvms: a quarter each"
+        );
         assert_eq!(PARK.size_and_share(1024), (65536, 16384));
-        assert_eq!(PARK.size_and_share(100_000), (65536, 16384), "slots beyond MAX_JVMS do not exist");
+        assert_eq!(
+            PARK.size_and_share(100_000),
+            (65536, 16384),
+            "slots beyond MAX_JVMS do not exist"
+        );
         assert_eq!(PARK.size_and_share(0), (64, 64));
         let comp = Table { map: "comp_inflight", index: 0, per_jvm: 16, max: 4096 };
-        assert_eq!(comp.size_and_share(1024), (4096, 1024), "capped: the share is a quarter of the ceiling");
+        assert_eq!(
+            comp.size_and_share(1024),
+            (4096, 1024),
+            "capped: the share is a quarter of the ceiling"
+        );
         let tiny = Table { map: "t", index: 0, per_jvm: 64, max: 32 };
         assert_eq!(tiny.size_and_share(8), (32, 32), "never a share above the table");
     }
@@ -154,11 +198,19 @@ mod tests {
     #[test]
     fn a_table_never_fills_while_every_jvm_stays_within_its_per_jvm_size() {
         for max_jvms in [1, 2, 3, 5, 64, 256, 1000, 1024] {
-            for t in [PARK, Table { map: "m", index: 1, per_jvm: 32, max: 65536 }, Table { map: "s", index: 1, per_jvm: 64, max: 8192 }] {
+            for t in [
+                PARK,
+                Table { map: "m", index: 1, per_jvm: 32, max: 65536 },
+                Table { map: "s", index: 1, per_jvm: 64, max: 8192 },
+            ] {
                 let (size, share) = t.size_and_share(max_jvms);
                 assert!(share >= t.per_jvm.min(size) && share <= size);
                 if max_jvms * t.per_jvm <= t.max {
-                    assert!(max_jvms * t.per_jvm <= size, "{max_jvms} JVMs x {} entries fit {size}", t.per_jvm);
+                    assert!(
+                        max_jvms * t.per_jvm <= size,
+                        "{max_jvms} JVMs x {} entries fit {size}",
+                        t.per_jvm
+                    );
                 }
             }
         }
@@ -172,14 +224,25 @@ mod tests {
 
     #[test]
     fn losses_are_labelled_by_jvm_map_and_reason() {
-        let tables = [Table { map: "comp_inflight", index: 0, per_jvm: 16, max: 4096 }, Table { map: "pool_inflight", index: 1, per_jvm: 16, max: 4096 }];
-        let e = vec![lost_entry(3, 1, consts::INFLIGHT_LOST_SHARE as u16, 7), lost_entry(5, 0, consts::INFLIGHT_LOST_FULL as u16, 2), lost_entry(5, 9, 0, 1)];
+        let tables = [
+            Table { map: "comp_inflight", index: 0, per_jvm: 16, max: 4096 },
+            Table { map: "pool_inflight", index: 1, per_jvm: 16, max: 4096 },
+        ];
+        let e = vec![
+            lost_entry(3, 1, consts::INFLIGHT_LOST_SHARE as u16, 7),
+            lost_entry(5, 0, consts::INFLIGHT_LOST_FULL as u16, 2),
+            lost_entry(5, 9, 0, 1),
+        ];
         let f = jvm_lost_family("compilation", &e, &tables);
         assert_eq!(f.samples.len(), 2, "a table the object does not have is not shown");
         assert_eq!(f.samples[0].slot, Some(3));
         assert_eq!(
             f.samples[0].labels,
-            vec![("collector", "compilation".to_string()), ("map", "pool_inflight".to_string()), ("reason", "jvm_share".to_string())]
+            vec![
+                ("collector", "compilation".to_string()),
+                ("map", "pool_inflight".to_string()),
+                ("reason", "jvm_share".to_string())
+            ]
         );
         assert!(matches!(f.samples[0].value, Value::Counter(7)));
         assert_eq!(f.samples[1].labels[2].1, "full");
@@ -188,12 +251,18 @@ mod tests {
     #[test]
     fn totals_come_from_the_stats_of_each_table_and_reason() {
         let mut stats = vec![0u64; consts::STAT_MAX as usize];
-        stats[(consts::STAT_INFLIGHT_LOST_0 + consts::INFLIGHT_REASONS + consts::INFLIGHT_LOST_FULL) as usize] = 4;
+        stats[(consts::STAT_INFLIGHT_LOST_0 + consts::INFLIGHT_REASONS + consts::INFLIGHT_LOST_FULL)
+            as usize] = 4;
         stats[consts::STAT_INFLIGHT_LOST_0 as usize] = 9;
         let tables = [PARK, Table { map: "second", index: 1, per_jvm: 1, max: 1 }];
         assert_eq!(
             lost_totals(&stats, &tables),
-            vec![("park_inflight", "jvm_share", 9), ("park_inflight", "full", 0), ("second", "jvm_share", 0), ("second", "full", 4)]
+            vec![
+                ("park_inflight", "jvm_share", 9),
+                ("park_inflight", "full", 0),
+                ("second", "jvm_share", 0),
+                ("second", "full", 4)
+            ]
         );
     }
 }

@@ -52,7 +52,10 @@ pub struct LoadConfig {
 
 /// Makes an object's `jvm_limits` map the agent's one, so the limits written per JVM slot
 /// at attach reach its programs (`jvm_limit()` in common.bpf.h).
-pub(crate) fn share_jvm_limits(map: &mut libbpf_rs::OpenMapMut<'_>, cfg: &LoadConfig) -> Result<()> {
+pub(crate) fn share_jvm_limits(
+    map: &mut libbpf_rs::OpenMapMut<'_>,
+    cfg: &LoadConfig,
+) -> Result<()> {
     if let Some(fd) = &cfg.jvm_limits {
         use std::os::fd::AsFd;
         map.reuse_fd(fd.as_fd())?;
@@ -127,12 +130,16 @@ impl Registration {
     /// its place in `REGISTRY`. Set for the JVMs that want it; the loader gives it to the
     /// collector's programs as `collector_bit`.
     pub fn bit(&self) -> u32 {
-        let place = REGISTRY.iter().position(|r| r.name == self.name).expect("a registered collector");
+        let place =
+            REGISTRY.iter().position(|r| r.name == self.name).expect("a registered collector");
         1 << (consts::SLOT_BITS + place as u32)
     }
 }
 
-const _: () = assert!(REGISTRY.len() <= 32 - consts::SLOT_BITS as usize, "a collector bit per collector above the slot bits");
+const _: () = assert!(
+    REGISTRY.len() <= 32 - consts::SLOT_BITS as usize,
+    "a collector bit per collector above the slot bits"
+);
 
 pub const REGISTRY: &[Registration] = &[
     Registration {
@@ -219,7 +226,10 @@ pub const fn probe_names<const N: usize>(entries: [(u32, &'static str); N]) -> [
     let mut i = 0;
     while i < N {
         let (index, name) = entries[i];
-        assert!((index as usize) < N && names[index as usize].is_empty(), "probe indexes must be 0..N, each once");
+        assert!(
+            (index as usize) < N && names[index as usize].is_empty(),
+            "probe indexes must be 0..N, each once"
+        );
         names[index as usize] = name;
         i += 1;
     }
@@ -228,7 +238,11 @@ pub const fn probe_names<const N: usize>(entries: [(u32, &'static str); N]) -> [
 
 pub fn health_from(stats: &[u64], probes: &[&'static str]) -> Health {
     Health {
-        events: probes.iter().enumerate().map(|(i, p)| (*p, stats.get(i).copied().unwrap_or(0))).collect(),
+        events: probes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (*p, stats.get(i).copied().unwrap_or(0)))
+            .collect(),
         map_errors: stats.get(consts::STAT_MAP_ERRORS as usize).copied().unwrap_or(0),
         names_overflow: stats.get(consts::STAT_NAMES_OVERFLOW as usize).copied().unwrap_or(0),
         filtered: stats.get(consts::STAT_FILTERED as usize).copied().unwrap_or(0),

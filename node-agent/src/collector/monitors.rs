@@ -12,7 +12,9 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use jvmdiag_inspect::limits::{CMDLINE_MAX_BYTES, OPTIONS_FILES_MAX, OPTIONS_FILE_MAX_BYTES, OPTIONS_MAX_TOKENS};
+use jvmdiag_inspect::limits::{
+    CMDLINE_MAX_BYTES, OPTIONS_FILES_MAX, OPTIONS_FILE_MAX_BYTES, OPTIONS_MAX_TOKENS,
+};
 use jvmdiag_inspect::options;
 use jvmdiag_inspect::root::{read_host_file, ProcRoot};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -41,8 +43,18 @@ const ENVIRON_MAX_BYTES: u64 = 1 << 20;
 pub const NO_FLAG: &str = "no_DTraceMonitorProbes";
 /// One entry per blocked thread, one per waiting thread (src/bpf/monitors.h).
 const INFLIGHT: [Table; 2] = [
-    Table { map: "mon_inflight", index: consts::MON_TABLE_INFLIGHT, per_jvm: consts::MON_INFLIGHT_PER_JVM, max: consts::MON_INFLIGHT_MAX },
-    Table { map: "wait_inflight", index: consts::MON_TABLE_WAIT, per_jvm: consts::WAIT_INFLIGHT_PER_JVM, max: consts::WAIT_INFLIGHT_MAX },
+    Table {
+        map: "mon_inflight",
+        index: consts::MON_TABLE_INFLIGHT,
+        per_jvm: consts::MON_INFLIGHT_PER_JVM,
+        max: consts::MON_INFLIGHT_MAX,
+    },
+    Table {
+        map: "wait_inflight",
+        index: consts::MON_TABLE_WAIT,
+        per_jvm: consts::WAIT_INFLIGHT_PER_JVM,
+        max: consts::WAIT_INFLIGHT_MAX,
+    },
 ];
 
 // SAFETY: plain C structs of integers (generated from src/bpf/monitors.h).
@@ -58,7 +70,9 @@ pub struct Monitors {
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
-    let mut open = MonitorsSkelBuilder::default().open(super::object_storage()).context("open monitors.bpf.o")?;
+    let mut open = MonitorsSkelBuilder::default()
+        .open(super::object_storage())
+        .context("open monitors.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_classes;
@@ -67,14 +81,18 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_classes))?;
     // The named (class, thread) pairs and one "other" thread per class (max_classes + "other").
-    let pairs = super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_classes));
+    let pairs =
+        super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_classes));
     open.maps.mon_threads.set_max_entries(pairs)?;
     // Object.wait: the classes waited on, bounded like mon_stats' but counted apart, so waits
     // never take a contended class's name; the pairs as mon_threads.
     open.maps.wait_classes.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_classes))?;
     open.maps.mon_waits.set_max_entries(pairs)?;
     let m = &mut open.maps;
-    let shares = inflight::configure([(&INFLIGHT[0], &mut m.mon_inflight), (&INFLIGHT[1], &mut m.wait_inflight)], cfg.max_jvms)?;
+    let shares = inflight::configure(
+        [(&INFLIGHT[0], &mut m.mon_inflight), (&INFLIGHT[1], &mut m.wait_inflight)],
+        cfg.max_jvms,
+    )?;
     open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
@@ -113,7 +131,15 @@ pub fn jvm_options(environ: &[u8], cmdline: &[u8], read: &mut ReadOptionsFile<'_
         .filter_map(|kv| kv.iter().position(|&b| b == b'=').map(|i| (&kv[..i], &kv[i + 1..])))
         .collect();
     let var = |name: &[u8]| -> Vec<String> {
-        env.get(name).map(|v| String::from_utf8_lossy(v).split_whitespace().take(OPTIONS_MAX_TOKENS).map(str::to_string).collect()).unwrap_or_default()
+        env.get(name)
+            .map(|v| {
+                String::from_utf8_lossy(v)
+                    .split_whitespace()
+                    .take(OPTIONS_MAX_TOKENS)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let mut files = 0usize;
     let mut read_words = |path: &str, prefix: &str| -> Vec<String> {
@@ -121,14 +147,25 @@ pub fn jvm_options(environ: &[u8], cmdline: &[u8], read: &mut ReadOptionsFile<'_
             return Vec::new();
         }
         files += 1;
-        read(path).map(|t| options::words(&t, OPTIONS_MAX_TOKENS).into_iter().map(|w| format!("{prefix}{w}")).collect()).unwrap_or_default()
+        read(path)
+            .map(|t| {
+                options::words(&t, OPTIONS_MAX_TOKENS)
+                    .into_iter()
+                    .map(|w| format!("{prefix}{w}"))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let tool = var(b"JAVA_TOOL_OPTIONS");
     let java = var(b"_JAVA_OPTIONS");
     // The launcher's words: JDK_JAVA_OPTIONS, then argv[1..], each @argfile replaced by its words.
     let mut launcher_words: Vec<String> = Vec::new();
     let mut expand = true;
-    let argv = cmdline.split(|&b| b == 0).skip(1).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned());
+    let argv = cmdline
+        .split(|&b| b == 0)
+        .skip(1)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned());
     for w in var(b"JDK_JAVA_OPTIONS").into_iter().chain(argv) {
         if launcher_words.len() >= OPTIONS_MAX_TOKENS {
             break;
@@ -148,7 +185,10 @@ pub fn jvm_options(environ: &[u8], cmdline: &[u8], read: &mut ReadOptionsFile<'_
         if !a.starts_with('-') || a == "-jar" || a == "-m" || a == "--module" {
             break;
         }
-        let takes_value = matches!(a.as_str(), "-cp" | "-classpath" | "--class-path" | "-p" | "--module-path" | "--add-modules");
+        let takes_value = matches!(
+            a.as_str(),
+            "-cp" | "-classpath" | "--class-path" | "-p" | "--module-path" | "--add-modules"
+        );
         if let Some(path) = a.strip_prefix("-XX:VMOptionsFile=") {
             let inner = read_words(path, "");
             launcher.push(a);
@@ -160,7 +200,13 @@ pub fn jvm_options(environ: &[u8], cmdline: &[u8], read: &mut ReadOptionsFile<'_
             words.next();
         }
     }
-    let flags_file = tool.iter().chain(&launcher).chain(&java).filter_map(|o| o.strip_prefix("-XX:Flags=")).next_back().map(str::to_string);
+    let flags_file = tool
+        .iter()
+        .chain(&launcher)
+        .chain(&java)
+        .filter_map(|o| o.strip_prefix("-XX:Flags="))
+        .next_back()
+        .map(str::to_string);
     let mut out = flags_file.map(|f| read_words(&f, "-XX:")).unwrap_or_default();
     out.extend(tool);
     out.extend(launcher);
@@ -174,7 +220,11 @@ pub fn jvm_options(environ: &[u8], cmdline: &[u8], read: &mut ReadOptionsFile<'_
 /// them (links are followed inside: ConfigMap files are links) and a path with `..` is not read.
 fn read_options_file(pid: u32, path: &str) -> Option<Vec<u8>> {
     let p = Path::new(path);
-    let root = if p.is_absolute() { ProcRoot::open(pid) } else { ProcRoot::from_dir(Path::new(&format!("/proc/{pid}/cwd"))) };
+    let root = if p.is_absolute() {
+        ProcRoot::open(pid)
+    } else {
+        ProcRoot::from_dir(Path::new(&format!("/proc/{pid}/cwd")))
+    };
     match root.and_then(|r| r.read_file_following_links(p, OPTIONS_FILE_MAX_BYTES)) {
         Ok(t) => Some(t),
         Err(e) => {
@@ -185,8 +235,10 @@ fn read_options_file(pid: u32, path: &str) -> Option<Vec<u8>> {
 }
 
 fn read_flag(pid: u32) -> bool {
-    let environ = read_host_file(Path::new(&format!("/proc/{pid}/environ")), ENVIRON_MAX_BYTES).unwrap_or_default();
-    let cmdline = read_host_file(Path::new(&format!("/proc/{pid}/cmdline")), CMDLINE_MAX_BYTES).unwrap_or_default();
+    let environ = read_host_file(Path::new(&format!("/proc/{pid}/environ")), ENVIRON_MAX_BYTES)
+        .unwrap_or_default();
+    let cmdline = read_host_file(Path::new(&format!("/proc/{pid}/cmdline")), CMDLINE_MAX_BYTES)
+        .unwrap_or_default();
     let opts = jvm_options(&environ, &cmdline, &mut |path| read_options_file(pid, path));
     monitor_probes_enabled(opts.iter().map(String::as_str))
 }
@@ -199,7 +251,11 @@ impl Monitors {
         let mask = (1u32 << consts::SLOT_BITS) - 1;
         let mut live = HashMap::new();
         for k in self.skel.maps.traced_pids.keys() {
-            let (Some(tgid), Ok(Some(v))) = (decode::<u32>(&k), self.skel.maps.traced_pids.lookup(&k, MapFlags::ANY)) else { continue };
+            let (Some(tgid), Ok(Some(v))) =
+                (decode::<u32>(&k), self.skel.maps.traced_pids.lookup(&k, MapFlags::ANY))
+            else {
+                continue;
+            };
             let Some(v) = decode::<u32>(&v) else { continue };
             if v & bit != 0 {
                 live.insert(tgid, v & mask);
@@ -234,7 +290,10 @@ impl Collector for Monitors {
         ];
         let usdt: Result<Vec<_>> = probes
             .into_iter()
-            .map(|(prog, name)| prog.attach_usdt(-1, binary, "hotspot", name).with_context(|| format!("USDT hotspot:{name}")))
+            .map(|(prog, name)| {
+                prog.attach_usdt(-1, binary, "hotspot", name)
+                    .with_context(|| format!("USDT hotspot:{name}"))
+            })
             .collect();
         match usdt {
             Ok(links) => Ok(Attached { links, mode: ProbeMode::Usdt }),
@@ -250,23 +309,39 @@ impl Collector for Monitors {
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         let m = &self.skel.maps;
-        out.extend(monitor_families(&maps::entries(&m.mon_threads)?, &maps::entries(&m.mon_stats)?, &self.without_flag()));
+        out.extend(monitor_families(
+            &maps::entries(&m.mon_threads)?,
+            &maps::entries(&m.mon_stats)?,
+            &self.without_flag(),
+        ));
         out.extend(wait_families(&maps::entries(&m.mon_waits)?));
-        out.push(inflight::jvm_lost_family(self.name(), &maps::entries(&m.inflight_lost)?, &INFLIGHT));
+        out.push(inflight::jvm_lost_family(
+            self.name(),
+            &maps::entries(&m.inflight_lost)?,
+            &INFLIGHT,
+        ));
         Ok(())
     }
 
     fn forget(&self, slot: u32) -> Result<()> {
         let m = &self.skel.maps;
-        maps::forget_where(&m.mon_stats, |k| decode::<name_key>(k).is_some_and(|k| k.slot == slot))?;
-        maps::forget_where(&m.wait_classes, |k| decode::<name_key>(k).is_some_and(|k| k.slot == slot))?;
+        maps::forget_where(&m.mon_stats, |k| {
+            decode::<name_key>(k).is_some_and(|k| k.slot == slot)
+        })?;
+        maps::forget_where(&m.wait_classes, |k| {
+            decode::<name_key>(k).is_some_and(|k| k.slot == slot)
+        })?;
         for pairs in [&m.mon_threads, &m.mon_waits] {
-            maps::forget_where(pairs, |k| decode::<mon_thread_key>(k).is_some_and(|k| k.cls.slot == slot))?;
+            maps::forget_where(pairs, |k| {
+                decode::<mon_thread_key>(k).is_some_and(|k| k.cls.slot == slot)
+            })?;
         }
         inflight::forget_table(&m.mon_inflight, &INFLIGHT[0], &m.inflight_held, slot)?;
         inflight::forget_table(&m.wait_inflight, &INFLIGHT[1], &m.inflight_held, slot)?;
         inflight::forget_lost(&m.inflight_lost, slot)?;
-        for budget in [&m.name_budget, &m.mon_thread_budget, &m.wait_class_budget, &m.wait_thread_budget] {
+        for budget in
+            [&m.name_budget, &m.mon_thread_budget, &m.wait_class_budget, &m.wait_thread_budget]
+        {
             maps::reset_slot(budget, slot)?;
         }
         Ok(())
@@ -276,7 +351,10 @@ impl Collector for Monitors {
         let stats = maps::read_stats(&self.skel.maps.stats)?;
         let mut h = super::health_from(&stats, &PROBES);
         let m = &self.skel.maps;
-        h.entries = [&m.mon_stats, &m.mon_threads, &m.wait_classes, &m.mon_waits].iter().map(|t| t.keys().count() as u64).sum();
+        h.entries = [&m.mon_stats, &m.mon_threads, &m.wait_classes, &m.mon_waits]
+            .iter()
+            .map(|t| t.keys().count() as u64)
+            .sum();
         h.inflight_lost = inflight::lost_totals(&stats, &INFLIGHT);
         Ok(h)
     }
@@ -291,22 +369,45 @@ pub fn class_label(internal: &str) -> String {
 /// `jvmdiag_monitor_contended_total` from mon_threads entries (mon_thread_key -> __u64
 /// enters), `jvmdiag_monitor_blocked_seconds` from mon_stats entries (name_key -> mon_stat),
 /// and `jvmdiag_agent_collector_unavailable` for the JVMs (slots) whose probes cannot fire.
-pub fn monitor_families(threads: &[(Vec<u8>, Vec<u8>)], stats: &[(Vec<u8>, Vec<u8>)], without_flag: &[u32]) -> [Family; 3] {
+pub fn monitor_families(
+    threads: &[(Vec<u8>, Vec<u8>)],
+    stats: &[(Vec<u8>, Vec<u8>)],
+    without_flag: &[u32],
+) -> [Family; 3] {
     let mut enters = metrics::MONITOR_CONTENDED.family();
     for (k, v) in threads {
-        let (Some(key), Some(n)) = (decode::<mon_thread_key>(k), decode::<u64>(v)) else { continue };
-        let labels = vec![("monitor_class", class_label(&c_name(&key.cls.name))), ("thread_name", c_name(&key.thread_name))];
+        let (Some(key), Some(n)) = (decode::<mon_thread_key>(k), decode::<u64>(v)) else {
+            continue;
+        };
+        let labels = vec![
+            ("monitor_class", class_label(&c_name(&key.cls.name))),
+            ("thread_name", c_name(&key.thread_name)),
+        ];
         enters.jvm(key.cls.slot, labels, Value::Counter(n));
     }
     let mut blocked = metrics::MONITOR_BLOCKED.family();
     for (k, v) in stats {
-        let (Some(key), Some(st)) = (decode::<name_key>(k), decode::<mon_stat>(v)) else { continue };
-        let h = Hist { buckets: st.blocked.buckets, sum_ns: st.blocked.sum_ns, count: st.blocked.count };
-        blocked.jvm(key.slot, vec![("monitor_class", class_label(&c_name(&key.name)))], Value::Histogram(h));
+        let (Some(key), Some(st)) = (decode::<name_key>(k), decode::<mon_stat>(v)) else {
+            continue;
+        };
+        let h = Hist {
+            buckets: st.blocked.buckets,
+            sum_ns: st.blocked.sum_ns,
+            count: st.blocked.count,
+        };
+        blocked.jvm(
+            key.slot,
+            vec![("monitor_class", class_label(&c_name(&key.name)))],
+            Value::Histogram(h),
+        );
     }
     let mut unavailable = metrics::AGENT_COLLECTOR_UNAVAILABLE.family();
     for &slot in without_flag {
-        unavailable.jvm(slot, vec![("collector", "monitors".into()), ("reason", NO_FLAG.into())], Value::Gauge(1.0));
+        unavailable.jvm(
+            slot,
+            vec![("collector", "monitors".into()), ("reason", NO_FLAG.into())],
+            Value::Gauge(1.0),
+        );
     }
     [enters, blocked, unavailable]
 }
@@ -317,9 +418,19 @@ pub fn monitor_families(threads: &[(Vec<u8>, Vec<u8>)], stats: &[(Vec<u8>, Vec<u
 pub fn wait_families(waits: &[(Vec<u8>, Vec<u8>)]) -> [Family; 2] {
     let mut f = parking::waited_families();
     for (k, v) in waits {
-        let (Some(key), Some(w)) = (decode::<mon_thread_key>(k), decode::<mon_wait>(v)) else { continue };
+        let (Some(key), Some(w)) = (decode::<mon_thread_key>(k), decode::<mon_wait>(v)) else {
+            continue;
+        };
         let class = class_label(&c_name(&key.cls.name));
-        parking::push_waited(&mut f, key.cls.slot, c_name(&key.thread_name), parking::VIA_OBJECT_WAIT, class, w.waits, w.waited_ns);
+        parking::push_waited(
+            &mut f,
+            key.cls.slot,
+            c_name(&key.thread_name),
+            parking::VIA_OBJECT_WAIT,
+            class,
+            w.waits,
+            w.waited_ns,
+        );
     }
     f
 }
@@ -329,8 +440,13 @@ mod tests {
     use super::*;
 
     fn opts_with(environ: &str, cmdline: &str, files: &[(&str, &str)]) -> bool {
-        let mut read = |p: &str| files.iter().find(|(n, _)| *n == p).map(|(_, t)| t.as_bytes().to_vec());
-        let o = jvm_options(environ.replace(' ', "\0").replace('|', " ").as_bytes(), cmdline.replace(' ', "\0").as_bytes(), &mut read);
+        let mut read =
+            |p: &str| files.iter().find(|(n, _)| *n == p).map(|(_, t)| t.as_bytes().to_vec());
+        let o = jvm_options(
+            environ.replace(' ', "\0").replace('|', " ").as_bytes(),
+            cmdline.replace(' ', "\0").as_bytes(),
+            &mut read,
+        );
         monitor_probes_enabled(o.iter().map(String::as_str))
     }
 
@@ -344,14 +460,26 @@ mod tests {
         assert!(opts("JDK_JAVA_OPTIONS=-XX:+DTraceMonitorProbes", "java -cp x Main"));
         assert!(opts("", "java -XX:+DTraceMonitorProbes -cp a.jar Main"));
         assert!(opts("", "java -XX:+ExtendedDTraceProbes -jar a.jar"));
-        assert!(!opts("JAVA_TOOL_OPTIONS=-XX:+DTraceMonitorProbes", "java -XX:-DTraceMonitorProbes Main"));
-        assert!(!opts("", "java Main -XX:+DTraceMonitorProbes"), "an application argument is not a JVM option");
+        assert!(!opts(
+            "JAVA_TOOL_OPTIONS=-XX:+DTraceMonitorProbes",
+            "java -XX:-DTraceMonitorProbes Main"
+        ));
+        assert!(
+            !opts("", "java Main -XX:+DTraceMonitorProbes"),
+            "an application argument is not a JVM option"
+        );
         assert!(!opts("", "java -jar app.jar -XX:+DTraceMonitorProbes"));
         assert!(!opts("OTHER=-XX:+DTraceMonitorProbes", "java Main"));
         assert!(!opts("", ""));
         // _JAVA_OPTIONS comes after the command line.
-        assert!(opts("_JAVA_OPTIONS=-XX:+DTraceMonitorProbes", "java -XX:-DTraceMonitorProbes Main"));
-        assert!(!opts("_JAVA_OPTIONS=-XX:-DTraceMonitorProbes", "java -XX:+DTraceMonitorProbes Main"));
+        assert!(opts(
+            "_JAVA_OPTIONS=-XX:+DTraceMonitorProbes",
+            "java -XX:-DTraceMonitorProbes Main"
+        ));
+        assert!(!opts(
+            "_JAVA_OPTIONS=-XX:-DTraceMonitorProbes",
+            "java -XX:+DTraceMonitorProbes Main"
+        ));
     }
 
     #[test]
@@ -366,8 +494,14 @@ mod tests {
         ];
         let on = |env: &str, cmd: &str| opts_with(env, cmd, &files);
         assert!(on("", "java @app.args"), "an @argfile's options, up to its main class");
-        assert!(on("", "java @app.args @/etc/jvm/off.args"), "after the main class: an application argument, not read");
-        assert!(!on("", "java -XX:+DTraceMonitorProbes @/etc/jvm/off.args Main"), "in place: the later one wins");
+        assert!(
+            on("", "java @app.args @/etc/jvm/off.args"),
+            "after the main class: an application argument, not read"
+        );
+        assert!(
+            !on("", "java -XX:+DTraceMonitorProbes @/etc/jvm/off.args Main"),
+            "in place: the later one wins"
+        );
         assert!(!on("", "java --disable-@files @app.args Main"));
         assert!(!on("", "java @@app.args"), "@@ is a literal argument");
         assert!(!on("", "java @nested.args Main"), "argfiles do not nest");

@@ -13,10 +13,10 @@ use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Value};
+use crate::probe;
 use crate::skel::consts;
 use crate::skel::parking::types::{park_count, park_key, park_name};
 use crate::skel::parking::{ParkingSkel, ParkingSkelBuilder};
-use crate::probe;
 
 const PROBES: [&str; 4] = super::probe_names([
     (consts::PARK_PROBE_BEGIN, "thread__park__begin"),
@@ -28,8 +28,12 @@ const PROBES: [&str; 4] = super::probe_names([
 /// the two probes (the same in JDK 11 to 25).
 const SYM_PARK: &str = "_ZN6Parker4parkEbl";
 /// One entry per parked thread (src/bpf/parking.h).
-const INFLIGHT: [Table; 1] =
-    [Table { map: "park_inflight", index: consts::PARK_TABLE_INFLIGHT, per_jvm: consts::PARK_INFLIGHT_PER_JVM, max: consts::PARK_INFLIGHT_MAX }];
+const INFLIGHT: [Table; 1] = [Table {
+    map: "park_inflight",
+    index: consts::PARK_TABLE_INFLIGHT,
+    per_jvm: consts::PARK_INFLIGHT_PER_JVM,
+    max: consts::PARK_INFLIGHT_MAX,
+}];
 
 // SAFETY: plain C structs of integers (generated from src/bpf/parking.h).
 unsafe impl plain::Plain for park_key {}
@@ -45,7 +49,9 @@ pub struct Parking {
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
-    let mut open = ParkingSkelBuilder::default().open(super::object_storage()).context("open parking.bpf.o")?;
+    let mut open = ParkingSkelBuilder::default()
+        .open(super::object_storage())
+        .context("open parking.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("parking: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_thread_names;
@@ -71,11 +77,19 @@ impl Collector for Parking {
             .park_begin
             .attach_usdt(-1, binary, "hotspot", "thread__park__begin")
             .context("USDT hotspot:thread__park__begin")
-            .and_then(|b| Ok(vec![b, p.park_end.attach_usdt(-1, binary, "hotspot", "thread__park__end").context("USDT hotspot:thread__park__end")?]));
+            .and_then(|b| {
+                Ok(vec![
+                    b,
+                    p.park_end
+                        .attach_usdt(-1, binary, "hotspot", "thread__park__end")
+                        .context("USDT hotspot:thread__park__end")?,
+                ])
+            });
         match usdt {
             Ok(links) => Ok(Attached { links, mode: ProbeMode::Usdt }),
             Err(e) => {
-                let begin = probe::uprobe_sym(&p.park_begin_sym, binary, SYM_PARK, false, 0).map_err(|u| e.context(format!("and {u:#}")))?;
+                let begin = probe::uprobe_sym(&p.park_begin_sym, binary, SYM_PARK, false, 0)
+                    .map_err(|u| e.context(format!("and {u:#}")))?;
                 let end = probe::uprobe_sym(&p.park_end_sym, binary, SYM_PARK, true, 0)?;
                 Ok(Attached { links: vec![begin, end], mode: ProbeMode::Uprobe })
             }
@@ -86,7 +100,11 @@ impl Collector for Parking {
         let names = &self.skel.maps.park_names;
         let counts = maps::entries(&self.skel.maps.park_counts)?;
         out.extend(park_families(&counts, |k| names.lookup(k, MapFlags::ANY).ok().flatten()));
-        out.push(inflight::jvm_lost_family(self.name(), &maps::entries(&self.skel.maps.inflight_lost)?, &INFLIGHT));
+        out.push(inflight::jvm_lost_family(
+            self.name(),
+            &maps::entries(&self.skel.maps.inflight_lost)?,
+            &INFLIGHT,
+        ));
         Ok(())
     }
 
@@ -103,7 +121,8 @@ impl Collector for Parking {
     fn health(&self) -> Result<Health> {
         let stats = maps::read_stats(&self.skel.maps.stats)?;
         let mut h = super::health_from(&stats, &PROBES);
-        h.entries = (self.skel.maps.park_counts.keys().count() + self.skel.maps.park_names.keys().count()) as u64;
+        h.entries = (self.skel.maps.park_counts.keys().count()
+            + self.skel.maps.park_names.keys().count()) as u64;
         h.inflight_lost = inflight::lost_totals(&stats, &INFLIGHT);
         Ok(h)
     }
@@ -124,20 +143,45 @@ pub fn waited_families() -> [Family; 2] {
 /// One series of both parked families: `waits` calls and `ns` waited by the threads named
 /// `thread_name` of the JVM in `slot`, `via` park or Object.wait (on an object of
 /// `monitor_class`; empty for a park, so every series of the family has the same labels).
-pub fn push_waited(f: &mut [Family; 2], slot: u32, thread_name: String, via: &'static str, monitor_class: String, waits: u64, ns: u64) {
-    let labels = vec![("thread_name", thread_name), ("via", via.to_string()), ("monitor_class", monitor_class)];
+pub fn push_waited(
+    f: &mut [Family; 2],
+    slot: u32,
+    thread_name: String,
+    via: &'static str,
+    monitor_class: String,
+    waits: u64,
+    ns: u64,
+) {
+    let labels = vec![
+        ("thread_name", thread_name),
+        ("via", via.to_string()),
+        ("monitor_class", monitor_class),
+    ];
     f[0].jvm(slot, labels.clone(), Value::Counter(waits));
     f[1].jvm(slot, labels, Value::CounterF(ns as f64 / 1e9));
 }
 
 /// `jvmdiag_thread_parks_total` and `jvmdiag_thread_parked_seconds_total` (`via="park"`) from
 /// park_counts entries (park_key -> park_count), each name's text from park_names.
-pub fn park_families(counts: &[(Vec<u8>, Vec<u8>)], name: impl Fn(&[u8]) -> Option<Vec<u8>>) -> [Family; 2] {
+pub fn park_families(
+    counts: &[(Vec<u8>, Vec<u8>)],
+    name: impl Fn(&[u8]) -> Option<Vec<u8>>,
+) -> [Family; 2] {
     let mut f = waited_families();
     for (k, v) in counts {
-        let (Some(key), Some(c)) = (decode::<park_key>(k), decode::<park_count>(v)) else { continue };
+        let (Some(key), Some(c)) = (decode::<park_key>(k), decode::<park_count>(v)) else {
+            continue;
+        };
         let Some(text) = name(k).and_then(|t| decode::<park_name>(&t)) else { continue };
-        push_waited(&mut f, key.slot, c_name(&text.name), VIA_PARK, String::new(), c.parks, c.parked_ns);
+        push_waited(
+            &mut f,
+            key.slot,
+            c_name(&text.name),
+            VIA_PARK,
+            String::new(),
+            c.parks,
+            c.parked_ns,
+        );
     }
     f
 }

@@ -13,9 +13,9 @@ use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps;
 use crate::metrics;
 use crate::model::Family;
-use crate::{probe, symbols};
 use crate::skel::consts;
 use crate::skel::safepoints::{SafepointsSkel, SafepointsSkelBuilder};
+use crate::{probe, symbols};
 
 const PROBES: [&str; 8] = super::probe_names([
     (consts::SP_PROBE_BEGIN, "safepoint__begin"),
@@ -36,8 +36,9 @@ pub struct Safepoints {
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
-    let mut open =
-        SafepointsSkelBuilder::default().open(super::object_storage()).context("open safepoints.bpf.o")?;
+    let mut open = SafepointsSkelBuilder::default()
+        .open(super::object_storage())
+        .context("open safepoints.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("safepoints: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_vmop_names;
@@ -66,7 +67,14 @@ impl Collector for Safepoints {
             .safepoint_begin
             .attach_usdt(-1, binary, "hs_private", "safepoint__begin")
             .context("USDT hs_private:safepoint__begin")
-            .and_then(|b| Ok(vec![b, p.safepoint_vmop.attach_usdt(-1, binary, "hotspot", "vmops__begin").context("USDT hotspot:vmops__begin")?]));
+            .and_then(|b| {
+                Ok(vec![
+                    b,
+                    p.safepoint_vmop
+                        .attach_usdt(-1, binary, "hotspot", "vmops__begin")
+                        .context("USDT hotspot:vmops__begin")?,
+                ])
+            });
         let (mut links, mode) = match usdt {
             Ok(links) => (links, ProbeMode::Usdt),
             Err(e) => {
@@ -78,8 +86,20 @@ impl Collector for Safepoints {
                 };
                 let cookie = symbols::vtable_cookie(file, &eval)?;
                 let links = vec![
-                    probe::uprobe_sym(&p.safepoint_begin_sym, binary, symbols::SYM_SP_BEGIN, false, 0)?,
-                    probe::uprobe_sym(&p.safepoint_vmop_sym, binary, symbols::SYM_EVALUATE, false, cookie)?,
+                    probe::uprobe_sym(
+                        &p.safepoint_begin_sym,
+                        binary,
+                        symbols::SYM_SP_BEGIN,
+                        false,
+                        0,
+                    )?,
+                    probe::uprobe_sym(
+                        &p.safepoint_vmop_sym,
+                        binary,
+                        symbols::SYM_EVALUATE,
+                        false,
+                        cookie,
+                    )?,
                 ];
                 (links, ProbeMode::Uprobe)
             }
@@ -87,10 +107,14 @@ impl Collector for Safepoints {
         // The exact HotSpot intervals need two .symtab symbols; without them, time the
         // safepoint ourselves (documented in docs/agent.md). The mode stays what named
         // the safepoint (USDT or symbols).
-        match (uprobe(&p.safepoint_synchronized, binary, SYNC_SYM), uprobe(&p.safepoint_end, binary, END_SYM)) {
+        match (
+            uprobe(&p.safepoint_synchronized, binary, SYNC_SYM),
+            uprobe(&p.safepoint_end, binary, END_SYM),
+        ) {
             (Ok(s), Ok(e)) => links.extend([s, e]),
             (s, e) => {
-                if let Some(err) = [s.as_ref().err(), e.as_ref().err()].into_iter().flatten().next() {
+                if let Some(err) = [s.as_ref().err(), e.as_ref().err()].into_iter().flatten().next()
+                {
                     tracing::warn!(
                         binary = %binary.display(),
                         collector = "safepoints",
@@ -116,9 +140,19 @@ impl Collector for Safepoints {
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         let op = |k: &maps::NameKey| vec![("vm_operation", k.name.clone())];
         let mut pause = metrics::SAFEPOINT_PAUSE.family();
-        maps::hist_family(&maps::entries(&self.skel.maps.sp_pause)?, &mut pause, Some(&self.vtables), op);
+        maps::hist_family(
+            &maps::entries(&self.skel.maps.sp_pause)?,
+            &mut pause,
+            Some(&self.vtables),
+            op,
+        );
         let mut sync = metrics::SAFEPOINT_SYNC.family();
-        maps::hist_family(&maps::entries(&self.skel.maps.sp_sync)?, &mut sync, Some(&self.vtables), op);
+        maps::hist_family(
+            &maps::entries(&self.skel.maps.sp_sync)?,
+            &mut sync,
+            Some(&self.vtables),
+            op,
+        );
         out.push(pause);
         out.push(sync);
         Ok(())
@@ -133,7 +167,8 @@ impl Collector for Safepoints {
 
     fn health(&self) -> Result<Health> {
         let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
-        h.entries = self.skel.maps.sp_pause.keys().count() as u64 + self.skel.maps.sp_sync.keys().count() as u64;
+        h.entries = self.skel.maps.sp_pause.keys().count() as u64
+            + self.skel.maps.sp_sync.keys().count() as u64;
         Ok(h)
     }
 }

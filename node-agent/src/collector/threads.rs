@@ -77,7 +77,9 @@ pub struct Threads {
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
-    let mut open = ThreadsSkelBuilder::default().open(super::object_storage()).context("open threads.bpf.o")?;
+    let mut open = ThreadsSkelBuilder::default()
+        .open(super::object_storage())
+        .context("open threads.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("threads: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_thread_names;
@@ -87,8 +89,12 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps.threads_counts.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
-    open.maps.threads_names.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    open.maps
+        .threads_counts
+        .set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    open.maps
+        .threads_names
+        .set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
     let skel = open.load().context("load threads.bpf.o")?;
     Ok(Box::new(Threads { skel, jvm_start_thread: cfg.jvm_start_thread }))
 }
@@ -100,23 +106,46 @@ impl Collector for Threads {
 
     fn attach(&self, binary: &Path) -> Result<Attached> {
         if self.jvm_start_thread {
-            let l = probe::uprobe_sym(&self.skel.progs.jvm_start_thread, binary, "JVM_StartThread", false, 0)?;
+            let l = probe::uprobe_sym(
+                &self.skel.progs.jvm_start_thread,
+                binary,
+                "JVM_StartThread",
+                false,
+                0,
+            )?;
             return Ok(Attached { links: vec![l], mode: ProbeMode::Uprobe });
         }
-        let usdt = match self.skel.progs.thread_start.attach_usdt(-1, binary, "hotspot", "thread__start") {
+        let usdt = match self.skel.progs.thread_start.attach_usdt(
+            -1,
+            binary,
+            "hotspot",
+            "thread__start",
+        ) {
             Ok(l) => return Ok(Attached { links: vec![l], mode: ProbeMode::Usdt }),
             Err(e) => anyhow::Error::from(e).context("USDT hotspot:thread__start"),
         };
-        let syms = symbols::read_symbols(binary, &|n: &str| n == SYM_SET_NAME || n == SYM_MAIN_INNER)?;
-        let (Some(set), Some(inner)) = (symbols::function(&syms, SYM_SET_NAME), symbols::function(&syms, SYM_MAIN_INNER)) else {
-            return Err(usdt.context("and no os::set_native_thread_name / JavaThread::thread_main_inner in .symtab"));
+        let syms =
+            symbols::read_symbols(binary, &|n: &str| n == SYM_SET_NAME || n == SYM_MAIN_INNER)?;
+        let (Some(set), Some(inner)) =
+            (symbols::function(&syms, SYM_SET_NAME), symbols::function(&syms, SYM_MAIN_INNER))
+        else {
+            return Err(usdt.context(
+                "and no os::set_native_thread_name / JavaThread::thread_main_inner in .symtab",
+            ));
         };
         // Cookie: thread_main_inner's distance from set_native_thread_name (signed, low
         // half) and its size (high half): the probe counts calls returning into it.
-        let delta = i32::try_from(inner.value as i64 - set.value as i64).context("thread_main_inner too far away")?;
+        let delta = i32::try_from(inner.value as i64 - set.value as i64)
+            .context("thread_main_inner too far away")?;
         let size = u32::try_from(inner.size).context("thread_main_inner too large")?;
         let cookie = u64::from(size) << 32 | u64::from(delta as u32);
-        let l = probe::uprobe_sym(&self.skel.progs.native_thread_name, binary, SYM_SET_NAME, false, cookie)?;
+        let l = probe::uprobe_sym(
+            &self.skel.progs.native_thread_name,
+            binary,
+            SYM_SET_NAME,
+            false,
+            cookie,
+        )?;
         Ok(Attached { links: vec![l], mode: ProbeMode::Uprobe })
     }
 
@@ -136,7 +165,8 @@ impl Collector for Threads {
 
     fn health(&self) -> Result<Health> {
         let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
-        h.entries = (self.skel.maps.threads_counts.keys().count() + self.skel.maps.threads_names.keys().count()) as u64;
+        h.entries = (self.skel.maps.threads_counts.keys().count()
+            + self.skel.maps.threads_names.keys().count()) as u64;
         Ok(h)
     }
 
@@ -155,7 +185,10 @@ impl Collector for Threads {
 
 /// `jvmdiag_thread_starts_total` from threads_counts entries (name_hkey -> __u64), the text
 /// of each name from threads_names (name_hkey -> name_text).
-pub fn starts_family(counts: &[(Vec<u8>, Vec<u8>)], name: impl Fn(&[u8]) -> Option<Vec<u8>>) -> Family {
+pub fn starts_family(
+    counts: &[(Vec<u8>, Vec<u8>)],
+    name: impl Fn(&[u8]) -> Option<Vec<u8>>,
+) -> Family {
     let mut f = metrics::THREAD_STARTS.family();
     for (k, v) in counts {
         let (Some(key), Some(n)) = (decode::<name_hkey>(k), maps::counter(v)) else { continue };

@@ -9,13 +9,13 @@ use libbpf_rs::MapCore;
 
 use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps;
-use crate::metrics;
 use crate::maps::decode;
+use crate::metrics;
 use crate::model::{c_name, Family, Value};
-use crate::{probe, symbols};
 use crate::skel::consts;
 use crate::skel::vmops::types::vmop_req_key;
 use crate::skel::vmops::{VmopsSkel, VmopsSkelBuilder};
+use crate::{probe, symbols};
 
 // SAFETY: a plain C struct of integers and chars (generated from src/bpf/vmops.h).
 unsafe impl plain::Plain for vmop_req_key {}
@@ -34,7 +34,8 @@ pub struct Vmops {
 }
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
-    let mut open = VmopsSkelBuilder::default().open(super::object_storage()).context("open vmops.bpf.o")?;
+    let mut open =
+        VmopsSkelBuilder::default().open(super::object_storage()).context("open vmops.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("vmops: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = cfg.max_vmop_names;
@@ -43,10 +44,15 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     // Twice the budget: each name may appear at and not at a safepoint.
-    open.maps.vmops_hist.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_vmop_names.saturating_mul(2)))?;
+    open.maps
+        .vmops_hist
+        .set_max_entries(super::table_size(cfg.max_jvms, cfg.max_vmop_names.saturating_mul(2)))?;
     // Per JVM: the named (operation, requester) pairs, then at most max_names operations
     // requested by "other", then ("other", "other").
-    open.maps.vmop_requests.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_vmop_names)))?;
+    open.maps.vmop_requests.set_max_entries(super::table_size(
+        cfg.max_jvms,
+        cfg.max_thread_names.saturating_add(cfg.max_vmop_names),
+    ))?;
     let skel = open.load().context("load vmops.bpf.o")?;
     Ok(Box::new(Vmops { skel, vtables: Default::default() }))
 }
@@ -62,13 +68,22 @@ impl Collector for Vmops {
             .vmop_begin
             .attach_usdt(-1, binary, "hotspot", "vmops__begin")
             .context("USDT hotspot:vmops__begin")
-            .and_then(|b| Ok(vec![b, p.vmop_end.attach_usdt(-1, binary, "hotspot", "vmops__end").context("USDT hotspot:vmops__end")?]));
+            .and_then(|b| {
+                Ok(vec![
+                    b,
+                    p.vmop_end
+                        .attach_usdt(-1, binary, "hotspot", "vmops__end")
+                        .context("USDT hotspot:vmops__end")?,
+                ])
+            });
         let usdt = match usdt {
             Ok(mut links) => {
                 // The requester: only where the JDK has the probe (never guessed without it).
                 match p.vmop_request.attach_usdt(-1, binary, "hotspot", "vmops__request") {
                     Ok(l) => links.push(l),
-                    Err(e) => tracing::warn!(binary = %binary.display(), collector = "vmOperations", error = format!("{e:#}"), "no requester of VM operations: USDT hotspot:vmops__request"),
+                    Err(e) => {
+                        tracing::warn!(binary = %binary.display(), collector = "vmOperations", error = format!("{e:#}"), "no requester of VM operations: USDT hotspot:vmops__request")
+                    }
                 }
                 return Ok(Attached { links, mode: ProbeMode::Usdt });
             }
@@ -92,9 +107,14 @@ impl Collector for Vmops {
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         let mut f = metrics::VM_OPERATION.family();
-        maps::hist_family(&maps::entries(&self.skel.maps.vmops_hist)?, &mut f, Some(&self.vtables), |k| {
-            vec![("vm_operation", k.name.clone()), ("at_safepoint", (k.flags != 0).to_string())]
-        });
+        maps::hist_family(
+            &maps::entries(&self.skel.maps.vmops_hist)?,
+            &mut f,
+            Some(&self.vtables),
+            |k| {
+                vec![("vm_operation", k.name.clone()), ("at_safepoint", (k.flags != 0).to_string())]
+            },
+        );
         out.push(f);
         out.push(requests_family(&maps::entries(&self.skel.maps.vmop_requests)?));
         Ok(())
@@ -102,7 +122,9 @@ impl Collector for Vmops {
 
     fn forget(&self, slot: u32) -> Result<()> {
         maps::forget_slot(&self.skel.maps.vmops_hist, slot)?;
-        maps::forget_where(&self.skel.maps.vmop_requests, |k| decode::<vmop_req_key>(k).is_some_and(|k| k.slot == slot))?;
+        maps::forget_where(&self.skel.maps.vmop_requests, |k| {
+            decode::<vmop_req_key>(k).is_some_and(|k| k.slot == slot)
+        })?;
         maps::reset_slot(&self.skel.maps.vmop_req_budget, slot)?;
         maps::reset_slot(&self.skel.maps.vmop_state, slot)?;
         maps::reset_slot(&self.skel.maps.name_budget, slot)
@@ -110,7 +132,8 @@ impl Collector for Vmops {
 
     fn health(&self) -> Result<Health> {
         let mut h = super::health_from(&maps::read_stats(&self.skel.maps.stats)?, &PROBES);
-        h.entries = (self.skel.maps.vmops_hist.keys().count() + self.skel.maps.vmop_requests.keys().count()) as u64;
+        h.entries = (self.skel.maps.vmops_hist.keys().count()
+            + self.skel.maps.vmop_requests.keys().count()) as u64;
         Ok(h)
     }
 }
@@ -120,7 +143,11 @@ pub fn requests_family(entries: &[(Vec<u8>, Vec<u8>)]) -> Family {
     let mut f = metrics::VM_OPERATION_REQUESTS.family();
     for (k, v) in entries {
         let (Some(key), Some(n)) = (decode::<vmop_req_key>(k), maps::counter(v)) else { continue };
-        f.jvm(key.slot, vec![("vm_operation", c_name(&key.op)), ("requester", c_name(&key.requester))], Value::Counter(n));
+        f.jvm(
+            key.slot,
+            vec![("vm_operation", c_name(&key.op)), ("requester", c_name(&key.requester))],
+            Value::Counter(n),
+        );
     }
     f
 }
@@ -143,11 +170,17 @@ mod tests {
 
     #[test]
     fn requests_are_labelled_by_operation_and_requester() {
-        let e = vec![(key(3, "ThreadDump", "dumper"), 7u64.to_ne_bytes().to_vec()), (key(3, "other", "other"), 2u64.to_ne_bytes().to_vec())];
+        let e = vec![
+            (key(3, "ThreadDump", "dumper"), 7u64.to_ne_bytes().to_vec()),
+            (key(3, "other", "other"), 2u64.to_ne_bytes().to_vec()),
+        ];
         let f = requests_family(&e);
         assert_eq!(f.samples.len(), 2);
         assert_eq!(f.samples[0].slot, Some(3));
-        assert_eq!(f.samples[0].labels, vec![("vm_operation", "ThreadDump".to_string()), ("requester", "dumper".to_string())]);
+        assert_eq!(
+            f.samples[0].labels,
+            vec![("vm_operation", "ThreadDump".to_string()), ("requester", "dumper".to_string())]
+        );
         assert!(matches!(f.samples[0].value, Value::Counter(7)));
     }
 }

@@ -30,7 +30,11 @@ pub enum Decision {
 impl Decision {
     /// A pod is traced only if the JvmDiagnostics its labels name exists in its namespace
     /// (`resources`: namespace, name); until the resources are listed, it waits.
-    pub fn checked_against(self, resources: &std::collections::HashSet<(String, String)>, synced: bool) -> Decision {
+    pub fn checked_against(
+        self,
+        resources: &std::collections::HashSet<(String, String)>,
+        synced: bool,
+    ) -> Decision {
         match self {
             Decision::Trace(l, c, lim) if !l.pod.is_empty() => {
                 if !synced {
@@ -53,13 +57,22 @@ pub fn collectors(names: &[String]) -> Vec<&'static str> {
 }
 
 fn labels(p: &PodMeta, container: &str) -> PodLabels {
-    PodLabels { namespace: p.namespace.clone(), pod: p.name.clone(), container: container.to_string(), jvmdiagnostics: p.resource.clone() }
+    PodLabels {
+        namespace: p.namespace.clone(),
+        pod: p.name.clone(),
+        container: container.to_string(),
+        jvmdiagnostics: p.resource.clone(),
+    }
 }
 
 pub fn decide(cref: Option<&ContainerRef>, table: &PodTable, all_jvms: bool) -> Decision {
     let Some(c) = cref else {
         // A host process (not in any container).
-        return if all_jvms { Decision::Trace(PodLabels::default(), None, Limits::default()) } else { Decision::Skip("not_in_pod") };
+        return if all_jvms {
+            Decision::Trace(PodLabels::default(), None, Limits::default())
+        } else {
+            Decision::Skip("not_in_pod")
+        };
     };
     if let Some((pod, name)) = table.container(&c.container_id) {
         if all_jvms {
@@ -73,7 +86,11 @@ pub fn decide(cref: Option<&ContainerRef>, table: &PodTable, all_jvms: bool) -> 
                 return Decision::Skip("container_not_selected");
             }
         }
-        return Decision::Trace(labels(pod, name), pod.collectors.as_deref().map(collectors), pod.limits);
+        return Decision::Trace(
+            labels(pod, name),
+            pod.collectors.as_deref().map(collectors),
+            pod.limits,
+        );
     }
     match c.pod_uid.as_deref().and_then(|u| table.pod(u)) {
         // Not injected is known before the kubelet reports the container's ID.
@@ -107,7 +124,11 @@ mod tests {
     }
 
     fn cref(id: &str, uid: Option<&str>) -> ContainerRef {
-        ContainerRef { runtime: Runtime::Containerd, container_id: id.into(), pod_uid: uid.map(String::from) }
+        ContainerRef {
+            runtime: Runtime::Containerd,
+            container_id: id.into(),
+            pod_uid: uid.map(String::from),
+        }
     }
 
     #[test]
@@ -115,8 +136,20 @@ mod tests {
         let mut t = PodTable::default();
         t.apply(pod(true, Some("app"), &[(ID, "app")]));
         let d = decide(Some(&cref(ID, Some(UID))), &t, false);
-        let want = PodLabels { namespace: "shop".into(), pod: "checkout-1".into(), container: "app".into(), jvmdiagnostics: "checkout".into() };
-        assert_eq!(d, Decision::Trace(want, Some(vec!["threads", "vmOperations"]), Limits { thread_names: Some(3), ..Default::default() }));
+        let want = PodLabels {
+            namespace: "shop".into(),
+            pod: "checkout-1".into(),
+            container: "app".into(),
+            jvmdiagnostics: "checkout".into(),
+        };
+        assert_eq!(
+            d,
+            Decision::Trace(
+                want,
+                Some(vec!["threads", "vmOperations"]),
+                Limits { thread_names: Some(3), ..Default::default() }
+            )
+        );
     }
 
     #[test]
@@ -124,11 +157,19 @@ mod tests {
         let mut t = PodTable::default();
         t.apply(pod(false, None, &[(ID, "app")]));
         assert_eq!(decide(Some(&cref(ID, None)), &t, false), Decision::Skip("not_injected"));
-        assert!(matches!(decide(Some(&cref(ID, None)), &t, true), Decision::Trace(l, None, _) if l.container == "app"));
+        assert!(
+            matches!(decide(Some(&cref(ID, None)), &t, true), Decision::Trace(l, None, _) if l.container == "app")
+        );
         t.apply(pod(true, Some("other"), &[(ID, "app")]));
-        assert_eq!(decide(Some(&cref(ID, None)), &t, false), Decision::Skip("container_not_selected"));
+        assert_eq!(
+            decide(Some(&cref(ID, None)), &t, false),
+            Decision::Skip("container_not_selected")
+        );
         assert_eq!(decide(None, &t, false), Decision::Skip("not_in_pod"));
-        assert_eq!(decide(None, &t, true), Decision::Trace(PodLabels::default(), None, Limits::default()));
+        assert_eq!(
+            decide(None, &t, true),
+            Decision::Trace(PodLabels::default(), None, Limits::default())
+        );
     }
 
     #[test]
@@ -172,13 +213,21 @@ mod tests {
         t.apply(pod(true, None, &[(ID, "app")]));
         for f in files {
             let c = cgroup::container_of(&cgroup::parse(f.as_bytes()).unwrap());
-            assert!(matches!(decide(c.as_ref(), &t, false), Decision::Trace(ref l, _, _) if l.pod == "checkout-1"), "{f}");
+            assert!(
+                matches!(decide(c.as_ref(), &t, false), Decision::Trace(ref l, _, _) if l.pod == "checkout-1"),
+                "{f}"
+            );
         }
     }
 
     #[test]
     fn a_pod_is_traced_only_if_its_resource_exists_in_its_namespace() {
-        let l = PodLabels { namespace: "shop".into(), pod: "p-1".into(), container: "app".into(), jvmdiagnostics: "checkout".into() };
+        let l = PodLabels {
+            namespace: "shop".into(),
+            pod: "p-1".into(),
+            container: "app".into(),
+            jvmdiagnostics: "checkout".into(),
+        };
         let trace = Decision::Trace(l, None, Limits::default());
         let mut have = std::collections::HashSet::new();
         assert_eq!(trace.clone().checked_against(&have, false), Decision::Wait("resource_unknown"));
@@ -188,7 +237,10 @@ mod tests {
         have.insert(("shop".to_string(), "checkout".to_string()));
         assert_eq!(trace.clone().checked_against(&have, true), trace);
         // Decisions that trace no pod are left as they are.
-        assert_eq!(Decision::Skip("not_injected").checked_against(&have, false), Decision::Skip("not_injected"));
+        assert_eq!(
+            Decision::Skip("not_injected").checked_against(&have, false),
+            Decision::Skip("not_injected")
+        );
         let host = Decision::Trace(PodLabels::default(), None, Limits::default());
         assert_eq!(host.clone().checked_against(&have, false), host);
     }

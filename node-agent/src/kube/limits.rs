@@ -48,7 +48,8 @@ pub struct Caps {
 
 /// A value from a container, shortened and printable for a log line.
 fn shown(s: &str) -> String {
-    let mut out: String = s.chars().take(32).map(|c| if c.is_ascii_graphic() { c } else { '?' }).collect();
+    let mut out: String =
+        s.chars().take(32).map(|c| if c.is_ascii_graphic() { c } else { '?' }).collect();
     if s.chars().count() > 32 {
         out.push('…');
     }
@@ -87,7 +88,11 @@ pub fn parse(text: &str) -> Parsed {
         match value(v.trim()) {
             Some(_) if slot.is_some() => p.invalid.push(format!("{}: given twice", k.trim())),
             Some(n) => *slot = Some(n),
-            None => p.invalid.push(format!("{}={:?}: not a number from 1 up", k.trim(), shown(v.trim()))),
+            None => p.invalid.push(format!(
+                "{}={:?}: not a number from 1 up",
+                k.trim(),
+                shown(v.trim())
+            )),
         }
     }
     p
@@ -151,14 +156,27 @@ mod tests {
         let p = parse("maxFutureThings=7,maxThreadNames=5");
         assert_eq!(p.limits, l(Some(5), None, None));
         assert!(p.invalid.is_empty());
-        for bad in ["maxThreadNames=0", "maxThreadNames=-1", "maxThreadNames=1e3", "maxThreadNames=", "maxThreadNames=99999999999",
-            "maxThreadNames=0x10", "maxThreadNames=+3", "maxThreadNames", "maxThreadNames=3\n# TYPE x counter"] {
+        for bad in [
+            "maxThreadNames=0",
+            "maxThreadNames=-1",
+            "maxThreadNames=1e3",
+            "maxThreadNames=",
+            "maxThreadNames=99999999999",
+            "maxThreadNames=0x10",
+            "maxThreadNames=+3",
+            "maxThreadNames",
+            "maxThreadNames=3\n# TYPE x counter",
+        ] {
             let p = parse(bad);
             assert_eq!(p.limits.thread_names, None, "{bad:?}");
             assert_eq!(p.invalid.len(), 1, "{bad:?}: {:?}", p.invalid);
         }
         let p = parse("maxMethods=4,maxMethods=400");
-        assert_eq!((p.limits.methods, p.invalid.len()), (Some(4), 1), "a key twice keeps the first");
+        assert_eq!(
+            (p.limits.methods, p.invalid.len()),
+            (Some(4), 1),
+            "a key twice keeps the first"
+        );
         assert_eq!(parse("maxMethods=４").invalid.len(), 1, "only ASCII digits");
     }
 

@@ -82,7 +82,10 @@ impl Attributor {
         }
         let shared = Arc::new(Mutex::new(Shared::default()));
         watch::spawn(node, cfg.cli.kubeconfig.clone(), shared.clone())?;
-        Ok(Some(Attributor::with_shared(shared, cfg.cli.all_jvms).with_namespace_share(cfg.max_jvms_per_namespace())))
+        Ok(Some(
+            Attributor::with_shared(shared, cfg.cli.all_jvms)
+                .with_namespace_share(cfg.max_jvms_per_namespace()),
+        ))
     }
 
     pub fn with_shared(shared: Arc<Mutex<Shared>>, all_jvms: bool) -> Attributor {
@@ -143,7 +146,8 @@ impl Attributor {
                     } else if self.all_jvms {
                         attribution::decide(c.as_ref(), &sh.table, true)
                     } else {
-                        attribution::decide(c.as_ref(), &sh.table, false).checked_against(&sh.resources, sh.resources_synced)
+                        attribution::decide(c.as_ref(), &sh.table, false)
+                            .checked_against(&sh.resources, sh.resources_synced)
                     };
                     (*pid, d)
                 })
@@ -152,7 +156,11 @@ impl Attributor {
         for (pid, d) in decisions {
             match d {
                 Decision::Wait(why) => {
-                    if !self.pending.get(&pid).is_some_and(|(f, _, _)| crate::discovery::alive(pid, f.start)) {
+                    if !self
+                        .pending
+                        .get(&pid)
+                        .is_some_and(|(f, _, _)| crate::discovery::alive(pid, f.start))
+                    {
                         self.pending.remove(&pid);
                     } else if let Some(p) = self.pending.get_mut(&pid) {
                         p.2 = why;
@@ -166,8 +174,15 @@ impl Attributor {
                 }
                 Decision::Trace(l, collectors, limits) => {
                     let Some((f, _, _)) = self.pending.remove(&pid) else { continue };
-                    if !mgr.jvms.contains_key(&pid) && !crate::attach::namespace_share_allows(mgr.slots_held_by(&l.namespace), self.per_namespace) {
-                        if self.share_logged.len() < MAX_SHARE_LOGGED && self.share_logged.insert(l.namespace.clone()) {
+                    if !mgr.jvms.contains_key(&pid)
+                        && !crate::attach::namespace_share_allows(
+                            mgr.slots_held_by(&l.namespace),
+                            self.per_namespace,
+                        )
+                    {
+                        if self.share_logged.len() < MAX_SHARE_LOGGED
+                            && self.share_logged.insert(l.namespace.clone())
+                        {
                             tracing::warn!(
                                 namespace = %l.namespace,
                                 pid,
@@ -199,7 +214,10 @@ impl Attributor {
 
     /// At a scrape: drops series of collectors a JVM's pod did not ask for, adds the watch's health.
     pub fn finish(&self, fams: &mut Vec<Family>, mgr: &AttachManager) {
-        let wanted = self.collectors.iter().filter_map(|(pid, w)| Some((mgr.jvms.get(pid)?.slot, w.as_slice())));
+        let wanted = self
+            .collectors
+            .iter()
+            .filter_map(|(pid, w)| Some((mgr.jvms.get(pid)?.slot, w.as_slice())));
         drop_unwanted(fams, wanted);
         fams.extend(self.families());
     }
@@ -212,7 +230,10 @@ impl Attributor {
             *by.entry(why).or_default() += 1;
         }
         for why in ["pod_unknown", "container_unknown"] {
-            pending.agent(vec![("reason", why.to_string())], Value::Gauge(by.get(why).copied().unwrap_or(0) as f64));
+            pending.agent(
+                vec![("reason", why.to_string())],
+                Value::Gauge(by.get(why).copied().unwrap_or(0) as f64),
+            );
         }
         let mut skipped = metrics::KUBE_JVMS_SKIPPED.family();
         for (why, n) in &self.skipped_total {
@@ -244,7 +265,11 @@ pub fn container_of(pid: u32) -> Option<ContainerRef> {
 fn drop_unwanted<'a>(fams: &mut [Family], wanted: impl Iterator<Item = (u32, &'a [&'static str])>) {
     let mut off: HashMap<&str, HashSet<u32>> = HashMap::new();
     for (slot, wanted) in wanted {
-        let kept: HashSet<&str> = REGISTRY.iter().filter(|r| wanted.contains(&r.name)).flat_map(|r| r.families.iter().map(|f| f.name)).collect();
+        let kept: HashSet<&str> = REGISTRY
+            .iter()
+            .filter(|r| wanted.contains(&r.name))
+            .flat_map(|r| r.families.iter().map(|f| f.name))
+            .collect();
         for r in REGISTRY.iter().filter(|r| !wanted.contains(&r.name)) {
             for family in r.families.iter().filter(|f| !kept.contains(f.name)) {
                 off.entry(family.name).or_default().insert(slot);
@@ -264,7 +289,10 @@ mod tests {
     use crate::model::Sample;
 
     fn with_slots(mut f: Family, slots: &[Option<u32>]) -> Family {
-        f.samples = slots.iter().map(|&slot| Sample { slot, labels: vec![], value: Value::Gauge(1.0) }).collect();
+        f.samples = slots
+            .iter()
+            .map(|&slot| Sample { slot, labels: vec![], value: Value::Gauge(1.0) })
+            .collect();
         f
     }
 
@@ -284,19 +312,30 @@ mod tests {
         let both: &[&str] = &["threads", "safepoints"];
         drop_unwanted(&mut fams, [(1, only_threads), (2, both)].into_iter());
         assert_eq!(slots(&fams[0]), all, "threads: wanted by both");
-        assert_eq!(slots(&fams[1]), [Some(2), None], "pause: slot 1 did not ask; agent series kept");
+        assert_eq!(
+            slots(&fams[1]),
+            [Some(2), None],
+            "pause: slot 1 did not ask; agent series kept"
+        );
         assert_eq!(slots(&fams[2]), [Some(2), None], "sync: as pause");
     }
 
     #[test]
     fn a_family_of_two_collectors_stays_for_a_jvm_that_wants_either() {
         let all = [Some(1), Some(2), Some(3), None];
-        let mut fams = vec![with_slots(metrics::THREAD_PARKED_SECONDS.family(), &all), with_slots(metrics::MONITOR_BLOCKED.family(), &all)];
+        let mut fams = vec![
+            with_slots(metrics::THREAD_PARKED_SECONDS.family(), &all),
+            with_slots(metrics::MONITOR_BLOCKED.family(), &all),
+        ];
         let monitors: &[&str] = &["monitors"];
         let parking: &[&str] = &["parking"];
         let threads: &[&str] = &["threads"];
         drop_unwanted(&mut fams, [(1, monitors), (2, parking), (3, threads)].into_iter());
-        assert_eq!(slots(&fams[0]), [Some(1), Some(2), None], "parked time: Object.wait from monitors, parks from parking");
+        assert_eq!(
+            slots(&fams[0]),
+            [Some(1), Some(2), None],
+            "parked time: Object.wait from monitors, parks from parking"
+        );
         assert_eq!(slots(&fams[1]), [Some(1), None], "blocked time: monitors only");
     }
 
@@ -304,7 +343,11 @@ mod tests {
     fn every_collector_names_families_of_its_own() {
         // Shared on purpose: the parked families (parks from parking, Object.wait from monitors).
         let shared = [metrics::THREAD_PARKS.name, metrics::THREAD_PARKED_SECONDS.name];
-        let names: Vec<&str> = REGISTRY.iter().flat_map(|r| r.families.iter().map(|f| f.name)).filter(|n| !shared.contains(n)).collect();
+        let names: Vec<&str> = REGISTRY
+            .iter()
+            .flat_map(|r| r.families.iter().map(|f| f.name))
+            .filter(|n| !shared.contains(n))
+            .collect();
         let distinct: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(distinct.len(), names.len(), "a family listed under two collectors: {names:?}");
         assert!(REGISTRY.iter().all(|r| !r.families.is_empty()), "a collector without families");

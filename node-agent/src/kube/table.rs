@@ -48,9 +48,15 @@ impl PodMeta {
         let parsed = a(LIMITS).map(super::limits::parse).unwrap_or_default();
         let mut container_ids = Vec::new();
         if let Some(st) = &p.status {
-            let all = [&st.container_statuses, &st.init_container_statuses, &st.ephemeral_container_statuses];
+            let all = [
+                &st.container_statuses,
+                &st.init_container_statuses,
+                &st.ephemeral_container_statuses,
+            ];
             for s in all.into_iter().flatten().flatten() {
-                if let Some(id) = s.container_id.as_deref().and_then(|id| id.split_once("://")).map(|(_, id)| id) {
+                if let Some(id) =
+                    s.container_id.as_deref().and_then(|id| id.split_once("://")).map(|(_, id)| id)
+                {
                     if !id.is_empty() {
                         container_ids.push((id.to_ascii_lowercase(), s.name.clone()));
                     }
@@ -61,7 +67,12 @@ impl PodMeta {
             uid,
             namespace: md.namespace.clone().unwrap_or_default(),
             name: md.name.clone().unwrap_or_default(),
-            resource: md.labels.as_ref().and_then(|l| l.get(INJECT_LABEL)).cloned().unwrap_or_default(),
+            resource: md
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(INJECT_LABEL))
+                .cloned()
+                .unwrap_or_default(),
             injected: a(INJECTED).is_some(),
             collectors: a(COLLECTORS).map(list),
             containers: a(CONTAINERS).map(list),

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use ::kube::api::ListParams;
 use ::kube::config::{KubeConfigOptions, Kubeconfig};
+use ::kube::core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 use ::kube::runtime::watcher::{self, Event};
 use ::kube::runtime::WatchStreamExt;
-use ::kube::api::ListParams;
-use ::kube::core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 use ::kube::{Api, Client};
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
 
 use super::table::PodMeta;
 use super::Shared;
@@ -22,7 +22,11 @@ const PROBE_EVERY: Duration = Duration::from_secs(3);
 
 /// Starts the watch thread. Fails only on a kubeconfig that cannot be read (a flag error);
 /// an unreachable API server is retried forever.
-pub fn spawn(node: String, kubeconfig: Option<PathBuf>, shared: Arc<Mutex<Shared>>) -> Result<(), Fatal> {
+pub fn spawn(
+    node: String,
+    kubeconfig: Option<PathBuf>,
+    shared: Arc<Mutex<Shared>>,
+) -> Result<(), Fatal> {
     let kc = match &kubeconfig {
         Some(p) => Some(Kubeconfig::read_from(p).map_err(|e| {
             Fatal(format!("--kubeconfig {}: cannot read it ({e}): pass a readable kubeconfig file, or omit the flag in a pod", p.display()))
@@ -42,7 +46,11 @@ pub fn spawn(node: String, kubeconfig: Option<PathBuf>, shared: Arc<Mutex<Shared
 
 async fn client(kc: &Option<Kubeconfig>) -> Result<Client, String> {
     let config = match kc {
-        Some(kc) => ::kube::Config::from_custom_kubeconfig(kc.clone(), &KubeConfigOptions::default()).await.map_err(|e| e.to_string())?,
+        Some(kc) => {
+            ::kube::Config::from_custom_kubeconfig(kc.clone(), &KubeConfigOptions::default())
+                .await
+                .map_err(|e| e.to_string())?
+        }
         None => ::kube::Config::infer().await.map_err(|e| e.to_string())?,
     };
     Client::try_from(config).map_err(|e| e.to_string())
@@ -54,7 +62,10 @@ fn note_error(shared: &Mutex<Shared>, msg: String, last_log: &mut Option<Instant
     sh.watch_errors += 1;
     // One line per 30 s at most: an API server that is down should not flood the log.
     if last_log.is_none_or(|t: Instant| t.elapsed() > Duration::from_secs(30)) {
-        tracing::warn!("pod watch: {msg} (tracing goes on with the {} pods known)", sh.table.pod_count());
+        tracing::warn!(
+            "pod watch: {msg} (tracing goes on with the {} pods known)",
+            sh.table.pod_count()
+        );
         *last_log = Some(Instant::now());
     }
     sh.last_error = msg;
@@ -81,7 +92,8 @@ async fn probe(api: Api<Pod>, fields: String, shared: Arc<Mutex<Shared>>) {
 async fn resources(client: Client, shared: Arc<Mutex<Shared>>) {
     let gvk = GroupVersionKind::gvk("jvm.diagnostics.dev", "v1alpha1", "JvmDiagnostics");
     // Metadata only: names are all it needs.
-    let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client, &ApiResource::from_gvk_with_plural(&gvk, "jvmdiagnostics"));
+    let api: Api<PartialObjectMeta<DynamicObject>> =
+        Api::all_with(client, &ApiResource::from_gvk_with_plural(&gvk, "jvmdiagnostics"));
     let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
     let mut last_log = None;
     let mut listing: Option<std::collections::HashSet<(String, String)>> = None;

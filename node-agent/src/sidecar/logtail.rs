@@ -137,7 +137,11 @@ pub struct LogTail {
 impl LogTail {
     /// Follows `path` (e.g. `/tmp/jvmdiag/safepoint.log`) and its archives `path.N`.
     pub fn new(path: &Path) -> LogTail {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         LogTail { dir, name, cur: None, done: HashSet::new(), stats: TailStats::default() }
     }
@@ -183,12 +187,21 @@ impl LogTail {
             let key = FileKey { dev: m.dev(), ino: m.ino(), head: head.clone() };
             present.insert(key.clone());
             if !self.done.contains(&key) {
-                archives.push((m.mtime(), m.mtime_nsec(), uptime_decoration(first_line(&head)).unwrap_or(f64::MAX), n));
+                archives.push((
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    uptime_decoration(first_line(&head)).unwrap_or(f64::MAX),
+                    n,
+                ));
             }
         }
         // The order the JVM wrote them: last write time; equal times (coarse clocks) by the
         // uptime of their first line.
-        archives.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)).then(a.2.partial_cmp(&b.2).unwrap_or(std::cmp::Ordering::Equal)));
+        archives.sort_by(|a, b| {
+            (a.0, a.1)
+                .cmp(&(b.0, b.1))
+                .then(a.2.partial_cmp(&b.2).unwrap_or(std::cmp::Ordering::Equal))
+        });
         for (_, _, _, n) in archives {
             match open(&root, &n) {
                 Some(mut o) => {
@@ -333,16 +346,28 @@ mod tests {
 
     impl FakeJvm {
         fn new(dir: &Path, count: u32, size: u64) -> FakeJvm {
-            let file = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("sp.log")).unwrap();
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("sp.log"))
+                .unwrap();
             FakeJvm { dir: dir.to_path_buf(), count, size, next: 0, written: 0, file }
         }
         fn line(&mut self, i: u64) {
             writeln!(self.file, "[{}.000s][info][safepoint] line {i}", i).unwrap();
             self.written += 1;
             if self.file.metadata().unwrap().len() >= self.size {
-                std::fs::rename(self.dir.join("sp.log"), self.dir.join(format!("sp.log.{}", self.next))).unwrap();
+                std::fs::rename(
+                    self.dir.join("sp.log"),
+                    self.dir.join(format!("sp.log.{}", self.next)),
+                )
+                .unwrap();
                 self.next = (self.next + 1) % self.count;
-                self.file = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("sp.log")).unwrap();
+                self.file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self.dir.join("sp.log"))
+                    .unwrap();
             }
         }
     }

@@ -74,7 +74,8 @@ impl Settings {
         if container.is_empty() {
             // The annotation lists the injected containers; with one, it is the JVM's.
             let list = get("JVMDIAG_CONTAINERS");
-            let names: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            let names: Vec<&str> =
+                list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
             if let [one] = names.as_slice() {
                 container = one.to_string();
             }
@@ -135,7 +136,9 @@ impl Sidecar {
             return;
         }
         let mut unreadable = 0; // counted by scrape, not here
-        let Some(pid) = perf::find(&self.s.tmp, &mut unreadable, None).map(|j| j.pid) else { return };
+        let Some(pid) = perf::find(&self.s.tmp, &mut unreadable, None).map(|j| j.pid) else {
+            return;
+        };
         if self.tail_pid == Some(pid) {
             return;
         }
@@ -169,10 +172,18 @@ impl Sidecar {
             scope: Scope::Kubernetes { jvmdiagnostics: self.s.jvmdiagnostics.clone() },
         };
         let mut fams = Vec::new();
-        fams.extend(perfdata::safepoint_families(SLOT, self.sp.by_op.iter().map(|(op, (p, s))| (op.as_str(), p, s))));
+        fams.extend(perfdata::safepoint_families(
+            SLOT,
+            self.sp.by_op.iter().map(|(op, (p, s))| (op.as_str(), p, s)),
+        ));
         if let Some(j) = &jvm {
             perfdata::counter_families(SLOT, &j.data, &["threads", "compilation"], &mut fams);
-            fams.extend(crate::report::jvm_families(&[perfdata::jvm_report(SLOT, Some(&j.data), None, Some(ProbeMode::Hsperfdata))]));
+            fams.extend(crate::report::jvm_families(&[perfdata::jvm_report(
+                SLOT,
+                Some(&j.data),
+                None,
+                Some(ProbeMode::Hsperfdata),
+            )]));
         }
         fams.extend(self.health(jvm.is_some(), previous));
         let jvms: HashMap<u32, JvmLabels> = [(SLOT, labels)].into_iter().collect();
@@ -188,7 +199,10 @@ impl Sidecar {
         lines.agent(vec![("result", "too_long".into())], Value::Counter(st.too_long));
         // The sidecar's only name budget is the safepoint log's VM operation names.
         let mut overflow = metrics::AGENT_NAMES_OVERFLOW.family();
-        overflow.agent(vec![("collector", "safepoints".into())], Value::Counter(self.sp.names_overflow));
+        overflow.agent(
+            vec![("collector", "safepoints".into())],
+            Value::Counter(self.sp.names_overflow),
+        );
         let mut v = vec![
             gauge(&metrics::AGENT_JVMS_ATTACHED, if found { 1.0 } else { 0.0 }),
             lines,
@@ -210,7 +224,10 @@ fn has_pid_pattern(path: &std::path::Path) -> bool {
 
 /// The log path of the JVM with this pid: `%p` in the file name replaced, like HotSpot does.
 fn with_pid(path: &std::path::Path, pid: u32) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().replace("%p", &pid.to_string())).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().replace("%p", &pid.to_string()))
+        .unwrap_or_default();
     path.with_file_name(name)
 }
 
@@ -254,12 +271,18 @@ mod tests {
     #[test]
     fn container_comes_from_the_single_injected_name() {
         let cfg = crate::cli::parse_from(["a", "--sidecar"]).unwrap();
-        let env = |m: &'static [(&'static str, &'static str)]| move |k: &str| m.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
-        let s = Settings::from(&cfg, &env(&[("JVMDIAG_CONTAINERS", "app"), ("JVMDIAG_POD_NAME", "p")]));
+        let env = |m: &'static [(&'static str, &'static str)]| {
+            move |k: &str| m.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        let s =
+            Settings::from(&cfg, &env(&[("JVMDIAG_CONTAINERS", "app"), ("JVMDIAG_POD_NAME", "p")]));
         assert_eq!((s.container.as_str(), s.pod.as_str()), ("app", "p"));
         let s = Settings::from(&cfg, &env(&[("JVMDIAG_CONTAINERS", "a,b")]));
         assert_eq!(s.container, "");
-        let s = Settings::from(&cfg, &env(&[("JVMDIAG_CONTAINERS", "a,b"), ("JVMDIAG_CONTAINER", "b")]));
+        let s = Settings::from(
+            &cfg,
+            &env(&[("JVMDIAG_CONTAINERS", "a,b"), ("JVMDIAG_CONTAINER", "b")]),
+        );
         assert_eq!(s.container, "b");
         assert_eq!(s.tmp, PathBuf::from("/tmp"));
         assert_eq!(s.safepoint_log, PathBuf::from("/tmp/jvmdiag/safepoint-%p.log"));
@@ -268,14 +291,32 @@ mod tests {
     /// What the operator's webhook gives the sidecar: --max-* flags and JVMDIAG_LIMITS.
     #[test]
     fn limits_come_from_the_flags_and_jvmdiag_limits() {
-        let env = |m: &'static [(&'static str, &'static str)]| move |k: &str| m.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
-        let cfg = crate::cli::parse_from(["a", "--sidecar", "--max-thread-names", "7", "--max-methods", "9"]).unwrap();
+        let env = |m: &'static [(&'static str, &'static str)]| {
+            move |k: &str| m.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        let cfg = crate::cli::parse_from([
+            "a",
+            "--sidecar",
+            "--max-thread-names",
+            "7",
+            "--max-methods",
+            "9",
+        ])
+        .unwrap();
         let s = Settings::from(&cfg, &env(&[]));
         assert_eq!((s.limits.words(), s.limits_invalid), ([7, 9, 20], 0));
-        let s = Settings::from(&cfg, &env(&[("JVMDIAG_LIMITS", "maxThreadNames=3,maxClasses=5,maxNew=1")]));
+        let s = Settings::from(
+            &cfg,
+            &env(&[("JVMDIAG_LIMITS", "maxThreadNames=3,maxClasses=5,maxNew=1")]),
+        );
         assert_eq!((s.limits.words(), s.limits_invalid), ([3, 9, 5], 0));
-        let s = Settings::from(&cfg, &env(&[("JVMDIAG_LIMITS", "maxThreadNames=300,maxMethods=x")]));
-        assert_eq!((s.limits.words(), s.limits_invalid), ([7, 9, 20], 1), "clamped to the flag; a bad value counted");
+        let s =
+            Settings::from(&cfg, &env(&[("JVMDIAG_LIMITS", "maxThreadNames=300,maxMethods=x")]));
+        assert_eq!(
+            (s.limits.words(), s.limits_invalid),
+            ([7, 9, 20], 1),
+            "clamped to the flag; a bad value counted"
+        );
     }
 
     #[test]

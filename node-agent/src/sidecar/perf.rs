@@ -39,7 +39,10 @@ pub fn find(tmp: &Path, unreadable: &mut u64, prefer: Option<u32>) -> Option<Jvm
             }
             let Ok(pid) = f.parse::<u32>() else { continue };
             let rel = format!("{user_dir}/{f}");
-            let Some(data) = root.read_file(Path::new(&rel), HSPERFDATA_MAX_BYTES).ok().and_then(|b| hsperfdata::parse(&b).ok())
+            let Some(data) = root
+                .read_file(Path::new(&rel), HSPERFDATA_MAX_BYTES)
+                .ok()
+                .and_then(|b| hsperfdata::parse(&b).ok())
             else {
                 *unreadable += 1;
                 continue;
@@ -67,7 +70,11 @@ pub fn exists(tmp: &Path, pid: u32) -> bool {
     root.list_dir(Path::new("."), DIR_MAX_ENTRIES).unwrap_or_default().into_iter().any(|u| {
         let u = u.to_string_lossy().into_owned();
         u.starts_with("hsperfdata_")
-            && root.list_dir(Path::new(&u), DIR_MAX_ENTRIES).unwrap_or_default().iter().any(|f| f.to_string_lossy() == name)
+            && root
+                .list_dir(Path::new(&u), DIR_MAX_ENTRIES)
+                .unwrap_or_default()
+                .iter()
+                .any(|f| f.to_string_lossy() == name)
     })
 }
 

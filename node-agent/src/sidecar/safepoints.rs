@@ -20,7 +20,13 @@ pub struct Safepoints {
 
 impl Safepoints {
     pub fn new(max_names: usize) -> Safepoints {
-        Safepoints { parser: Parser::new(), max_names, by_op: BTreeMap::new(), ignored_lines: 0, names_overflow: 0 }
+        Safepoints {
+            parser: Parser::new(),
+            max_names,
+            by_op: BTreeMap::new(),
+            ignored_lines: 0,
+            names_overflow: 0,
+        }
     }
 
     pub fn line(&mut self, line: &str) {
@@ -32,7 +38,9 @@ impl Safepoints {
 
     fn record(&mut self, r: &SafepointRecord) {
         let mut op = if r.vm_operation.is_empty() { "none" } else { r.vm_operation.as_str() };
-        if !self.by_op.contains_key(op) && self.by_op.keys().filter(|k| *k != "other").count() >= self.max_names {
+        if !self.by_op.contains_key(op)
+            && self.by_op.keys().filter(|k| *k != "other").count() >= self.max_names
+        {
             self.names_overflow += 1;
             op = "other";
         }
@@ -63,13 +71,23 @@ mod tests {
     #[test]
     fn records_by_operation_with_a_name_budget() {
         let mut s = Safepoints::new(1);
-        let l = |op: &str, at: u64| format!("[1.000s][info][safepoint] Safepoint \"{op}\", Time since last: 1 ns, Reaching safepoint: 5 ns, At safepoint: {} ns, Total: {} ns", at - 1, at + 5);
+        let l = |op: &str, at: u64| {
+            format!("[1.000s][info][safepoint] Safepoint \"{op}\", Time since last: 1 ns, Reaching safepoint: 5 ns, At safepoint: {} ns, Total: {} ns", at - 1, at + 5)
+        };
         s.line(&l("A", 2_000_000));
         s.line(&l("B", 7));
         s.line(&l("A", 3));
         s.line("[1.000s][info][gc] something else");
         let a = &s.by_op["A"];
-        assert_eq!((a.0.count, a.0.sum_ns, a.0.buckets[Hist::slot_le("0.0025")], a.0.buckets[Hist::slot_le("0.0001")]), (2, 2_000_003, 1, 1));
+        assert_eq!(
+            (
+                a.0.count,
+                a.0.sum_ns,
+                a.0.buckets[Hist::slot_le("0.0025")],
+                a.0.buckets[Hist::slot_le("0.0001")]
+            ),
+            (2, 2_000_003, 1, 1)
+        );
         assert_eq!(a.1.sum_ns, 10);
         assert_eq!(s.by_op["other"].0.count, 1);
         assert_eq!((s.count(), s.ignored_lines, s.names_overflow), (3, 1, 1));

@@ -23,21 +23,29 @@ pub fn jdk25() -> PathBuf {
     std::fs::read_dir("/usr/lib/jvm")
         .expect("/usr/lib/jvm")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.file_name().map(|n| n.to_string_lossy().starts_with("temurin-25-jdk")).unwrap_or(false))
+        .find(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().starts_with("temurin-25-jdk"))
+                .unwrap_or(false)
+        })
         .expect("Temurin 25 under /usr/lib/jvm (set JDK25=)")
 }
 
 pub fn cache_dir() -> PathBuf {
     match std::env::var("JVMDIAG_CACHE") {
         Ok(c) => c.into(),
-        Err(_) => PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into())).join(".cache/jvm-diagnostics"),
+        Err(_) => PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into()))
+            .join(".cache/jvm-diagnostics"),
     }
 }
 
 pub fn require_root() {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    assert_eq!(uid, 0, "these tests load eBPF programs: run them as root (hack/suites/25-agent-jit.sh)");
+    assert_eq!(
+        uid, 0,
+        "these tests load eBPF programs: run them as root (hack/suites/25-agent-jit.sh)"
+    );
 }
 
 /// Kills (SIGKILL) and reaps its children when dropped.
@@ -108,7 +116,15 @@ pub fn start_agent_with(procs: &mut Procs, work: &Path, matching: &str, extra: &
     let port = free_port();
     let log = std::fs::File::create(work.join(format!("agent-{port}.log"))).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
-        .args(["--standalone", "--listen", &format!("127.0.0.1:{port}"), "--match-jvm", matching, "--exit-after", "600"])
+        .args([
+            "--standalone",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--match-jvm",
+            matching,
+            "--exit-after",
+            "600",
+        ])
         .args(extra)
         .stdout(log.try_clone().unwrap())
         .stderr(log)
@@ -195,7 +211,9 @@ fn parse_labels(s: &str) -> BTreeMap<String, String> {
 pub fn by_label(text: &str, name: &str, pid: u32, label: &str) -> BTreeMap<String, f64> {
     samples(text)
         .into_iter()
-        .filter(|(n, l, _)| n == name && l.get("pid").map(|p| p == &pid.to_string()).unwrap_or(false))
+        .filter(|(n, l, _)| {
+            n == name && l.get("pid").map(|p| p == &pid.to_string()).unwrap_or(false)
+        })
         .map(|(_, l, v)| (l.get(label).cloned().unwrap_or_default(), v))
         .collect()
 }
@@ -220,7 +238,13 @@ pub fn probe_mode(text: &str, pid: u32) -> Option<String> {
 }
 
 /// Starts a JVM with stdout+stderr to `work/<tag>.out`.
-pub fn start_java(procs: &mut Procs, java_home: &Path, work: &Path, tag: &str, args: &[&str]) -> (u32, PathBuf) {
+pub fn start_java(
+    procs: &mut Procs,
+    java_home: &Path,
+    work: &Path,
+    tag: &str,
+    args: &[&str],
+) -> (u32, PathBuf) {
     let out = work.join(format!("{tag}.out"));
     let f = std::fs::File::create(&out).unwrap();
     let child = Command::new(java_home.join("bin/java"))
@@ -243,7 +267,12 @@ pub fn wait_for_output(file: &Path, needle: &str, timeout: Duration) {
         if s.contains(needle) {
             return;
         }
-        assert!(t0.elapsed() < timeout, "{} did not print {needle:?} within {timeout:?}; output:\n{}", file.display(), tail(&s));
+        assert!(
+            t0.elapsed() < timeout,
+            "{} did not print {needle:?} within {timeout:?}; output:\n{}",
+            file.display(),
+            tail(&s)
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -268,7 +297,11 @@ pub fn wait_attached(port: u16, pid: u32) -> String {
 
 /// `jcmd PID <cmd>` with the JDK's own jcmd (an independent view of the JVM).
 pub fn jcmd(java_home: &Path, pid: u32, cmd: &str) -> String {
-    let o = Command::new(java_home.join("bin/jcmd")).arg(pid.to_string()).arg(cmd).output().expect("jcmd");
+    let o = Command::new(java_home.join("bin/jcmd"))
+        .arg(pid.to_string())
+        .arg(cmd)
+        .output()
+        .expect("jcmd");
     assert!(o.status.success(), "jcmd {pid} {cmd}: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -307,7 +340,8 @@ pub fn codecache(java_home: &Path, pid: u32) -> (BTreeMap<String, u64>, u64) {
 
 /// The metrics contract checker (DESIGN.md) against the agent's page.
 pub fn check_contract(port: u16, require: &[&str]) {
-    let tool = std::env::var("CONTRACT_TOOL").unwrap_or_else(|_| "/work/shared/tools/check-metrics-contract.py".into());
+    let tool = std::env::var("CONTRACT_TOOL")
+        .unwrap_or_else(|_| "/work/shared/tools/check-metrics-contract.py".into());
     let o = Command::new("python3")
         .arg(&tool)
         .arg(format!("http://127.0.0.1:{port}/metrics"))
@@ -315,7 +349,12 @@ pub fn check_contract(port: u16, require: &[&str]) {
         .args(require)
         .output()
         .expect("python3 check-metrics-contract.py");
-    assert!(o.status.success(), "metrics contract: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "metrics contract: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// `promtool check metrics` (Prometheus' own linter) on the agent's page.
@@ -331,7 +370,12 @@ pub fn check_promtool(port: u16) {
         .expect("promtool (make setup installs it)");
     child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
     let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "promtool check metrics: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// A copy of a JDK whose libjvm.so lost its USDT notes (`nostapsdt`) or also its symbol
@@ -346,7 +390,11 @@ pub fn jdk_variant(jdk: &Path, kind: &str) -> PathBuf {
     let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(tmp.parent().unwrap()).unwrap();
-    assert!(Command::new("cp").arg("-al").arg(&real).arg(&tmp).status().unwrap().success(), "cp -al {}", real.display());
+    assert!(
+        Command::new("cp").arg("-al").arg(&real).arg(&tmp).status().unwrap().success(),
+        "cp -al {}",
+        real.display()
+    );
     let lib = tmp.join("lib/server/libjvm.so");
     let new = tmp.join("lib/server/libjvm.so.new");
     let mut cmd = Command::new("objcopy");
@@ -354,7 +402,11 @@ pub fn jdk_variant(jdk: &Path, kind: &str) -> PathBuf {
     if kind == "stripped" {
         cmd.arg("--strip-all");
     }
-    assert!(cmd.arg(&lib).arg(&new).status().expect("objcopy (binutils)").success(), "objcopy {}", lib.display());
+    assert!(
+        cmd.arg(&lib).arg(&new).status().expect("objcopy (binutils)").success(),
+        "objcopy {}",
+        lib.display()
+    );
     std::fs::rename(&new, &lib).unwrap(); // replaces the hard link, not the original
     std::fs::rename(&tmp, &dir).unwrap();
     dir

@@ -1,5 +1,12 @@
 //! Test support: temp dirs, real JVMs, and builders for hand-made (hostile) inputs.
-#![allow(dead_code, clippy::type_complexity, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    dead_code,
+    clippy::type_complexity,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -9,7 +16,8 @@ impl TempDir {
     pub fn new(tag: &str) -> TempDir {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let p = std::env::temp_dir().join(format!("jvmdiag-inspect-{tag}-{}-{n}", std::process::id()));
+        let p =
+            std::env::temp_dir().join(format!("jvmdiag-inspect-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
@@ -27,13 +35,17 @@ impl Drop for TempDir {
 /// The JDKs to test: $JDK17 and $JDK25 (hack/lib.sh exports them), else the usual paths.
 pub fn jdks() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    let j17 = std::env::var("JDK17").unwrap_or_else(|_| "/usr/lib/jvm/java-17-openjdk-amd64".into());
+    let j17 =
+        std::env::var("JDK17").unwrap_or_else(|_| "/usr/lib/jvm/java-17-openjdk-amd64".into());
     v.push(PathBuf::from(j17));
-    let j25 = std::env::var("JDK25").ok().filter(|s| !s.is_empty()).map(PathBuf::from).or_else(|| {
-        std::fs::read_dir("/usr/lib/jvm").ok()?.flatten().map(|e| e.path()).find(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("temurin-25-jdk"))
-        })
-    });
+    let j25 =
+        std::env::var("JDK25").ok().filter(|s| !s.is_empty()).map(PathBuf::from).or_else(|| {
+            std::fs::read_dir("/usr/lib/jvm").ok()?.flatten().map(|e| e.path()).find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("temurin-25-jdk"))
+            })
+        });
     v.extend(j25);
     for j in &v {
         assert!(j.join("bin/java").exists(), "JDK missing: {} (set JDK17/JDK25)", j.display());
@@ -97,7 +109,11 @@ pub fn start_jvm(jdk: &Path, source: &str, flags: &[&str]) -> Jvm {
 
 /// `jcmd PID PerfCounter.print` → name → raw value (strings without quotes).
 pub fn jcmd_counters(jdk: &Path, pid: u32) -> std::collections::BTreeMap<String, String> {
-    let out = Command::new(jdk.join("bin/jcmd")).arg(pid.to_string()).arg("PerfCounter.print").output().unwrap();
+    let out = Command::new(jdk.join("bin/jcmd"))
+        .arg(pid.to_string())
+        .arg("PerfCounter.print")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "jcmd failed: {}", String::from_utf8_lossy(&out.stderr));
     let mut m = std::collections::BTreeMap::new();
     for l in String::from_utf8_lossy(&out.stdout).lines() {
@@ -348,12 +364,27 @@ pub fn build_elf(p: &ElfParts) -> BuiltElf {
 pub fn sample_elf() -> BuiltElf {
     build_elf(&ElfParts {
         probes: vec![
-            Probe { provider: "hotspot", name: "thread__start", pc: 0x1100, semaphore: 0, args: "8@%rax -4@%edx" },
-            Probe { provider: "hs_private", name: "safepoint__begin", pc: 0x1200, semaphore: 0x2000, args: "" },
+            Probe {
+                provider: "hotspot",
+                name: "thread__start",
+                pc: 0x1100,
+                semaphore: 0,
+                args: "8@%rax -4@%edx",
+            },
+            Probe {
+                provider: "hs_private",
+                name: "safepoint__begin",
+                pc: 0x1200,
+                semaphore: 0x2000,
+                args: "",
+            },
         ],
         note_base: 0x3000,
         sdt_base_actual: 0x3000,
-        symtab: vec![("JVM_StartThread", 0x1300, 64), ("_ZN9CodeCache17report_codemem_fullEiB", 0x1400, 32)],
+        symtab: vec![
+            ("JVM_StartThread", 0x1300, 64),
+            ("_ZN9CodeCache17report_codemem_fullEiB", 0x1400, 32),
+        ],
         dynsym: vec![("JVM_StartThread", 0x1300, 64), ("JNI_CreateJavaVM", 0x1500, 16)],
         build_id: vec![0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4],
     })
