@@ -1,4 +1,4 @@
-//! The label set every per-JVM series carries (DESIGN.md, docs/metrics.md).
+//! The label set every per-JVM series carries (docs/contracts.md, docs/metrics.md).
 //!
 //! One type for both modes: the common labels are always present (empty outside
 //! Kubernetes); `Scope` holds what differs. Kubernetes attribution (a pod watch) only

@@ -1,6 +1,6 @@
 //! The metric catalog: every family the agent and the sidecar export, with its name, help,
 //! type and labels beyond the common per-JVM ones (namespace, pod, container, jvm, …),
-//! defined once. Names follow the metrics contract (../shared/DESIGN.md, docs/metrics.md);
+//! defined once. Names follow the metrics contract (docs/contracts.md, docs/metrics.md);
 //! a family is built from here (`Desc::family`), never from a literal name elsewhere.
 use crate::model::{Family, Kind};
 

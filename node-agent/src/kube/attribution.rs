@@ -1,5 +1,5 @@
 //! Which pod and container a JVM runs in, and whether to trace it (the operator's contract:
-//! DESIGN.md "Operator ↔ webhook ↔ agent"). Pure: a container reference (from
+//! docs/contracts.md "Operator ↔ webhook ↔ agent"). Pure: a container reference (from
 //! /proc/PID/cgroup) and the pod table in, a decision out.
 use jvmdiag_inspect::cgroup::ContainerRef;
 

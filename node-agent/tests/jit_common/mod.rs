@@ -338,7 +338,7 @@ pub fn codecache(java_home: &Path, pid: u32) -> (BTreeMap<String, u64>, u64) {
     (heaps, full)
 }
 
-/// The metrics contract checker (DESIGN.md) against the agent's page.
+/// The metrics contract checker (docs/contracts.md) against the agent's page.
 pub fn check_contract(port: u16, require: &[&str]) {
     let tool = std::env::var("CONTRACT_TOOL")
         .unwrap_or_else(|_| "/work/shared/tools/check-metrics-contract.py".into());

@@ -1,6 +1,6 @@
 package dev.diagnostics.jvm.operator;
 
-/** Names fixed by DESIGN.md, shared with the webhook, the node agent and the chart. */
+/** Names fixed by docs/contracts.md, shared with the webhook, the node agent and the chart. */
 public final class Contract {
   private Contract() {}
 

@@ -8,7 +8,7 @@ import io.fabric8.generator.annotation.Size;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The spec, field by field as fixed in DESIGN.md; defaults and validation live here. */
+/** The spec, field by field as fixed in docs/contracts.md; defaults and validation live here. */
 public class JvmDiagnosticsSpec {
   @Required
   @JsonPropertyDescription("The workload whose pods are instrumented (same namespace).")

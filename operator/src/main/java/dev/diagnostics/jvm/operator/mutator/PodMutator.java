@@ -229,7 +229,7 @@ public final class PodMutator {
         .withArgs(sidecarArgs(config))
         .addNewEnv().withName("JVMDIAG_POD_NAME").withNewValueFrom().withNewFieldRef().withFieldPath("metadata.name").endFieldRef().endValueFrom().endEnv()
         .addNewEnv().withName("JVMDIAG_POD_NAMESPACE").withNewValueFrom().withNewFieldRef().withFieldPath("metadata.namespace").endFieldRef().endValueFrom().endEnv()
-        // The sidecar labels its series with the app container and the resource (DESIGN.md labels).
+        // The sidecar labels its series with the app container and the resource (docs/contracts.md labels).
         .addNewEnv().withName("JVMDIAG_JVMDIAGNOSTICS").withNewValueFrom().withNewFieldRef()
             .withFieldPath("metadata.labels['" + INJECT_LABEL + "']").endFieldRef().endValueFrom().endEnv()
         .addNewEnv().withName("JVMDIAG_CONTAINERS")
