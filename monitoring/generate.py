@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
+# The docstring is the --help text (RawDescriptionHelpFormatter): "fmt: skip" keeps the indent
+# of its usage lines, which the formatter would strip.
 """Writes every monitoring output from the single source (mixin/, dashboards/*.py).
 
   generate.py          write the files
   generate.py --check  exit 1 naming each file that regenerating would change
-"""
+"""  # fmt: skip
+
 import argparse
 import json
 import os
@@ -45,13 +48,14 @@ def outputs():
     out = {}
     out["charts/jvm-diagnostics/files/monitoring/prometheus-rules.yaml"] = (
         f"# {GENERATED}\n# The chart's default rules (the PrometheusRule spec); a Prometheus rule file too.\n"
-        + dump(rules.default_groups()))
+        + dump(rules.default_groups())
+    )
     out["operator/src/main/resources/jvmdiag/alert-templates.yaml"] = (
         f"# {GENERATED}\n"
         "# key = spec.alerts field; placeholders ${namespace} ${name} ${threshold} ${thresholdLe} ${for} ${severity}\n"
         "# ${threshold}: base units (seconds, per second, percent); ${thresholdLe}: the bucket bound exactly\n"
-        "# as the agent prints it (docs/metrics.md).\n"
-        + dump(rules.templates()))
+        "# as the agent prints it (docs/metrics.md).\n" + dump(rules.templates())
+    )
     out["docs/alerts.md"] = alerts_doc.render(rules, CONFIG)
     for name, d in grafana.all_dashboards().items():
         text = json.dumps(d, indent=2) + "\n"
@@ -61,7 +65,9 @@ def outputs():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--check", action="store_true", help="fail if a generated file is stale")
     args = ap.parse_args()
     stale = []
@@ -78,7 +84,10 @@ def main():
                 f.write(text)
             print(f"wrote {rel}")
     if stale:
-        print("stale generated files (run: make monitoring-generate):\n  " + "\n  ".join(stale), file=sys.stderr)
+        print(
+            "stale generated files (run: make monitoring-generate):\n  " + "\n  ".join(stale),
+            file=sys.stderr,
+        )
         sys.exit(1)
 
 
