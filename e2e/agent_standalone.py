@@ -7,23 +7,31 @@ Usage: agent_standalone.py AGENT_BINARY WORKDIR JDK17 JDK25
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
 
-import collections, json, os, re, shutil, signal, subprocess, sys, time
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
 
-from hsperfdata import hsperf  # the JVM's own counters, read independently
 from harness import (
-    log,
-    scrape,
-    samples,
-    wait_file,
-    run,
-    kill_leftovers,
-    summary,
-    procs,
-    port as e2e_port,
     bpf_objects_of,
+    kill_leftovers,
+    log,
     map_entries,
+    procs,
+    run,
+    samples,
+    scrape,
+    summary,
+    wait_file,
     wait_serving,
 )
+from harness import port as e2e_port
+from hsperfdata import hsperf  # the JVM's own counters, read independently
 
 AGENT, WORK, JDK17, JDK25 = sys.argv[1:5]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -477,7 +485,7 @@ def test_shared_jdk_counted_once(port, jdk):
                 )
             ]
     finally:
-        for _, p, _, d in started:
+        for _, _, _, d in started:
             open(os.path.join(d, "stop"), "w").close()
         for _, p, _, _ in started:
             try:

@@ -6,7 +6,14 @@ Ports: each script's agents listen on 127.0.0.1 at JVMDIAG_E2E_PORT_BASE + a fix
 (`port(n)`), so two checkouts can run their agent tests side by side with different bases.
 """
 
-import json, os, re, signal, subprocess, sys, time, urllib.request
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
 
 PORT_BASE = int(os.environ.get("JVMDIAG_E2E_PORT_BASE", "19465"))
 procs = []  # every process a test starts; killed at the end
@@ -51,7 +58,8 @@ def wait_serving(port, proc, log_path, timeout=60):
             return proc
         except Exception:
             if proc.poll() is not None:
-                raise RuntimeError("agent exited: " + open(log_path).read()[-2000:])
+                # The scrape error is only "not serving yet"; the message is the agent's log.
+                raise RuntimeError("agent exited: " + open(log_path).read()[-2000:])  # noqa: B904
             time.sleep(0.1)
     raise RuntimeError(f"agent did not serve /metrics within {timeout} s")
 

@@ -104,8 +104,6 @@ MUTATIONS = [
 
 
 def main(rules_path, test_path):
-    original = yaml.safe_load(open(rules_path))
-    names = {r.get("alert") for g in original["groups"] for r in g["rules"]}
     bad = 0
     for m in MUTATIONS:
         g = yaml.safe_load(open(rules_path))

@@ -78,7 +78,7 @@ def draw(ax, p, t0):
         ax.set_yticks([])
     elif p["type"] == "table":
         rows = []
-        for tg, s in series[:8]:
+        for _tg, s in series[:8]:
             labels = " ".join(f"{k}={v}" for k, v in s["metric"].items() if k not in ("__name__",))
             rows.append(f"{labels[:70]:<70}  {float(s['values'][-1][1]) * scale:>8.4g} {suffix}")
         ax.text(

@@ -209,7 +209,7 @@ def main():
         return 2
 
     first = {}
-    for ns, pod, container, jvm in targets:
+    for ns, pod, container, _jvm in targets:
         try:
             first[(ns, pod)] = jvm_counters(ns, pod, container)
         except Exception as e:

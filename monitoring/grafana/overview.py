@@ -1,6 +1,7 @@
 """JVM diagnostics / Overview: the fleet at a glance, by workload (JvmDiagnostics)."""
 
-from .panels import SEL, dashboard as make, heatmap, row, stat, table, target, timeseries  # noqa: F401
+from .panels import SEL, row, stat, table, target, timeseries
+from .panels import dashboard as make
 
 BY = "namespace, jvmdiagnostics"
 LEG = "{{namespace}}/{{jvmdiagnostics}}"

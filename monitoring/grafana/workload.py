@@ -1,6 +1,7 @@
 """JVM diagnostics / Workload: one workload (JvmDiagnostics) and its pods, drilled down."""
 
-from .panels import SEL, dashboard as make, heatmap, row, table, target, timeseries
+from .panels import SEL, heatmap, row, table, target, timeseries
+from .panels import dashboard as make
 
 RATE = "$__rate_interval"
 

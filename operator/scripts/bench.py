@@ -9,7 +9,17 @@
      create until every one reports TargetFound=True for its generation.
 Prints a markdown table, with the load average before and after."""
 
-import base64, concurrent.futures, http.client, json, os, ssl, sys, tempfile, threading, time, urllib.request
+import base64
+import concurrent.futures
+import http.client
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+import urllib.request
+
 import yaml
 
 
@@ -44,7 +54,7 @@ class Api:
         if ctype:
             h["Content-Type"] = ctype
         data = json.dumps(body) if body is not None else None
-        for attempt in range(3):
+        for _attempt in range(3):
             try:
                 self.conn.request(method, path, body=data, headers=h)
                 r = self.conn.getresponse()

@@ -3,7 +3,7 @@
 jvmdiag_agent_jvm_not_traced, jvmdiag_agent_jvms_untraced and jvmdiag_operator_pods_missing_injection are the metrics
 these alerts need from the agent and the operator (docs/alerts.md, "Metrics these alerts need")."""
 
-from .common import Alert, WHERE, sel
+from .common import WHERE, Alert, sel
 
 # Reasons not counted per agent here: not_selected (nobody asked to trace the JVM) and
 # no_probes_no_hsperfdata (named per JVM by jvmdiag_agent_jvm_not_traced instead).

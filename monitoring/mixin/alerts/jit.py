@@ -1,6 +1,6 @@
 """JIT alerts: compilation rate, one method recompiled over and over, code cache."""
 
-from .common import Alert, WHERE, increased, sel
+from .common import WHERE, Alert, increased, sel
 
 NOT_OTHER = 'method!="other"'  # "other" folds the methods beyond the top K: no culprit
 

@@ -1,6 +1,6 @@
 """Lock alerts: threads blocked on contended monitors, named by the monitor's class."""
 
-from .common import Alert, WHERE, sel
+from .common import WHERE, Alert, sel
 
 # "other" folds the classes beyond the top K per JVM: many classes, no culprit, not "one class".
 NOT_OTHER = 'monitor_class!="other"'

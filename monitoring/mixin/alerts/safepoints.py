@@ -1,6 +1,6 @@
 """Safepoint alerts: pauses and time to safepoint, exact from the histogram buckets."""
 
-from .common import Alert, WHERE, grown, increased, sel, with_culprit
+from .common import WHERE, Alert, grown, increased, sel, with_culprit
 
 
 def _hist(metric, p):

@@ -1,6 +1,6 @@
 """Thread alerts: a thread storm, named by the thread name that is started."""
 
-from .common import Alert, WHERE, sel, with_culprit
+from .common import WHERE, Alert, sel, with_culprit
 
 # " by <thread>" where the on-demand starter probe has named the starting thread.
 STARTED_BY = "{{ if $labels.starter }} by {{ $labels.starter }}{{ end }}"
