@@ -36,6 +36,7 @@ bad() { fail=$((fail + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && echo "       $2
 E2E_OPERATOR="${E2E_OPERATOR:-1}"
 T0=$(date +%s)
 step() { log "[$(( $(date +%s) - T0 ))s] $*"; }
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
   [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
   [ "$E2E_OPERATOR" = 1 ] && "$REPO_ROOT/operator/scripts/down.sh" >/dev/null 2>&1
@@ -93,6 +94,7 @@ step "cluster with its node (CLUSTER_INDEX=$CLUSTER_INDEX)"
 "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1
 CLUSTER_IMAGES="pause $WORK/e2e17.tar $WORK/e2e25.tar $WORK/agent.tar" "$REPO_ROOT/hack/cluster/up.sh" >"$WORK/up.log" 2>&1 \
   || { bad "cluster up" "$(tail -4 "$WORK/up.log" | tr '\n' ' ')"; finish; }
+# shellcheck disable=SC2317 # called by until_ok
 node_ready() { [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
 if until_ok 60 "node $NODE_NAME Ready" node_ready; then ok "cluster with node $NODE_NAME up and Ready"
 else bad "node Ready" "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions}' 2>&1 | tail -c 400)"; finish; fi
@@ -168,6 +170,7 @@ if [ "$E2E_OPERATOR" = 1 ]; then
   step "operator on the host (webhook on loopback, sidecar image $SIDECAR_IMAGE)"
   # The CRD first, until Established: up.sh's `kubectl wait` fails at once when the new
   # CRD has no status yet (seen on a loaded machine).
+  # shellcheck disable=SC2317 # called by until_ok
   established() { [ "$(kc get crd jvmdiagnostics.jvm.diagnostics.dev -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" = True ]; }
   kc apply --server-side -f "$REPO_ROOT/crds/" >/dev/null 2>&1
   until_ok 60 "CRD jvmdiagnostics.jvm.diagnostics.dev Established" established || { bad "CRD established"; finish; }
@@ -188,10 +191,12 @@ fi
 # The Deployment's pods (as many as its replicas, none terminating) Ready, stamped by the
 # webhook when instrumented (the reconciler labels the template; the rollout's new pods are
 # the stamped ones) and their JVMs at IDLE.
+# shellcheck disable=SC2317 # called by until_ok
 settled() {  # deployment injected(0/1) replicas
   local pods ann p
   pods=$(kc get pods -l "app=$1" -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.metadata.deletionTimestamp}{"\n"}{end}')
   [ "$(grep -c . <<<"$pods")" -eq "$3" ] && [ -z "$(awk '$2 $3 != "True"' <<<"$pods")" ] || return 1
+  # shellcheck disable=SC2013 # one pod name per line, no spaces
   for p in $(awk '{print $1}' <<<"$pods"); do
     if [ "$2" = 1 ]; then
       ann=$(kc get pod "$p" -o jsonpath='{.metadata.annotations.jvm\.diagnostics\.dev/injected}')
@@ -289,6 +294,7 @@ for pod in "${PODS[@]}"; do
   WANT_A[$pod]=$((150 + 41 * i)); WANT_B[$pod]=$((60 + 13 * i)); WANT_M[$pod]=0; i=$((i + 1))
   [ "$d" = "$BELOW" ] || WANT_M[$pod]=$((30 + 7 * i))
   # jvm_info appears once every probe is attached and the pid is in traced_pids.
+  # shellcheck disable=SC2317 # called by until_ok
   traced() { scrape | grep -F "$sel" | grep -q '^jvmdiag_jvm_info{'; }
   if ! until_ok 60 "the agent to trace $pod (jvmdiag_jvm_info with its labels)" traced; then
     bad "$pod: series labelled {$sel}" "$(grep -c "pod=\"$pod\"" <(scrape)) series of the pod; agent log: $(tail -n 3 "$WORK/agent.log" | tr '\n' ' ')"; continue
@@ -306,6 +312,7 @@ for pod in "${PODS[@]}"; do
   STARTERS+=("$pod")
 done
 for pod in "${STARTERS[@]}"; do
+  # shellcheck disable=SC2317 # called by until_ok
   ready() { [ -f "${ROOT_DIR[$pod]}/ready" ]; }
   until_ok 30 "$pod: ThreadStarters to start in its JVM (${ROOT_DIR[$pod]}/ready)" ready || { bad "$pod: ThreadStarters started" "$(kc logs "$pod" -c app | tail -n 3 | tr '\n' ' ')"; unset "ROOT_DIR[$pod]"; }
 done
@@ -335,26 +342,26 @@ while [ $((SECONDS - T_TRIG)) -lt 90 ]; do
       storm) if [ "$(value jvmdiag_agent_starter_probe_attached "${SEL[$pod]}" "$WORK/poll.prom")" = 1 ]; then
                : >"${ROOT_DIR[$pod]}/go"; PHASE[$pod]=go; ATT_AT[$pod]=$((SECONDS - T_TRIG))
              fi ;;
-      go) if [ -f "${ROOT_DIR[$pod]}/done" ]; then scrape >"$WORK/done-$pod.prom"; PHASE[$pod]=done; fi ;;
+      go) if [ -f "${ROOT_DIR[$pod]}/done" ]; then scrape >"$WORK/done-$pod.prom"; PHASE[$pod]="done"; fi ;;
     esac
     [ "$(value jvmdiag_agent_starter_probe_attached "${SEL[$pod]}" "$WORK/poll.prom")" = 1 ] && open=$((open + 1))
-    [ "${PHASE[$pod]}" = done ] || left=$((left + 1))
+    [ "${PHASE[$pod]}" = "done" ] || left=$((left + 1))
   done
   [ -z "$LINKS1" ] && [ "$open" -eq "${#ATT[@]}" ] && LINKS1=$(agent_links)
   for pod in "${ST[@]}"; do
     [ "${DEP[$pod]}" = "$BELOW" ] || continue
     case ${PHASE[$pod]} in
       storm) [ "$left" -eq 0 ] && [ $((SECONDS - T_TRIG)) -ge 8 ] && { : >"${ROOT_DIR[$pod]}/go"; PHASE[$pod]=go; } ;;
-      go) [ -f "${ROOT_DIR[$pod]}/done" ] && PHASE[$pod]=done ;;
+      go) [ -f "${ROOT_DIR[$pod]}/done" ] && PHASE[$pod]="done" ;;
     esac
-    [ "${PHASE[$pod]}" = done ] || left=$((left + 1))
+    [ "${PHASE[$pod]}" = "done" ] || left=$((left + 1))
   done
   [ "$left" -eq 0 ] && break
   sleep 0.2
 done
 for pod in "${ATT[@]}"; do
   d=${DEP[$pod]} sel=${SEL[$pod]}
-  if [ "${PHASE[$pod]}" != done ]; then
+  if [ "${PHASE[$pod]}" != "done" ]; then
     bad "$pod: starter probe attached by its storm (${STORM}/s, threshold ${START_RATE[$d]}/s), its starters done" "phase ${PHASE[$pod]} after $((SECONDS - T_TRIG))s; $(grep -F "$sel" "$WORK/poll.prom" | grep starter_probe | tr '\n' ' ')"
     continue
   fi
@@ -383,6 +390,7 @@ if [ "${#ATT[@]}" -gt 0 ]; then
 fi
 # After the window: detached, and starter-A's late-N threads are not counted (the same pod gets
 # the probe again one window later at the earliest).
+# shellcheck disable=SC2317 # called by until_ok
 detached() {
   scrape >"$WORK/poll.prom" || return 1
   local pod; for pod in "${ATT[@]}"; do [ "$(value jvmdiag_agent_starter_probe_attached "${SEL[$pod]}" "$WORK/poll.prom")" = 0 ] || return 1; done
@@ -390,15 +398,16 @@ detached() {
 if [ "${#ATT[@]}" -gt 0 ]; then
   until_ok $((STARTER_WINDOW + 30)) "the probe detached from ${#ATT[@]} pods after its ${STARTER_WINDOW}s window" detached
   LINKS2=$(agent_links)
-  for pod in "${ATT[@]}"; do [ "${PHASE[$pod]}" = done ] && : >"${ROOT_DIR[$pod]}/more"; done
+  for pod in "${ATT[@]}"; do [ "${PHASE[$pod]}" = "done" ] && : >"${ROOT_DIR[$pod]}/more"; done
   for pod in "${ATT[@]}"; do
-    [ "${PHASE[$pod]}" = done ] || continue
+    [ "${PHASE[$pod]}" = "done" ] || continue
+    # shellcheck disable=SC2317 # called by until_ok
     more_done() { [ -f "${ROOT_DIR[$pod]}/more-done" ]; }
     until_ok 30 "$pod: starter-A to start its late threads" more_done || bad "$pod: late threads started"
   done
   scrape >"$WORK/late.prom"
   for pod in "${ATT[@]}"; do
-    [ "${PHASE[$pod]}" = done ] || continue
+    [ "${PHASE[$pod]}" = "done" ] || continue
     sel=${SEL[$pod]} late=$(cat "${ROOT_DIR[$pod]}/more-done" 2>/dev/null)
     att=$(value jvmdiag_agent_starter_probe_attached "$sel" "$WORK/late.prom"); win=$(value jvmdiag_agent_starter_probe_windows_total "$sel" "$WORK/late.prom")
     if [ "$att" = 0 ] && [ "$win" = 1 ] && [ "$late" = "${WANT_M[$pod]}" ] && [ "$(starter_pairs "$sel" "$WORK/late.prom")" = "$(starter_pairs "$sel" "$WORK/done-$pod.prom")" ]; then
@@ -412,7 +421,7 @@ scrape >"$WORK/late.prom"
 for pod in "${ST[@]}"; do
   [ "${DEP[$pod]}" = "$BELOW" ] || continue
   sel=${SEL[$pod]} t=${START_RATE[$BELOW]}
-  if [ "${PHASE[$pod]}" != done ]; then bad "$pod: its storm below its threshold ran" "phase ${PHASE[$pod]}"; continue; fi
+  if [ "${PHASE[$pod]}" != "done" ]; then bad "$pod: its storm below its threshold ran" "phase ${PHASE[$pod]}"; continue; fi
   read -r da db dw dms <"${ROOT_DIR[$pod]}/done"
   r=$((dw * 1000 / (dms > 0 ? dms : 1)))
   series=$(grep -F "$sel" "$WORK/late.prom" | grep -E '^jvmdiag_(thread_starts_by_starter_total|agent_starter_probe_(attached|windows_total))\{' | head -n 3)
@@ -429,11 +438,12 @@ for pod in "${ST[@]}"; do echo "0 1" >"/proc/${HPID[$pod]}/root/tmp/burst-$MARK-
 jcmd_parallel st1 "${ST[@]}"
 scrape >"$WORK/st1.prom"
 for pod in "${ST[@]}"; do
-  [ "${PHASE[$pod]}" = done ] || continue
+  [ "${PHASE[$pod]}" = "done" ] || continue
   read -r da db dw dms <"${ROOT_DIR[$pod]}/done"
   # trigger, starter-A, starter-B and their threads; then starter-A again and its late ones
   want=$((dw + da + db + 3)); late=$(cat "${ROOT_DIR[$pod]}/more-done" 2>/dev/null); [ -n "$late" ] && want=$((want + 1 + late))
   j0=$(started st0 "$pod") j1=$(started st1 "$pod")
+  # shellcheck disable=SC2015 # C when either test fails
   [ -n "$j0" ] && [ -n "$j1" ] || { bad "$pod: jcmd PerfCounter.print before and after the starter part" "before: ${j0:-none}, after: ${j1:-none}"; continue; }
   dj=$((j1 - j0))
   dag=$(( $(msum jvmdiag_thread_starts_total "${SEL[$pod]}" "$WORK/st1.prom") - $(msum jvmdiag_thread_starts_total "${SEL[$pod]}" "$WORK/st0.prom") ))
@@ -441,6 +451,7 @@ for pod in "${ST[@]}"; do
   else bad "$pod: thread starts across the starter part" "jcmd +$dj, agent +$dag, workload $want"; fi
 done
 for pod in "${ST[@]}"; do
+  # shellcheck disable=SC2317 # called by until_ok
   collected() { kc logs "$pod" -c app | grep -q '^BURST 0 1$'; }
   until_ok 30 "$pod: its JVM to print BURST 0 1" collected || bad "$pod: the storms' garbage collected before the window"
 done
@@ -463,6 +474,7 @@ for pod in "${PODS[@]}"; do
   # jvm_info appears once every probe is attached and the pid is in traced_pids. Not the
   # safepoint series: when the attach comes after the workload's bursts (a loaded machine),
   # an idle JVM has none until the window's first GC.
+  # shellcheck disable=SC2317 # called by until_ok
   traced() { scrape | grep -F "$sel" | grep -q '^jvmdiag_jvm_info{'; }
   if ! until_ok 60 "the agent to trace $pod (jvmdiag_jvm_info with its labels)" traced; then
     bad "$pod: series labelled {$sel}" "$(grep -c "pod=\"$pod\"" <(scrape)) series of the pod; agent log: $(tail -n 3 "$WORK/agent.log" | tr '\n' ' ')"; continue
@@ -481,6 +493,7 @@ for pod in "${WINDOW[@]}"; do
 done
 for pod in "${WINDOW[@]}"; do
   sel=${SEL[$pod]}
+  # shellcheck disable=SC2317 # called by until_ok
   burst_done() { kc logs "$pod" -c app | grep -q "^BURST ${WANT_T[$pod]} ${WANT_G[$pod]}\$"; }
   if ! until_ok 60 "$pod: its JVM to print BURST ${WANT_T[$pod]} ${WANT_G[$pod]}" burst_done; then bad "$pod: burst ran"; continue; fi
   if ! stable "$pod" "http://127.0.0.1:$PORT/metrics" "$WORK/after-$pod"; then bad "$pod: JVM counters stand still after the burst"; continue; fi
@@ -528,11 +541,13 @@ else ok "pod without the annotation ($plain) not traced"; fi
 pod=$(kc get pods -l app=jdk17b -o jsonpath='{.items[0].metadata.name}')
 hpid=$(pgrep -f "SafepointBurst 40 5 20 3000 /tmp/burst-$MARK-jdk17b\$" | head -n1)
 kc delete pod "$pod" --wait=false >/dev/null
+# shellcheck disable=SC2317 # called by until_ok
 gone() { [ -z "$hpid" ] || ! kill -0 "$hpid"; }
 until_ok 30 "the JVM of deleted pod $pod (host pid ${hpid:-?}) to exit" gone
 s1=$(scrape | grep -c "pod=\"$pod\""); s2=$(scrape | grep -c "pod=\"$pod\"")
 if [ -n "$hpid" ] && [ "$s1" -gt 0 ] && [ "$s2" -eq 0 ]; then ok "deleted pod $pod: shown once more ($s1 series), then gone"
 else bad "deleted pod's series end after one more scrape" "host pid=${hpid:-none} first=$s1 second=$s2"; fi
+# shellcheck disable=SC2015 # ok always returns 0
 kill -0 "$AGENT_PID" 2>/dev/null && ok "agent still running" || bad "agent still running" "$(tail -5 "$WORK/agent.log")"
 
 [ "${#SIDECARS[@]}" -gt 0 ] && step "checking the sidecars (scraped through the pod IP)"

@@ -15,12 +15,20 @@ JDK 17 Storm; the test then checks, independently of the agent's own output:
     strace did see the agent open the hostile processes' files (so the check can fail).
 Usage: agent_hostile.py AGENT_BINARY WORKDIR JDK17 JDK25 (same as agent_standalone.py, whose helpers it uses).
 """
-import os, re, shutil, signal, subprocess, sys, time, urllib.request
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import log, scrape, samples, wait_file, procs, run, kill_leftovers, summary, port  # noqa: E402
 import agent_standalone as standalone  # noqa: E402  (reads AGENT WORKDIR JDK17 JDK25 from sys.argv)
-from agent_standalone import start_agent, check_storm  # noqa: E402
+from agent_standalone import check_storm, start_agent  # noqa: E402
+from harness import kill_leftovers, log, port, procs, run, samples, scrape, summary, wait_file  # noqa: E402
 
 WORK = standalone.WORK
 PORT = port(4)
@@ -76,19 +84,35 @@ def elf_hostile_header():
     """An ELF64 LE header claiming 65535 sections at an offset far past the end, and 65535
     program headers (a PT_NOTE among them) past the end too."""
     import struct
+
     ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
-    hdr = ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0x7fff_ffff_ffff_0000, 0xffff_ffff_ffff_ff00,
-                              0, 64, 56, 0xffff, 64, 0xffff, 0xfffe)
+    hdr = ident + struct.pack(
+        "<HHIQQQIHHHHHH",
+        3,
+        62,
+        1,
+        0,
+        0x7FFF_FFFF_FFFF_0000,
+        0xFFFF_FFFF_FFFF_FF00,
+        0,
+        64,
+        56,
+        0xFFFF,
+        64,
+        0xFFFF,
+        0xFFFE,
+    )
     # A "note" whose namesz/descsz are huge, in case a parser looks at fixed offsets.
-    note = struct.pack("<III", 0xffff_fff0, 0xffff_fff0, 3) + b"stapsdt"  # name without NUL
+    note = struct.pack("<III", 0xFFFF_FFF0, 0xFFFF_FFF0, 3) + b"stapsdt"  # name without NUL
     return hdr + note + b"\xff" * (8192 - len(hdr) - len(note))
 
 
 def hostile_hsperfdata():
     """hsperfdata with a valid header, 2^31-1 entries and an entry pointing past the end."""
     import struct
-    hdr = struct.pack("<IBBBBiiqii", 0xc0c0feca, 1, 2, 0, 1, 32768, 0, 0, 32, 0x7fffffff)
-    entry = struct.pack("<iiiBBBBi", 20, 0x7ffffff0, 0, ord("J"), 1, 1, 0, 0x7ffffff0)
+
+    hdr = struct.pack("<IBBBBiiqii", 0xC0C0FECA, 1, 2, 0, 1, 32768, 0, 0, 32, 0x7FFFFFFF)
+    entry = struct.pack("<iiiBBBBi", 20, 0x7FFFFFF0, 0, ord("J"), 1, 1, 0, 0x7FFFFFF0)
     return hdr + entry + b"A" * (32768 - len(hdr) - len(entry))  # names without NUL
 
 
@@ -109,8 +133,12 @@ def start_hostile(root, fifo_over_lib, hsperf):
         os.mkfifo(os.path.join(root, "lib/server/fifo"))
         fifo = "/lib/server/fifo"
     cmd = [os.path.join(root, "hostile"), root, "/lib/server/libjvm.so", "/ready", fifo, hsperf]
-    p = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--propagation", "private", *cmd],
-                         stdout=subprocess.DEVNULL, stderr=open(root + ".stderr", "w"), start_new_session=True)
+    p = subprocess.Popen(
+        ["unshare", "--pid", "--mount", "--fork", "--propagation", "private", *cmd],
+        stdout=subprocess.DEVNULL,
+        stderr=open(root + ".stderr", "w"),
+        start_new_session=True,
+    )
     procs.append(p)
     wait_file(os.path.join(root, "ready"), 20, p)
     # The host pid of pid 1 in the new namespace: unshare's child.
@@ -120,7 +148,9 @@ def start_hostile(root, fifo_over_lib, hsperf):
                 status = open(f"/proc/{d}/status").read()
             except OSError:
                 continue
-            if re.search(rf"^PPid:\s+{p.pid}$", status, re.M) and re.search(r"^NSpid:.*\s1$", status, re.M):
+            if re.search(rf"^PPid:\s+{p.pid}$", status, re.M) and re.search(
+                r"^NSpid:.*\s1$", status, re.M
+            ):
                 return p, int(d)
     raise RuntimeError(f"no hostile process rooted at {root}")
 
@@ -165,7 +195,12 @@ def test_hostile():
     variants = [  # name, libjvm.so bytes, FIFO bound over libjvm.so, what /tmp/hsperfdata_root/1 becomes
         ("garbage_shadow_link", os.urandom(65536), False, "link:/etc/shadow"),
         ("truncated_elf_canary_link", real_libjvm, False, "link:" + canary),
-        ("elf_hostile_headers_dotdot", elf_hostile_header(), False, "link:../../../../../../../../etc/shadow"),
+        (
+            "elf_hostile_headers_dotdot",
+            elf_hostile_header(),
+            False,
+            "link:../../../../../../../../etc/shadow",
+        ),
         ("elf_hostile_dir_link", elf_hostile_header(), False, "dirlink:" + canary_dir),
         ("hsperfdata_fifo", os.urandom(8192), False, "fifo"),
         ("hostile_hsperfdata_content", elf_hostile_header(), False, "keep"),
@@ -174,8 +209,23 @@ def test_hostile():
 
     agent = start_agent(PORT)
     strace_log = os.path.join(WORK, "agent-strace.log")
-    st = subprocess.Popen(["strace", "-f", "-y", "-s", "256", "-e", "trace=open,openat,openat2", "-o", strace_log,
-                           "-p", str(agent.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    st = subprocess.Popen(
+        [
+            "strace",
+            "-f",
+            "-y",
+            "-s",
+            "256",
+            "-e",
+            "trace=open,openat,openat2",
+            "-o",
+            strace_log,
+            "-p",
+            str(agent.pid),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     procs.append(st)
     time.sleep(1)  # strace attached (it prints nothing until a traced call)
     problems = []
@@ -188,32 +238,53 @@ def test_hostile():
 
         # The normal JVM, traced while the hostile ones are there.
         storm_problems, _, jpid = check_storm(PORT, standalone.JDK17, "hostile17", per_name=300)
-        problems += [p for p in storm_problems if not p.startswith("only ")]  # 1,200 threads here, not 10,000
+        problems += [
+            p for p in storm_problems if not p.startswith("only ")
+        ]  # 1,200 threads here, not 10,000
 
         # Every hostile pid reported: named as not traced (no jvm_info, no counters) or untraced by reason.
         deadline = time.time() + 10
         while True:
             text = scrape(PORT)
             info = {l.get("pid"): l for n, l, _ in samples(text) if n == "jvmdiag_jvm_info"}
-            untraced = {l["reason"]: v for n, l, v in samples(text) if n == "jvmdiag_agent_jvms_untraced"}
-            failures = {(l["reason"], l.get("collector", "")): v for n, l, v in samples(text)
-                        if n == "jvmdiag_agent_attach_failures_total"}
+            untraced = {
+                l["reason"]: v for n, l, v in samples(text) if n == "jvmdiag_agent_jvms_untraced"
+            }
+            failures = {
+                (l["reason"], l.get("collector", "")): v
+                for n, l, v in samples(text)
+                if n == "jvmdiag_agent_attach_failures_total"
+            }
             n_reported = sum(v for r, v in untraced.items() if r != "not_selected")
             if n_reported >= len(hostile) or time.time() > deadline:
                 break
             time.sleep(0.2)
-        not_traced = {l.get("pid") for n, l, _ in samples(text) if n == "jvmdiag_agent_jvm_not_traced"}
-        log(f"hostile: untraced {untraced}; attach failures {failures}; hostile pids named as not traced "
-            f"{[n for n, p in hostile.items() if str(p) in not_traced]}")
+        not_traced = {
+            l.get("pid") for n, l, _ in samples(text) if n == "jvmdiag_agent_jvm_not_traced"
+        }
+        log(
+            f"hostile: untraced {untraced}; attach failures {failures}; hostile pids named as not traced "
+            f"{[n for n, p in hostile.items() if str(p) in not_traced]}"
+        )
         if n_reported < len(hostile):
-            problems.append(f"only {n_reported} of {len(hostile)} hostile JVMs reported as untraced: {untraced}")
+            problems.append(
+                f"only {n_reported} of {len(hostile)} hostile JVMs reported as untraced: {untraced}"
+            )
         if not failures:
             problems.append("no jvmdiag_agent_attach_failures_total at all")
         for name, pid in hostile.items():
             if str(pid) in info:
-                problems.append(f"{name} (pid {pid}) is traced as probe_mode={info[str(pid)].get('probe_mode')}")
-            if any(l.get("pid") == str(pid) for n, l, _ in samples(text) if n == "jvmdiag_thread_starts_total"):
-                problems.append(f"{name} (pid {pid}) has thread-start counters (read hsperfdata through its link?)")
+                problems.append(
+                    f"{name} (pid {pid}) is traced as probe_mode={info[str(pid)].get('probe_mode')}"
+                )
+            if any(
+                l.get("pid") == str(pid)
+                for n, l, _ in samples(text)
+                if n == "jvmdiag_thread_starts_total"
+            ):
+                problems.append(
+                    f"{name} (pid {pid}) has thread-start counters (read hsperfdata through its link?)"
+                )
         if str(jpid) not in info or info[str(jpid)].get("probe_mode") != "usdt":
             problems.append(f"normal JVM {jpid}: jvm_info {info.get(str(jpid))}")
         if healthz(PORT).strip() != "ok" or agent.poll() is not None:
@@ -230,12 +301,16 @@ def test_hostile():
     for line in ok:
         # With -y the returned fd is decoded as N</real/path>: the kernel's name of what was opened.
         opened = re.findall(r"=\s+\d+<([^>]*)>", line)
-        if any(b in x for x in opened for b in bad_names) or any(f'"{b}' in line for b in bad_names):
+        if any(b in x for x in opened for b in bad_names) or any(
+            f'"{b}' in line for b in bad_names
+        ):
             problems.append(f"agent opened outside a container root: {line[:300]}")
     # The check can fail only if strace saw the agent read the hostile containers.
     for name, pid in hostile.items():
         if not any(f"/proc/{pid}/" in l for l in lines):
-            problems.append(f"strace shows no open of /proc/{pid}/* by the agent ({name}): strace blind?")
+            problems.append(
+                f"strace shows no open of /proc/{pid}/* by the agent ({name}): strace blind?"
+            )
     if not any("openat2(" in l for l in lines):
         problems.append("strace shows no openat2 (ProcRoot) call by the agent")
     log(f"strace: {len(lines)} open calls, {len(ok)} succeeded; log {strace_log}")
@@ -251,6 +326,7 @@ def perf_file(entries):
     """A little-endian v2.0 hsperfdata file laid out like HotSpot's: entries are
     (name, int) for a long or (name, bytes) for a string."""
     import struct
+
     body = b""
     for name, v in entries:
         name = name.encode() + b"\0"
@@ -262,18 +338,29 @@ def perf_file(entries):
             dtype, vlen, units, data = b"B", len(v) + 1, 5, v + b"\0"
         length = data_off + len(data)
         length += (8 - length % 8) % 8
-        ent = struct.pack("<iii", length, 20, vlen) + dtype + bytes([0, units, 1]) + struct.pack("<i", data_off)
+        ent = (
+            struct.pack("<iii", length, 20, vlen)
+            + dtype
+            + bytes([0, units, 1])
+            + struct.pack("<i", data_off)
+        )
         body += (ent + name).ljust(data_off, b"\0") + data.ljust(length - data_off, b"\0")
     used = 32 + len(body)
-    return b"\xca\xfe\xc0\xc0" + bytes([1, 2, 0, 1]) + struct.pack("<iiqii", used, 0, 0, 32, len(entries)) + body
+    return (
+        b"\xca\xfe\xc0\xc0"
+        + bytes([1, 2, 0, 1])
+        + struct.pack("<iiqii", used, 0, 0, 32, len(entries))
+        + body
+    )
 
 
 def with_symtab_size(lib, size):
     """libjvm.so bytes whose .symtab section header claims `size` bytes."""
     import struct
+
     b = bytearray(lib)
-    shoff, = struct.unpack_from("<Q", b, 0x28)
-    shnum, = struct.unpack_from("<H", b, 0x3c)
+    (shoff,) = struct.unpack_from("<Q", b, 0x28)
+    (shnum,) = struct.unpack_from("<H", b, 0x3C)
     for i in range(shnum):
         o = shoff + i * 64
         if struct.unpack_from("<I", b, o + 4)[0] == 2:  # SHT_SYMTAB
@@ -336,24 +423,38 @@ def test_hostile_files():
     port_ = port(5)
     base = fresh_base("hostile-files")
     open(os.path.join(base, "flipper.c"), "w").write(FLIPPER_C)
-    subprocess.run(["gcc", "-O1", "-o", os.path.join(base, "flipper"), os.path.join(base, "flipper.c")], check=True)
+    subprocess.run(
+        ["gcc", "-O1", "-o", os.path.join(base, "flipper"), os.path.join(base, "flipper.c")],
+        check=True,
+    )
     real = open(f"{standalone.JDK17}/lib/server/libjvm.so", "rb").read()
-    plain_elf = open(os.path.realpath("/usr/bin/true"), "rb").read()  # ELF, no probes, no .symtab: hsperfdata mode
-    vendor = (b'x"\\\n# TYPE jvmdiag_forged counter\n' * 3000)[:64 * 1024 - 1]
-    good_perf = perf_file([("java.property.java.version", b"17.0.99"), ("java.property.java.vendor", vendor),
-                           ("java.threads.live", 3), ("java.threads.started", 5)])
+    plain_elf = open(
+        os.path.realpath("/usr/bin/true"), "rb"
+    ).read()  # ELF, no probes, no .symtab: hsperfdata mode
+    vendor = (b'x"\\\n# TYPE jvmdiag_forged counter\n' * 3000)[: 64 * 1024 - 1]
+    good_perf = perf_file(
+        [
+            ("java.property.java.version", b"17.0.99"),
+            ("java.property.java.vendor", vendor),
+            ("java.threads.live", 3),
+            ("java.threads.started", 5),
+        ]
+    )
 
     agent = start_agent(port_)
     apid = standalone.AGENT_PIDS[port_]
     problems, hostile, flippers = [], {}, []
     try:
+
         def root(name, lib, perf=None):
             r = make_root(base, name, lib)
             if perf is not None:
                 open(os.path.join(r, "tmp/hsperfdata_root/1"), "wb").write(perf)
             return r
 
-        r = root("sparse_512mib_libjvm", with_symtab_size(real, 480 << 20))  # inside the file: refused by count
+        r = root(
+            "sparse_512mib_libjvm", with_symtab_size(real, 480 << 20)
+        )  # inside the file: refused by count
         os.truncate(os.path.join(r, "lib/server/libjvm.so"), 512 << 20)
         hostile["sparse_512mib_libjvm"] = start_hostile(r, False, "keep")[1]
         r = root("sparse_1gib_hsperfdata", plain_elf, good_perf)
@@ -368,22 +469,34 @@ def test_hostile_files():
             # Watching before the process starts: its own open is the first one counted, so
             # the agent's own checks see the file whole.
             ready = os.path.join(base, name + ".flipper-ready")
-            f = subprocess.Popen([os.path.join(base, "flipper"), lib, ready], stdout=subprocess.DEVNULL)
+            f = subprocess.Popen(
+                [os.path.join(base, "flipper"), lib, ready], stdout=subprocess.DEVNULL
+            )
             procs.append(f)
             flippers.append(f)
             wait_file(ready, 20, f)
             hostile[name] = start_hostile(r, False, "keep")[1]
         log("hostile pids: " + ", ".join(f"{n}={p}" for n, p in hostile.items()))
 
-        storm_problems, _, jpid = check_storm(port_, standalone.JDK17, "hostilefiles17", per_name=300)
+        storm_problems, _, jpid = check_storm(
+            port_, standalone.JDK17, "hostilefiles17", per_name=300
+        )
         problems += [p for p in storm_problems if not p.startswith("only ")]
 
         deadline = time.time() + 20
         while True:
             text = scrape(port_)
             info = {l.get("pid"): l for n, l, _ in samples(text) if n == "jvmdiag_jvm_info"}
-            not_traced = {l.get("pid"): l.get("reason") for n, l, _ in samples(text) if n == "jvmdiag_agent_jvm_not_traced"}
-            untraced = {l["reason"]: v for n, l, v in samples(text) if n == "jvmdiag_agent_jvms_untraced" and v}
+            not_traced = {
+                l.get("pid"): l.get("reason")
+                for n, l, _ in samples(text)
+                if n == "jvmdiag_agent_jvm_not_traced"
+            }
+            untraced = {
+                l["reason"]: v
+                for n, l, v in samples(text)
+                if n == "jvmdiag_agent_jvms_untraced" and v
+            }
             n_untraced = sum(v for r_, v in untraced.items() if r_ != "not_selected")
             n_named = sum(1 for p in hostile.values() if str(p) in info or str(p) in not_traced)
             if n_named + n_untraced >= len(hostile) or time.time() > deadline:
@@ -391,18 +504,25 @@ def test_hostile_files():
             time.sleep(0.2)
         for f in flippers:
             f.kill()
-        failures = {(l["reason"], l.get("collector", "")): v for n, l, v in samples(text)
-                    if n == "jvmdiag_agent_attach_failures_total"}
-        log(f"hostile files: traced {[n for n, p in hostile.items() if str(p) in info]}; untraced {untraced}; "
-            f"attach failures {failures}")
+        failures = {
+            (l["reason"], l.get("collector", "")): v
+            for n, l, v in samples(text)
+            if n == "jvmdiag_agent_attach_failures_total"
+        }
+        log(
+            f"hostile files: traced {[n for n, p in hostile.items() if str(p) in info]}; untraced {untraced}; "
+            f"attach failures {failures}"
+        )
         if n_named + n_untraced < len(hostile):
-            problems.append(f"hostile pids not all reported: traced or named {n_named}, untraced {untraced}")
+            problems.append(
+                f"hostile pids not all reported: traced or named {n_named}, untraced {untraced}"
+            )
         if str(hostile["sparse_512mib_libjvm"]) in info or not failures.get(("libjvm_refused", "")):
             problems.append("the sparse 512 MiB libjvm.so was not refused (libjvm_refused)")
         v = info.get(str(hostile["vendor_64kib"]))
         if not v or v.get("probe_mode") != "hsperfdata" or v.get("java_version") != "17.0.99":
             problems.append(f"the 64 KiB-vendor JVM is not traced from its hsperfdata: {v}")
-        elif len(re.sub(r'\\(.)', r'\1', v["vendor"])) > 64:
+        elif len(re.sub(r"\\(.)", r"\1", v["vendor"])) > 64:
             problems.append(f"vendor label not bounded to 64 characters: {len(v['vendor'])}")
         for name, pid in hostile.items():
             # Cut while libbpf read it: whatever libbpf made of it is dropped (libjvm_changed),
@@ -410,10 +530,14 @@ def test_hostile_files():
             if name.startswith("libjvm_truncated_while_read") and str(pid) in info:
                 problems.append(f"{name} (pid {pid}) is traced from a file cut while it was read")
         if not failures.get(("libjvm_changed", "")):
-            log("hostile files: no libjvm_changed this run (every cut was seen by the agent's own checks)")
+            log(
+                "hostile files: no libjvm_changed this run (every cut was seen by the agent's own checks)"
+            )
         if str(hostile["sparse_1gib_hsperfdata"]) in info:
             problems.append("the JVM with a 1 GiB hsperfdata is traced from it")
-        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        r = subprocess.run(
+            ["promtool", "check", "metrics"], input=text, capture_output=True, text=True
+        )
         if r.returncode != 0 or "error" in (r.stdout + r.stderr):
             problems.append(f"promtool: {(r.stdout + r.stderr).strip()[:400]}")
         if any("forged" in l.split("{")[0] for l in text.splitlines()):
@@ -421,7 +545,9 @@ def test_hostile_files():
         if str(jpid) not in info or info[str(jpid)].get("probe_mode") != "usdt":
             problems.append(f"normal JVM {jpid}: jvm_info {info.get(str(jpid))}")
         if agent.poll() is not None:
-            problems.append(f"the agent died (exit {agent.returncode}); log {WORK}/agent-{port_}.log")
+            problems.append(
+                f"the agent died (exit {agent.returncode}); log {WORK}/agent-{port_}.log"
+            )
         elif healthz(port_).strip() != "ok":
             problems.append("agent not healthy after the hostile files")
         else:

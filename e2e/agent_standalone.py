@@ -6,10 +6,32 @@ Accuracy is checked against each JVM's own hsperfdata counters, read here indepe
 Usage: agent_standalone.py AGENT_BINARY WORKDIR JDK17 JDK25
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
-import collections, json, os, re, shutil, signal, subprocess, sys, time
 
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from harness import (
+    bpf_objects_of,
+    kill_leftovers,
+    log,
+    map_entries,
+    procs,
+    run,
+    samples,
+    scrape,
+    summary,
+    wait_file,
+    wait_serving,
+)
+from harness import port as e2e_port
 from hsperfdata import hsperf  # the JVM's own counters, read independently
-from harness import log, scrape, samples, wait_file, run, kill_leftovers, summary, procs, port as e2e_port, bpf_objects_of, map_entries, wait_serving
 
 AGENT, WORK, JDK17, JDK25 = sys.argv[1:5]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,7 +44,15 @@ CHURN = int(os.environ.get("CHURN_JVMS", "200"))
 # ---------------------------------------------------------------- /metrics
 def agent_view(text, pid):
     """What the agent says about one pid: thread starts by name, safepoint count and sums."""
-    v = {"starts": {}, "sp_count": 0, "sp_sum": 0.0, "sync_sum": 0.0, "attached": False, "live": None, "ops": set()}
+    v = {
+        "starts": {},
+        "sp_count": 0,
+        "sp_sum": 0.0,
+        "sync_sum": 0.0,
+        "attached": False,
+        "live": None,
+        "ops": set(),
+    }
     for name, l, val in samples(text):
         if l.get("pid") != str(pid):
             continue
@@ -52,7 +82,12 @@ def agent_scalar(text, name, **want):
 
 def snapshot(port, pid):
     """A consistent pair (hsperfdata, agent): hsperfdata unchanged across the scrape."""
-    keys = ("java.threads.started", "sun.rt.safepoints", "sun.rt.safepointTime", "sun.rt.safepointSyncTime")
+    keys = (
+        "java.threads.started",
+        "sun.rt.safepoints",
+        "sun.rt.safepointTime",
+        "sun.rt.safepointSyncTime",
+    )
     for _ in range(50):
         h1 = hsperf(pid)
         text = scrape(port)
@@ -71,7 +106,13 @@ CHART_CAPS_MASK = (1 << 39) | (1 << 38) | (1 << 19) | (1 << 2)
 
 def chart_caps():
     caps = "-all," + ",".join("+" + c for c in CHART_CAPS)
-    return ["setpriv", f"--inh-caps={caps}", f"--ambient-caps={caps}", f"--bounding-set={caps}", "--no-new-privs"]
+    return [
+        "setpriv",
+        f"--inh-caps={caps}",
+        f"--ambient-caps={caps}",
+        f"--bounding-set={caps}",
+        "--no-new-privs",
+    ]
 
 
 def effective_caps(pid):
@@ -104,8 +145,20 @@ AGENT_PIDS = {}  # port -> the agent's pid (the wrapper execs it)
 
 
 def start_agent(port, *extra, wrap=None):
-    p = subprocess.Popen([*(wrap or []), AGENT, "--standalone", "--listen", f"127.0.0.1:{port}", "--exit-after", "900", *extra],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, f"agent-{port}.log"), "w"))
+    p = subprocess.Popen(
+        [
+            *(wrap or []),
+            AGENT,
+            "--standalone",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--exit-after",
+            "900",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(WORK, f"agent-{port}.log"), "w"),
+    )
     procs.append(p)
     AGENT_PIDS[port] = p.pid
     return wait_serving(port, p, os.path.join(WORK, f"agent-{port}.log"))
@@ -114,9 +167,17 @@ def start_agent(port, *extra, wrap=None):
 def compile_workloads(jdk, out):
     os.makedirs(out, exist_ok=True)
     src = WORKLOADS
-    subprocess.run([f"{jdk}/bin/javac", "-d", out, f"{src}/Storm.java", f"{src}/Tiny.java", f"{src}/HostileNames.java"], check=True)
-
-
+    subprocess.run(
+        [
+            f"{jdk}/bin/javac",
+            "-d",
+            out,
+            f"{src}/Storm.java",
+            f"{src}/Tiny.java",
+            f"{src}/HostileNames.java",
+        ],
+        check=True,
+    )
 
 
 def wait_attached(port, pid, timeout=10):
@@ -151,9 +212,17 @@ def check_collectors(text, pid, mode):
     info = agent_view(text, pid).get("info", {})
     if info.get("probe_mode") != mode:
         problems.append(f"probe_mode {info.get('probe_mode')!r}, expected {mode!r}")
-    names = {(n, l.get("vm_operation"), l.get("compiler")) for n, l, _ in samples(text) if l.get("pid") == str(pid)}
-    for fam in ("jvmdiag_vm_operation_seconds_count", "jvmdiag_code_cache_used_bytes", "jvmdiag_code_cache_max_bytes",
-                "jvmdiag_compilation_seconds_count"):
+    names = {
+        (n, l.get("vm_operation"), l.get("compiler"))
+        for n, l, _ in samples(text)
+        if l.get("pid") == str(pid)
+    }
+    for fam in (
+        "jvmdiag_vm_operation_seconds_count",
+        "jvmdiag_code_cache_used_bytes",
+        "jvmdiag_code_cache_max_bytes",
+        "jvmdiag_compilation_seconds_count",
+    ):
         if not any(n == fam for n, _, _ in names):
             problems.append(f"no {fam}")
     if ("jvmdiag_vm_operation_seconds_count", "ThreadDump", None) not in names:
@@ -161,12 +230,16 @@ def check_collectors(text, pid, mode):
     for c in ("c1", "c2"):
         if ("jvmdiag_compilations_total", None, c) not in names:
             problems.append(f"no jvmdiag_compilations_total{{compiler={c!r}}}")
-    failures = [(l, v) for n, l, v in samples(text) if n == "jvmdiag_agent_attach_failures_total" and v > 0]
+    failures = [
+        (l, v) for n, l, v in samples(text) if n == "jvmdiag_agent_attach_failures_total" and v > 0
+    ]
     if failures:
         problems.append(f"attach failures: {failures}")
     # Who asked, only where the JDK says (USDT vmops__request / thread__start), never guessed.
     reqs = [l for n, l, _ in samples(text, pid) if n == "jvmdiag_vm_operation_requests_total"]
-    starters = [l for n, l, _ in samples(text, pid) if n == "jvmdiag_thread_starts_by_starter_total"]
+    starters = [
+        l for n, l, _ in samples(text, pid) if n == "jvmdiag_thread_starts_by_starter_total"
+    ]
     if mode == "usdt" and not any(l["vm_operation"] == "ThreadDump" for l in reqs):
         problems.append("no requester of ThreadDump")
     if mode != "usdt" and (reqs or starters):
@@ -204,7 +277,9 @@ def storm_problems(tag, pid, h0, a0, h1, a1, expected, budget=None, min_started=
     d_sync = (h1["sun.rt.safepointSyncTime"] - h0["sun.rt.safepointSyncTime"]) / hz
     d_async = a1["sync_sum"] - a0["sync_sum"]
     if abs(d_async - d_sync) > 0.01 * max(d_sync, 1e-9):
-        problems.append(f"time to safepoint: agent {d_async:.6f}s vs hsperfdata {d_sync:.6f}s (> 1%)")
+        problems.append(
+            f"time to safepoint: agent {d_async:.6f}s vs hsperfdata {d_sync:.6f}s (> 1%)"
+        )
     for op in ("ThreadDump",):
         if op not in a1["ops"]:
             problems.append(f"no {op} safepoint seen (ops: {sorted(a1['ops'])})")
@@ -213,12 +288,16 @@ def storm_problems(tag, pid, h0, a0, h1, a1, expected, budget=None, min_started=
     live_h = hsperf(pid)["java.threads.live"]
     if a1["live"] != live_h:
         problems.append(f"threads_live: agent {a1['live']} != hsperfdata {live_h}")
-    log(f"{tag}: starts {d_agent}/{d_started}, safepoints {d_asp}/{d_sp}, pause {d_atime:.6f}/{d_time:.6f}s, "
-        f"sync {d_async:.6f}/{d_sync:.6f}s, ops {sorted(a1['ops'])}")
+    log(
+        f"{tag}: starts {d_agent}/{d_started}, safepoints {d_asp}/{d_sp}, pause {d_atime:.6f}/{d_time:.6f}s, "
+        f"sync {d_async:.6f}/{d_sync:.6f}s, ops {sorted(a1['ops'])}"
+    )
     return problems
 
 
-def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None, main="Storm", min_started=10_000):
+def check_storm(
+    port, jdk, tag, wrap=None, budget=None, per_name=None, main="Storm", min_started=10_000
+):
     """Runs Storm (optionally wrapped, e.g. in namespaces) and compares agent and hsperfdata.
     `main`: another name for the class (a subclass made here), so its `jvm` label differs."""
     classes = os.path.join(WORK, f"classes-{tag}")
@@ -226,7 +305,9 @@ def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None, main="Sto
     if main != "Storm":
         src = os.path.join(classes, f"{main}.java")
         with open(src, "w") as f:
-            f.write(f"public class {main} extends Storm {{ public static void main(String[] a) throws Exception {{ Storm.main(a); }} }}\n")
+            f.write(
+                f"public class {main} extends Storm {{ public static void main(String[] a) throws Exception {{ Storm.main(a); }} }}\n"
+            )
         subprocess.run([f"{jdk}/bin/javac", "-cp", classes, "-d", classes, src], check=True)
     d = os.path.join(WORK, f"storm-{tag}")
     shutil.rmtree(d, ignore_errors=True)
@@ -235,7 +316,12 @@ def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None, main="Sto
     cmd = [f"{jdk}/bin/java", marker, "-cp", classes, main, str(per_name or THREADS_PER_NAME), d]
     if wrap:
         cmd = wrap(cmd, jdk, classes)
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"), start_new_session=True)
+    p = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(d, "stderr"), "w"),
+        start_new_session=True,
+    )
     procs.append(p)
     try:
         wait_file(os.path.join(d, "ready"), 60, p)
@@ -246,7 +332,9 @@ def check_storm(port, jdk, tag, wrap=None, budget=None, per_name=None, main="Sto
         open(os.path.join(d, "go"), "w").close()
         wait_file(os.path.join(d, "done"), 300, p)
         h1, a1, text = snapshot(port, pid)
-        expected = dict(l.split(" ") for l in open(os.path.join(d, "expected")).read().split("\n") if l)
+        expected = dict(
+            l.split(" ") for l in open(os.path.join(d, "expected")).read().split("\n") if l
+        )
         problems = storm_problems(tag, pid, h0, a0, h1, a1, expected, budget, min_started)
         return problems, text, pid
     finally:
@@ -262,11 +350,24 @@ def ns_wrap(cmd, jdk, classes):
     control directory bind-mounted at paths that do not exist on the host (so libjvm.so and
     hsperfdata are only reachable through /proc/PID/root)."""
     ctl = cmd[-1]
-    inner = ("mount -t tmpfs tmpfs /mnt && mkdir -p /mnt/jdk /mnt/classes /mnt/ctl && "
-             f"mount --bind {jdk} /mnt/jdk && mount --bind {classes} /mnt/classes && mount --bind {ctl} /mnt/ctl && "
-             "mount -t tmpfs tmpfs /tmp && "
-             f"exec /mnt/jdk/bin/java {cmd[1]} -cp /mnt/classes Storm {cmd[5]} /mnt/ctl")
-    return ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", inner]
+    inner = (
+        "mount -t tmpfs tmpfs /mnt && mkdir -p /mnt/jdk /mnt/classes /mnt/ctl && "
+        f"mount --bind {jdk} /mnt/jdk && mount --bind {classes} /mnt/classes && mount --bind {ctl} /mnt/ctl && "
+        "mount -t tmpfs tmpfs /tmp && "
+        f"exec /mnt/jdk/bin/java {cmd[1]} -cp /mnt/classes Storm {cmd[5]} /mnt/ctl"
+    )
+    return [
+        "unshare",
+        "--pid",
+        "--mount",
+        "--fork",
+        "--mount-proc",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        inner,
+    ]
 
 
 def libjvm_device(pid):
@@ -290,8 +391,10 @@ def mount_wrap(kind, jdk, marker, classes, ctl, per_name):
         up = "/mnt"
         prep = "mkdir -p /mnt/up /mnt/work /mnt/jdk"
     if kind.startswith("overlay"):
-        mnt = (f"{prep} && mount -t overlay overlay -o "
-               f"lowerdir={os.path.realpath(jdk)},upperdir={up}/up,workdir={up}/work /mnt/jdk")
+        mnt = (
+            f"{prep} && mount -t overlay overlay -o "
+            f"lowerdir={os.path.realpath(jdk)},upperdir={up}/up,workdir={up}/work /mnt/jdk"
+        )
     else:
         mnt = f"mkdir -p /mnt/jdk && mount --bind {os.path.realpath(jdk)} /mnt/jdk"
     inner = f"mount -t tmpfs tmpfs /mnt && {mnt} && exec /mnt/jdk/bin/java {marker} -cp {classes} Storm {per_name} {ctl}"
@@ -307,8 +410,14 @@ def test_shared_jdk_counted_once(port, jdk):
     classes = os.path.join(WORK, "classes-shared")
     compile_workloads(jdk, classes)
     other = jdk_nostapsdt(jdk)  # same path in its container, a different file
-    runs = [("host", None, jdk), ("overlay0", "overlay-tmpfs", jdk), ("overlay1", "overlay", jdk), ("overlay2", "overlay", jdk),
-            ("bind", "bind", jdk), ("different", "overlay", other)]
+    runs = [
+        ("host", None, jdk),
+        ("overlay0", "overlay-tmpfs", jdk),
+        ("overlay1", "overlay", jdk),
+        ("overlay2", "overlay", jdk),
+        ("bind", "bind", jdk),
+        ("different", "overlay", other),
+    ]
     started, link_counts, programs, problems = [], [], [], []
     try:
         for tag, kind, src in runs:
@@ -316,9 +425,17 @@ def test_shared_jdk_counted_once(port, jdk):
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
             marker = f"-Djvmdiag.test=shared-{tag}"
-            cmd = ([f"{src}/bin/java", marker, "-cp", classes, "Storm", str(per_name), d] if kind is None
-                   else mount_wrap(kind, src, marker, classes, d, per_name))
-            p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"), start_new_session=True)
+            cmd = (
+                [f"{src}/bin/java", marker, "-cp", classes, "Storm", str(per_name), d]
+                if kind is None
+                else mount_wrap(kind, src, marker, classes, d, per_name)
+            )
+            p = subprocess.Popen(
+                cmd,
+                stdout=subprocess.DEVNULL,
+                stderr=open(os.path.join(d, "stderr"), "w"),
+                start_new_session=True,
+            )
             procs.append(p)
             wait_file(os.path.join(d, "ready"), 60, p)
             pid = host_pid_of(marker)
@@ -330,16 +447,24 @@ def test_shared_jdk_counted_once(port, jdk):
         text = scrape(port)
         files = agent_scalar(text, "jvmdiag_agent_libjvm_files")
         devices = {libjvm_device(pid) for _, _, pid, _ in started}
-        log(f"shared: {len(started)} JVMs; libjvm.so devices in their maps {sorted(devices)}; agent: {files} libjvm files; "
-            f"its links (bpftool) after each attach: {link_counts}")
+        log(
+            f"shared: {len(started)} JVMs; libjvm.so devices in their maps {sorted(devices)}; agent: {files} libjvm files; "
+            f"its links (bpftool) after each attach: {link_counts}"
+        )
         if len(devices) < 4:
-            problems.append(f"the mounts did not give libjvm.so distinct devices in maps ({devices}): the test proves nothing")
+            problems.append(
+                f"the mounts did not give libjvm.so distinct devices in maps ({devices}): the test proves nothing"
+            )
         if files != 2:
-            problems.append(f"jvmdiag_agent_libjvm_files = {files}, expected 2 (the shared JDK's and the different one)")
+            problems.append(
+                f"jvmdiag_agent_libjvm_files = {files}, expected 2 (the shared JDK's and the different one)"
+            )
         shared_links = link_counts[0][1]
         if shared_links == 0 or any(n != shared_links for t, n in link_counts if t != "different"):
-            problems.append(f"links after each JVM of the shared JDK: {link_counts} (expected one set for all); "
-                            f"links by program: {programs}")
+            problems.append(
+                f"links after each JVM of the shared JDK: {link_counts} (expected one set for all); "
+                f"links by program: {programs}"
+            )
         if link_counts[-1][1] <= shared_links:
             problems.append(f"the different libjvm.so got no links of its own: {link_counts}")
         before = {tag: snapshot(port, pid)[:2] for tag, _, pid, _ in started}
@@ -349,12 +474,18 @@ def test_shared_jdk_counted_once(port, jdk):
             wait_file(os.path.join(d, "done"), 300, p)
         for tag, _, pid, d in started:
             h1, a1, _ = snapshot(port, pid)
-            expected = dict(l.split(" ") for l in open(os.path.join(d, "expected")).read().split("\n") if l)
+            expected = dict(
+                l.split(" ") for l in open(os.path.join(d, "expected")).read().split("\n") if l
+            )
             h0, a0 = before[tag]
-            problems += [f"{tag}: {x}" for x in storm_problems(f"shared-{tag}", pid, h0, a0, h1, a1, expected,
-                                                                min_started=4 * per_name)]
+            problems += [
+                f"{tag}: {x}"
+                for x in storm_problems(
+                    f"shared-{tag}", pid, h0, a0, h1, a1, expected, min_started=4 * per_name
+                )
+            ]
     finally:
-        for _, p, _, d in started:
+        for _, _, _, d in started:
             open(os.path.join(d, "stop"), "w").close()
         for _, p, _, _ in started:
             try:
@@ -381,11 +512,28 @@ def test_hostile_thread_names(jdk):
     os.makedirs(d)
     jar_dir = os.path.join(d, 'jar"dir\\x\n# TYPE jvmdiag_forged counter')
     os.makedirs(jar_dir)
-    jar = os.path.join(jar_dir, 'HostileNames"} 1\njvmdiag_forged_total{namespace="kube-system"} 1\n.jar')
-    subprocess.run([f"{jdk}/bin/jar", "--create", "--file", jar, "--main-class", "HostileNames", "-C", classes,
-                    "HostileNames.class"], check=True)
-    p = subprocess.Popen([f"{jdk}/bin/java", "-jar", jar, d], stdout=subprocess.DEVNULL,
-                         stderr=open(os.path.join(d, "stderr"), "w"))
+    jar = os.path.join(
+        jar_dir, 'HostileNames"} 1\njvmdiag_forged_total{namespace="kube-system"} 1\n.jar'
+    )
+    subprocess.run(
+        [
+            f"{jdk}/bin/jar",
+            "--create",
+            "--file",
+            jar,
+            "--main-class",
+            "HostileNames",
+            "-C",
+            classes,
+            "HostileNames.class",
+        ],
+        check=True,
+    )
+    p = subprocess.Popen(
+        [f"{jdk}/bin/java", "-jar", jar, d],
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(d, "stderr"), "w"),
+    )
     procs.append(p)
     problems = []
     try:
@@ -396,10 +544,16 @@ def test_hostile_thread_names(jdk):
         wait_file(os.path.join(d, "done"), 60, p)
         h1, a1, text = snapshot(port, p.pid)
         open(os.path.join(WORK, "hostile-names-metrics.txt"), "w").write(text)
-        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        r = subprocess.run(
+            ["promtool", "check", "metrics"], input=text, capture_output=True, text=True
+        )
         if r.returncode != 0 or "error" in (r.stdout + r.stderr):
             problems.append(f"promtool: {(r.stdout + r.stderr).strip()[:400]}")
-        forged = [l for l in text.splitlines() if "forged" in l.split("{")[0] or l.startswith("other_forged")]
+        forged = [
+            l
+            for l in text.splitlines()
+            if "forged" in l.split("{")[0] or l.startswith("other_forged")
+        ]
         if forged:
             problems.append(f"forged lines in the scrape: {forged[:3]}")
         if any(l.get("namespace") == "kube-system" for _, l, _ in samples(text)):
@@ -407,7 +561,9 @@ def test_hostile_thread_names(jdk):
         d_started = h1["java.threads.started"] - h0["java.threads.started"]
         d_agent = sum(a1["starts"].values()) - sum(a0["starts"].values())
         if d_started != d_agent or d_started != HOSTILE_NAMES:
-            problems.append(f"thread starts: agent {d_agent}, hsperfdata {d_started}, started {HOSTILE_NAMES}")
+            problems.append(
+                f"thread starts: agent {d_agent}, hsperfdata {d_started}, started {HOSTILE_NAMES}"
+            )
         jvm = a1.get("info", {}).get("jvm", "")
         if not jvm.startswith("HostileNames") or len(jvm) > 80:
             problems.append(f"jvm label {jvm!r}: not the jar's name, bounded")
@@ -443,8 +599,24 @@ def test_vm_operation_requesters(jdk, tag):
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     # A fixed heap: no GC of its own between the workload's requests.
-    p = subprocess.Popen([f"{jdk}/bin/java", "-Xms256m", "-Xmx256m", "-XX:+UseG1GC", f"-javaagent:{agent_jar}", "-cp", classes,
-                          "VmOpRequesters", d, str(gcs), str(dumps), str(retransforms)], stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"))
+    p = subprocess.Popen(
+        [
+            f"{jdk}/bin/java",
+            "-Xms256m",
+            "-Xmx256m",
+            "-XX:+UseG1GC",
+            f"-javaagent:{agent_jar}",
+            "-cp",
+            classes,
+            "VmOpRequesters",
+            d,
+            str(gcs),
+            str(dumps),
+            str(retransforms),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(d, "stderr"), "w"),
+    )
     procs.append(p)
     problems = []
     try:
@@ -452,14 +624,22 @@ def test_vm_operation_requesters(jdk, tag):
         wait_attached(port, p.pid)
         open(os.path.join(d, "go"), "w").close()
         wait_file(os.path.join(d, "done"), 60, p)
-        r = subprocess.run([f"{jdk}/bin/jcmd", str(p.pid), "Thread.print"], capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [f"{jdk}/bin/jcmd", str(p.pid), "Thread.print"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if r.returncode != 0:
             problems.append(f"jcmd Thread.print: rc={r.returncode} {r.stderr.strip()[:200]}")
         got = {}
         for _ in range(50):  # the scrape after jcmd returned: its request is counted already
             text = scrape(port)
-            got = {(l["vm_operation"], l["requester"]): int(v) for n, l, v in samples(text)
-                   if n == "jvmdiag_vm_operation_requests_total" and l.get("pid") == str(p.pid)}
+            got = {
+                (l["vm_operation"], l["requester"]): int(v)
+                for n, l, v in samples(text)
+                if n == "jvmdiag_vm_operation_requests_total" and l.get("pid") == str(p.pid)
+            }
             if got.get(("PrintThreads", "Attach Listener")):
                 break
             time.sleep(0.1)
@@ -467,13 +647,19 @@ def test_vm_operation_requesters(jdk, tag):
         did = int(open(os.path.join(d, "done")).read().split()[3])
         if did != retransforms:
             problems.append(f"the workload retransformed {did} times, not {retransforms}")
-        want = {("G1CollectFull", "gc-caller"): gcs, ("ThreadDump", "dumper"): dumps, ("RedefineClasses", "retransformer"): did,
-                ("PrintThreads", "Attach Listener"): 1}
+        want = {
+            ("G1CollectFull", "gc-caller"): gcs,
+            ("ThreadDump", "dumper"): dumps,
+            ("RedefineClasses", "retransformer"): did,
+            ("PrintThreads", "Attach Listener"): 1,
+        }
         for (op, who), n in want.items():
             mine = got.get((op, who), 0)
             others = {k: v for k, v in got.items() if k[0] == op and k[1] != who}
             if mine != n or others:
-                problems.append(f"{op}: requested by {who!r} {n} times, agent {mine}; others {others}")
+                problems.append(
+                    f"{op}: requested by {who!r} {n} times, agent {mine}; others {others}"
+                )
         log(f"vm operation requesters jdk{tag}: {sorted(got.items())}")
     finally:
         open(os.path.join(d, "stop"), "w").close()
@@ -500,7 +686,11 @@ def compile_for(jdk, tag, sources, name):
     """Classes of `sources` runnable on `jdk`: its own javac, else JDK 17's for release 11."""
     classes = os.path.join(WORK, f"classes-{name}-{tag}")
     os.makedirs(classes, exist_ok=True)
-    javac = [f"{jdk}/bin/javac"] if os.path.exists(f"{jdk}/bin/javac") else [f"{JDK17}/bin/javac", "--release", "11"]
+    javac = (
+        [f"{jdk}/bin/javac"]
+        if os.path.exists(f"{jdk}/bin/javac")
+        else [f"{JDK17}/bin/javac", "--release", "11"]
+    )
     subprocess.run([*javac, "-d", classes, *sources], check=True)
     return classes
 
@@ -520,7 +710,11 @@ def agent_link_ids(agent_pid):
 
 def starters_view(port, pid):
     text = scrape(port)
-    by = {(l["thread_name"], l["starter"]): int(v) for n, l, v in samples(text, pid) if n == "jvmdiag_thread_starts_by_starter_total"}
+    by = {
+        (l["thread_name"], l["starter"]): int(v)
+        for n, l, v in samples(text, pid)
+        if n == "jvmdiag_thread_starts_by_starter_total"
+    }
     attached = agent_scalar(text, "jvmdiag_agent_starter_probe_attached", pid=str(pid))
     windows = agent_scalar(text, "jvmdiag_agent_starter_probe_windows_total", pid=str(pid))
     return by, attached, windows, text
@@ -535,13 +729,34 @@ def test_thread_starters(jdk, tag):
     then are not counted."""
     port = e2e_port(17)
     a, b, more, window = 3000, 1000, 200, 6
-    agent = start_agent(port, "--match-jvm", "ThreadStarters", "--starter-threshold", "200", "--starter-window-seconds", str(window))
+    agent = start_agent(
+        port,
+        "--match-jvm",
+        "ThreadStarters",
+        "--starter-threshold",
+        "200",
+        "--starter-window-seconds",
+        str(window),
+    )
     classes = compile_for(jdk, tag, [f"{WORKLOADS}/ThreadStarters.java"], "starters")
     d = os.path.join(WORK, f"starters-{tag}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    p = subprocess.Popen([f"{jdk}/bin/java", "-Xss256k", "-cp", classes, "ThreadStarters", d, str(a), str(b), str(more)],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "stderr"), "w"))
+    p = subprocess.Popen(
+        [
+            f"{jdk}/bin/java",
+            "-Xss256k",
+            "-cp",
+            classes,
+            "ThreadStarters",
+            d,
+            str(a),
+            str(b),
+            str(more),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(d, "stderr"), "w"),
+    )
     procs.append(p)
     problems = []
     try:
@@ -557,7 +772,9 @@ def test_thread_starters(jdk, tag):
                 break
             time.sleep(0.05)
         else:
-            return problems + ["the probe was not attached within 15 s of a storm above the threshold"]
+            return problems + [
+                "the probe was not attached within 15 s of a storm above the threshold"
+            ]
         log(f"starters jdk{tag}: attached {time.time() - t0:.1f}s after the storm began")
         open(os.path.join(d, "go"), "w").close()
         wait_file(os.path.join(d, "done"), 60, p)
@@ -566,13 +783,17 @@ def test_thread_starters(jdk, tag):
         by, attached, windows, text = starters_view(port, p.pid)
         open(os.path.join(WORK, f"starters-{tag}-metrics.txt"), "w").write(text)
         if attached != 1 or windows != 1:
-            problems.append(f"the window ended before the workload did (attached {attached}, windows {windows}): make it longer")
+            problems.append(
+                f"the window ended before the workload did (attached {attached}, windows {windows}): make it longer"
+            )
         want = {("worker-a-N", "starter-A"): done_a, ("worker-b-N", "starter-B"): done_b}
         for k, n in want.items():
             if by.get(k) != n or n != {"worker-a-N": a, "worker-b-N": b}[k[0]]:
                 problems.append(f"{k[0]} started by {k[1]}: workload {n}, agent {by.get(k)}")
         if not 0 < by.get(("warmup-N", "trigger"), 0) <= warmups:
-            problems.append(f"warmup-N by trigger: agent {by.get(('warmup-N', 'trigger'))}, workload started {warmups} in all")
+            problems.append(
+                f"warmup-N by trigger: agent {by.get(('warmup-N', 'trigger'))}, workload started {warmups} in all"
+            )
         # main (native name "java") started starter-A and starter-B while attached, once each.
         for k in (("starter-A", "java"), ("starter-B", "java")):
             if by.get(k) != 1:
@@ -581,8 +802,10 @@ def test_thread_starters(jdk, tag):
         if strays:
             problems.append(f"other (thread name, starter) pairs: {strays}")
         if len(links_during - links_before) < 3:
-            problems.append(f"links while attached: {len(links_during - links_before)} new of {len(links_during)} "
-                            f"(before: {len(links_before)}; want JVM_StartThread, thread__start, sched_process_fork)")
+            problems.append(
+                f"links while attached: {len(links_during - links_before)} new of {len(links_during)} "
+                f"(before: {len(links_before)}; want JVM_StartThread, thread__start, sched_process_fork)"
+            )
         t1 = time.time()
         while time.time() - t1 < window + 5:
             _, attached, _, _ = starters_view(port, p.pid)
@@ -591,14 +814,20 @@ def test_thread_starters(jdk, tag):
             time.sleep(0.1)
         links_after = set(agent_link_ids(agent.pid))
         if attached != 0 or links_after != links_before:
-            problems.append(f"after the window: attached {attached}, links {sorted(links_after - links_before)} left, {sorted(links_before - links_after)} gone")
+            problems.append(
+                f"after the window: attached {attached}, links {sorted(links_after - links_before)} left, {sorted(links_before - links_after)} gone"
+            )
         open(os.path.join(d, "more"), "w").close()
         wait_file(os.path.join(d, "more-done"), 30, p)
         time.sleep(0.3)
         after, _, windows, _ = starters_view(port, p.pid)
         if after != by or windows != 1:
-            problems.append(f"counted after detaching: {sorted(set(after.items()) - set(by.items()))}, windows {windows}")
-        log(f"starters jdk{tag}: {sorted(by.items())}, workload a={done_a} b={done_b} warmups={warmups}")
+            problems.append(
+                f"counted after detaching: {sorted(set(after.items()) - set(by.items()))}, windows {windows}"
+            )
+        log(
+            f"starters jdk{tag}: {sorted(by.items())}, workload a={done_a} b={done_b} warmups={warmups}"
+        )
     finally:
         open(os.path.join(d, "stop"), "w").close()
         try:
@@ -618,9 +847,22 @@ def test_metrics_contract(text):
     r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
     if r.returncode != 0 or r.stdout.strip() or r.stderr.strip():
         problems.append(f"promtool: {(r.stdout + r.stderr).strip()[:500]}")
-    r = subprocess.run([sys.executable, CONTRACT, path, "--require", "jvmdiag_thread_starts_total", "jvmdiag_threads_live",
-                        "jvmdiag_safepoint_pause_seconds", "jvmdiag_safepoint_sync_seconds",
-                        "jvmdiag_vm_operation_seconds", "jvmdiag_jvm_info"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            CONTRACT,
+            path,
+            "--require",
+            "jvmdiag_thread_starts_total",
+            "jvmdiag_threads_live",
+            "jvmdiag_safepoint_pause_seconds",
+            "jvmdiag_safepoint_sync_seconds",
+            "jvmdiag_vm_operation_seconds",
+            "jvmdiag_jvm_info",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         problems.append(f"contract: {r.stdout.strip()[:800]}")
     return problems
@@ -628,8 +870,16 @@ def test_metrics_contract(text):
 
 def link_programs(link_ids):
     """The name of the BPF program behind each link (bpftool), in link_ids' order."""
-    links = json.loads(subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout)
-    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True).stdout)
+    links = json.loads(
+        subprocess.run(
+            ["bpftool", "-j", "link", "show"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    progs = json.loads(
+        subprocess.run(
+            ["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     prog_name = {p["id"]: p.get("name", "?") for p in progs}
     link_prog = {l["id"]: prog_name.get(l.get("prog_id"), "?") for l in links}
     return [link_prog.get(i, "gone") for i in link_ids]
@@ -651,7 +901,9 @@ def test_churn(jdk):
     batch = 10
     seen0 = agent_scalar(scrape(port), "jvmdiag_agent_jvms_seen_total") or 0
     # Sanity of the independent view: while a JVM is traced, the agent holds links.
-    first = subprocess.Popen([f"{jdk}/bin/java", "-cp", classes, "Tiny", "3000"], stdout=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        [f"{jdk}/bin/java", "-cp", classes, "Tiny", "3000"], stdout=subprocess.DEVNULL
+    )
     procs.append(first)
     wait_attached(port, first.pid)
     _, links_during = bpf_objects_of(agent.pid)
@@ -659,8 +911,22 @@ def test_churn(jdk):
     problems = [] if links_during else ["bpftool/fdinfo shows no links while a JVM is traced"]
     started = 1
     while started < CHURN:
-        ps = [subprocess.Popen([f"{jdk}/bin/java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classes, "Tiny", "600"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(min(batch, CHURN - started))]
+        ps = [
+            subprocess.Popen(
+                [
+                    f"{jdk}/bin/java",
+                    "-Xshare:auto",
+                    "-XX:TieredStopAtLevel=1",
+                    "-cp",
+                    classes,
+                    "Tiny",
+                    "600",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(min(batch, CHURN - started))
+        ]
         procs.extend(ps)
         for p in ps:
             p.wait(timeout=120)
@@ -673,7 +939,11 @@ def test_churn(jdk):
     seen = (agent_scalar(text, "jvmdiag_agent_jvms_seen_total") or 0) - seen0
     if seen < CHURN * 0.9:
         problems.append(f"only {seen} of {CHURN} short JVMs attached")
-    for name in ("jvmdiag_agent_jvms_attached", "jvmdiag_agent_bpf_links", "jvmdiag_agent_libjvm_files"):
+    for name in (
+        "jvmdiag_agent_jvms_attached",
+        "jvmdiag_agent_bpf_links",
+        "jvmdiag_agent_libjvm_files",
+    ):
         v = agent_scalar(text, name)
         if v != 0:
             problems.append(f"{name} = {v} after churn")
@@ -686,16 +956,37 @@ def test_churn(jdk):
     maps, links = bpf_objects_of(agent.pid)
     if links:
         problems.append(f"bpftool: {len(links)} links of the agent remain")
-    per_jvm = [m for m in maps if m.get("name") in ("traced_pids", "threads_counts", "sp_pause", "sp_sync", "vmops_hist", "sp_state",
-                                                     "park_inflight", "mon_inflight", "wait_inflight", "mon_waits", "wait_classes",
-                                                     "comp_inflight", "pool_inflight")]
+    per_jvm = [
+        m
+        for m in maps
+        if m.get("name")
+        in (
+            "traced_pids",
+            "threads_counts",
+            "sp_pause",
+            "sp_sync",
+            "vmops_hist",
+            "sp_state",
+            "park_inflight",
+            "mon_inflight",
+            "wait_inflight",
+            "mon_waits",
+            "wait_classes",
+            "comp_inflight",
+            "pool_inflight",
+        )
+    ]
     if len(per_jvm) < 5:
-        problems.append(f"bpftool: expected the agent's per-JVM maps, found {[m.get('name') for m in maps]}")
+        problems.append(
+            f"bpftool: expected the agent's per-JVM maps, found {[m.get('name') for m in maps]}"
+        )
     for m in per_jvm:
         if m["type"] == "hash" and map_entries(m["id"]) != 0:
             problems.append(f"bpftool: map {m['name']} still has {map_entries(m['id'])} entries")
-    log(f"churn: {started} JVMs, {seen} attached; links while tracing one: {len(links_during)}; after: {len(links)} links, "
-        + ", ".join(f"{m['name']}={map_entries(m['id'])}" for m in per_jvm if m["type"] == "hash"))
+    log(
+        f"churn: {started} JVMs, {seen} attached; links while tracing one: {len(links_during)}; after: {len(links)} links, "
+        + ", ".join(f"{m['name']}={map_entries(m['id'])}" for m in per_jvm if m["type"] == "hash")
+    )
     agent.terminate()
     return problems
 
@@ -711,7 +1002,9 @@ def test_perf_event_uprobes_need_sys_admin(jdk):
     finally:
         del os.environ["JVMDIAG_UPROBE_PERF_EVENT"]
     classes = os.path.join(WORK, "classes-17")
-    p = subprocess.Popen([f"{jdk}/bin/java", "-cp", classes, "Tiny", "8000"], stdout=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [f"{jdk}/bin/java", "-cp", classes, "Tiny", "8000"], stdout=subprocess.DEVNULL
+    )
     procs.append(p)
     wait_attached(port, p.pid)
     text = scrape(port)
@@ -719,7 +1012,12 @@ def test_perf_event_uprobes_need_sys_admin(jdk):
     kernel = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
     if kernel >= (6, 16):  # older kernels (without the backport) allow it with CAP_PERFMON
         for c in ("threads", "safepoints", "vmOperations", "compilation"):
-            if not agent_scalar(text, "jvmdiag_agent_attach_failures_total", reason="needs_cap_sys_admin", collector=c):
+            if not agent_scalar(
+                text,
+                "jvmdiag_agent_attach_failures_total",
+                reason="needs_cap_sys_admin",
+                collector=c,
+            ):
                 problems.append(f"no needs_cap_sys_admin failure for {c}")
     mode = agent_view(text, p.pid).get("info", {}).get("probe_mode")
     if mode != "hsperfdata":
@@ -735,41 +1033,98 @@ def test_perf_event_uprobes_need_sys_admin(jdk):
 
 def test_bad_env():
     problems = []
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", AGENT, "--standalone",
-                        "--listen", f"127.0.0.1:{e2e_port(2)}"], capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            AGENT,
+            "--standalone",
+            "--listen",
+            f"127.0.0.1:{e2e_port(2)}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     lines = r.stderr.strip().splitlines()
-    if r.returncode == 0 or len(lines) != 1 or "not permitted" not in lines[0] or "run as root" not in lines[0]:
+    if (
+        r.returncode == 0
+        or len(lines) != 1
+        or "not permitted" not in lines[0]
+        or "run as root" not in lines[0]
+    ):
         problems.append(f"non-root: rc={r.returncode} stderr={r.stderr!r}")
-    r = subprocess.run([AGENT, "--standalone", "--btf", "/nonexistent", "--listen", f"127.0.0.1:{e2e_port(2)}"],
-                       capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [AGENT, "--standalone", "--btf", "/nonexistent", "--listen", f"127.0.0.1:{e2e_port(2)}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     lines = r.stderr.strip().splitlines()
-    if r.returncode == 0 or len(lines) != 1 or "no kernel BTF at /nonexistent" not in lines[0] or "--btf" not in lines[0]:
+    if (
+        r.returncode == 0
+        or len(lines) != 1
+        or "no kernel BTF at /nonexistent" not in lines[0]
+        or "--btf" not in lines[0]
+    ):
         problems.append(f"--btf /nonexistent: rc={r.returncode} stderr={r.stderr!r}")
-    r = subprocess.run([AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1", "--log-format", "json"],
-                       capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [
+            AGENT,
+            "--standalone",
+            "--listen",
+            f"127.0.0.1:{e2e_port(2)}",
+            "--exit-after",
+            "1",
+            "--log-format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     try:
         lines = [json.loads(l) for l in r.stderr.splitlines() if l.strip()]
-        if r.returncode != 0 or not lines or not all(l.get("level") and l.get("timestamp") and "message" in l for l in lines):
+        if (
+            r.returncode != 0
+            or not lines
+            or not all(l.get("level") and l.get("timestamp") and "message" in l for l in lines)
+        ):
             problems.append(f"--log-format json: rc={r.returncode} lines={lines[:2]}")
     except ValueError:
         problems.append(f"--log-format json printed a line that is not JSON: {r.stderr[:300]!r}")
-    r = subprocess.run([AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1"], capture_output=True,
-                       text=True, timeout=30, env={**os.environ, "RUST_LOG": "error"})
+    r = subprocess.run(
+        [AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "RUST_LOG": "error"},
+    )
     if r.returncode != 0 or r.stderr.strip():
-        problems.append(f"RUST_LOG=error (the chart's agent.logLevel) still logged: {r.stderr[:300]!r}")
-    r = subprocess.run([AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1"], capture_output=True,
-                       text=True, timeout=30)
+        problems.append(
+            f"RUST_LOG=error (the chart's agent.logLevel) still logged: {r.stderr[:300]!r}"
+        )
+    r = subprocess.run(
+        [AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if not re.match(r"^ts=\S+ level=info target=\S+ msg=\"jvmdiag-agent: serving ", r.stderr):
         problems.append(f"default logfmt line: {r.stderr[:300]!r}")
-    r = subprocess.run([AGENT, "--standalone", "--log-level", "info,["], capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [AGENT, "--standalone", "--log-level", "info,["], capture_output=True, text=True, timeout=30
+    )
     if r.returncode == 0 or "--log-level" not in r.stderr:
         problems.append(f"bad --log-level: rc={r.returncode} stderr={r.stderr!r}")
-    r = subprocess.run([AGENT, "--max-thread-names", "0"], capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [AGENT, "--max-thread-names", "0"], capture_output=True, text=True, timeout=30
+    )
     if r.returncode == 0 or "--max-thread-names" not in r.stderr:
         problems.append(f"bad flag value: rc={r.returncode} stderr={r.stderr!r}")
     return problems
-
-
 
 
 def main():
@@ -790,19 +1145,44 @@ def main():
             return problems + check_collectors(text, pid, mode)
 
         run("storm_jdk17_counts_equal_hsperfdata", storm, JDK17, "17")
-        run("metrics_contract_and_promtool_live", lambda: test_metrics_contract(live.get("text", "")))
+        run(
+            "metrics_contract_and_promtool_live",
+            lambda: test_metrics_contract(live.get("text", "")),
+        )
         run("storm_jdk25_counts_equal_hsperfdata", storm, JDK25, "25")
-        run("storm_jdk25_no_usdt_notes_uprobe_mode", lambda: storm(jdk_nostapsdt(JDK25), "up25", mode="uprobe"))
+        run(
+            "storm_jdk25_no_usdt_notes_uprobe_mode",
+            lambda: storm(jdk_nostapsdt(JDK25), "up25", mode="uprobe"),
+        )
         run("storm_in_pid_and_mount_namespace_jdk17", storm, JDK17, "ns17", ns_wrap)
-        run("shared_jdk_through_overlay_and_bind_mounts_counted_once_jdk17", test_shared_jdk_counted_once, port, JDK17)
-        run("shared_jdk_through_overlay_and_bind_mounts_counted_once_jdk25", test_shared_jdk_counted_once, port, JDK25)
+        run(
+            "shared_jdk_through_overlay_and_bind_mounts_counted_once_jdk17",
+            test_shared_jdk_counted_once,
+            port,
+            JDK17,
+        )
+        run(
+            "shared_jdk_through_overlay_and_bind_mounts_counted_once_jdk25",
+            test_shared_jdk_counted_once,
+            port,
+            JDK25,
+        )
         run("churn_leaves_no_links_or_map_entries", test_churn, JDK17)
-        run("perf_event_uprobes_without_cap_sys_admin_are_named", lambda: test_perf_event_uprobes_need_sys_admin(jdk_nostapsdt(JDK25)))
+        run(
+            "perf_event_uprobes_without_cap_sys_admin_are_named",
+            lambda: test_perf_event_uprobes_need_sys_admin(jdk_nostapsdt(JDK25)),
+        )
 
         def budget():
             start_agent(e2e_port(3), "--max-thread-names", "2", "--match-jvm", "Storm")
             problems, text, _ = check_storm(e2e_port(3), JDK25, "budget25", budget=2, per_name=300)
-            if not (agent_scalar(text, "jvmdiag_agent_names_overflow_total", collector="threads") or 0) > 0:
+            if (
+                not (
+                    agent_scalar(text, "jvmdiag_agent_names_overflow_total", collector="threads")
+                    or 0
+                )
+                > 0
+            ):
                 problems.append("names_overflow_total did not count the names sent to other")
             return problems
 
@@ -812,14 +1192,30 @@ def main():
             # The pod annotation's limits, standalone: one JVM limited to 3 names, the next
             # (same agent, same workload under another main class) keeps the default 50.
             # Its own port (others are taken by the tests around it); stopped at the end.
-            agent = start_agent(e2e_port(7), "--match-jvm", "Storm", "--jvm-limits", "LimitedStorm:maxThreadNames=3,maxBogus=1")
+            agent = start_agent(
+                e2e_port(7),
+                "--match-jvm",
+                "Storm",
+                "--jvm-limits",
+                "LimitedStorm:maxThreadNames=3,maxBogus=1",
+            )
             try:
-                problems, text, _ = check_storm(e2e_port(7), JDK25, "limited25", budget=3, per_name=300, main="LimitedStorm")
+                problems, text, _ = check_storm(
+                    e2e_port(7), JDK25, "limited25", budget=3, per_name=300, main="LimitedStorm"
+                )
                 # At most 3 (two CPUs racing on one new name may spend two units of the budget).
-                shown = {l["thread_name"] for n, l, _ in samples(text) if n == "jvmdiag_thread_starts_total" and l.get("jvm") == "LimitedStorm"}
+                shown = {
+                    l["thread_name"]
+                    for n, l, _ in samples(text)
+                    if n == "jvmdiag_thread_starts_total" and l.get("jvm") == "LimitedStorm"
+                }
                 if not 1 <= len(shown - {"other"}) <= 3 or "other" not in shown:
-                    problems.append(f"maxThreadNames=3: names {sorted(shown)} (want at most 3 + other)")
-                p2, _, _ = check_storm(e2e_port(7), JDK25, "unlimited25", per_name=300, min_started=1200)
+                    problems.append(
+                        f"maxThreadNames=3: names {sorted(shown)} (want at most 3 + other)"
+                    )
+                p2, _, _ = check_storm(
+                    e2e_port(7), JDK25, "unlimited25", per_name=300, min_started=1200
+                )
                 return problems + [f"default JVM: {p}" for p in p2]
             finally:
                 agent.terminate()
@@ -827,20 +1223,36 @@ def main():
 
         run("per_jvm_limit_max_thread_names_3_beside_the_default", per_jvm_limit)
         run("hostile_thread_names_escaped_nothing_forged", test_hostile_thread_names, JDK17)
-        run("vm_operation_requesters_jdk17_equal_what_the_workload_did", test_vm_operation_requesters, JDK17, "17")
-        run("vm_operation_requesters_jdk25_equal_what_the_workload_did", test_vm_operation_requesters, JDK25, "25")
+        run(
+            "vm_operation_requesters_jdk17_equal_what_the_workload_did",
+            test_vm_operation_requesters,
+            JDK17,
+            "17",
+        )
+        run(
+            "vm_operation_requesters_jdk25_equal_what_the_workload_did",
+            test_vm_operation_requesters,
+            JDK25,
+            "25",
+        )
         for jdk, tag in [(JDK17, "17"), (JDK25, "25")] + extra_jdks():
             if tag in ("11", "21"):
-                run(f"vm_operation_requesters_jdk{tag}_equal_what_the_workload_did", test_vm_operation_requesters, jdk, tag)
-            run(f"thread_starters_jdk{tag}_on_demand_equal_what_the_workload_did", test_thread_starters, jdk, tag)
+                run(
+                    f"vm_operation_requesters_jdk{tag}_equal_what_the_workload_did",
+                    test_vm_operation_requesters,
+                    jdk,
+                    tag,
+                )
+            run(
+                f"thread_starters_jdk{tag}_on_demand_equal_what_the_workload_did",
+                test_thread_starters,
+                jdk,
+                tag,
+            )
         run("bad_environment_one_line_errors", test_bad_env)
     finally:
         kill_leftovers()
     return summary()
-
-
-
-
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ on loopback, while the ThreadDumpStorm JVM makes long ThreadDump safepoints and 
   alerts.py --agent BIN --rules RULES.yaml --work DIR [--jdk JAVA_HOME] [--save-results DIR] [--timeout 150]
 
 Stops everything it started, also on failure."""
+
 import argparse
 import glob
 import json
@@ -104,6 +105,7 @@ def report(ok, msg):
 
 def free_port():
     import socket
+
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     p = s.getsockname()[1]
@@ -142,31 +144,61 @@ def dashboard_queries(start, end, base, exposed, save):
         for p in d["panels"]:
             if p["type"] == "row":
                 continue
-            sp = {"title": p["title"], "type": p["type"], "unit": p["fieldConfig"]["defaults"]["unit"],
-                  "gridPos": p["gridPos"], "targets": []}
+            sp = {
+                "title": p["title"],
+                "type": p["type"],
+                "unit": p["fieldConfig"]["defaults"]["unit"],
+                "gridPos": p["gridPos"],
+                "targets": [],
+            }
             for t in p["targets"]:
                 expr = t["expr"]
-                for var, val in (("$namespace", LABELS["namespace"]), ("$workload", LABELS["jvmdiagnostics"]),
-                                 ("$pod", LABELS["pod"]), ("$__rate_interval", "15s"), ("$__range", now_range)):
+                for var, val in (
+                    ("$namespace", LABELS["namespace"]),
+                    ("$workload", LABELS["jvmdiagnostics"]),
+                    ("$pod", LABELS["pod"]),
+                    ("$__rate_interval", "15s"),
+                    ("$__range", now_range),
+                ):
                     expr = expr.replace(var, val)
                 if t.get("instant"):
                     r = prom(base, "query", query=expr, time=end)
-                    series = [{"metric": s["metric"], "values": [s["value"]]} for s in r["data"]["result"]]
+                    series = [
+                        {"metric": s["metric"], "values": [s["value"]]} for s in r["data"]["result"]
+                    ]
                 else:
                     r = prom(base, "query_range", query=expr, start=start, end=end, step=2)
-                    series = [{"metric": s["metric"], "values": s["values"]} for s in r["data"]["result"]]
+                    series = [
+                        {"metric": s["metric"], "values": s["values"]} for s in r["data"]["result"]
+                    ]
                 finite = sum(1 for s in series for _, v in s["values"] if not math.isnan(float(v)))
-                used = set(re.sub(r"_(bucket|sum|count)$", "", m) for m in re.findall(r"\bjvmdiag_[a-z_]+", expr))
+                used = set(
+                    re.sub(r"_(bucket|sum|count)$", "", m)
+                    for m in re.findall(r"\bjvmdiag_[a-z_]+", expr)
+                )
                 missing = sorted(used - exposed)
                 what = f"{name} / {p['title']} [{t['refId']}]"
                 if finite:
                     report(True, f"dashboard query returns data: {what} ({len(series)} series)")
                 elif missing:
-                    report(False, f"dashboard query uses metrics the agent does not expose ({', '.join(missing)}): {what}")
+                    report(
+                        False,
+                        f"dashboard query uses metrics the agent does not expose ({', '.join(missing)}): {what}",
+                    )
                 else:
-                    report(False, f"dashboard query returns no data although its metrics are exposed: {what}\n     {expr}")
-                sp["targets"].append({"expr": expr, "legend": t.get("legendFormat", ""), "instant": t.get("instant", False),
-                                      "series": series, "missing": missing})
+                    report(
+                        False,
+                        f"dashboard query returns no data although its metrics are exposed: {what}\n     {expr}",
+                    )
+                sp["targets"].append(
+                    {
+                        "expr": expr,
+                        "legend": t.get("legendFormat", ""),
+                        "instant": t.get("instant", False),
+                        "series": series,
+                        "missing": missing,
+                    }
+                )
             saved["panels"].append(sp)
         if save:
             os.makedirs(save, exist_ok=True)
@@ -175,15 +207,22 @@ def dashboard_queries(start, end, base, exposed, save):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--agent", required=True)
     ap.add_argument("--rules", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--save-results")
-    ap.add_argument("--default-rules", help="the chart's rules: every agent metric they use must be exposed")
+    ap.add_argument(
+        "--default-rules", help="the chart's rules: every agent metric they use must be exposed"
+    )
     ap.add_argument("--timeout", type=float, default=150)
-    ap.add_argument("--jdk", default=os.environ.get("JDK17", "/usr/lib/jvm/java-17-openjdk-amd64"),
-                    help="JDK home the workload runs on")
+    ap.add_argument(
+        "--jdk",
+        default=os.environ.get("JDK17", "/usr/lib/jvm/java-17-openjdk-amd64"),
+        help="JDK home the workload runs on",
+    )
     a = ap.parse_args()
     work = os.path.abspath(a.work)
     os.makedirs(work, exist_ok=True)
@@ -218,8 +257,17 @@ def run(a, work, procs, prom_dir):
     untraced_src = os.path.join(work, UNTRACED_JVM + ".java")
     with open(untraced_src, "w") as f:
         f.write(UNTRACED_SRC)
-    subprocess.run([f"{a.jdk}/bin/javac", "-d", classes, os.path.join(WORKLOADS, "ThreadDumpStorm.java"), locks_src, untraced_src],
-                   check=True)
+    subprocess.run(
+        [
+            f"{a.jdk}/bin/javac",
+            "-d",
+            classes,
+            os.path.join(WORKLOADS, "ThreadDumpStorm.java"),
+            locks_src,
+            untraced_src,
+        ],
+        check=True,
+    )
     untraced_jdk = jdk_without_probes(a.jdk)
 
     port = free_port()
@@ -237,11 +285,31 @@ def run(a, work, procs, prom_dir):
     relabel = os.path.join(work, "relabel.yml")
     with open(relabel, "w") as f:
         for k, v in LABELS.items():
-            f.write(f"- {{source_labels: [jvm], regex: 'ThreadDumpStorm|{LOCKS_JVM}|{UNTRACED_JVM}', target_label: {k}, replacement: {v}}}\n")
-    out = subprocess.run([os.path.join(MON, "prom-up.sh"), "--dir", prom_dir, "--scrape", f"127.0.0.1:{port}",
-                          "--rules", a.rules, "--scrape-interval", "1s", "--eval-interval", "1s",
-                          "--metric-relabel", relabel, "--alertmanager", "--ttl", "600"],
-                         capture_output=True, text=True)
+            f.write(
+                f"- {{source_labels: [jvm], regex: 'ThreadDumpStorm|{LOCKS_JVM}|{UNTRACED_JVM}', target_label: {k}, replacement: {v}}}\n"
+            )
+    out = subprocess.run(
+        [
+            os.path.join(MON, "prom-up.sh"),
+            "--dir",
+            prom_dir,
+            "--scrape",
+            f"127.0.0.1:{port}",
+            "--rules",
+            a.rules,
+            "--scrape-interval",
+            "1s",
+            "--eval-interval",
+            "1s",
+            "--metric-relabel",
+            relabel,
+            "--alertmanager",
+            "--ttl",
+            "600",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if out.returncode:
         report(False, "prom-up.sh: " + out.stderr[-2000:])
         return
@@ -251,20 +319,52 @@ def run(a, work, procs, prom_dir):
     splog = os.path.join(work, "safepoint.log")
     wl_out = open(os.path.join(work, "workload.log"), "w")
     start = time.time()
-    wl = subprocess.Popen([f"{a.jdk}/bin/java", f"-Xlog:safepoint:file={splog}", "-Xss512k", "-cp", classes, "ThreadDumpStorm",
-                           "--threads", "2000", "--depth", "150", "--dump-every", "4", "--storm-start", "6",
-                           "--storm-seconds", "30", "--storm-rate", "200", "--duration", "55"],
-                          stdout=wl_out, stderr=subprocess.STDOUT)
+    wl = subprocess.Popen(
+        [
+            f"{a.jdk}/bin/java",
+            f"-Xlog:safepoint:file={splog}",
+            "-Xss512k",
+            "-cp",
+            classes,
+            "ThreadDumpStorm",
+            "--threads",
+            "2000",
+            "--depth",
+            "150",
+            "--dump-every",
+            "4",
+            "--storm-start",
+            "6",
+            "--storm-seconds",
+            "30",
+            "--storm-rate",
+            "200",
+            "--duration",
+            "55",
+        ],
+        stdout=wl_out,
+        stderr=subprocess.STDOUT,
+    )
     procs.append(wl)
     locks_out = open(os.path.join(work, "locks.log"), "w")
-    locks = subprocess.Popen([f"{a.jdk}/bin/java", "-XX:+DTraceMonitorProbes", "-cp", classes, LOCKS_JVM, "50"],
-                             stdout=locks_out, stderr=subprocess.STDOUT)
+    locks = subprocess.Popen(
+        [f"{a.jdk}/bin/java", "-XX:+DTraceMonitorProbes", "-cp", classes, LOCKS_JVM, "50"],
+        stdout=locks_out,
+        stderr=subprocess.STDOUT,
+    )
     procs.append(locks)
-    procs.append(subprocess.Popen([f"{untraced_jdk}/bin/java", "-XX:-UsePerfData", "-cp", classes, UNTRACED_JVM, "50"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+    procs.append(
+        subprocess.Popen(
+            [f"{untraced_jdk}/bin/java", "-XX:-UsePerfData", "-cp", classes, UNTRACED_JVM, "50"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+    )
 
-    want = {"JvmDiagSafepointPauseHigh": ("vm_operation", "ThreadDump"),
-            "JvmDiagThreadStartRateHigh": ("thread_name", "storm-worker-N")}
+    want = {
+        "JvmDiagSafepointPauseHigh": ("vm_operation", "ThreadDump"),
+        "JvmDiagThreadStartRateHigh": ("thread_name", "storm-worker-N"),
+    }
     got = {}
 
     def check_hook():
@@ -274,8 +374,13 @@ def run(a, work, procs, prom_dir):
                 for al in n.get("alerts", []):
                     l = al["labels"]
                     w = want.get(l.get("alertname"))
-                    if w and al["status"] == "firing" and l.get(w[0]) == w[1] and l.get("jvm") == "ThreadDumpStorm" \
-                            and l.get("alertname") not in got:
+                    if (
+                        w
+                        and al["status"] == "firing"
+                        and l.get(w[0]) == w[1]
+                        and l.get("jvm") == "ThreadDumpStorm"
+                        and l.get("alertname") not in got
+                    ):
                         got[l["alertname"]] = (time.time() - start, al)
         return len(got) == len(want)
 
@@ -283,67 +388,110 @@ def run(a, work, procs, prom_dir):
     for name, (label, value) in want.items():
         if name in got:
             secs, al = got[name]
-            report(True, f"{name} {{{label}=\"{value}\"}} reached the Alertmanager webhook {secs:.0f}s after the JVM started")
+            report(
+                True,
+                f'{name} {{{label}="{value}"}} reached the Alertmanager webhook {secs:.0f}s after the JVM started',
+            )
             d = al["annotations"].get("description", "")
             named = all(s in d for s in ("storm-0", "storm", value))
-            report(named and al["annotations"].get("runbook_url", "").endswith(f"/docs/runbooks/{name}.md"),
-                   f"{name}: description names workload, pod and culprit: {d}")
+            report(
+                named
+                and al["annotations"].get("runbook_url", "").endswith(f"/docs/runbooks/{name}.md"),
+                f"{name}: description names workload, pod and culprit: {d}",
+            )
         else:
-            report(False, f"{name} {{{label}=\"{value}\"}} did not reach the webhook within {a.timeout:.0f}s")
+            report(
+                False,
+                f'{name} {{{label}="{value}"}} did not reach the webhook within {a.timeout:.0f}s',
+            )
             print(prom(base, "alerts"))
 
     # Who is behind them, as the workload knows it: its main thread (native name "java") runs
     # the thread dumps and starts the storm's threads. The starter comes from the agent's
     # on-demand probe, attached once the storm passes 50/s: the alert may first fire without it.
-    behind = {"JvmDiagSafepointPauseHigh": ("requester", "java"), "JvmDiagThreadStartRateHigh": ("starter", "java")}
+    behind = {
+        "JvmDiagSafepointPauseHigh": ("requester", "java"),
+        "JvmDiagThreadStartRateHigh": ("starter", "java"),
+    }
     seen_behind = {name: set() for name in behind}
 
     def behind_named():
         for line in open(hook) if os.path.exists(hook) else []:
             for al in json.loads(line).get("alerts", []):
                 l = al["labels"]
-                if l.get("alertname") in behind and l.get("jvm") == "ThreadDumpStorm" and al["status"] == "firing":
+                if (
+                    l.get("alertname") in behind
+                    and l.get("jvm") == "ThreadDumpStorm"
+                    and al["status"] == "firing"
+                ):
                     seen_behind[l["alertname"]].add(l.get(behind[l["alertname"]][0], ""))
         return all(v in seen_behind[n] for n, (_, v) in behind.items())
 
     wait_for(behind_named, 60, every=1)
     for name, (label, value) in behind.items():
-        report(value in seen_behind[name], f"{name} names who is behind it: {label}=\"{value}\" (alerts seen with {label}: {sorted(seen_behind[name])})")
+        report(
+            value in seen_behind[name],
+            f'{name} names who is behind it: {label}="{value}" (alerts seen with {label}: {sorted(seen_behind[name])})',
+        )
 
     # Independent confirmation from the JVM itself.
     wl.wait(timeout=max(5, 90 - (time.time() - start)))
     locks.wait(timeout=max(5, 90 - (time.time() - start)))
     end = time.time()
-    pauses = [int(m) / 1e9 for m in re.findall(r'Safepoint "ThreadDump".*Total: (\d+) ns', open(splog).read())]
-    report(any(p > PAUSE_LE for p in pauses),
-           f"-Xlog:safepoint confirms ThreadDump pauses above {PAUSE_LE}s: longest {max(pauses, default=0):.3f}s of {len(pauses)}")
+    pauses = [
+        int(m) / 1e9
+        for m in re.findall(r'Safepoint "ThreadDump".*Total: (\d+) ns', open(splog).read())
+    ]
+    report(
+        any(p > PAUSE_LE for p in pauses),
+        f"-Xlog:safepoint confirms ThreadDump pauses above {PAUSE_LE}s: longest {max(pauses, default=0):.3f}s of {len(pauses)}",
+    )
     m = re.search(r"storm threads started: (\d+)", open(os.path.join(work, "workload.log")).read())
     started = int(m.group(1)) if m else 0
     report(started >= 1500, f"the workload started {started} storm threads")
 
     # What the agent exposed during the run, as Prometheus ingested it (series of an exited JVM
     # leave /metrics, so the page alone is not enough).
-    names = prom(base, "label/__name__/values", **{"match[]": '{job="jvmdiag"}', "start": start, "end": end})["data"]
+    names = prom(
+        base, "label/__name__/values", **{"match[]": '{job="jvmdiag"}', "start": start, "end": end}
+    )["data"]
     exposed = set(re.sub(r"_(bucket|sum|count)$", "", n) for n in names)
     # The storm's thread count as Prometheus saw it, against the workload's own count.
-    r = prom(base, "query", query='max(max_over_time(jvmdiag_thread_starts_total{jvm="ThreadDumpStorm", thread_name="storm-worker-N"}[5m]))',
-             time=end)["data"]["result"]
+    r = prom(
+        base,
+        "query",
+        query='max(max_over_time(jvmdiag_thread_starts_total{jvm="ThreadDumpStorm", thread_name="storm-worker-N"}[5m]))',
+        time=end,
+    )["data"]["result"]
     seen = float(r[0]["value"][1]) if r else 0
-    report(started and 0.95 * started <= seen <= started,
-           f"Prometheus counted {seen:.0f} storm-worker-N thread starts for {started} started by the JVM")
+    report(
+        started and 0.95 * started <= seen <= started,
+        f"Prometheus counted {seen:.0f} storm-worker-N thread starts for {started} started by the JVM",
+    )
     # Exactness hinges on the `le` strings: every bound an alert can name must be exposed as
     # exactly that string (docs/metrics.md), or an alert on it silently never fires.
     sys.path.insert(0, MON)
     from mixin.config import LE_BOUNDS
+
     for h in ("jvmdiag_safepoint_pause_seconds", "jvmdiag_safepoint_sync_seconds"):
-        r = prom(base, "query", query=f'count by (le) ({h}_bucket{{jvm="ThreadDumpStorm"}})', time=end)["data"]["result"]
+        r = prom(
+            base, "query", query=f'count by (le) ({h}_bucket{{jvm="ThreadDumpStorm"}})', time=end
+        )["data"]["result"]
         les = sorted((x["metric"]["le"] for x in r), key=float)
-        report(les == LE_BOUNDS + ["+Inf"], f"{h} exposes exactly the bucket bounds alerts use: {' '.join(les)}")
+        report(
+            les == LE_BOUNDS + ["+Inf"],
+            f"{h} exposes exactly the bucket bounds alerts use: {' '.join(les)}",
+        )
     if a.default_rules:
         import yaml
+
         groups = yaml.safe_load(open(a.default_rules))["groups"]
-        used = {re.sub(r"_(bucket|sum|count)$", "", m) for g in groups for r in g["rules"]
-                for m in re.findall(r"\bjvmdiag_[a-z_]+", r["expr"])}
+        used = {
+            re.sub(r"_(bucket|sum|count)$", "", m)
+            for g in groups
+            for r in g["rules"]
+            for m in re.findall(r"\bjvmdiag_[a-z_]+", r["expr"])
+        }
         for m in sorted(used):
             if m.startswith("jvmdiag_operator_"):
                 continue  # the operator's, not the agent's
@@ -369,7 +517,10 @@ def jdk_without_probes(jdk):
         os.makedirs(os.path.dirname(tmp), exist_ok=True)
         subprocess.run(["cp", "-al", real, tmp], check=True)
         lib = os.path.join(tmp, "lib", "server", "libjvm.so")
-        subprocess.run(["objcopy", "--strip-all", "--remove-section", ".note.stapsdt", lib, lib + ".new"], check=True)
+        subprocess.run(
+            ["objcopy", "--strip-all", "--remove-section", ".note.stapsdt", lib, lib + ".new"],
+            check=True,
+        )
         os.replace(lib + ".new", lib)  # a new inode: the real JDK's file is untouched
         os.rename(tmp, d)
     return d
@@ -378,12 +529,22 @@ def jdk_without_probes(jdk):
 def chart_rule_series(base, start, end, default_rules, alert):
     """The label sets the chart's expression of ALERT selected during the run (None: no such rule)."""
     import yaml
-    rule = next((r for g in yaml.safe_load(open(default_rules))["groups"] for r in g["rules"]
-                 if r.get("alert") == alert), None)
+
+    rule = next(
+        (
+            r
+            for g in yaml.safe_load(open(default_rules))["groups"]
+            for r in g["rules"]
+            if r.get("alert") == alert
+        ),
+        None,
+    )
     if rule is None:
         report(False, f"the chart rules have {alert}")
         return None
-    return prom(base, "query_range", query=rule["expr"], start=start, end=end, step=2)["data"]["result"]
+    return prom(base, "query_range", query=rule["expr"], start=start, end=end, step=2)["data"][
+        "result"
+    ]
 
 
 def untraced_check(base, start, end, default_rules):
@@ -393,10 +554,16 @@ def untraced_check(base, start, end, default_rules):
         return
     hits = [x["metric"] for x in r if x["metric"].get("jvm") == UNTRACED_JVM]
     others = [x["metric"] for x in r if x["metric"].get("jvm") not in (None, UNTRACED_JVM)]
-    report(bool(hits) and all(m.get("pod") == LABELS["pod"] and m.get("reason") == "no_probes_no_hsperfdata" for m in hits)
-           and not others,
-           f"the chart's JvmDiagJvmNotTraced expression names {UNTRACED_JVM} in pod {LABELS['pod']} and no traced JVM: "
-           f"{hits[:1]} (others: {others[:2]})")
+    report(
+        bool(hits)
+        and all(
+            m.get("pod") == LABELS["pod"] and m.get("reason") == "no_probes_no_hsperfdata"
+            for m in hits
+        )
+        and not others,
+        f"the chart's JvmDiagJvmNotTraced expression names {UNTRACED_JVM} in pod {LABELS['pod']} and no traced JVM: "
+        f"{hits[:1]} (others: {others[:2]})",
+    )
 
 
 def locks_checks(base, start, end, log, default_rules):
@@ -407,26 +574,57 @@ def locks_checks(base, start, end, log, default_rules):
         report(False, f"{LOCKS_JVM} ran and measured its blocked and parked time: {text[-500:]}")
         return
     rng = f"{int(end - start) + 30}s"
-    for what, metric, sel in (("blocked", "jvmdiag_monitor_blocked_seconds_sum", 'monitor_class="java.security.SecureRandom"'),
-                              ("parked", "jvmdiag_thread_parked_seconds_total", 'thread_name="park-worker-N"')):
-        series = prom(base, "query", query=f'max_over_time({metric}{{jvm="{LOCKS_JVM}"}}[{rng}])', time=end)["data"]["result"]
+    for what, metric, sel in (
+        (
+            "blocked",
+            "jvmdiag_monitor_blocked_seconds_sum",
+            'monitor_class="java.security.SecureRandom"',
+        ),
+        ("parked", "jvmdiag_thread_parked_seconds_total", 'thread_name="park-worker-N"'),
+    ):
+        series = prom(
+            base, "query", query=f'max_over_time({metric}{{jvm="{LOCKS_JVM}"}}[{rng}])', time=end
+        )["data"]["result"]
         if not series:
-            report(False, f"{metric} exposed for {LOCKS_JVM}, which measured {own[what]:.1f}s {what} itself")
+            report(
+                False,
+                f"{metric} exposed for {LOCKS_JVM}, which measured {own[what]:.1f}s {what} itself",
+            )
             continue
-        r = prom(base, "query", query=f'sum(max_over_time({metric}{{jvm="{LOCKS_JVM}", {sel}}}[{rng}]))', time=end)["data"]["result"]
+        r = prom(
+            base,
+            "query",
+            query=f'sum(max_over_time({metric}{{jvm="{LOCKS_JVM}", {sel}}}[{rng}]))',
+            time=end,
+        )["data"]["result"]
         seen = float(r[0]["value"][1]) if r else 0.0
         # The last second before the JVM exits may miss the last scrape (1 s interval).
         ok = 0.8 * own[what] <= seen <= 1.05 * own[what] + 0.5
-        report(ok, f"Prometheus saw {seen:.1f}s {what} ({sel}) for {own[what]:.1f}s the JVM measured itself")
+        report(
+            ok,
+            f"Prometheus saw {seen:.1f}s {what} ({sel}) for {own[what]:.1f}s the JVM measured itself",
+        )
     # Which threads blocked: only the workload's lock-worker-<n> threads lock the SecureRandom.
-    r = prom(base, "query", query=(f'sum by (thread_name, monitor_class) (max_over_time('
-                                   f'jvmdiag_monitor_contended_total{{jvm="{LOCKS_JVM}"}}[{rng}]))'), time=end)["data"]["result"]
-    pairs = {(x["metric"].get("thread_name"), x["metric"].get("monitor_class")): float(x["value"][1]) for x in r}
+    r = prom(
+        base,
+        "query",
+        query=(
+            f"sum by (thread_name, monitor_class) (max_over_time("
+            f'jvmdiag_monitor_contended_total{{jvm="{LOCKS_JVM}"}}[{rng}]))'
+        ),
+        time=end,
+    )["data"]["result"]
+    pairs = {
+        (x["metric"].get("thread_name"), x["metric"].get("monitor_class")): float(x["value"][1])
+        for x in r
+    }
     on_random = sorted(t for t, c in pairs if c == "java.security.SecureRandom")
     top = max(pairs, key=pairs.get) if pairs else None
-    report(on_random == ["lock-worker-N"] and top == ("lock-worker-N", "java.security.SecureRandom"),
-           f"the threads blocked on java.security.SecureRandom are named {on_random} (the workload's lock-worker-N), "
-           f"the most contended enters: {top} {pairs.get(top, 0):.0f}")
+    report(
+        on_random == ["lock-worker-N"] and top == ("lock-worker-N", "java.security.SecureRandom"),
+        f"the threads blocked on java.security.SecureRandom are named {on_random} (the workload's lock-worker-N), "
+        f"the most contended enters: {top} {pairs.get(top, 0):.0f}",
+    )
     if default_rules:
         r = chart_rule_series(base, start, end, default_rules, "JvmDiagMonitorContentionHigh")
         if r is None:
@@ -434,10 +632,16 @@ def locks_checks(base, start, end, log, default_rules):
         hits = [x["metric"] for x in r if x["metric"].get("jvm") == LOCKS_JVM]
         if hits:
             named = {m.get("monitor_class") for m in hits}
-            report(named == {"java.security.SecureRandom"} and all(m.get("pod") == LABELS["pod"] for m in hits),
-                   f"the chart's JvmDiagMonitorContentionHigh expression names {sorted(named)} in pod {LABELS['pod']}")
+            report(
+                named == {"java.security.SecureRandom"}
+                and all(m.get("pod") == LABELS["pod"] for m in hits),
+                f"the chart's JvmDiagMonitorContentionHigh expression names {sorted(named)} in pod {LABELS['pod']}",
+            )
         else:
-            report(False, f"the chart's JvmDiagMonitorContentionHigh expression finds no contention in {LOCKS_JVM}")
+            report(
+                False,
+                f"the chart's JvmDiagMonitorContentionHigh expression finds no contention in {LOCKS_JVM}",
+            )
 
 
 if __name__ == "__main__":

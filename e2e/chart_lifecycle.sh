@@ -36,6 +36,7 @@
 # The previous chart version as it was released (`helm package` of charts/jvm-diagnostics at
 # commit 4ea4862), kept in the repository so the test needs no git history (CI may clone
 # shallow). When Chart.yaml's version changes, replace it with the last release's package.
+# shellcheck disable=SC2015 # `test && ok … || bad …`: ok always returns 0
 PREVIOUS_CHART="$REPO_ROOT/e2e/fixtures/jvm-diagnostics-0.1.0.tgz"
 # The commit that chart was released from: its operator runs the previous version, so the upgrade
 # changes the operator's code as a real one does (its image is kept nowhere: built from git
@@ -146,7 +147,7 @@ print(("BAD " if bad else "OK ") + "%(created)d pods created in %(seconds)s s: %
 }
 
 lifecycle() {
-  local t0 t out old_ver new_ver values
+  local t0 out old_ver new_ver values
   echo "--- chart lifecycle: registry $REG, previous chart $(basename "$PREVIOUS_CHART")"
   # --- 1. registry, images, charts --------------------------------------------------------
   if curl -fsS "http://$REG/v2/" >/dev/null 2>&1; then ok "the node's registry answers on $REG (docker-registry $(docker-registry --version 2>/dev/null | awk '{print $3}'))"
@@ -218,6 +219,7 @@ operator:
   # admissions slower, not faster, so the probe's bound only gets harder to meet.
   extraArgs: [--webhook-warmup=200]
 EOF
+  # shellcheck disable=SC2154 # extra: set by hack/suites/60-chart.sh, which sources this file
   [ "${#extra[@]}" -eq 0 ] || echo "(agent without --node-name: ${extra[*]})"
   t0=$(date +%s%N)
   if "$HELM" install jd "oci://$REG/charts/jvm-diagnostics" --version "$old_ver" --plain-http -n $RELEASE_NS -f "$values" "${extra[@]}" \
@@ -518,6 +520,7 @@ print(" ".join("%s:%s:%s" % (p["metadata"]["name"], "+".join(c["name"] for c in 
   if "$HELM" install jd "oci://$REG/charts/jvm-diagnostics" --version "$new_ver" --plain-http -n $RELEASE_NS -f "$values" "${extra[@]}" \
        --wait --timeout 240s >"$WORK/install.log" 2>&1; then
     ok "helm install --version $new_ver from oci:// --wait over the remaining CRD and resources ($(lc_secs "$t0") s)"
+    # shellcheck disable=SC2034 # read by hack/suites/60-chart.sh, which sources this file
     LIFECYCLE_INSTALLED=1
     # Ready means the webhook answers: a JvmDiagnostics (checked by the fail-closed validating
     # webhook) is accepted at once, with no retry (the previous version refused it for a while).

@@ -5,10 +5,18 @@ line hack/suites/20-agent.sh counts.
 Ports: each script's agents listen on 127.0.0.1 at JVMDIAG_E2E_PORT_BASE + a fixed offset
 (`port(n)`), so two checkouts can run their agent tests side by side with different bases.
 """
-import json, os, re, signal, subprocess, sys, time, urllib.request
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
 
 PORT_BASE = int(os.environ.get("JVMDIAG_E2E_PORT_BASE", "19465"))
-procs = []    # every process a test starts; killed at the end
+procs = []  # every process a test starts; killed at the end
 results = []  # one bool per test run
 
 
@@ -24,7 +32,7 @@ def scrape(port):
     return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
 
 
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -50,7 +58,8 @@ def wait_serving(port, proc, log_path, timeout=60):
             return proc
         except Exception:
             if proc.poll() is not None:
-                raise RuntimeError("agent exited: " + open(log_path).read()[-2000:])
+                # The scrape error is only "not serving yet"; the message is the agent's log.
+                raise RuntimeError("agent exited: " + open(log_path).read()[-2000:])  # noqa: B904
             time.sleep(0.1)
     raise RuntimeError(f"agent did not serve /metrics within {timeout} s")
 
@@ -76,7 +85,12 @@ def run(name, fn, *a):
     except Exception as e:
         problems = [f"{type(e).__name__}: {e}"]
     dt = time.time() - t0
-    print(f"FAIL {name} ({dt:.0f}s): " + "; ".join(problems) if problems else f"ok {name} ({dt:.0f}s)", flush=True)
+    print(
+        f"FAIL {name} ({dt:.0f}s): " + "; ".join(problems)
+        if problems
+        else f"ok {name} ({dt:.0f}s)",
+        flush=True,
+    )
     results.append(not problems)
 
 
@@ -101,7 +115,10 @@ def summary():
     """Prints the summary line the suite counts; returns the exit code."""
     passed = sum(results)
     failed = len(results) - passed
-    print(f"test result: {'ok' if failed == 0 else 'FAILED'}. {passed} passed; {failed} failed; 0 ignored", flush=True)
+    print(
+        f"test result: {'ok' if failed == 0 else 'FAILED'}. {passed} passed; {failed} failed; 0 ignored",
+        flush=True,
+    )
     return 1 if failed else 0
 
 
@@ -131,7 +148,9 @@ def bpf_ids_of(pid):
 
 
 def bpftool(*args):
-    return json.loads(subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, check=True).stdout)
+    return json.loads(
+        subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, check=True).stdout
+    )
 
 
 def bpf_objects_of(agent_pid):
@@ -143,9 +162,13 @@ def bpf_objects_of(agent_pid):
 
 def map_dump(map_id):
     """A map's entries as the kernel holds them, (key bytes, value bytes) each (bpftool)."""
+
     def raw(field):
         return bytes(int(b, 16) for b in field) if isinstance(field, list) else b""
-    return [(raw(e.get("key")), raw(e.get("value"))) for e in bpftool("map", "dump", "id", str(map_id))]
+
+    return [
+        (raw(e.get("key")), raw(e.get("value"))) for e in bpftool("map", "dump", "id", str(map_id))
+    ]
 
 
 def map_entries(map_id):
@@ -156,7 +179,9 @@ def object_maps(agent_pid, program):
     """{map name: id} of the BPF object of the agent that has the program named `program`
     (several objects have maps of the same name: traced_pids, inflight_held, ...)."""
     ids = bpf_ids_of(agent_pid)
-    progs = [p for p in bpftool("prog", "show") if p["id"] in ids["prog_id"] and p.get("name") == program]
+    progs = [
+        p for p in bpftool("prog", "show") if p["id"] in ids["prog_id"] and p.get("name") == program
+    ]
     if not progs:
         raise RuntimeError(f"the agent (pid {agent_pid}) holds no BPF program named {program}")
     wanted = set(progs[0].get("map_ids", []))

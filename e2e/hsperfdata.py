@@ -1,6 +1,7 @@
 """The JVM's own counters, read independently of the agent: a JVM's hsperfdata file (found
 through /proc/PID/maps, read through /proc/PID/root), long counters by name. The tests compare
 the agent's numbers with these."""
+
 import re
 import struct
 
@@ -20,8 +21,10 @@ def hsperf(pid):
     entry_off, n = struct.unpack_from(e + "ii", b, 24)
     out, off = {}, entry_off
     for _ in range(n):
-        length, name_off, vlen, dtype, _f, _u, _v, data_off = struct.unpack_from(e + "iiiBBBBi", b, off)
-        name = b[off + name_off: b.index(b"\0", off + name_off)].decode()
+        length, name_off, vlen, dtype, _f, _u, _v, data_off = struct.unpack_from(
+            e + "iiiBBBBi", b, off
+        )
+        name = b[off + name_off : b.index(b"\0", off + name_off)].decode()
         if dtype == ord("J") and vlen == 0:
             out[name] = struct.unpack_from(e + "q", b, off + data_off)[0]
         off += length

@@ -11,6 +11,7 @@ admitted (and mutated) but never scheduled: nothing runs. Delete the namespace a
   pod_creation_probe.py --kubeconfig K --namespace NS --resource NAME --stop-file F [--interval S]
 Prints one JSON object: created, failed, not_injected, slow (>= 1 s), p50_ms, p99_ms, max_ms, errors.
 """
+
 import argparse
 import json
 import os
@@ -27,7 +28,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kubeconfig", required=True)
     ap.add_argument("--namespace", required=True)
-    ap.add_argument("--resource", required=True, help="the JvmDiagnostics the pods name in the inject label")
+    ap.add_argument(
+        "--resource", required=True, help="the JvmDiagnostics the pods name in the inject label"
+    )
     ap.add_argument("--stop-file", required=True)
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--max-seconds", type=float, default=900)
@@ -44,14 +47,25 @@ def main():
     while not os.path.exists(a.stop_file) and time.monotonic() - start < a.max_seconds:
         i += 1
         pod = {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "probe-%d-%d" % (os.getpid(), i),
-                         "labels": {"jvm.diagnostics.dev/inject": a.resource, "jvmdiag-probe": "1"}},
-            "spec": {"nodeSelector": {"jvm.diagnostics.dev/no-such-node": "probe"},
-                     "containers": [{"name": "app", "image": "jvmdiag/pause:dev", "imagePullPolicy": "Never"}]},
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "probe-%d-%d" % (os.getpid(), i),
+                "labels": {"jvm.diagnostics.dev/inject": a.resource, "jvmdiag-probe": "1"},
+            },
+            "spec": {
+                "nodeSelector": {"jvm.diagnostics.dev/no-such-node": "probe"},
+                "containers": [
+                    {"name": "app", "image": "jvmdiag/pause:dev", "imagePullPolicy": "Never"}
+                ],
+            },
         }
-        req = urllib.request.Request(url, data=json.dumps(pod).encode(), method="POST",
-                                     headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            url,
+            data=json.dumps(pod).encode(),
+            method="POST",
+            headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+        )
         t0 = time.monotonic()
         try:
             with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
@@ -60,20 +74,35 @@ def main():
             ann = (body.get("metadata") or {}).get("annotations") or {}
             if "jvm.diagnostics.dev/injected" not in ann:
                 not_injected += 1
-                errors.append("%s: no injected stamp at %.1f s" % (pod["metadata"]["name"], t0 - start))
+                errors.append(
+                    "%s: no injected stamp at %.1f s" % (pod["metadata"]["name"], t0 - start)
+                )
         except (urllib.error.URLError, OSError, ValueError) as e:
             lat.append(time.monotonic() - t0)
             failed += 1
-            detail = e.read().decode(errors="replace")[:200] if isinstance(e, urllib.error.HTTPError) else str(e)
+            detail = (
+                e.read().decode(errors="replace")[:200]
+                if isinstance(e, urllib.error.HTTPError)
+                else str(e)
+            )
             errors.append("%s: %s at %.1f s" % (pod["metadata"]["name"], detail, t0 - start))
         time.sleep(max(0.0, a.interval - (time.monotonic() - t0)))
     s = sorted(lat) or [0.0]
-    print(json.dumps({
-        "created": len(lat) - failed, "failed": failed, "not_injected": not_injected,
-        "slow": sum(1 for x in lat if x >= 1.0),
-        "p50_ms": round(s[len(s) // 2] * 1000, 1), "p99_ms": round(s[min(len(s) - 1, int(len(s) * 0.99))] * 1000, 1),
-        "max_ms": round(s[-1] * 1000, 1), "seconds": round(time.monotonic() - start, 1), "errors": errors[:10],
-    }))
+    print(
+        json.dumps(
+            {
+                "created": len(lat) - failed,
+                "failed": failed,
+                "not_injected": not_injected,
+                "slow": sum(1 for x in lat if x >= 1.0),
+                "p50_ms": round(s[len(s) // 2] * 1000, 1),
+                "p99_ms": round(s[min(len(s) - 1, int(len(s) * 0.99))] * 1000, 1),
+                "max_ms": round(s[-1] * 1000, 1),
+                "seconds": round(time.monotonic() - start, 1),
+                "errors": errors[:10],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

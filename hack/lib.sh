@@ -4,11 +4,13 @@
 # A script that runs its own cluster instance sets CLUSTER_INDEX before sourcing it.
 
 # --- paths and tools -----------------------------------------------------------------------------
+# shellcheck disable=SC2034 # a library: its variables are used by the scripts that source it
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JVMDIAG_CACHE="${JVMDIAG_CACHE:-$HOME/.cache/jvm-diagnostics}"
 export JVMDIAG_CACHE
 mkdir -p "$JVMDIAG_CACHE"
 JDK17="${JDK17:-/usr/lib/jvm/java-17-openjdk-amd64}"
+# shellcheck disable=SC2012 # the newest temurin-25-jdk-* directory, plain names
 JDK25="${JDK25:-$(ls -d /usr/lib/jvm/temurin-25-jdk-* 2>/dev/null | head -n1)}"
 export JDK17 JDK25
 # The Java test workloads, in one place for every test and benchmark that runs a real JVM
@@ -127,6 +129,7 @@ pid_alive() {
 # daemon's leader turns Z while its other threads are still tearing down after a KILL).
 pid_gone() {
   [ -d "/proc/$1" ] || return 0
+  # shellcheck disable=SC2012 # counting /proc/PID/task entries (numbers)
   ! pid_alive "$1" && [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1 ]
 }
 

@@ -36,9 +36,15 @@ A series born inside the window (the first pause of a VM operation) is caught to
 |---|---|---|---|---|---|---|---|
 """
 
-UNITS = {"safepointPause": "s", "timeToSafepoint": "s", "threadStartRate": " threads/s",
-         "compilationRate": " compilations/s", "recompilationStorm": " compilations of one method in {recompileWindow}",
-         "codeCacheUsage": "% of max", "monitorContention": " s blocked/s on one monitor class"}
+UNITS = {
+    "safepointPause": "s",
+    "timeToSafepoint": "s",
+    "threadStartRate": " threads/s",
+    "compilationRate": " compilations/s",
+    "recompilationStorm": " compilations of one method in {recompileWindow}",
+    "codeCacheUsage": "% of max",
+    "monitorContention": " s blocked/s on one monitor class",
+}
 
 TAIL = """
 ## Metrics these alerts need beyond docs/metrics.md
@@ -79,6 +85,8 @@ def render(rules, config):
             thr = c.get("threshold", "")
             thr = f"{thr}{UNITS.get(a.key, '').format(**config)}" if thr else "–"
             field = f"`{a.key}`" if a.spec_field else "–"
-            rows.append(f"| `{a.name}` | {area} | {a.meaning} | {field} | {thr} | {c['for']} | "
-                        f"{c['severity']} | [{a.runbook}](runbooks/{a.runbook}) |")
-    return (HEAD.format(**config) + "\n".join(rows) + "\n" + TAIL.format(**config))
+            rows.append(
+                f"| `{a.name}` | {area} | {a.meaning} | {field} | {thr} | {c['for']} | "
+                f"{c['severity']} | [{a.runbook}](runbooks/{a.runbook}) |"
+            )
+    return HEAD.format(**config) + "\n".join(rows) + "\n" + TAIL.format(**config)

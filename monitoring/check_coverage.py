@@ -2,6 +2,7 @@
 """Every alert in RULES has, in TEST (promtool test file), a case where it fires and one
 where it must not, a runbook under docs/runbooks/, and the annotations every alert needs.
 Prints one line per alert: `ok NAME` or `FAIL NAME: why`."""
+
 import os
 import sys
 
@@ -30,7 +31,9 @@ for r in rules:
     if "for" not in r:
         why.append("no for")
     rb = ann.get("runbook_url", "")
-    if "/docs/runbooks/" not in rb or not os.path.isfile(os.path.join(ROOT, "docs/runbooks", rb.rsplit("/", 1)[-1])):
+    if "/docs/runbooks/" not in rb or not os.path.isfile(
+        os.path.join(ROOT, "docs/runbooks", rb.rsplit("/", 1)[-1])
+    ):
         why.append(f"runbook {rb!r} not in docs/runbooks/")
     print(f"FAIL {name}: {'; '.join(why)}" if why else f"ok {name}")
     bad += bool(why)

@@ -3,6 +3,7 @@
 `promtool test rules TEST` fail. Prints `ok`/`FAIL` per mutation.
 
   check_mutations.py RULES.yaml TEST.yaml"""
+
 import os
 import re
 import shutil
@@ -24,7 +25,11 @@ def m_threshold_le(g):  # compare against the wrong bucket
 
 def m_no_new_series_arm(g):  # forget the series born with a long pause (its arm matches nothing)
     r = rule(g, "JvmDiagSafepointPauseHigh")
-    r["expr"] = re.sub(r"unless (jvmdiag_safepoint_pause_seconds_count(\{[^}]*\})?) offset \S+", r"unless \1", r["expr"])
+    r["expr"] = re.sub(
+        r"unless (jvmdiag_safepoint_pause_seconds_count(\{[^}]*\})?) offset \S+",
+        r"unless \1",
+        r["expr"],
+    )
 
 
 def m_for(g):  # fire without waiting
@@ -33,7 +38,11 @@ def m_for(g):  # fire without waiting
 
 def m_culprit(g):  # aggregate the culprit away (in every arm of the starter join)
     r = rule(g, "JvmDiagThreadStartRateHigh")
-    r["expr"] = re.sub(r"(rate\(jvmdiag_thread_starts_total[^\]]*\]\))", r"sum without (thread_name) (\1)", r["expr"])
+    r["expr"] = re.sub(
+        r"(rate\(jvmdiag_thread_starts_total[^\]]*\]\))",
+        r"sum without (thread_name) (\1)",
+        r["expr"],
+    )
 
 
 def _without_culprit_join(r):  # keep only the fallback arm of with_culprit()
@@ -50,7 +59,9 @@ def m_starter_join(g):  # lose who starts the threads of a storm
 
 def m_description(g):  # a description that no longer names the pod
     r = rule(g, "JvmDiagCodeCacheNearlyFull")
-    r["annotations"]["description"] = r["annotations"]["description"].replace("$labels.pod", "$labels.instance")
+    r["annotations"]["description"] = r["annotations"]["description"].replace(
+        "$labels.pod", "$labels.instance"
+    )
 
 
 def m_method_join(g):  # lose the method of the compilation-rate alert
@@ -60,12 +71,16 @@ def m_method_join(g):  # lose the method of the compilation-rate alert
 
 def m_code_heap(g):  # alert per code heap instead of the whole cache
     r = rule(g, "JvmDiagCodeCacheNearlyFull")
-    r["expr"] = re.sub(r"sum without \(code_heap\) \((jvmdiag_code_cache_\w+(\{[^}]*\})?)\)", r"\1", r["expr"])
+    r["expr"] = re.sub(
+        r"sum without \(code_heap\) \((jvmdiag_code_cache_\w+(\{[^}]*\})?)\)", r"\1", r["expr"]
+    )
 
 
 def m_monitor_class(g):  # sum the monitor classes of a JVM: no culprit, and no "one class"
     r = rule(g, "JvmDiagMonitorContentionHigh")
-    r["expr"] = r["expr"].replace("rate(", "sum without (monitor_class) (rate(", 1).replace("])", "]))", 1)
+    r["expr"] = (
+        r["expr"].replace("rate(", "sum without (monitor_class) (rate(", 1).replace("])", "]))", 1)
+    )
 
 
 def m_monitor_other(g):  # alert on "other" (the classes folded beyond the top K)
@@ -73,13 +88,22 @@ def m_monitor_other(g):  # alert on "other" (the classes folded beyond the top K
     r["expr"] = re.sub(r',?\s*monitor_class!="other"', "", r["expr"])
 
 
-MUTATIONS = [m_threshold_le, m_no_new_series_arm, m_for, m_culprit, m_requester_join, m_starter_join, m_description, m_method_join, m_code_heap,
-             m_monitor_class, m_monitor_other]
+MUTATIONS = [
+    m_threshold_le,
+    m_no_new_series_arm,
+    m_for,
+    m_culprit,
+    m_requester_join,
+    m_starter_join,
+    m_description,
+    m_method_join,
+    m_code_heap,
+    m_monitor_class,
+    m_monitor_other,
+]
 
 
 def main(rules_path, test_path):
-    original = yaml.safe_load(open(rules_path))
-    names = {r.get("alert") for g in original["groups"] for r in g["rules"]}
     bad = 0
     for m in MUTATIONS:
         g = yaml.safe_load(open(rules_path))
@@ -91,7 +115,12 @@ def main(rules_path, test_path):
             with open(os.path.join(d, "rules.yaml"), "w") as f:
                 yaml.safe_dump(g, f, sort_keys=False, width=1000)
             shutil.copy(test_path, d)
-            r = subprocess.run(["promtool", "test", "rules", os.path.basename(test_path)], cwd=d, capture_output=True, text=True)
+            r = subprocess.run(
+                ["promtool", "test", "rules", os.path.basename(test_path)],
+                cwd=d,
+                capture_output=True,
+                text=True,
+            )
         what = m.__doc__ or m.__name__[2:].replace("_", " ")
         if r.returncode:
             print(f"ok mutation caught: {what}")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Alertmanager webhook receiver on 127.0.0.1: appends each notification (JSON) as one line
 to --out; exits by itself after --ttl seconds."""
+
 import argparse
 import http.server
 import threading

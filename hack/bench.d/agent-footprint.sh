@@ -36,6 +36,7 @@ stop_all() {
   for p in "${JVM_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   JVM_PIDS=()
 }
+# shellcheck disable=SC2154 # rc is set in the trap itself
 trap 'rc=$?; trap - EXIT; stop_all; exit $rc' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -103,7 +104,6 @@ done
 echo
 echo "agent footprint by traced JVMs (JDK $("$JDK/bin/java" -version 2>&1 | awk -F'"' 'NR == 1 {print $2}'), $(nproc) cores, kernel $(uname -r))"
 printf '%6s %9s %9s %14s %9s %15s %15s %12s\n' JVMs max-jvms attached "peak RSS MiB" "RSS MiB" "BPF maps MiB" "RSS+maps MiB" "map entries"
-first=""
 while read -r n slots att hwm rss maps entries rep_rss rep_maps; do
   [ "$n" = N ] && continue
   if [ "$att" = skipped ]; then printf '%6s %9s\n' "$n" skipped; continue; fi

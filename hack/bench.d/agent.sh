@@ -48,6 +48,7 @@ WORK="$JVMDIAG_CACHE/bench/agent"
 # interrupted earlier run left, before anything under $WORK is removed.
 unmount_all() {
   local m
+  # shellcheck disable=SC2013 # mount points (/proc/mounts escapes spaces as \040)
   for m in $(awk -v w="$WORK/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
   done
@@ -172,8 +173,12 @@ run() {
       start_agent "$wl" --starter-window-seconds 3600 ;;
     xlog)
       if [ "$wl" = ThreadStorm ]; then opts=(-Xlog:os+thread=info:file="$WORK/xlog.log"); else opts=(-Xlog:safepoint=info:file="$WORK/xlog.log"); fi ;;
-    jfr) opts=(-XX:StartFlightRecording=filename="$WORK/rec.jfr",settings=default) ;;
-    asyncprof) opts=(-agentpath:"$AP_LIB"=start,event=JVM_StartThread,collapsed,file="$WORK/ap.txt") ;;
+    jfr)
+      # shellcheck disable=SC2054 # commas belong to the JVM option
+      opts=(-XX:StartFlightRecording=filename="$WORK/rec.jfr",settings=default) ;;
+    asyncprof)
+      # shellcheck disable=SC2054,SC2140,SC2191 # one JVM option: -agentpath:LIB=opts,...
+      opts=(-agentpath:"$AP_LIB"=start,event=JVM_StartThread,collapsed,file="$WORK/ap.txt") ;;
     *) die "unknown configuration $cfg" ;;
   esac
   local fifo="$WORK/go.fifo" out="$WORK/run.out" gofd

@@ -19,6 +19,7 @@ start_apiserver() {
   # --advertise-address: the `kubernetes` endpoints may not be loopback; pods reach the
   # server through $SVC_CHAIN (node.sh). --enable-aggregator-routing: webhooks behind a
   # Service are called on the endpoint (pod) IP, there is no kube-proxy.
+  # shellcheck disable=SC2086 # APISERVER_EXTRA_ARGS: flags, split on purpose
   start_daemon kube-apiserver "$KUBE_BIN/kube-apiserver" \
     --bind-address 127.0.0.1 --secure-port "$APISERVER_PORT" --advertise-address "$nip" \
     --etcd-servers "http://127.0.0.1:$ETCD_CLIENT_PORT" \

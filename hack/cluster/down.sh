@@ -47,6 +47,7 @@ for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $CTRD_SOCK" 2>/dev/null)
 if [ "$CGROUP_ROOT" = / ]; then pods_cg=kubepods; else pods_cg="${CGROUP_ROOT#/}"; fi
 for h in /sys/fs/cgroup/*/; do
   [ -d "$h$pods_cg" ] || continue
+  # shellcheck disable=SC2038 # xargs reads pids (cgroup.procs), not file names
   find "$h$pods_cg" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null
 done
 sleep 0.2
@@ -62,7 +63,6 @@ done
 # 5. Network: the bridge (veths went with their namespaces), our Service chain, the CNI
 #    plugins' chains for our network, and the kubelet's utility chains.
 ip link del "$BRIDGE" 2>/dev/null
-ipt() { iptables -w 5 "$@" 2>/dev/null; }
 # drop_chain IPTABLES TABLE CHAIN: delete every rule that jumps to CHAIN (by position, as
 # rules carry quoted comments), then flush and delete CHAIN.
 drop_chain() {
@@ -111,7 +111,7 @@ fi
 # the loopback entries of the same containers.
 for f in /var/lib/cni/results/"$CNI_NETWORK"-*; do
   [ -e "$f" ] || continue
-  id="${f#/var/lib/cni/results/$CNI_NETWORK-}"; id="${id%-*}"
+  id="${f#/var/lib/cni/results/"$CNI_NETWORK"-}"; id="${id%-*}"
   rm -f "$f" /var/lib/cni/results/cni-loopback-"$id"-lo
 done
 

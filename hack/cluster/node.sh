@@ -191,6 +191,7 @@ make_cgroup_root() {
     [ -f "$h/cgroup.procs" ] || continue
     mkdir -p "$h${CGROUP_ROOT#/}"
     if [ -f "$h/cpuset.cpus" ]; then  # a v1 cpuset starts empty: inherit the parent's
+      # shellcheck disable=SC2015 # copy unless the file is there and not empty
       [ -s "$h${CGROUP_ROOT#/}/cpuset.cpus" ] && grep -q . "$h${CGROUP_ROOT#/}/cpuset.cpus" || cat "$h/cpuset.cpus" >"$h${CGROUP_ROOT#/}/cpuset.cpus"
       grep -q . "$h${CGROUP_ROOT#/}/cpuset.mems" || cat "$h/cpuset.mems" >"$h${CGROUP_ROOT#/}/cpuset.mems"
     fi

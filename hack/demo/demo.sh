@@ -79,6 +79,7 @@ PROGRESS=""
 stop_progress() {
   [ -n "$PROGRESS" ] || return 0
   local kids; kids=$(pgrep -P "$PROGRESS" 2>/dev/null | tr '\n' ' ')
+  # shellcheck disable=SC2086 # kids: a list of pids, split on purpose
   kill "$PROGRESS" $kids 2>/dev/null || true; wait "$PROGRESS" 2>/dev/null || true; PROGRESS=""
   return 0
 }
@@ -88,12 +89,14 @@ cleanup() {
   set +e   # every step of the clean-up runs, whatever one of them returns
   say "stopping everything the demo started"
   stop_progress
+  # shellcheck disable=SC2015 # || true: best effort
   [ -n "$PROM_DIR" ] && "$REPO_ROOT/monitoring/prom-down.sh" "$PROM_DIR" >/dev/null 2>&1 || true
   if [ "$CLUSTER_STARTED" = 1 ]; then
     "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1 || true
   elif [ "$CLUSTER_WAS_UP" = 1 ]; then
     # Workloads first, while the operator still runs to clear its finalizers; then the chart.
     kubectl delete namespace "$DEMO_NS" --timeout=60s >/dev/null 2>&1 || drop_finalizers
+    # shellcheck disable=SC2015 # || true: best effort
     [ "$INSTALLED" = 1 ] && "$HELM" uninstall "$RELEASE" -n "$NS" --wait --timeout 60s >/dev/null 2>&1 || true
   fi
   rm -rf "$STATE"
@@ -209,6 +212,7 @@ rules=(--rules "$CHART/files/monitoring/prometheus-rules.yaml")
 # The per-resource rules, rendered by the operator's own renderer from each JvmDiagnostics.
 JDK25="${JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 for f in "$STATE"/jd-*.yaml; do
+  # shellcheck disable=SC2015 # || true: a resource without rules is skipped
   "$JDK25/bin/java" -jar "$REPO_ROOT/operator/target/jvmdiag-operator.jar" render-rules "$f" 2>/dev/null \
     | python3 -c 'import sys,yaml; d=yaml.safe_load(sys.stdin); yaml.safe_dump({"groups": d["spec"]["groups"]}, sys.stdout)' \
     >"${f%.yaml}.rules.yaml" && rules+=(--rules "${f%.yaml}.rules.yaml") || true
@@ -254,6 +258,7 @@ YAML
     [ -n "$got" ] || return 1
   done
 }
+# shellcheck disable=SC2015 # say always returns 0
 wait_for 120 "the webhook to inject (dry-run pods)" webhook_injects && say "  the webhook answers and injects" \
   || say "  (the webhook does not inject yet: the operator rolls the pods once it does; --all-jvms traces them meanwhile)"
 while read -r name n; do

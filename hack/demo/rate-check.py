@@ -26,6 +26,7 @@ scrape interval (5 s) at each end. Over a 60 s window that is at most 10 s of 60
 stays within 0.9-1.1 unless the storm's own rate swings by more than half within those
 seconds; 1.25 also covers a storm that stalls for several seconds at one end (a loaded node).
 """
+
 import argparse
 import json
 import math
@@ -46,7 +47,9 @@ def query(base, q, at=None):
     params = {"query": q}
     if at is not None:
         params["time"] = f"{at:.3f}"
-    with urllib.request.urlopen(base + "/api/v1/query?" + urllib.parse.urlencode(params), timeout=10) as r:
+    with urllib.request.urlopen(
+        base + "/api/v1/query?" + urllib.parse.urlencode(params), timeout=10
+    ) as r:
         d = json.load(r)
     if d.get("status") != "success":
         raise RuntimeError(f"query {q!r}: {d.get('error', d.get('status'))}")
@@ -56,10 +59,20 @@ def query(base, q, at=None):
 def storm_series(base, sel):
     """(namespace, pod, container, jvm) of every JVM whose storm threads the summary shows."""
     extra = f",{sel}" if sel else ""
-    rows = query(base, f'sum by (namespace, pod, container, jvm) '
-                       f'(rate(jvmdiag_thread_starts_total{{thread_name="{STORM_THREAD}"{extra}}}[1m])) > 0')
-    found = [(r["metric"].get("namespace", ""), r["metric"].get("pod", ""),
-              r["metric"].get("container", ""), r["metric"].get("jvm", "")) for r in rows]
+    rows = query(
+        base,
+        f"sum by (namespace, pod, container, jvm) "
+        f'(rate(jvmdiag_thread_starts_total{{thread_name="{STORM_THREAD}"{extra}}}[1m])) > 0',
+    )
+    found = [
+        (
+            r["metric"].get("namespace", ""),
+            r["metric"].get("pod", ""),
+            r["metric"].get("container", ""),
+            r["metric"].get("jvm", ""),
+        )
+        for r in rows
+    ]
     return sorted(f for f in found if f[1])
 
 
@@ -72,7 +85,9 @@ def jvm_counters(ns, pod, container):
     p = subprocess.run(cmd + ["--", "sh", "-c", JCMD], capture_output=True, text=True, timeout=90)
     t1 = time.time()
     if p.returncode != 0:
-        raise RuntimeError(f"jcmd in {ns}/{pod}: {(p.stderr or p.stdout).strip().splitlines()[-1:] or p.returncode}")
+        raise RuntimeError(
+            f"jcmd in {ns}/{pod}: {(p.stderr or p.stdout).strip().splitlines()[-1:] or p.returncode}"
+        )
     c = {}
     for line in p.stdout.splitlines():
         k, sep, v = line.partition("=")
@@ -89,7 +104,9 @@ def read_time(c, t0, t1):
     a loaded node takes seconds, most of them before the read (kubectl, the tool JVM's start):
     the middle of the exec only when the JVM's clock cannot be had or disagrees with the host's."""
     try:
-        w = int(c["sun.rt.createVmBeginTime"]) / 1000 + int(c["sun.os.hrt.ticks"]) / int(c["sun.os.hrt.frequency"])
+        w = int(c["sun.rt.createVmBeginTime"]) / 1000 + int(c["sun.os.hrt.ticks"]) / int(
+            c["sun.os.hrt.frequency"]
+        )
         if t0 - 1 <= w <= t1 + 1:
             return w
     except (KeyError, ValueError, ZeroDivisionError):
@@ -101,7 +118,9 @@ def jvm_seconds(a, b, wall_a, wall_b):
     """Seconds between two reads on the JVM's own high-resolution clock (sampled every 50 ms),
     or between their wall-clock times when the JVM does not publish it."""
     try:
-        return (int(b["sun.os.hrt.ticks"]) - int(a["sun.os.hrt.ticks"])) / int(a["sun.os.hrt.frequency"])
+        return (int(b["sun.os.hrt.ticks"]) - int(a["sun.os.hrt.ticks"])) / int(
+            a["sun.os.hrt.frequency"]
+        )
     except (KeyError, ValueError, ZeroDivisionError):
         return wall_b - wall_a
 
@@ -113,19 +132,38 @@ def verdict(ratio, tolerance):
     if 1 / tolerance <= ratio <= tolerance:
         return True, f"within the tolerance {1 / tolerance:.2f}-{tolerance:.2f}"
     if ratio > 1:
-        return False, f"the agent's rate is {ratio:.1f}× the JVM's own (tolerance {1 / tolerance:.2f}-{tolerance:.2f})"
-    return False, f"the agent's rate is {ratio:.2f}× the JVM's own: it misses {100 * (1 - ratio):.0f} % of the starts (tolerance {1 / tolerance:.2f}-{tolerance:.2f})"
+        return (
+            False,
+            f"the agent's rate is {ratio:.1f}× the JVM's own (tolerance {1 / tolerance:.2f}-{tolerance:.2f})",
+        )
+    return (
+        False,
+        f"the agent's rate is {ratio:.2f}× the JVM's own: it misses {100 * (1 - ratio):.0f} % of the starts (tolerance {1 / tolerance:.2f}-{tolerance:.2f})",
+    )
 
 
 def self_test(tolerance):
     """The verdict at the ratios that matter: whole multiples fail, scrape jitter passes."""
-    cases = [(1.0, True), (1.08, True), (0.93, True), (1 / tolerance, True), (tolerance, True),
-             (2.0, False), (3.0, False), (4.0, False), (0.5, False), (0.0, False), (None, False)]
+    cases = [
+        (1.0, True),
+        (1.08, True),
+        (0.93, True),
+        (1 / tolerance, True),
+        (tolerance, True),
+        (2.0, False),
+        (3.0, False),
+        (4.0, False),
+        (0.5, False),
+        (0.0, False),
+        (None, False),
+    ]
     bad = [(r, want) for r, want in cases if verdict(r, tolerance)[0] != want]
     for r, want in bad:
         print(f"rate check self-test: ratio {r}: expected {'pass' if want else 'fail'}")
     if not bad:
-        print(f"rate check self-test: ok (tolerance {tolerance}: 1.0, 1.08, 0.93 pass; 2x, 3x, 4x, 0.5x, none fail)")
+        print(
+            f"rate check self-test: ok (tolerance {tolerance}: 1.0, 1.08, 0.93 pass; 2x, 3x, 4x, 0.5x, none fail)"
+        )
     return 0 if not bad else 1
 
 
@@ -134,12 +172,22 @@ def say(msg):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--prometheus")
-    ap.add_argument("--selector", default="", help='label matchers of the demo JVMs, e.g. namespace="jvmdiag-demo"')
-    ap.add_argument("--window", type=float, default=60, help="seconds between the two reads (at least 60)")
+    ap.add_argument(
+        "--selector",
+        default="",
+        help='label matchers of the demo JVMs, e.g. namespace="jvmdiag-demo"',
+    )
+    ap.add_argument(
+        "--window", type=float, default=60, help="seconds between the two reads (at least 60)"
+    )
     ap.add_argument("--tolerance", type=float, default=1.25)
-    ap.add_argument("--self-test", action="store_true", help="check the verdict at chosen ratios and exit")
+    ap.add_argument(
+        "--self-test", action="store_true", help="check the verdict at chosen ratios and exit"
+    )
     a = ap.parse_args()
     if a.tolerance <= 1 or a.tolerance >= 2:
         ap.error("--tolerance must lie between 1 and 2 (2x must never pass)")
@@ -155,11 +203,13 @@ def main():
         say(f"rate check: could not measure: Prometheus: {e}")
         return 2
     if not targets:
-        say(f"rate check: could not measure: no pod starts {STORM_THREAD} (the agent runs without pod labels?)")
+        say(
+            f"rate check: could not measure: no pod starts {STORM_THREAD} (the agent runs without pod labels?)"
+        )
         return 2
 
     first = {}
-    for ns, pod, container, jvm in targets:
+    for ns, pod, container, _jvm in targets:
         try:
             first[(ns, pod)] = jvm_counters(ns, pod, container)
         except Exception as e:
@@ -186,7 +236,11 @@ def main():
         time.sleep(max(0.0, w2 + 6 - time.time()))
         m = f'namespace="{ns}",pod="{pod}",jvm="{jvm}"'
         try:
-            got = query(a.prometheus, f"sum(rate(jvmdiag_thread_starts_total{{{m}}}[{int((w2 - w1) * 1000)}ms]))", at=w2)
+            got = query(
+                a.prometheus,
+                f"sum(rate(jvmdiag_thread_starts_total{{{m}}}[{int((w2 - w1) * 1000)}ms]))",
+                at=w2,
+            )
             shown = query(a.prometheus, f"sum(rate(jvmdiag_thread_starts_total{{{m}}}[1m]))", at=w2)
         except Exception as e:
             say(f"rate check: could not measure {ns}/{pod}: Prometheus: {e}")
@@ -195,9 +249,11 @@ def main():
         agent_1m = float(shown[0]["value"][1]) if shown else 0.0
         ratio = agent / own if own > 0 else float("nan")
         passed, words = verdict(ratio, a.tolerance)
-        say(f"rate check: {'ok' if passed else 'FAIL'}: thread-start rate of {ns}/{pod}: summary {agent:.1f}/s, "
+        say(
+            f"rate check: {'ok' if passed else 'FAIL'}: thread-start rate of {ns}/{pod}: summary {agent:.1f}/s, "
             f"JVM's own java.threads.started {own:.1f}/s (ratio {ratio:.2f}) over {secs:.0f} s "
-            f"({started} starts; the summary's 1m rate then {agent_1m:.1f}/s): {words}")
+            f"({started} starts; the summary's 1m rate then {agent_1m:.1f}/s): {words}"
+        )
         results.append(passed)
     if not results:
         return 2

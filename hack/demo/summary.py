@@ -27,6 +27,7 @@ shown for the TLS storm's pod against its JVM's own java.threads.started over th
 window (>= 60 s). Its result stays on screen; with --duration a failed (or unmeasurable)
 check makes the exit status 1 too, and the summary waits for a check under way at the end.
 """
+
 import argparse
 import json
 import os
@@ -72,27 +73,62 @@ GROUP = "namespace, pod, jvm, pid"
 
 def snapshot(base, sel):
     s = {}
-    s["threads"] = query(base, f"topk(5, sum by ({GROUP}, thread_name) (rate(jvmdiag_thread_starts_total{{{sel}}}[1m])) > 0)")
-    s["p_count"] = query(base, f"sum by ({GROUP}, vm_operation) (increase(jvmdiag_safepoint_pause_seconds_count{{{sel}}}[2m])) > 0")
-    s["p_sum"] = query(base, f"sum by ({GROUP}, vm_operation) (increase(jvmdiag_safepoint_pause_seconds_sum{{{sel}}}[2m]))")
+    s["threads"] = query(
+        base,
+        f"topk(5, sum by ({GROUP}, thread_name) (rate(jvmdiag_thread_starts_total{{{sel}}}[1m])) > 0)",
+    )
+    s["p_count"] = query(
+        base,
+        f"sum by ({GROUP}, vm_operation) (increase(jvmdiag_safepoint_pause_seconds_count{{{sel}}}[2m])) > 0",
+    )
+    s["p_sum"] = query(
+        base,
+        f"sum by ({GROUP}, vm_operation) (increase(jvmdiag_safepoint_pause_seconds_sum{{{sel}}}[2m]))",
+    )
     # pauses over 500 ms since the JVM started (a series whose first sample already holds
     # the long pause has no increase() yet)
-    s["p_over"] = query(base, (
-        f"sum by ({GROUP}, vm_operation) (jvmdiag_safepoint_pause_seconds_count{{{sel}}})"
-        f" - sum by ({GROUP}, vm_operation) (jvmdiag_safepoint_pause_seconds_bucket{{le=\"0.5\",{sel}}})"))
-    s["methods"] = query(base, f"topk(5, sum by ({GROUP}, method) (jvmdiag_method_compilations_total{{method!=\"other\",{sel}}}))")
+    s["p_over"] = query(
+        base,
+        (
+            f"sum by ({GROUP}, vm_operation) (jvmdiag_safepoint_pause_seconds_count{{{sel}}})"
+            f' - sum by ({GROUP}, vm_operation) (jvmdiag_safepoint_pause_seconds_bucket{{le="0.5",{sel}}})'
+        ),
+    )
+    s["methods"] = query(
+        base,
+        f'topk(5, sum by ({GROUP}, method) (jvmdiag_method_compilations_total{{method!="other",{sel}}}))',
+    )
     s["compiles"] = query(base, f"sum by ({GROUP}) (rate(jvmdiag_compilations_total{{{sel}}}[1m]))")
     s["cc_used"] = query(base, f"sum by ({GROUP}) (jvmdiag_code_cache_used_bytes{{{sel}}})")
     s["cc_max"] = query(base, f"sum by ({GROUP}) (jvmdiag_code_cache_max_bytes{{{sel}}})")
     s["cc_full"] = query(base, f"sum by ({GROUP}) (jvmdiag_code_cache_full_total{{{sel}}}) > 0")
     s["jvms"] = query(base, f"jvmdiag_jvm_info{{{sel}}}")
-    s["mon_blocked"] = query(base, (f"topk(5, sum by ({GROUP}, monitor_class) "
-                                    f"(rate(jvmdiag_monitor_blocked_seconds_sum{{monitor_class!=\"other\",{sel}}}[1m])) > 0)"))
-    s["mon_enters"] = query(base, f"sum by ({GROUP}, monitor_class) (rate(jvmdiag_monitor_contended_total{{{sel}}}[1m]))")
-    s["mon_waiters"] = query(base, (f"sum by ({GROUP}, monitor_class, thread_name) "
-                                    f"(rate(jvmdiag_monitor_contended_total{{{sel}}}[1m])) > 0"))
-    s["starters"] = query(base, f"sum by ({GROUP}, thread_name, starter) (jvmdiag_thread_starts_by_starter_total{{{sel}}}) > 0")
-    s["requesters"] = query(base, f"sum by ({GROUP}, vm_operation, requester) (jvmdiag_vm_operation_requests_total{{{sel}}}) > 0")
+    s["mon_blocked"] = query(
+        base,
+        (
+            f"topk(5, sum by ({GROUP}, monitor_class) "
+            f'(rate(jvmdiag_monitor_blocked_seconds_sum{{monitor_class!="other",{sel}}}[1m])) > 0)'
+        ),
+    )
+    s["mon_enters"] = query(
+        base,
+        f"sum by ({GROUP}, monitor_class) (rate(jvmdiag_monitor_contended_total{{{sel}}}[1m]))",
+    )
+    s["mon_waiters"] = query(
+        base,
+        (
+            f"sum by ({GROUP}, monitor_class, thread_name) "
+            f"(rate(jvmdiag_monitor_contended_total{{{sel}}}[1m])) > 0"
+        ),
+    )
+    s["starters"] = query(
+        base,
+        f"sum by ({GROUP}, thread_name, starter) (jvmdiag_thread_starts_by_starter_total{{{sel}}}) > 0",
+    )
+    s["requesters"] = query(
+        base,
+        f"sum by ({GROUP}, vm_operation, requester) (jvmdiag_vm_operation_requests_total{{{sel}}}) > 0",
+    )
     s["alerts"] = [a for a in alerts(base) if selected(a["labels"], sel)]
     return s
 
@@ -111,12 +147,15 @@ def top_culprits(rows, what, culprit):
 def selected(labels, sel):
     """Apply a simple selector (name="v" or name=~"a|b", comma-separated) to alert labels."""
     import re
+
     for part in filter(None, (p.strip() for p in sel.split(","))):
         m = re.match(r'(\w+)(=~|=)"(.*)"$', part)
         if not m:
             continue
         v = labels.get(m.group(1), "")
-        if (m.group(2) == "=" and v != m.group(3)) or (m.group(2) == "=~" and not re.fullmatch(m.group(3), v)):
+        if (m.group(2) == "=" and v != m.group(3)) or (
+            m.group(2) == "=~" and not re.fullmatch(m.group(3), v)
+        ):
             return False
     return True
 
@@ -127,7 +166,9 @@ def key(m):
 
 def render(s, elapsed, named, check=None, lock=None, culprits=None):
     out = []
-    out.append(f"jvm-diagnostics demo — {elapsed:4.0f}s since the workloads were applied, {len(s['jvms'])} JVM(s) traced")
+    out.append(
+        f"jvm-diagnostics demo — {elapsed:4.0f}s since the workloads were applied, {len(s['jvms'])} JVM(s) traced"
+    )
     out.append("")
     out.append("Top thread names by start rate (1m)")
     if not s["threads"]:
@@ -136,15 +177,28 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None):
     for r in sorted(s["threads"], key=lambda r: -float(r["value"][1])):
         m = r["metric"]
         by = starters.get((key(m), m.get("thread_name")))
-        out.append(f"  {float(r['value'][1]):8.1f}/s  {m.get('thread_name', '?'):<40} {who(m)}" + (f"  started by {by}" if by else ""))
+        out.append(
+            f"  {float(r['value'][1]):8.1f}/s  {m.get('thread_name', '?'):<40} {who(m)}"
+            + (f"  started by {by}" if by else "")
+        )
     out.append("")
-    out.append("Worst safepoint pauses by VM operation: count and total (2m), pauses > 500 ms (since start)")
-    sums = {(key(r["metric"]), r["metric"].get("vm_operation")): float(r["value"][1]) for r in s["p_sum"]}
-    over = {(key(r["metric"]), r["metric"].get("vm_operation")): float(r["value"][1]) for r in s["p_over"]}
+    out.append(
+        "Worst safepoint pauses by VM operation: count and total (2m), pauses > 500 ms (since start)"
+    )
+    sums = {
+        (key(r["metric"]), r["metric"].get("vm_operation")): float(r["value"][1])
+        for r in s["p_sum"]
+    }
+    over = {
+        (key(r["metric"]), r["metric"].get("vm_operation")): float(r["value"][1])
+        for r in s["p_over"]
+    }
     rows = []
     for r in s["p_count"]:
-        m = r["metric"]; k = (key(m), m.get("vm_operation"))
-        cnt = float(r["value"][1]); tot = sums.get(k, 0.0)
+        m = r["metric"]
+        k = (key(m), m.get("vm_operation"))
+        cnt = float(r["value"][1])
+        tot = sums.get(k, 0.0)
         # increase() extrapolates count and sum by the same factor: the average is exact, and
         # the true count is a whole number, so undo the extrapolation by rounding the count.
         avg = tot / cnt if cnt else 0.0
@@ -156,8 +210,10 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None):
     for o, tot, cnt, m in sorted(rows, key=lambda x: (-x[0], -x[1]))[:6]:
         avg = tot / cnt
         by = requesters.get((key(m), m.get("vm_operation")))
-        out.append(f"  {m.get('vm_operation', '?'):<28} {cnt:6.0f} x  total {fmt_secs(tot):>9}  avg {fmt_secs(avg):>9}  >500ms: {o:3.0f}  {who(m)}"
-                   + (f"  requested by {by}" if by else ""))
+        out.append(
+            f"  {m.get('vm_operation', '?'):<28} {cnt:6.0f} x  total {fmt_secs(tot):>9}  avg {fmt_secs(avg):>9}  >500ms: {o:3.0f}  {who(m)}"
+            + (f"  requested by {by}" if by else "")
+        )
     out.append("")
     out.append("Most-compiled methods (since start) and code cache")
     if not s["methods"]:
@@ -168,34 +224,58 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None):
     mx = {key(r["metric"]): float(r["value"][1]) for r in s["cc_max"]}
     full = {key(r["metric"]): float(r["value"][1]) for r in s["cc_full"]}
     for r in s["cc_used"]:
-        k = key(r["metric"]); used = float(r["value"][1]); cap = mx.get(k, 0)
+        k = key(r["metric"])
+        used = float(r["value"][1])
+        cap = mx.get(k, 0)
         if cap and cap < 64 * 2**20:  # the small code caches are the interesting ones
-            out.append(f"  code cache {used / 2**20:5.1f}/{cap / 2**20:.1f} MiB ({100 * used / cap:3.0f} %)"
-                       f"{'  FULL x%d' % full[k] if k in full else ''}  {who(r['metric'])}")
+            out.append(
+                f"  code cache {used / 2**20:5.1f}/{cap / 2**20:.1f} MiB ({100 * used / cap:3.0f} %)"
+                f"{'  FULL x%d' % full[k] if k in full else ''}  {who(r['metric'])}"
+            )
     out.append("")
     out.append("Contended monitors by class: seconds blocked per second and contended enters (1m)")
-    enters = {(key(r["metric"]), r["metric"].get("monitor_class")): float(r["value"][1]) for r in s["mon_enters"]}
+    enters = {
+        (key(r["metric"]), r["metric"].get("monitor_class")): float(r["value"][1])
+        for r in s["mon_enters"]
+    }
     if not s["mon_blocked"]:
         out.append("  (no blocked time on contended monitors yet)")
     for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1])):
         m = r["metric"]
         n = enters.get((key(m), m.get("monitor_class")), 0.0)
-        out.append(f"  {float(r['value'][1]):6.2f} s/s  {n:7.1f} enters/s  {m.get('monitor_class', '?'):<36} {who(m)}")
+        out.append(
+            f"  {float(r['value'][1]):6.2f} s/s  {n:7.1f} enters/s  {m.get('monitor_class', '?'):<36} {who(m)}"
+        )
     out.append("")
     out.append("Firing alerts")
     if not s["alerts"]:
         out.append("  (none)")
     for a in sorted(s["alerts"], key=lambda a: a["labels"].get("alertname", "")):
         l = a["labels"]
-        culprit = next((f"{c}={l[c]}" for c in ("vm_operation", "thread_name", "method", "monitor_class") if l.get(c)), "")
+        culprit = next(
+            (
+                f"{c}={l[c]}"
+                for c in ("vm_operation", "thread_name", "method", "monitor_class")
+                if l.get(c)
+            ),
+            "",
+        )
         culprit += "".join(f" {c}={l[c]}" for c in ("requester", "starter") if l.get(c))
-        out.append(f"  {l.get('severity', ''):<7} {l.get('alertname', '?'):<30} {culprit:<44} {who(l)}")
+        out.append(
+            f"  {l.get('severity', ''):<7} {l.get('alertname', '?'):<30} {culprit:<44} {who(l)}"
+        )
     out.append("")
     lock = lock or {}
-    labels = ["thread storm (HandshakeCompletedNotify-Thread)", "long safepoints (RedefineClasses > 0.5 s)",
-              "code cache full / recompilation", f"one lock (blocked on {lock.get('class') or 'a SecureRandom'})"]
+    labels = [
+        "thread storm (HandshakeCompletedNotify-Thread)",
+        "long safepoints (RedefineClasses > 0.5 s)",
+        "code cache full / recompilation",
+        f"one lock (blocked on {lock.get('class') or 'a SecureRandom'})",
+    ]
     for i, name in enumerate(labels):
-        line = f"  incident {i + 1}: {name:<50} " + (f"named after {named[i]:.0f}s" if named[i] is not None else "not yet")
+        line = f"  incident {i + 1}: {name:<50} " + (
+            f"named after {named[i]:.0f}s" if named[i] is not None else "not yet"
+        )
         if i == 3 and lock.get("alert_at") is not None:
             line += f"; alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s"
         c = (culprits or {}).get(i)
@@ -213,18 +293,29 @@ class RateCheck:
     """rate-check.py run once in the background; its lines collected as they come."""
 
     def __init__(self, prometheus, selector):
-        self.args = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "rate-check.py"),
-                     "--prometheus", prometheus, "--selector", selector]
+        self.args = [
+            sys.executable,
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "rate-check.py"),
+            "--prometheus",
+            prometheus,
+            "--selector",
+            selector,
+        ]
         self.proc = None
         self.reader = None
         self.started_at = None
         self.lines = []
-        self.shown = 0   # lines already printed (non-interactive output)
+        self.shown = 0  # lines already printed (non-interactive output)
 
     def start(self, elapsed):
         self.started_at = elapsed
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            self.args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -236,15 +327,19 @@ class RateCheck:
         return self.proc is not None and self.proc.poll() is None
 
     def new_lines(self):
-        out = self.lines[self.shown:]
+        out = self.lines[self.shown :]
         self.shown += len(out)
         return out
 
     def render(self):
         if self.proc is None:
-            return ["  rate check: starts once the incidents are named (the storm's rate vs its JVM's own counter)"]
+            return [
+                "  rate check: starts once the incidents are named (the storm's rate vs its JVM's own counter)"
+            ]
         if self.running() and not self.lines:
-            return [f"  rate check: under way since {self.started_at:.0f}s (the storm's rate vs its JVM's own java.threads.started, >= 60 s)"]
+            return [
+                f"  rate check: under way since {self.started_at:.0f}s (the storm's rate vs its JVM's own java.threads.started, >= 60 s)"
+            ]
         return ["  " + l for l in self.lines]
 
     def stop(self):
@@ -266,7 +361,9 @@ def update_culprits(s, elapsed, culprits):
                 culprits[0] = (by, elapsed)
                 break
     if 1 not in culprits:
-        for (_, op), by in top_culprits(s.get("requesters", []), "vm_operation", "requester").items():
+        for (_, op), by in top_culprits(
+            s.get("requesters", []), "vm_operation", "requester"
+        ).items():
             if op == "RedefineClasses" and by and by != "other":
                 culprits[1] = (by, elapsed)
                 break
@@ -277,7 +374,9 @@ def update_culprits(s, elapsed, culprits):
         waiters = top_culprits(s.get("mon_waiters", []), "monitor_class", "thread_name")
         for a in s.get("alerts", []):
             l = a["labels"]
-            if l.get("alertname") == "JvmDiagMonitorContentionHigh" and "SecureRandom" in l.get("monitor_class", ""):
+            if l.get("alertname") == "JvmDiagMonitorContentionHigh" and "SecureRandom" in l.get(
+                "monitor_class", ""
+            ):
                 by = waiters.get((key(l), l["monitor_class"]))
                 if by and by != "other":
                     culprits[3] = (by, elapsed)
@@ -295,12 +394,19 @@ def update_named(s, elapsed, named, lock=None):
         # provider's class a JVM reports), from the blocked time or from the alert
         def secure_random(c):
             return "SecureRandom" in c
+
         # (class, pod) blocked at least LOCK_STALL: every TLS server blocks on its SecureRandom now
         # and then (the thread storm's too); a stall is threads blocked for much of each second
-        blocked = [(r["metric"].get("monitor_class", ""), r["metric"].get("pod", ""))
-                   for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1])) if float(r["value"][1]) >= LOCK_STALL]
-        fired = [(a["labels"].get("monitor_class", ""), a["labels"].get("pod", "")) for a in s["alerts"]
-                 if a["labels"].get("alertname") == "JvmDiagMonitorContentionHigh"]
+        blocked = [
+            (r["metric"].get("monitor_class", ""), r["metric"].get("pod", ""))
+            for r in sorted(s["mon_blocked"], key=lambda r: -float(r["value"][1]))
+            if float(r["value"][1]) >= LOCK_STALL
+        ]
+        fired = [
+            (a["labels"].get("monitor_class", ""), a["labels"].get("pod", ""))
+            for a in s["alerts"]
+            if a["labels"].get("alertname") == "JvmDiagMonitorContentionHigh"
+        ]
         top = next(((c, p) for c, p in blocked + fired if secure_random(c)), None)
         if top and named[3] is None:
             named[3] = elapsed
@@ -309,30 +415,53 @@ def update_named(s, elapsed, named, lock=None):
         if lock.get("alert_at") is None and alert:
             lock["alert_at"] = elapsed
             lock["alert_class"], lock["alert_pod"] = alert
-    if named[0] is None and any("HandshakeCompletedNotify" in r["metric"].get("thread_name", "") for r in s["threads"]):
+    if named[0] is None and any(
+        "HandshakeCompletedNotify" in r["metric"].get("thread_name", "") for r in s["threads"]
+    ):
         named[0] = elapsed
     if named[1] is None and (
-            any(r["metric"].get("vm_operation") == "RedefineClasses" and float(r["value"][1]) > 0 for r in s["p_over"])
-            or any(a["labels"].get("vm_operation") == "RedefineClasses" for a in s["alerts"])):
+        any(
+            r["metric"].get("vm_operation") == "RedefineClasses" and float(r["value"][1]) > 0
+            for r in s["p_over"]
+        )
+        or any(a["labels"].get("vm_operation") == "RedefineClasses" for a in s["alerts"])
+    ):
         named[1] = elapsed
     if named[2] is None:
         mx = {key(r["metric"]): float(r["value"][1]) for r in s["cc_max"]}
-        nearly = any(mx.get(key(r["metric"])) and float(r["value"][1]) / mx[key(r["metric"])] > 0.9 for r in s["cc_used"])
-        recompiled = any(float(r["value"][1]) >= 3 and r["metric"].get("method", "").startswith("gen.") for r in s["methods"])
-        cc_alert = any(a["labels"].get("alertname", "").startswith("JvmDiagCodeCache") for a in s["alerts"])
+        nearly = any(
+            mx.get(key(r["metric"])) and float(r["value"][1]) / mx[key(r["metric"])] > 0.9
+            for r in s["cc_used"]
+        )
+        recompiled = any(
+            float(r["value"][1]) >= 3 and r["metric"].get("method", "").startswith("gen.")
+            for r in s["methods"]
+        )
+        cc_alert = any(
+            a["labels"].get("alertname", "").startswith("JvmDiagCodeCache") for a in s["alerts"]
+        )
         if s["cc_full"] or nearly or recompiled or cc_alert:
             named[2] = elapsed
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--prometheus", required=True)
     ap.add_argument("--since", type=float, default=time.time())
-    ap.add_argument("--selector", default="", help='label matchers for the demo JVMs, e.g. namespace="jvmdiag-demo"')
+    ap.add_argument(
+        "--selector",
+        default="",
+        help='label matchers for the demo JVMs, e.g. namespace="jvmdiag-demo"',
+    )
     ap.add_argument("--duration", type=float, default=0)
     ap.add_argument("--interval", type=float, default=5)
-    ap.add_argument("--rate-check", action="store_true",
-                    help="once the incidents are named, check the storm's thread-start rate against its JVM's own counter")
+    ap.add_argument(
+        "--rate-check",
+        action="store_true",
+        help="once the incidents are named, check the storm's thread-start rate against its JVM's own counter",
+    )
     a = ap.parse_args()
     check = RateCheck(a.prometheus, a.selector) if a.rate_check else None
     try:
@@ -358,26 +487,44 @@ def run(a, check):
         update_culprits(s, elapsed, culprits)
         for i, (by, t) in sorted(culprits.items()):
             if not tty and i not in before_culprits:
-                what = {0: "HandshakeCompletedNotify-Thread started by", 1: "RedefineClasses requested by",
-                        3: "the threads blocked most on the SecureRandom:"}[i]
+                what = {
+                    0: "HandshakeCompletedNotify-Thread started by",
+                    1: "RedefineClasses requested by",
+                    3: "the threads blocked most on the SecureRandom:",
+                }[i]
                 print(f"demo: incident {i + 1}: {what} {by} (named after {t:.0f}s)", flush=True)
         if not tty and before[0] is None and named[3] is not None:
-            print(f"demo: incident 4 named after {named[3]:.0f}s: threads blocked on contended monitors of class {lock['class']} in pod {lock['pod']}", flush=True)
+            print(
+                f"demo: incident 4 named after {named[3]:.0f}s: threads blocked on contended monitors of class {lock['class']} in pod {lock['pod']}",
+                flush=True,
+            )
         if not tty and before[1] is None and lock.get("alert_at") is not None:
-            print(f"demo: alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s: monitor_class={lock['alert_class']} pod={lock['alert_pod']}", flush=True)
-        if check is not None and check.proc is None and named[0] is not None \
-                and ((all(t is not None for t in named) and lock.get("alert_at") is not None) or elapsed - named[0] >= 30):
+            print(
+                f"demo: alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s: monitor_class={lock['alert_class']} pod={lock['alert_pod']}",
+                flush=True,
+            )
+        if (
+            check is not None
+            and check.proc is None
+            and named[0] is not None
+            and (
+                (all(t is not None for t in named) and lock.get("alert_at") is not None)
+                or elapsed - named[0] >= 30
+            )
+        ):
             check.start(elapsed)
         n_check = len(check.lines) if check is not None else 0
         text = render(s, elapsed, named, check, lock, culprits)
         if tty:
-            sys.stdout.write("\033[H\033[2J" + text + "\n\n(Ctrl-C stops the demo and everything it started)\n")
+            sys.stdout.write(
+                "\033[H\033[2J" + text + "\n\n(Ctrl-C stops the demo and everything it started)\n"
+            )
             sys.stdout.flush()
         else:
             if time.time() - last_print >= 30 or (end and time.time() + a.interval >= end):
                 print(text + "\n", flush=True)
                 last_print = time.time()
-                if check is not None:   # those lines were just printed within the summary
+                if check is not None:  # those lines were just printed within the summary
                     check.shown = max(check.shown, n_check)
             for line in check.new_lines() if check is not None else []:
                 print(line, flush=True)
@@ -385,13 +532,15 @@ def run(a, check):
             break
         time.sleep(a.interval)
     if check is not None and check.running():
-        print("demo: waiting for the rate check under way (up to 150 s)", file=sys.stderr, flush=True)
+        print(
+            "demo: waiting for the rate check under way (up to 150 s)", file=sys.stderr, flush=True
+        )
         try:
             check.proc.wait(timeout=150)
         except subprocess.TimeoutExpired:
             check.stop()
     if check is not None and check.reader is not None:
-        check.reader.join(timeout=5)   # its last lines
+        check.reader.join(timeout=5)  # its last lines
     print(render(s, time.time() - a.since, named, check, lock, culprits))
     failed = False
     missing = [i + 1 for i, t in enumerate(named) if t is None]
@@ -399,17 +548,31 @@ def run(a, check):
         print(f"demo: incident(s) {missing} not named within {a.duration:.0f}s", file=sys.stderr)
         failed = True
     else:
-        print("demo: all four incidents named: " + ", ".join(f"{t:.0f}s" for t in named)
-              + f" (the contended monitor: {lock.get('class')})")
-    for i, what in ((0, "the thread starting HandshakeCompletedNotify-Threads"), (1, "the thread requesting RedefineClasses"),
-                    (3, "the threads blocked most on the SecureRandom")):
+        print(
+            "demo: all four incidents named: "
+            + ", ".join(f"{t:.0f}s" for t in named)
+            + f" (the contended monitor: {lock.get('class')})"
+        )
+    for i, what in (
+        (0, "the thread starting HandshakeCompletedNotify-Threads"),
+        (1, "the thread requesting RedefineClasses"),
+        (3, "the threads blocked most on the SecureRandom"),
+    ):
         if i in culprits:
-            print(f"demo: culprit of incident {i + 1}: {what}: {culprits[i][0]} (named after {culprits[i][1]:.0f}s)")
+            print(
+                f"demo: culprit of incident {i + 1}: {what}: {culprits[i][0]} (named after {culprits[i][1]:.0f}s)"
+            )
         else:
-            print(f"demo: culprit of incident {i + 1} not named within {a.duration:.0f}s: {what}", file=sys.stderr)
+            print(
+                f"demo: culprit of incident {i + 1} not named within {a.duration:.0f}s: {what}",
+                file=sys.stderr,
+            )
             failed = True
     if check is not None and check.proc is not None and check.proc.returncode != 0:
-        print(f"demo: the rate check failed (exit {check.proc.returncode}): see the rate check lines above", file=sys.stderr)
+        print(
+            f"demo: the rate check failed (exit {check.proc.returncode}): see the rate check lines above",
+            file=sys.stderr,
+        )
         failed = True
     if failed:
         sys.exit(1)

@@ -18,6 +18,7 @@ An archive lands in $JVMDIAG_IMAGES (default $JVMDIAG_CACHE/images) as
 <name with / and : turned into _>.tar, next to <same>.tar.ref holding the full reference;
 --base finds archives there by reference.
 """
+
 import argparse
 import fnmatch
 import hashlib
@@ -34,7 +35,9 @@ import tempfile
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"
-REF_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+REF_RE = re.compile(
+    r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+)
 
 
 def fail(msg):
@@ -133,7 +136,9 @@ class Layer:
             self._add(info)
             if follow_out is not None:
                 resolved = os.path.normpath(os.path.join(os.path.dirname(src), target))
-                if not (resolved + "/").startswith(follow_out.rstrip("/") + "/") and os.path.lexists(resolved):
+                if not (resolved + "/").startswith(
+                    follow_out.rstrip("/") + "/"
+                ) and os.path.lexists(resolved):
                     self.add_host(resolved)
         elif stat.S_ISDIR(st.st_mode):
             info.type = tarfile.DIRTYPE
@@ -187,7 +192,9 @@ def load_base(ref_or_path):
     index = json.load(tar.extractfile("index.json"))
     mdesc = index["manifests"][0]
     manifest = json.load(tar.extractfile("blobs/sha256/" + mdesc["digest"].split(":")[1]))
-    config = json.load(tar.extractfile("blobs/sha256/" + manifest["config"]["digest"].split(":")[1]))
+    config = json.load(
+        tar.extractfile("blobs/sha256/" + manifest["config"]["digest"].split(":")[1])
+    )
     return tar, manifest, config
 
 
@@ -205,15 +212,29 @@ def parse_list(value, flag):
     return shlex.split(value)
 
 
-def write_archive(path, base_tar, layers, layer_file, layer_sha, layer_size, manifest, manifest_digest,
-                  config_bytes, manifest_bytes, index, docker_manifest):
+def write_archive(
+    path,
+    base_tar,
+    layers,
+    layer_file,
+    layer_sha,
+    layer_size,
+    manifest,
+    manifest_digest,
+    config_bytes,
+    manifest_bytes,
+    index,
+    docker_manifest,
+):
     """The OCI layout (plus manifest.json) as one tar: base layers copied as they are."""
     with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as t:
+
         def put(name, data):
             info = tarfile.TarInfo(name)
             info.size = len(data)
             info.mode = 0o644
             t.addfile(info, io.BytesIO(data))
+
         put("oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
         info = tarfile.TarInfo("blobs")
         info.type = tarfile.DIRTYPE
@@ -238,15 +259,43 @@ def write_archive(path, base_tar, layers, layer_file, layer_sha, layer_size, man
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--tag", required=True, help="image reference, e.g. jvmdiag/demo-app:dev")
     ap.add_argument("--out", help="archive path (default: $JVMDIAG_CACHE/images/<tag>.tar)")
     ap.add_argument("--base", help="base image: a reference built before, or an archive path")
-    ap.add_argument("--add", action="append", default=[], metavar="SRC:DEST", help="copy a file or a tree into the image")
-    ap.add_argument("--add-host", action="append", default=[], metavar="PATH", help="copy a host path to the same path, with the targets of its symlinks")
-    ap.add_argument("--mkdir", action="append", default=[], metavar="DEST[:MODE]", help="an empty directory, e.g. /tmp:1777")
-    ap.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip host paths matching GLOB")
-    ap.add_argument("--entrypoint", help='JSON array or words, e.g. \'["java","-jar","/app/app.jar"]\'')
+    ap.add_argument(
+        "--add",
+        action="append",
+        default=[],
+        metavar="SRC:DEST",
+        help="copy a file or a tree into the image",
+    )
+    ap.add_argument(
+        "--add-host",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="copy a host path to the same path, with the targets of its symlinks",
+    )
+    ap.add_argument(
+        "--mkdir",
+        action="append",
+        default=[],
+        metavar="DEST[:MODE]",
+        help="an empty directory, e.g. /tmp:1777",
+    )
+    ap.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="skip host paths matching GLOB",
+    )
+    ap.add_argument(
+        "--entrypoint", help='JSON array or words, e.g. \'["java","-jar","/app/app.jar"]\''
+    )
     ap.add_argument("--cmd", help="JSON array or words")
     ap.add_argument("--env", action="append", default=[], metavar="K=V")
     ap.add_argument("--user", help="user[:group] the process runs as")
@@ -263,7 +312,12 @@ def main():
     if a.base:
         base_tar, base_manifest, config = load_base(a.base)
     else:
-        config = {"architecture": "amd64", "os": "linux", "config": {}, "rootfs": {"type": "layers", "diff_ids": []}}
+        config = {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {},
+            "rootfs": {"type": "layers", "diff_ids": []},
+        }
     cfg = config.setdefault("config", {})
 
     layer = Layer(a.exclude)
@@ -315,7 +369,11 @@ def main():
     manifest = {
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
-        "config": {"mediaType": OCI_CONFIG, "digest": "sha256:" + hashlib.sha256(config_bytes).hexdigest(), "size": len(config_bytes)},
+        "config": {
+            "mediaType": OCI_CONFIG,
+            "digest": "sha256:" + hashlib.sha256(config_bytes).hexdigest(),
+            "size": len(config_bytes),
+        },
         "layers": layers,
     }
     manifest_bytes = json.dumps(manifest, sort_keys=True).encode()
@@ -323,18 +381,42 @@ def main():
     ref = full_ref(a.tag)
     index = {
         "schemaVersion": 2,
-        "manifests": [{
-            "mediaType": OCI_MANIFEST, "digest": manifest_digest, "size": len(manifest_bytes),
-            "annotations": {"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": a.tag.rsplit(":", 1)[1]},
-        }],
+        "manifests": [
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": manifest_digest,
+                "size": len(manifest_bytes),
+                "annotations": {
+                    "io.containerd.image.name": ref,
+                    "org.opencontainers.image.ref.name": a.tag.rsplit(":", 1)[1],
+                },
+            }
+        ],
     }
-    docker_manifest = [{"Config": "blobs/sha256/" + manifest["config"]["digest"][7:], "RepoTags": [a.tag],
-                        "Layers": ["blobs/sha256/" + l["digest"][7:] for l in layers]}]
+    docker_manifest = [
+        {
+            "Config": "blobs/sha256/" + manifest["config"]["digest"][7:],
+            "RepoTags": [a.tag],
+            "Layers": ["blobs/sha256/" + l["digest"][7:] for l in layers],
+        }
+    ]
 
     tmp_out = f"{out}.{os.getpid()}.tmp"  # concurrent builds of one image must not share it
     try:
-        write_archive(tmp_out, base_tar, layers, layer_file, layer_sha, layer_size, manifest, manifest_digest,
-                      config_bytes, manifest_bytes, index, docker_manifest)
+        write_archive(
+            tmp_out,
+            base_tar,
+            layers,
+            layer_file,
+            layer_sha,
+            layer_size,
+            manifest,
+            manifest_digest,
+            config_bytes,
+            manifest_bytes,
+            index,
+            docker_manifest,
+        )
     except BaseException:
         if os.path.exists(tmp_out):
             os.remove(tmp_out)

@@ -63,6 +63,7 @@ build_jdk() {
   local libs=() l
   while read -r l; do libs+=(--add-host "$l"); done < <(libs_of "$jdk"/bin/* "$jdk"/lib/*.so "$jdk"/lib/server/*.so /usr/bin/dash)
   # glibc dlopens libgcc_s for thread cancellation (pthread_exit unwinding).
+  # shellcheck disable=SC2043 # a list of one, for more host libraries
   for l in /lib/x86_64-linux-gnu/libgcc_s.so.1; do [ -e "$l" ] && libs+=(--add-host "$l"); done
   "${BUILD[@]}" --tag "$tag" --add "$d:/" --add-host "$jdk" --add-host /bin/sh "${libs[@]}" \
     --exclude "$jdk/jmods" --exclude "$jdk/man" --exclude "$jdk/include" --exclude "$jdk/demo" \

@@ -7,7 +7,7 @@
 # virtual threads on 21 and 25). Their cost benchmarks are in make bench (hack/bench.d/locks.sh).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-cd "$REPO_ROOT/node-agent"
+cd "$REPO_ROOT/node-agent" || exit
 OUT="$REPO_ROOT/.results/agent"; rm -rf "$OUT"; mkdir -p "$OUT"
 export CARGO_TERM_COLOR=never
 pass=0; fail=0

@@ -8,7 +8,7 @@
 # The JDK copies are made once in $JVMDIAG_CACHE/jdk-variants (hard links but libjvm.so).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-cd "$REPO_ROOT/node-agent"
+cd "$REPO_ROOT/node-agent" || exit
 OUT="$REPO_ROOT/.results/agent-jit"; rm -rf "$OUT"; mkdir -p "$OUT"
 export CARGO_TERM_COLOR=never JDK17 JDK25
 pass=0; fail=0

@@ -10,6 +10,7 @@ WORK=$(mktemp -d)
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); echo "ok   - $1"; }
 bad() { fail=$((fail + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && echo "       $2"; return 0; }
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
   "$REPO_ROOT/operator/scripts/down.sh" >/dev/null 2>&1
   CLUSTER_INDEX=3 "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1

@@ -44,6 +44,7 @@ check_clean() {
   cg_left=$(ls -d /sys/fs/cgroup/*"$CGROUP_ROOT" 2>/dev/null)
   [ "$CGROUP_ROOT" = / ] && cg_left=""
   check "$what leaves no cgroup under $CGROUP_ROOT" [ -z "$cg_left" ]
+  # shellcheck disable=SC2010 # CNI result file names: NETWORK-ID-IFNAME
   check "$what leaves no CNI result cache entry of $CNI_NETWORK" [ -z "$(ls /var/lib/cni/results/ 2>/dev/null | grep "^$CNI_NETWORK-")" ]
 }
 chains >"$WORK/chains.before"; links >"$WORK/links.before"
@@ -258,6 +259,7 @@ pids="$(cat "$RUN"/*.pid 2>/dev/null) $JPIDS $(pgrep -f "containerd-shim-runc-v2
 t0=$(date +%s%N)
 note_others
 "$DOWN" >/dev/null 2>&1
+# shellcheck disable=SC2086 # pids: a list of pids, split on purpose
 check_clean "cluster down ($(secs "$t0")s)" $pids
 
 # --- a crash: kubelet and containerd killed with pods running; down must sweep ------------
@@ -272,6 +274,7 @@ kill -KILL "$(cat "$RUN/kubelet.pid")" "$(cat "$RUN/containerd.pid")" 2>/dev/nul
 sleep 0.5
 note_others
 "$DOWN" >/dev/null 2>&1
+# shellcheck disable=SC2086 # pids: a list of pids, split on purpose
 check_clean "down after a crash (kubelet, containerd killed)" $pids
 
 suite_result cluster "$pass" "$fail"

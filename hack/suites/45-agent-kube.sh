@@ -21,6 +21,7 @@ OUT="$REPO_ROOT/.results/agent-kube"; rm -rf "$OUT"; mkdir -p "$OUT"
 pass=0 fail=0
 add() { pass=$((pass + $1)); fail=$((fail + $2)); }
 bad() { fail=$((fail + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && echo "       $2"; return 0; }
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() { "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1; }
 trap cleanup EXIT
 finish() { suite_result agent-kube "$pass" "$fail"; [ "$fail" -eq 0 ]; exit $?; }
@@ -48,6 +49,7 @@ fi
 kc=$(tail -n 1 "$OUT/cluster-up.log" | sed -n 's/^export KUBECONFIG=//p')
 [ -f "$kc" ] || { bad "control plane kubeconfig" "$(tail -n 2 "$OUT/cluster-up.log")"; finish; }
 # The JvmDiagnostics CRD: the agent traces only pods whose resource exists.
+# shellcheck disable=SC2015 # bad when either command fails
 KUBECONFIG="$kc" "$KBIN/kubectl" apply --server-side -f "$REPO_ROOT/crds/" >"$OUT/crds.log" 2>&1 \
   && KUBECONFIG="$kc" "$KBIN/kubectl" wait --for condition=Established --timeout=60s crd/jvmdiagnostics.jvm.diagnostics.dev >>"$OUT/crds.log" 2>&1 \
   || { bad "JvmDiagnostics CRD installed" "$(tail -n 3 "$OUT/crds.log" | tr '\n' ' ')"; finish; }

@@ -107,6 +107,7 @@ if [ ! -x "$AGENT" ] && [ -z "${JVMDIAG_AGENT:-}" ] && [ -f "$REPO_ROOT/node-age
 fi
 if [ -x "$AGENT" ]; then
   mkdir -p "$WORK/e2e"
+  # shellcheck disable=SC2015 # fail when either command fails
   render_resource "$REPO_ROOT/e2e/alerts-jvmdiagnostics.yaml" >"$WORK/e2e/manifests.yaml" \
     && "$PY" "$MON/extract_rules.py" "$WORK/e2e/rules.yaml" <"$WORK/e2e/manifests.yaml" \
     || fail "e2e: operator render-rules failed: $(tail -n3 "$WORK/render.log")"

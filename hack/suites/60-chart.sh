@@ -13,6 +13,7 @@
 #     privileges, RBAC, metrics, the webhook's caBundle, and an uninstall that removes it all.
 # Runs its own cluster instance (CLUSTER_INDEX=5), stopped on exit whatever happens.
 # CHART_INSTALL=0 skips step 6 (and the node).
+# shellcheck disable=SC2015 # `test && ok … || bad …`: ok always returns 0
 set -uo pipefail
 export CLUSTER_INDEX="${CHART_CLUSTER_INDEX:-5}"
 . "$(dirname "$0")/../lib.sh"
@@ -28,6 +29,7 @@ bad()  { fail=$((fail + 1)); printf 'FAIL - [%3ss] %s\n' "$(($(date +%s) - T0))"
 finish() { suite_result chart "$pass" "$fail"; [ "$fail" -eq 0 ]; exit $?; }
 
 CLUSTER_STARTED=0
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
   [ "$CLUSTER_STARTED" = 1 ] && "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1
   rm -rf "$WORK"
@@ -46,6 +48,7 @@ else bad "chart crds/ equal the generated crds/" "$out"; fi
 # ... and the check can fail: a stale copy is detected.
 cp -r "$CHART" "$WORK/chart-copy" && mkdir -p "$WORK/crds" && cp "$REPO_ROOT"/crds/* "$WORK/crds/"
 mkdir -p "$WORK/x/charts" && mv "$WORK/chart-copy" "$WORK/x/charts/jvm-diagnostics" && mv "$WORK/crds" "$WORK/x/crds"
+# shellcheck disable=SC2012 # the CRD file names are ours, no spaces
 echo "# edited" >>"$WORK/x/charts/jvm-diagnostics/crds/$(ls "$WORK/x/crds" | head -n1)"
 if "$WORK/x/charts/jvm-diagnostics/scripts/sync-crds.sh" --check >/dev/null 2>&1; then bad "a hand-edited chart CRD is reported stale"
 else ok "a hand-edited chart CRD is reported stale"; fi

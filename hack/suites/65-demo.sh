@@ -18,6 +18,7 @@
 # instance (DEMO_CLUSTER_INDEX=9), never the developer's demo (6). Budget ≈ 7 min (the rate
 # check's minute included): each phase has a deadline after which the demo is interrupted
 # anyway (and the checks still run).
+# shellcheck disable=SC2015 # `test && ok … || bad …`: ok always returns 0
 set -uo pipefail
 export CLUSTER_INDEX=9 DEMO_CLUSTER_INDEX=9
 . "$(dirname "$0")/../lib.sh"
@@ -30,6 +31,7 @@ check() { local what="$1"; shift; if "$@"; then ok "$what"; else bad "$what"; fi
 finish() { suite_result demo "$pass" "$fail"; [ "$fail" -eq 0 ]; exit $?; }
 
 DEMO_PID=""
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {  # whatever happened: the demo and its cluster are gone afterwards
   [ -n "$DEMO_PID" ] && kill -KILL -- -"$DEMO_PID" 2>/dev/null
   "$REPO_ROOT/hack/cluster/down.sh" --quiet >/dev/null 2>&1
@@ -165,6 +167,7 @@ run_demo() {
   check "$phase: no network link (bridge, veths)" added "$WORK/links.before" "$WORK/links.after"
   chains >"$WORK/chains.after"
   check "$phase: no iptables chain (kubelet, CNI, ours)" added "$WORK/chains.before" "$WORK/chains.after"
+  # shellcheck disable=SC2010 # CNI result file names: NETWORK-ID-IFNAME
   check "$phase: no CNI result cache entry of $CNI_NETWORK" [ -z "$(ls /var/lib/cni/results/ 2>/dev/null | grep "^$CNI_NETWORK-")" ]
   check "$phase: no state directory (/tmp/jvmdiag-demo.*) of its own" [ -z "$(grep -o '/tmp/jvmdiag-demo\.[A-Za-z0-9]*' "$WORK/seen.$phase" "$log" | cut -d: -f2 | sort -u | xargs -r ls -d 2>/dev/null)" ]
 }

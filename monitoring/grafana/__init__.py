@@ -1,7 +1,10 @@
 """Grafana dashboards as code (plain Python: the JSON model, typed by @grafana/schema in tests)."""
+
 from . import overview, workload
 
 
 def all_dashboards():
-    return {"jvm-diagnostics-overview": overview.dashboard(),
-            "jvm-diagnostics-workload": workload.dashboard()}
+    return {
+        "jvm-diagnostics-overview": overview.dashboard(),
+        "jvm-diagnostics-workload": workload.dashboard(),
+    }

@@ -1,5 +1,7 @@
 """JVM diagnostics / Overview: the fleet at a glance, by workload (JvmDiagnostics)."""
-from .panels import SEL, dashboard as make, heatmap, row, stat, table, target, timeseries  # noqa: F401
+
+from .panels import SEL, row, stat, table, target, timeseries
+from .panels import dashboard as make
 
 BY = "namespace, jvmdiagnostics"
 LEG = "{{namespace}}/{{jvmdiagnostics}}"
@@ -12,89 +14,263 @@ def g(x, y, w, h=8):
 
 def dashboard():
     p = [
-        stat("JVMs traced", "JVMs the agents attach probes to, in the selection.",
-             [target(f"count(jvmdiag_jvm_info{{{SEL}, probe_mode!=\"none\"}}) or vector(0)", "traced")], "short", g(0, 0, 6, 4)),
-        stat("JVMs not traced", "JVMs seen in injected pods without probes (see runbook JvmDiagJvmNotTraced).",
-             [target(f"count(jvmdiag_agent_jvm_not_traced{{{SEL}}}) or vector(0)", "not traced")], "short",
-             g(6, 0, 6, 4), thresholds=[(1, "orange")]),
-        stat("Longest safepoint pause (p99, range)", "The worst workload's 99th percentile pause over the dashboard's time range.",
-             [target(f"max(histogram_quantile(0.99, sum by ({BY}, le) (increase(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[$__range]))))",
-                     "p99", instant=True)], "s", g(12, 0, 6, 4), thresholds=[(0.1, "orange"), (0.5, "red")]),
-        stat("Thread starts (range)", "Platform threads started in the selection over the time range.",
-             [target(f"sum(increase(jvmdiag_thread_starts_total{{{SEL}}}[$__range]))", "threads", instant=True)],
-             "short", g(18, 0, 6, 4)),
+        stat(
+            "JVMs traced",
+            "JVMs the agents attach probes to, in the selection.",
+            [
+                target(
+                    f'count(jvmdiag_jvm_info{{{SEL}, probe_mode!="none"}}) or vector(0)', "traced"
+                )
+            ],
+            "short",
+            g(0, 0, 6, 4),
+        ),
+        stat(
+            "JVMs not traced",
+            "JVMs seen in injected pods without probes (see runbook JvmDiagJvmNotTraced).",
+            [target(f"count(jvmdiag_agent_jvm_not_traced{{{SEL}}}) or vector(0)", "not traced")],
+            "short",
+            g(6, 0, 6, 4),
+            thresholds=[(1, "orange")],
+        ),
+        stat(
+            "Longest safepoint pause (p99, range)",
+            "The worst workload's 99th percentile pause over the dashboard's time range.",
+            [
+                target(
+                    f"max(histogram_quantile(0.99, sum by ({BY}, le) (increase(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[$__range]))))",
+                    "p99",
+                    instant=True,
+                )
+            ],
+            "s",
+            g(12, 0, 6, 4),
+            thresholds=[(0.1, "orange"), (0.5, "red")],
+        ),
+        stat(
+            "Thread starts (range)",
+            "Platform threads started in the selection over the time range.",
+            [
+                target(
+                    f"sum(increase(jvmdiag_thread_starts_total{{{SEL}}}[$__range]))",
+                    "threads",
+                    instant=True,
+                )
+            ],
+            "short",
+            g(18, 0, 6, 4),
+        ),
         row("Safepoints", 4),
-        timeseries("Safepoint pause p99 by workload",
-                   "99th percentile of safepoint pauses (all VM operations) per workload; drill down in the Workload dashboard.",
-                   [target(f"histogram_quantile(0.99, sum by ({BY}, le) (rate(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[{RATE}])))", LEG)],
-                   "s", g(0, 5, 12)),
-        timeseries("Time to safepoint p99 by workload",
-                   "99th percentile of the time threads needed to reach a safepoint (long counted loops, page faults, CPU throttling).",
-                   [target(f"histogram_quantile(0.99, sum by ({BY}, le) (rate(jvmdiag_safepoint_sync_seconds_bucket{{{SEL}}}[{RATE}])))", LEG)],
-                   "s", g(12, 5, 12)),
-        timeseries("Time stopped at safepoints by workload",
-                   "Share of wall-clock time the workload's JVMs spend stopped at safepoints (average per JVM).",
-                   [target(f"sum by ({BY}) (rate(jvmdiag_safepoint_pause_seconds_sum{{{SEL}}}[{RATE}]))\n/ count by ({BY}) (jvmdiag_jvm_info{{{SEL}}})", LEG)],
-                   "percentunit", g(0, 13, 12)),
-        table("Longest pauses in the range by workload and VM operation",
-              "Upper bound of the histogram bucket holding the longest pause over the time range (exact to the bucket: the alert thresholds are bucket bounds).",
-              [target(f"sort_desc(histogram_quantile(1, sum by ({BY}, vm_operation, le) (increase(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[$__range]))) > 0)",
-                      "", instant=True, fmt="table")], "s", g(12, 13, 12),
-              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
-                                "renameByName": {"Value": "longest pause ≤"}}}]),
+        timeseries(
+            "Safepoint pause p99 by workload",
+            "99th percentile of safepoint pauses (all VM operations) per workload; drill down in the Workload dashboard.",
+            [
+                target(
+                    f"histogram_quantile(0.99, sum by ({BY}, le) (rate(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[{RATE}])))",
+                    LEG,
+                )
+            ],
+            "s",
+            g(0, 5, 12),
+        ),
+        timeseries(
+            "Time to safepoint p99 by workload",
+            "99th percentile of the time threads needed to reach a safepoint (long counted loops, page faults, CPU throttling).",
+            [
+                target(
+                    f"histogram_quantile(0.99, sum by ({BY}, le) (rate(jvmdiag_safepoint_sync_seconds_bucket{{{SEL}}}[{RATE}])))",
+                    LEG,
+                )
+            ],
+            "s",
+            g(12, 5, 12),
+        ),
+        timeseries(
+            "Time stopped at safepoints by workload",
+            "Share of wall-clock time the workload's JVMs spend stopped at safepoints (average per JVM).",
+            [
+                target(
+                    f"sum by ({BY}) (rate(jvmdiag_safepoint_pause_seconds_sum{{{SEL}}}[{RATE}]))\n/ count by ({BY}) (jvmdiag_jvm_info{{{SEL}}})",
+                    LEG,
+                )
+            ],
+            "percentunit",
+            g(0, 13, 12),
+        ),
+        table(
+            "Longest pauses in the range by workload and VM operation",
+            "Upper bound of the histogram bucket holding the longest pause over the time range (exact to the bucket: the alert thresholds are bucket bounds).",
+            [
+                target(
+                    f"sort_desc(histogram_quantile(1, sum by ({BY}, vm_operation, le) (increase(jvmdiag_safepoint_pause_seconds_bucket{{{SEL}}}[$__range]))) > 0)",
+                    "",
+                    instant=True,
+                    fmt="table",
+                )
+            ],
+            "s",
+            g(12, 13, 12),
+            transformations=[
+                {
+                    "id": "organize",
+                    "options": {
+                        "excludeByName": {"Time": True},
+                        "renameByName": {"Value": "longest pause ≤"},
+                    },
+                }
+            ],
+        ),
         row("Threads", 21),
-        timeseries("Thread starts per second: top 10 workload × thread name",
-                   "Platform threads started per second by (digit-folded) thread name; a storm names its culprit here.",
-                   [target(f"topk(10, sum by ({BY}, thread_name) (rate(jvmdiag_thread_starts_total{{{SEL}}}[{RATE}])))",
-                           "{{namespace}}/{{jvmdiagnostics}} {{thread_name}}")],
-                   "suffix: threads/s", g(0, 22, 12)),
-        timeseries("Live threads by workload", "Platform threads alive, summed over the workload's JVMs.",
-                   [target(f"sum by ({BY}) (jvmdiag_threads_live{{{SEL}}})", LEG)], "short", g(12, 22, 12)),
+        timeseries(
+            "Thread starts per second: top 10 workload × thread name",
+            "Platform threads started per second by (digit-folded) thread name; a storm names its culprit here.",
+            [
+                target(
+                    f"topk(10, sum by ({BY}, thread_name) (rate(jvmdiag_thread_starts_total{{{SEL}}}[{RATE}])))",
+                    "{{namespace}}/{{jvmdiagnostics}} {{thread_name}}",
+                )
+            ],
+            "suffix: threads/s",
+            g(0, 22, 12),
+        ),
+        timeseries(
+            "Live threads by workload",
+            "Platform threads alive, summed over the workload's JVMs.",
+            [target(f"sum by ({BY}) (jvmdiag_threads_live{{{SEL}}})", LEG)],
+            "short",
+            g(12, 22, 12),
+        ),
         row("JIT and code cache", 30),
-        timeseries("Code cache used (% of max), fullest JVM per workload",
-                   "When the code cache is full the JIT compiler stops; alert JvmDiagCodeCacheNearlyFull.",
-                   [target(f"max by ({BY}) (100 * sum without (code_heap) (jvmdiag_code_cache_used_bytes{{{SEL}}})\n"
-                                  f"  / sum without (code_heap) (jvmdiag_code_cache_max_bytes{{{SEL}}}))", LEG)],
-                   "percent", g(0, 31, 12)),
-        timeseries("Compilations per second by workload", "JIT compilations (all compilers) per second.",
-                   [target(f"sum by ({BY}) (rate(jvmdiag_compilations_total{{{SEL}}}[{RATE}]))", LEG)],
-                   "suffix: compilations/s", g(12, 31, 12)),
+        timeseries(
+            "Code cache used (% of max), fullest JVM per workload",
+            "When the code cache is full the JIT compiler stops; alert JvmDiagCodeCacheNearlyFull.",
+            [
+                target(
+                    f"max by ({BY}) (100 * sum without (code_heap) (jvmdiag_code_cache_used_bytes{{{SEL}}})\n"
+                    f"  / sum without (code_heap) (jvmdiag_code_cache_max_bytes{{{SEL}}}))",
+                    LEG,
+                )
+            ],
+            "percent",
+            g(0, 31, 12),
+        ),
+        timeseries(
+            "Compilations per second by workload",
+            "JIT compilations (all compilers) per second.",
+            [target(f"sum by ({BY}) (rate(jvmdiag_compilations_total{{{SEL}}}[{RATE}]))", LEG)],
+            "suffix: compilations/s",
+            g(12, 31, 12),
+        ),
         row("Locks", 39),
-        timeseries("Top contended monitor classes: workload × class",
-                   "Seconds per second threads spent blocked on contended monitors, top 10 workload × monitor class (summed "
-                   "over the workload's threads and JVMs). Needs collectors.monitors (-XX:+DTraceMonitorProbes).",
-                   [target(f"topk(10, sum by ({BY}, monitor_class) (rate(jvmdiag_monitor_blocked_seconds_sum{{{SEL}}}[{RATE}])))",
-                           "{{namespace}}/{{jvmdiagnostics}} {{monitor_class}}")],
-                   "suffix: s/s", g(0, 40, 12)),
-        table("Most contended monitor classes in the range",
-              "Seconds blocked on each monitor class over the time range, top 10 workload × class: one class across many "
-              "workloads points to a shared library (a SecureRandom, a logging appender).",
-              [target(f"sort_desc(topk(10, sum by ({BY}, monitor_class) (increase(jvmdiag_monitor_blocked_seconds_sum{{{SEL}}}[$__range]))))",
-                      "", instant=True, fmt="table")], "s", g(12, 40, 12),
-              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
-                                "renameByName": {"Value": "blocked"}}}]),
+        timeseries(
+            "Top contended monitor classes: workload × class",
+            "Seconds per second threads spent blocked on contended monitors, top 10 workload × monitor class (summed "
+            "over the workload's threads and JVMs). Needs collectors.monitors (-XX:+DTraceMonitorProbes).",
+            [
+                target(
+                    f"topk(10, sum by ({BY}, monitor_class) (rate(jvmdiag_monitor_blocked_seconds_sum{{{SEL}}}[{RATE}])))",
+                    "{{namespace}}/{{jvmdiagnostics}} {{monitor_class}}",
+                )
+            ],
+            "suffix: s/s",
+            g(0, 40, 12),
+        ),
+        table(
+            "Most contended monitor classes in the range",
+            "Seconds blocked on each monitor class over the time range, top 10 workload × class: one class across many "
+            "workloads points to a shared library (a SecureRandom, a logging appender).",
+            [
+                target(
+                    f"sort_desc(topk(10, sum by ({BY}, monitor_class) (increase(jvmdiag_monitor_blocked_seconds_sum{{{SEL}}}[$__range]))))",
+                    "",
+                    instant=True,
+                    fmt="table",
+                )
+            ],
+            "s",
+            g(12, 40, 12),
+            transformations=[
+                {
+                    "id": "organize",
+                    "options": {
+                        "excludeByName": {"Time": True},
+                        "renameByName": {"Value": "blocked"},
+                    },
+                }
+            ],
+        ),
         # The agents' own health: their series carry no workload labels (one per agent).
         row("Agents", 48),
-        timeseries("JVMs traced per agent", "JVMs each node agent traces now (jvmdiag_agent_jvms_attached).",
-                   [target("sum by (instance) (jvmdiag_agent_jvms_attached)", "{{instance}}")], "short", g(0, 49, 8)),
-        timeseries("Probe events per second by agent and collector",
-                   "Probe hits per second; a collector stuck at zero while its JVMs run is not attached.",
-                   [target(f"sum by (instance, collector) (rate(jvmdiag_agent_probe_events_total[{RATE}]))",
-                           "{{instance}} {{collector}}")], "suffix: events/s", g(8, 49, 8)),
-        timeseries("Lost and folded events per second by agent",
-                   "Events not counted because a kernel map was full (map errors), events folded into \"other\" (name budget), "
-                   "parks, enters or compilations not timed because their JVM held its share of an in-flight table "
-                   "(jvmdiag_agent_jvm_inflight_lost_total names the JVM), and methods dropped from the compilation "
-                   "staging table, whose promotion to a named counter comes later (jvmdiag_agent_jvm_map_evictions_total "
-                   "names the JVM).",
-                   [target(f"sum by (instance) (rate(jvmdiag_agent_map_errors_total[{RATE}]))", "map errors {{instance}}"),
-                    target(f"sum by (instance) (rate(jvmdiag_agent_names_overflow_total[{RATE}]))", "folded into other {{instance}}", ref="B"),
-                    target(f"sum by (instance) (rate(jvmdiag_agent_inflight_lost_total[{RATE}]))", "not timed {{instance}}", ref="C"),
-                    target(f"sum by (instance) (rate(jvmdiag_agent_map_evictions_total[{RATE}]))", "staging evictions {{instance}}", ref="D")],
-                   "suffix: events/s", g(16, 49, 8)),
+        timeseries(
+            "JVMs traced per agent",
+            "JVMs each node agent traces now (jvmdiag_agent_jvms_attached).",
+            [target("sum by (instance) (jvmdiag_agent_jvms_attached)", "{{instance}}")],
+            "short",
+            g(0, 49, 8),
+        ),
+        timeseries(
+            "Probe events per second by agent and collector",
+            "Probe hits per second; a collector stuck at zero while its JVMs run is not attached.",
+            [
+                target(
+                    f"sum by (instance, collector) (rate(jvmdiag_agent_probe_events_total[{RATE}]))",
+                    "{{instance}} {{collector}}",
+                )
+            ],
+            "suffix: events/s",
+            g(8, 49, 8),
+        ),
+        timeseries(
+            "Lost and folded events per second by agent",
+            'Events not counted because a kernel map was full (map errors), events folded into "other" (name budget), '
+            "parks, enters or compilations not timed because their JVM held its share of an in-flight table "
+            "(jvmdiag_agent_jvm_inflight_lost_total names the JVM), and methods dropped from the compilation "
+            "staging table, whose promotion to a named counter comes later (jvmdiag_agent_jvm_map_evictions_total "
+            "names the JVM).",
+            [
+                target(
+                    f"sum by (instance) (rate(jvmdiag_agent_map_errors_total[{RATE}]))",
+                    "map errors {{instance}}",
+                ),
+                target(
+                    f"sum by (instance) (rate(jvmdiag_agent_names_overflow_total[{RATE}]))",
+                    "folded into other {{instance}}",
+                    ref="B",
+                ),
+                target(
+                    f"sum by (instance) (rate(jvmdiag_agent_inflight_lost_total[{RATE}]))",
+                    "not timed {{instance}}",
+                    ref="C",
+                ),
+                target(
+                    f"sum by (instance) (rate(jvmdiag_agent_map_evictions_total[{RATE}]))",
+                    "staging evictions {{instance}}",
+                    ref="D",
+                ),
+            ],
+            "suffix: events/s",
+            g(16, 49, 8),
+        ),
     ]
-    links = [{"title": "Workload drill-down", "type": "dashboards", "tags": ["jvm-diagnostics"], "asDropdown": False,
-              "icon": "dashboard", "includeVars": True, "keepTime": True, "targetBlank": False, "tooltip": "", "url": ""}]
-    return make("jvm-diagnostics-overview", "JVM diagnostics / Overview",
-                "Fleet view of jvm-diagnostics: worst safepoint pauses and time to safepoint, thread start rates, code cache and most contended monitor classes by workload.",
-                p, with_pod=False, links=links)
+    links = [
+        {
+            "title": "Workload drill-down",
+            "type": "dashboards",
+            "tags": ["jvm-diagnostics"],
+            "asDropdown": False,
+            "icon": "dashboard",
+            "includeVars": True,
+            "keepTime": True,
+            "targetBlank": False,
+            "tooltip": "",
+            "url": "",
+        }
+    ]
+    return make(
+        "jvm-diagnostics-overview",
+        "JVM diagnostics / Overview",
+        "Fleet view of jvm-diagnostics: worst safepoint pauses and time to safepoint, thread start rates, code cache and most contended monitor classes by workload.",
+        p,
+        with_pod=False,
+        links=links,
+    )

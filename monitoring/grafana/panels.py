@@ -13,32 +13,74 @@ SCHEMA_VERSION = 41
 def variables(with_pod=True):
     def query_var(name, label, query, help_):
         return {
-            "name": name, "label": label, "description": help_, "type": "query",
-            "datasource": DS, "query": {"query": query, "refId": f"{name}-var", "qryType": 1},
-            "refresh": 2, "includeAll": True, "allValue": ".*",
-            "multi": True, "sort": 1, "current": {"text": "All", "value": "$__all"},
+            "name": name,
+            "label": label,
+            "description": help_,
+            "type": "query",
+            "datasource": DS,
+            "query": {"query": query, "refId": f"{name}-var", "qryType": 1},
+            "refresh": 2,
+            "includeAll": True,
+            "allValue": ".*",
+            "multi": True,
+            "sort": 1,
+            "current": {"text": "All", "value": "$__all"},
         }
+
     vs = [
-        {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-         "description": "Prometheus that scrapes the jvm-diagnostics agents.",
-         "current": {"text": "Prometheus", "value": "prometheus"}},
-        query_var("namespace", "Namespace", "label_values(jvmdiag_jvm_info, namespace)",
-                  "Kubernetes namespace (empty for standalone agents)."),
-        query_var("workload", "Workload", 'label_values(jvmdiag_jvm_info{namespace=~"$namespace"}, jvmdiagnostics)',
-                  "The JvmDiagnostics resource (one per Deployment/StatefulSet/DaemonSet)."),
+        {
+            "name": "datasource",
+            "label": "Data source",
+            "type": "datasource",
+            "query": "prometheus",
+            "description": "Prometheus that scrapes the jvm-diagnostics agents.",
+            "current": {"text": "Prometheus", "value": "prometheus"},
+        },
+        query_var(
+            "namespace",
+            "Namespace",
+            "label_values(jvmdiag_jvm_info, namespace)",
+            "Kubernetes namespace (empty for standalone agents).",
+        ),
+        query_var(
+            "workload",
+            "Workload",
+            'label_values(jvmdiag_jvm_info{namespace=~"$namespace"}, jvmdiagnostics)',
+            "The JvmDiagnostics resource (one per Deployment/StatefulSet/DaemonSet).",
+        ),
     ]
     if with_pod:
-        vs.append(query_var("pod", "Pod", 'label_values(jvmdiag_jvm_info{namespace=~"$namespace", jvmdiagnostics=~"$workload"}, pod)',
-                            "Pod of the workload."))
+        vs.append(
+            query_var(
+                "pod",
+                "Pod",
+                'label_values(jvmdiag_jvm_info{namespace=~"$namespace", jvmdiagnostics=~"$workload"}, pod)',
+                "Pod of the workload.",
+            )
+        )
     else:
-        vs.append({"name": "pod", "type": "constant", "query": ".*", "hide": 2,
-                   "description": "Every pod (the overview does not filter by pod)."})
+        vs.append(
+            {
+                "name": "pod",
+                "type": "constant",
+                "query": ".*",
+                "hide": 2,
+                "description": "Every pod (the overview does not filter by pod).",
+            }
+        )
     return vs
 
 
 def target(expr, legend, ref="A", instant=False, fmt="time_series"):
-    t = {"datasource": DS, "expr": expr, "legendFormat": legend, "refId": ref, "range": not instant,
-         "instant": instant, "format": fmt}
+    t = {
+        "datasource": DS,
+        "expr": expr,
+        "legendFormat": legend,
+        "refId": ref,
+        "range": not instant,
+        "instant": instant,
+        "format": fmt,
+    }
     return t
 
 
@@ -47,77 +89,173 @@ def _panel(kind, title, desc, targets, unit, grid, options, custom=None, extra_d
     if custom is not None:
         defaults["custom"] = custom
     defaults.update(extra_defaults or {})
-    return {"type": kind, "title": title, "description": desc, "datasource": DS, "gridPos": grid,
-            "targets": targets, "fieldConfig": {"defaults": defaults, "overrides": []}, "options": options}
+    return {
+        "type": kind,
+        "title": title,
+        "description": desc,
+        "datasource": DS,
+        "gridPos": grid,
+        "targets": targets,
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": options,
+    }
 
 
-LEGEND = {"showLegend": True, "displayMode": "table", "placement": "right", "calcs": ["max", "lastNotNull"]}
+LEGEND = {
+    "showLegend": True,
+    "displayMode": "table",
+    "placement": "right",
+    "calcs": ["max", "lastNotNull"],
+}
 TOOLTIP = {"mode": "multi", "sort": "desc"}
 
 
 def timeseries(title, desc, targets, unit, grid, stack=False, bars=False, min0=True):
-    custom = {"drawStyle": "bars" if bars else "line", "lineWidth": 1, "fillOpacity": 30 if bars else 10,
-              "showPoints": "never", "spanNulls": False,
-              "stacking": {"mode": "normal" if stack else "none", "group": "A"}}
+    custom = {
+        "drawStyle": "bars" if bars else "line",
+        "lineWidth": 1,
+        "fillOpacity": 30 if bars else 10,
+        "showPoints": "never",
+        "spanNulls": False,
+        "stacking": {"mode": "normal" if stack else "none", "group": "A"},
+    }
     extra = {"min": 0} if min0 else {}
-    return _panel("timeseries", title, desc, targets, unit, grid,
-                  {"legend": LEGEND, "tooltip": TOOLTIP}, custom, extra)
+    return _panel(
+        "timeseries",
+        title,
+        desc,
+        targets,
+        unit,
+        grid,
+        {"legend": LEGEND, "tooltip": TOOLTIP},
+        custom,
+        extra,
+    )
 
 
 def stat(title, desc, targets, unit, grid, thresholds=None):
     extra = {}
     if thresholds:
-        extra = {"thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}] +
-                                [{"color": c, "value": v} for v, c in thresholds]},
-                 "color": {"mode": "thresholds"}}
-    return _panel("stat", title, desc, targets, unit, grid, {
-        "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-        "orientation": "auto", "colorMode": "value", "graphMode": "area", "justifyMode": "auto",
-        "textMode": "auto", "wideLayout": True, "showPercentChange": False, "percentChangeColorMode": "standard"},
-        None, extra)
+        extra = {
+            "thresholds": {
+                "mode": "absolute",
+                "steps": [{"color": "green", "value": None}]
+                + [{"color": c, "value": v} for v, c in thresholds],
+            },
+            "color": {"mode": "thresholds"},
+        }
+    return _panel(
+        "stat",
+        title,
+        desc,
+        targets,
+        unit,
+        grid,
+        {
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "orientation": "auto",
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "textMode": "auto",
+            "wideLayout": True,
+            "showPercentChange": False,
+            "percentChangeColorMode": "standard",
+        },
+        None,
+        extra,
+    )
 
 
 def table(title, desc, targets, unit, grid, transformations=None):
-    p = _panel("table", title, desc, targets, unit, grid,
-               {"showHeader": True, "frameIndex": 0, "cellHeight": "sm"},
-               {"align": "auto", "cellOptions": {"type": "auto"}, "inspect": False})
+    p = _panel(
+        "table",
+        title,
+        desc,
+        targets,
+        unit,
+        grid,
+        {"showHeader": True, "frameIndex": 0, "cellHeight": "sm"},
+        {"align": "auto", "cellOptions": {"type": "auto"}, "inspect": False},
+    )
     if transformations:
         p["transformations"] = transformations
     return p
 
 
 def heatmap(title, desc, targets, unit, grid):
-    return _panel("heatmap", title, desc, targets, unit, grid, {
-        "calculate": False,
-        "color": {"mode": "scheme", "scheme": "Oranges", "scale": "exponential", "exponent": 0.5,
-                  "fill": "dark-orange", "reverse": False, "steps": 64},
-        "exemplars": {"color": "rgba(255,0,255,0.7)"},
-        "legend": {"show": True},
-        "showValue": "never",
-        "cellGap": 1,
-        "filterValues": {"le": 1e-9},
-        "rowsFrame": {"layout": "le"},
-        "tooltip": {"mode": "single", "yHistogram": True, "showColorScale": False},
-        "yAxis": {"axisPlacement": "left", "unit": unit, "reverse": False},
-    }, {"hideFrom": {"legend": False, "tooltip": False, "viz": False}})
+    return _panel(
+        "heatmap",
+        title,
+        desc,
+        targets,
+        unit,
+        grid,
+        {
+            "calculate": False,
+            "color": {
+                "mode": "scheme",
+                "scheme": "Oranges",
+                "scale": "exponential",
+                "exponent": 0.5,
+                "fill": "dark-orange",
+                "reverse": False,
+                "steps": 64,
+            },
+            "exemplars": {"color": "rgba(255,0,255,0.7)"},
+            "legend": {"show": True},
+            "showValue": "never",
+            "cellGap": 1,
+            "filterValues": {"le": 1e-9},
+            "rowsFrame": {"layout": "le"},
+            "tooltip": {"mode": "single", "yHistogram": True, "showColorScale": False},
+            "yAxis": {"axisPlacement": "left", "unit": unit, "reverse": False},
+        },
+        {"hideFrom": {"legend": False, "tooltip": False, "viz": False}},
+    )
 
 
 def row(title, y):
-    return {"type": "row", "title": title, "collapsed": False, "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []}
+    return {
+        "type": "row",
+        "title": title,
+        "collapsed": False,
+        "gridPos": {"h": 1, "w": 24, "x": 0, "y": y},
+        "panels": [],
+    }
 
 
 def dashboard(uid, title, desc, panels, with_pod=True, links=None):
     for i, p in enumerate(panels, 1):
         p["id"] = i
     return {
-        "uid": uid, "title": title, "description": desc, "tags": ["jvm", "jvm-diagnostics"],
-        "editable": True, "graphTooltip": 1, "schemaVersion": SCHEMA_VERSION, "version": 1,
-        "time": {"from": "now-1h", "to": "now"}, "refresh": "30s", "timezone": "browser",
-        "timepicker": {}, "fiscalYearStartMonth": 0, "liveNow": False,
-        "annotations": {"list": [{
-            "name": "Annotations & Alerts", "builtIn": 1, "enable": True, "hide": True,
-            "iconColor": "rgba(0, 211, 255, 1)", "type": "dashboard",
-            "datasource": {"type": "grafana", "uid": "-- Grafana --"}}]},
+        "uid": uid,
+        "title": title,
+        "description": desc,
+        "tags": ["jvm", "jvm-diagnostics"],
+        "editable": True,
+        "graphTooltip": 1,
+        "schemaVersion": SCHEMA_VERSION,
+        "version": 1,
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "30s",
+        "timezone": "browser",
+        "timepicker": {},
+        "fiscalYearStartMonth": 0,
+        "liveNow": False,
+        "annotations": {
+            "list": [
+                {
+                    "name": "Annotations & Alerts",
+                    "builtIn": 1,
+                    "enable": True,
+                    "hide": True,
+                    "iconColor": "rgba(0, 211, 255, 1)",
+                    "type": "dashboard",
+                    "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                }
+            ]
+        },
         "templating": {"list": variables(with_pod)},
         "links": links or [],
         "panels": panels,

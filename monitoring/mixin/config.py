@@ -4,6 +4,7 @@ The chart's default rules use CONFIG as is. The operator's per-resource template
 same rule shapes with placeholders (see TEMPLATE_PARAMS): `${threshold}` etc. are filled
 from `spec.alerts` of each JvmDiagnostics by the operator.
 """
+
 import os
 
 CONFIG = {
@@ -43,7 +44,9 @@ CONFIG = {
 # The bucket bounds every histogram has, exactly as the agent prints them (`le`), read from
 # monitoring/histogram-bounds.txt (the one definition); a pause threshold must be one.
 def _le_bounds():
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "histogram-bounds.txt")
+    path = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "histogram-bounds.txt"
+    )
     with open(path) as f:
         return [line.split()[0] for line in f if line.strip() and not line.lstrip().startswith("#")]
 

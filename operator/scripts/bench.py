@@ -8,8 +8,20 @@
      clients (the benchmark measures the operator, not a serial client); time from the first
      create until every one reports TargetFound=True for its generation.
 Prints a markdown table, with the load average before and after."""
-import base64, concurrent.futures, http.client, json, os, ssl, sys, tempfile, threading, time, urllib.request
+
+import base64
+import concurrent.futures
+import http.client
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+import urllib.request
+
 import yaml
+
 
 def load_kubeconfig(path):
     kc = yaml.safe_load(open(path))
@@ -18,7 +30,9 @@ def load_kubeconfig(path):
     user = next(u for u in kc["users"] if u["name"] == ctx["user"])["user"]
     sslctx = ssl.create_default_context()
     if "certificate-authority-data" in cluster:
-        sslctx.load_verify_locations(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        sslctx.load_verify_locations(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
     else:
         sslctx.load_verify_locations(cafile=cluster["certificate-authority"])
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -29,15 +43,18 @@ def load_kubeconfig(path):
     host = cluster["server"].split("://", 1)[1].rstrip("/")
     return host, sslctx, headers
 
+
 class Api:
     def __init__(self, path):
         self.host, self.ssl, self.headers = load_kubeconfig(path)
         self.conn = http.client.HTTPSConnection(self.host, context=self.ssl)
+
     def call(self, method, path, body=None, ctype=None):
         h = dict(self.headers)
-        if ctype: h["Content-Type"] = ctype
+        if ctype:
+            h["Content-Type"] = ctype
         data = json.dumps(body) if body is not None else None
-        for attempt in range(3):
+        for _attempt in range(3):
             try:
                 self.conn.request(method, path, body=data, headers=h)
                 r = self.conn.getresponse()
@@ -47,9 +64,11 @@ class Api:
                 self.conn = http.client.HTTPSConnection(self.host, context=self.ssl)
         raise RuntimeError("API server unreachable")
 
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
 
 def histogram_quantile(buckets, q):
     """buckets: sorted [(le, cumulative count)] -> (lower, upper) bounds of the bucket holding
@@ -65,6 +84,7 @@ def histogram_quantile(buckets, q):
         lo, below = le, c
     return lo, float("inf"), lo
 
+
 def scrape(url):
     out = {}
     for line in urllib.request.urlopen(url, timeout=10).read().decode().splitlines():
@@ -73,32 +93,61 @@ def scrape(url):
             out[float("inf") if le == "+Inf" else float(le)] = float(line.rsplit(" ", 1)[1])
     return out
 
+
 def main():
     load0 = " ".join(open("/proc/loadavg").read().split()[:3])
     n = int(os.environ.get("BENCH_ADMISSIONS", "1000"))
     m = int(os.environ.get("BENCH_RESOURCES", "1000"))
     api = Api(os.environ["KUBECONFIG"])
     ns = "bench-%d" % os.getpid()
-    api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    api.call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+    )
     jd = "/apis/jvm.diagnostics.dev/v1alpha1/namespaces/%s/jvmdiagnostics" % ns
+
     def resource(name, target):
-        return {"apiVersion": "jvm.diagnostics.dev/v1alpha1", "kind": "JvmDiagnostics", "metadata": {"name": name},
-                "spec": {"targetRef": {"kind": "Deployment", "name": target},
-                         "jvmOptions": {"extra": ["-XX:ReservedCodeCacheSize=256m"]}}}
+        return {
+            "apiVersion": "jvm.diagnostics.dev/v1alpha1",
+            "kind": "JvmDiagnostics",
+            "metadata": {"name": name},
+            "spec": {
+                "targetRef": {"kind": "Deployment", "name": target},
+                "jvmOptions": {"extra": ["-XX:ReservedCodeCacheSize=256m"]},
+            },
+        }
+
     s, _ = api.call("POST", jd, resource("probe", "none"))
     assert s in (200, 201), s
+
     def pod(i, labelled):
         labels = {"app": "bench"}
-        if labelled: labels["jvm.diagnostics.dev/inject"] = "probe"
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-%d" % i, "labels": labels},
-                "spec": {"containers": [{"name": "app", "image": "eclipse-temurin:21",
-                                         "env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-Xmx256m"}]},
-                                        {"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.22"}]}}
+        if labelled:
+            labels["jvm.diagnostics.dev/inject"] = "probe"
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p-%d" % i, "labels": labels},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "app",
+                        "image": "eclipse-temurin:21",
+                        "env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-Xmx256m"}],
+                    },
+                    {"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.22"},
+                ]
+            },
+        }
+
     path = "/api/v1/namespaces/%s/pods?dryRun=All" % ns
     # wait until the webhook answers (registration propagates to the API server)
     for _ in range(100):
         s, body = api.call("POST", path, pod(0, True))
-        if s == 201 and "jvm.diagnostics.dev/injected" in (body["metadata"].get("annotations") or {}):
+        if s == 201 and "jvm.diagnostics.dev/injected" in (
+            body["metadata"].get("annotations") or {}
+        ):
             break
         time.sleep(0.2)
     else:
@@ -118,7 +167,9 @@ def main():
             s, body = api.call("POST", path, pod(i, labelled))
             rt[labelled].append((time.perf_counter() - t) * 1000)
             assert s == 201, (s, body)
-            if labelled and "jvm.diagnostics.dev/injected" in (body["metadata"].get("annotations") or {}):
+            if labelled and "jvm.diagnostics.dev/injected" in (
+                body["metadata"].get("annotations") or {}
+            ):
                 mutated += 1
     handler = None
     if metrics:
@@ -129,20 +180,36 @@ def main():
     # reconcile M resources, created by parallel clients (one connection each)
     creators = int(os.environ.get("BENCH_CREATORS", "16"))
     local = threading.local()
+
     def conn():
         if not hasattr(local, "api"):
             local.api = Api(os.environ["KUBECONFIG"])
         return local.api
+
     def deployment(i):
-        s, body = conn().call("POST", "/apis/apps/v1/namespaces/%s/deployments" % ns, {
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w-%d" % i},
-            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "w-%d" % i}},
-                     "template": {"metadata": {"labels": {"app": "w-%d" % i}},
-                                  "spec": {"containers": [{"name": "app", "image": "eclipse-temurin:21"}]}}}})
+        s, body = conn().call(
+            "POST",
+            "/apis/apps/v1/namespaces/%s/deployments" % ns,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "w-%d" % i},
+                "spec": {
+                    "replicas": 0,
+                    "selector": {"matchLabels": {"app": "w-%d" % i}},
+                    "template": {
+                        "metadata": {"labels": {"app": "w-%d" % i}},
+                        "spec": {"containers": [{"name": "app", "image": "eclipse-temurin:21"}]},
+                    },
+                },
+            },
+        )
         assert s == 201, (s, body)
+
     def create(i):
         s, body = conn().call("POST", jd, resource("w-%d" % i, "w-%d" % i))
         assert s == 201, (s, body)
+
     with concurrent.futures.ThreadPoolExecutor(creators) as pool:
         list(pool.map(deployment, range(m)))
         time.sleep(2)  # let the operator's Deployment watch catch up: only the resources are timed
@@ -155,41 +222,78 @@ def main():
         s, body = api.call("GET", jd)
         done = 0
         for it in body["items"]:
-            if not it["metadata"]["name"].startswith("w-"): continue
+            if not it["metadata"]["name"].startswith("w-"):
+                continue
             st = it.get("status") or {}
             if st.get("observedGeneration") == it["metadata"]["generation"] and any(
-                    c["type"] == "TargetFound" and c["status"] == "True" for c in st.get("conditions", [])):
+                c["type"] == "TargetFound" and c["status"] == "True"
+                for c in st.get("conditions", [])
+            ):
                 done += 1
-        if done == m: break
+        if done == m:
+            break
         time.sleep(0.5)
     reconciled = time.perf_counter() - t0
     # API writes that carry no information are what the operator should not send: count its events
     time.sleep(3)  # they are sent after the reconcile, on their own threads
     s, body = api.call("GET", "/api/v1/namespaces/%s/events" % ns)
-    events = sum(1 for e in (body or {}).get("items", [])
-                 if e["involvedObject"].get("kind") == "JvmDiagnostics" and e["involvedObject"]["name"].startswith("w-"))
+    events = sum(
+        1
+        for e in (body or {}).get("items", [])
+        if e["involvedObject"].get("kind") == "JvmDiagnostics"
+        and e["involvedObject"]["name"].startswith("w-")
+    )
 
     print("load average before: %s" % load0)
     print("load average after:  %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     print()
     print("| measure | value |")
     print("|---|---|")
-    print("| admissions through the API server (dry-run pod creates, each kind; after %d warm-up) | %d, %d mutated |" % (warmup, n, mutated))
-    print("| round trip with the webhook, p50 / p99 | %.2f ms / %.2f ms |" % (pct(rt[True], 50), pct(rt[True], 99)))
-    print("| round trip without it (label absent), p50 / p99 | %.2f ms / %.2f ms |" % (pct(rt[False], 50), pct(rt[False], 99)))
-    print("| webhook cost seen by the API server, p50 / p99 (difference) | %.2f ms / %.2f ms |" % (
-        pct(rt[True], 50) - pct(rt[False], 50), pct(rt[True], 99) - pct(rt[False], 99)))
+    print(
+        "| admissions through the API server (dry-run pod creates, each kind; after %d warm-up) | %d, %d mutated |"
+        % (warmup, n, mutated)
+    )
+    print(
+        "| round trip with the webhook, p50 / p99 | %.2f ms / %.2f ms |"
+        % (pct(rt[True], 50), pct(rt[True], 99))
+    )
+    print(
+        "| round trip without it (label absent), p50 / p99 | %.2f ms / %.2f ms |"
+        % (pct(rt[False], 50), pct(rt[False], 99))
+    )
+    print(
+        "| webhook cost seen by the API server, p50 / p99 (difference) | %.2f ms / %.2f ms |"
+        % (pct(rt[True], 50) - pct(rt[False], 50), pct(rt[True], 99) - pct(rt[False], 99))
+    )
     if handler:
         (l50, u50, e50), (l99, u99, e99) = handler[0], handler[1]
-        print("| webhook handler time in the operator, p50 (bucket; interpolated) | %g-%g ms; %.2f ms |" % (l50 * 1000, u50 * 1000, e50 * 1000))
-        print("| webhook handler time in the operator, p99 (bucket; interpolated) | %g-%g ms; %.2f ms |" % (l99 * 1000, u99 * 1000, e99 * 1000))
-        print("| webhook handler p99 <= 5 ms target | %s |" % ("met" if u99 <= 0.005 else "NOT met"))
-    print("| %d JvmDiagnostics: create calls (%d parallel clients) took | %.1f s |" % (m, creators, created))
-    print("| %d JvmDiagnostics: first create to all reconciled (TargetFound, observedGeneration) | %.1f s (%d/%d) |" % (m, reconciled, done, m))
-    print("| events on the %d resources (after all reconciled) | %d (%.2f per resource) |" % (m, events, events / max(m, 1)))
+        print(
+            "| webhook handler time in the operator, p50 (bucket; interpolated) | %g-%g ms; %.2f ms |"
+            % (l50 * 1000, u50 * 1000, e50 * 1000)
+        )
+        print(
+            "| webhook handler time in the operator, p99 (bucket; interpolated) | %g-%g ms; %.2f ms |"
+            % (l99 * 1000, u99 * 1000, e99 * 1000)
+        )
+        print(
+            "| webhook handler p99 <= 5 ms target | %s |" % ("met" if u99 <= 0.005 else "NOT met")
+        )
+    print(
+        "| %d JvmDiagnostics: create calls (%d parallel clients) took | %.1f s |"
+        % (m, creators, created)
+    )
+    print(
+        "| %d JvmDiagnostics: first create to all reconciled (TargetFound, observedGeneration) | %.1f s (%d/%d) |"
+        % (m, reconciled, done, m)
+    )
+    print(
+        "| events on the %d resources (after all reconciled) | %d (%.2f per resource) |"
+        % (m, events, events / max(m, 1))
+    )
     api.call("DELETE", "/api/v1/namespaces/" + ns)
     if done != m:
         sys.exit("not every resource was reconciled")
+
 
 if __name__ == "__main__":
     main()

@@ -57,6 +57,7 @@ chmod 600 "$OPERATOR_STATE/kubeconfig"
 
 echo "=== operator-up $(date -u +%FT%TZ)" >>"$OPERATOR_STATE/operator.log"
 from=$(wc -l <"$OPERATOR_STATE/operator.log")
+# shellcheck disable=SC2086 # OPERATOR_ARGS: flags, split on purpose
 setsid nohup "$JAVA25" -Xms64m -Xmx512m -jar "$OPERATOR_JAR" \
   --kubeconfig "$OPERATOR_STATE/kubeconfig" --namespace "$OPERATOR_NS" \
   --webhook-bind "127.0.0.1:$OPERATOR_WEBHOOK_PORT" --webhook-url "https://127.0.0.1:$OPERATOR_WEBHOOK_PORT" \

@@ -8,6 +8,7 @@ after TTL seconds.
 
 usage: webhook.py PORT CERT KEY LOG TTL
 """
+
 import base64
 import json
 import ssl
@@ -17,7 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def main():
-    port, cert, key, log_path, ttl = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+    port, cert, key, log_path, ttl = (
+        int(sys.argv[1]),
+        sys.argv[2],
+        sys.argv[3],
+        sys.argv[4],
+        float(sys.argv[5]),
+    )
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
@@ -25,10 +32,20 @@ def main():
             review = json.loads(body)
             req = review["request"]
             with open(log_path, "a") as f:
-                f.write(f'{req["kind"]["kind"]} {req.get("name") or req["object"]["metadata"].get("name", "")}\n')
+                f.write(
+                    f"{req['kind']['kind']} {req.get('name') or req['object']['metadata'].get('name', '')}\n"
+                )
             labels = req["object"]["metadata"].get("labels")
-            patch = [{"op": "add", "path": "/metadata/labels", "value": {}}] if labels is None else []
-            patch.append({"op": "add", "path": "/metadata/labels/jvmdiag-webhook-test", "value": req["uid"][:8]})
+            patch = (
+                [{"op": "add", "path": "/metadata/labels", "value": {}}] if labels is None else []
+            )
+            patch.append(
+                {
+                    "op": "add",
+                    "path": "/metadata/labels/jvmdiag-webhook-test",
+                    "value": req["uid"][:8],
+                }
+            )
             resp = {
                 "apiVersion": "admission.k8s.io/v1",
                 "kind": "AdmissionReview",

@@ -1,11 +1,13 @@
 """Shapes shared by every alert area: the rule record, selectors, "where" text."""
+
 from dataclasses import dataclass, field
 
 
 @dataclass
 class Params:
     """One set of values an alert is rendered with (chart defaults or operator placeholders)."""
-    selector: str          # label matchers without braces, '' for all
+
+    selector: str  # label matchers without braces, '' for all
     threshold: str = ""
     le: str = ""
     for_: str = "0m"
@@ -16,13 +18,13 @@ class Params:
 @dataclass
 class Alert:
     name: str
-    key: str                 # CONFIG key (== spec.alerts field for the per-resource ones)
-    spec_field: bool         # the operator renders it per JvmDiagnostics
-    runbook: str             # file under docs/runbooks/
-    meaning: str             # one line for docs/alerts.md
-    expr: object             # Params -> str
-    summary: object          # Params -> str
-    description: object      # Params -> str
+    key: str  # CONFIG key (== spec.alerts field for the per-resource ones)
+    spec_field: bool  # the operator renders it per JvmDiagnostics
+    runbook: str  # file under docs/runbooks/
+    meaning: str  # one line for docs/alerts.md
+    expr: object  # Params -> str
+    summary: object  # Params -> str
+    description: object  # Params -> str
 
 
 def sel(p, *extra):
@@ -32,9 +34,11 @@ def sel(p, *extra):
 
 
 # Names the workload and pod in Kubernetes, the host and pid standalone (docs/metrics.md).
-WHERE = ('{{ if $labels.pod }}pod {{ $labels.namespace }}/{{ $labels.pod }}'
-         ' (JvmDiagnostics {{ $labels.jvmdiagnostics }}, container {{ $labels.container }}, JVM {{ $labels.jvm }})'
-         '{{ else }}JVM {{ $labels.jvm }} on {{ $labels.host }} (pid {{ $labels.pid }}){{ end }}')
+WHERE = (
+    "{{ if $labels.pod }}pod {{ $labels.namespace }}/{{ $labels.pod }}"
+    " (JvmDiagnostics {{ $labels.jvmdiagnostics }}, container {{ $labels.container }}, JVM {{ $labels.jvm }})"
+    "{{ else }}JVM {{ $labels.jvm }} on {{ $labels.host }} (pid {{ $labels.pid }}){{ end }}"
+)
 
 
 def increased(total, window, over=None):
@@ -43,10 +47,14 @@ def increased(total, window, over=None):
     The second arm catches series born inside the window (a VM operation's first pause
     creates its series, so increase() alone would miss a first pause that is long)."""
     if over is None:
-        return (f"increase({total}[{window}]) > 0\nor\n"
-                f"(\n  {total} > 0\n  unless {total} offset {window}\n)")
-    return (f"(\n  increase({total}[{window}])\n  - ignoring (le) increase({over}[{window}])\n) > 0\n"
-            f"or\n(\n  ({total} - ignoring (le) {over}) > 0\n  unless {total} offset {window}\n)")
+        return (
+            f"increase({total}[{window}]) > 0\nor\n"
+            f"(\n  {total} > 0\n  unless {total} offset {window}\n)"
+        )
+    return (
+        f"(\n  increase({total}[{window}])\n  - ignoring (le) increase({over}[{window}])\n) > 0\n"
+        f"or\n(\n  ({total} - ignoring (le) {over}) > 0\n  unless {total} offset {window}\n)"
+    )
 
 
 # The labels that name one JVM, in Kubernetes and standalone (docs/metrics.md).
@@ -66,6 +74,8 @@ def with_culprit(expr, culprits, label, on):
     attached) `expr` as it is, without the label: the join never drops an alert."""
     by = f"{JVM_LABELS}, {on}"
     inner = "\n".join("  " + line for line in expr.splitlines())
-    return (f"(\n{inner}\n)\n* on ({by}) group_left ({label})\n"
-            f"(0 * topk by ({by}) (1, {culprits}) + 1)\n"
-            f"or on ({by})\n(\n{inner}\n)")
+    return (
+        f"(\n{inner}\n)\n* on ({by}) group_left ({label})\n"
+        f"(0 * topk by ({by}) (1, {culprits}) + 1)\n"
+        f"or on ({by})\n(\n{inner}\n)"
+    )

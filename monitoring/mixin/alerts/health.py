@@ -2,7 +2,8 @@
 
 jvmdiag_agent_jvm_not_traced, jvmdiag_agent_jvms_untraced and jvmdiag_operator_pods_missing_injection are the metrics
 these alerts need from the agent and the operator (docs/alerts.md, "Metrics these alerts need")."""
-from .common import Alert, WHERE, sel
+
+from .common import WHERE, Alert, sel
 
 # Reasons not counted per agent here: not_selected (nobody asked to trace the JVM) and
 # no_probes_no_hsperfdata (named per JVM by jvmdiag_agent_jvm_not_traced instead).
@@ -10,7 +11,9 @@ AGENT_REASONS = 'reason!~"not_selected|no_probes_no_hsperfdata"'
 
 ALERTS = [
     Alert(
-        name="JvmDiagAgentDown", key="agentDown", spec_field=False,
+        name="JvmDiagAgentDown",
+        key="agentDown",
+        spec_field=False,
         runbook="JvmDiagAgentDown.md",
         meaning="Prometheus cannot scrape a node agent: that node's JVMs are not watched",
         expr=lambda p: f"up{sel(p)} == 0",
@@ -18,10 +21,13 @@ ALERTS = [
         description=lambda p: (
             "Prometheus cannot scrape the jvm-diagnostics agent {{ $labels.instance }}"
             "{{ with $labels.pod }} (pod {{ $labels.namespace }}/{{ . }}){{ end }} (job {{ $labels.job }}) "
-            f"for {p.for_}: no thread, safepoint or JIT alert can fire for the JVMs on its node."),
+            f"for {p.for_}: no thread, safepoint or JIT alert can fire for the JVMs on its node."
+        ),
     ),
     Alert(
-        name="JvmDiagJvmNotTraced", key="jvmNotTraced", spec_field=False,
+        name="JvmDiagJvmNotTraced",
+        key="jvmNotTraced",
+        spec_field=False,
         runbook="JvmDiagJvmNotTraced.md",
         meaning="a JVM the agent should trace is seen but not traced (no probes attached)",
         # jvm_not_traced names a JVM with neither probes nor hsperfdata by its pod; the
@@ -29,16 +35,20 @@ ALERTS = [
         expr=lambda p: (
             f"jvmdiag_agent_jvm_not_traced{sel(p)} > 0\n"
             f"or\n"
-            f"jvmdiag_agent_jvms_untraced{sel(p, AGENT_REASONS)} > 0"),
+            f"jvmdiag_agent_jvms_untraced{sel(p, AGENT_REASONS)} > 0"
+        ),
         summary=lambda p: "JVM not traced{{ with $labels.reason }} ({{ . }}){{ end }}.",
         description=lambda p: (
-            f"{{{{ if $labels.jvm }}}}{WHERE} is{{{{ else }}}}{{{{ printf \"%.0f\" $value }}}} JVM(s) seen by the agent "
+            f'{{{{ if $labels.jvm }}}}{WHERE} is{{{{ else }}}}{{{{ printf "%.0f" $value }}}} JVM(s) seen by the agent '
             "{{ $labels.instance }}{{ with $labels.pod }} in pod {{ $labels.namespace }}/{{ . }}{{ end }} are{{ end }} "
             "not traced: no probes attached (reason: {{ $labels.reason }}), "
-            "so their thread, safepoint and JIT metrics and alerts are missing."),
+            "so their thread, safepoint and JIT metrics and alerts are missing."
+        ),
     ),
     Alert(
-        name="JvmDiagPodsMissingInjection", key="podsMissingInjection", spec_field=False,
+        name="JvmDiagPodsMissingInjection",
+        key="podsMissingInjection",
+        spec_field=False,
         runbook="JvmDiagPodsMissingInjection.md",
         meaning="a pod of a JvmDiagnostics target runs without the injection",
         expr=lambda p: f"jvmdiag_operator_pods_missing_injection{sel(p)} > 0",
@@ -46,6 +56,7 @@ ALERTS = [
         description=lambda p: (
             "Pod {{ $labels.namespace }}/{{ $labels.pod }} of JvmDiagnostics {{ $labels.jvmdiagnostics }} "
             "runs without the jvm-diagnostics injection (reason: {{ $labels.reason }}) for "
-            f"{p.for_}: its JVMs are not traced with the requested collectors."),
+            f"{p.for_}: its JVMs are not traced with the requested collectors."
+        ),
     ),
 ]
