@@ -134,3 +134,37 @@ both are whole hours (the chart's form); other forms are left to cert-manager.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+What the ServiceMonitor and the PodMonitors share, from serviceMonitor or podMonitor (.m):
+the namespace the object is created in, its annotations, and the endpoint's scrape settings
+(an empty interval or scrapeTimeout leaves Prometheus' own) and relabelings.
+*/}}
+{{- define "jvm-diagnostics.monitorNamespace" -}}
+{{- .m.namespace | default (include "jvm-diagnostics.namespace" .root) }}
+{{- end }}
+{{- define "jvm-diagnostics.monitorAnnotations" -}}
+{{- with .annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- define "jvm-diagnostics.monitorEndpoint" -}}
+{{- with .interval }}
+interval: {{ . }}
+{{- end }}
+{{- with .scrapeTimeout }}
+scrapeTimeout: {{ . }}
+{{- end }}
+# honorLabels: the agent's namespace/pod/container labels name the JVM's pod, not the agent's;
+# containers cannot forge them (docs/untrusted-input.md, "What reaches /metrics").
+honorLabels: true
+{{- with .relabelings }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
