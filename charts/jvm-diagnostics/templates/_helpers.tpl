@@ -168,3 +168,62 @@ metricRelabelings:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+The generated rule groups (.rules, the file's text) with the prometheusRule options (.pr)
+applied: alerts in .pr.disabled dropped (and groups left empty), then on every alerting rule
+the labels additionalRuleLabels, the runbook_url rebuilt as <runbookUrl>/<its file name>, the
+annotations additionalRuleAnnotations, and the per-alert overrides' for and severity, each
+winning over what comes before it. Recording rules are left as they are. A name in disabled
+or overrides that is no default alert fails the render, naming it: a typo would otherwise
+leave the alert as it was without a word. The values are strings after fromYaml/toYaml, so
+the {{ $labels.x }} in annotations stay as they are.
+*/}}
+{{- define "jvm-diagnostics.prometheusRule.groups" -}}
+{{- $pr := .pr }}
+{{- $spec := fromYaml .rules }}
+{{- if hasKey $spec "Error" }}
+{{- fail (printf "files/monitoring/prometheus-rules.yaml does not parse: %s" $spec.Error) }}
+{{- end }}
+{{- $known := dict }}
+{{- range $g := $spec.groups }}{{ range $r := $g.rules }}{{ with $r.alert }}{{ $_ := set $known . true }}{{ end }}{{ end }}{{ end }}
+{{- range $opt := list "disabled" "overrides" }}
+{{- range $name, $_ := (index $pr $opt | default dict) }}
+{{- if not (hasKey $known $name) }}
+{{- fail (printf "prometheusRule.%s.%s: no default alert has that name (they are: %s)" $opt $name (keys $known | sortAlpha | join ", ")) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $disabled := $pr.disabled | default dict }}
+{{- $overrides := $pr.overrides | default dict }}
+{{- $groups := list }}
+{{- range $g := $spec.groups }}
+{{- $kept := list }}
+{{- range $r := $g.rules }}
+{{- if not $r.alert }}
+{{- $kept = append $kept $r }}
+{{- else if not (index $disabled $r.alert) }}
+{{- $labels := dict }}
+{{- range $k, $v := ($r.labels | default dict) }}{{ $_ := set $labels $k (toString $v) }}{{ end }}
+{{- range $k, $v := ($pr.additionalRuleLabels | default dict) }}{{ $_ := set $labels $k (toString $v) }}{{ end }}
+{{- $annotations := dict }}
+{{- range $k, $v := ($r.annotations | default dict) }}{{ $_ := set $annotations $k (toString $v) }}{{ end }}
+{{- if and $pr.runbookUrl $annotations.runbook_url }}
+{{- $_ := set $annotations "runbook_url" (printf "%s/%s" (trimSuffix "/" $pr.runbookUrl) (base $annotations.runbook_url)) }}
+{{- end }}
+{{- range $k, $v := ($pr.additionalRuleAnnotations | default dict) }}{{ $_ := set $annotations $k (toString $v) }}{{ end }}
+{{- with (index $overrides $r.alert) }}
+{{- with .for }}{{ $_ := set $r "for" . }}{{ end }}
+{{- with .severity }}{{ $_ := set $labels "severity" . }}{{ end }}
+{{- end }}
+{{- if $labels }}{{ $_ := set $r "labels" $labels }}{{ end }}
+{{- if $annotations }}{{ $_ := set $r "annotations" $annotations }}{{ end }}
+{{- $kept = append $kept $r }}
+{{- end }}
+{{- end }}
+{{- if $kept }}
+{{- $groups = append $groups (set (omit $g "rules") "rules" $kept) }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "groups" $groups) }}
+{{- end }}
