@@ -287,3 +287,33 @@ as one where it has none. ($$ is a literal $ in a regexReplaceAll replacement.)
 {{- $e := regexReplaceAll "(jvmdiag_[a-zA-Z0-9_:]*)\\{" .expr (printf "${1}{%s, " $m) }}
 {{- regexReplaceAll "(jvmdiag_[a-zA-Z0-9_:]*)([^a-zA-Z0-9_:{]|$)" $e (printf "${1}{%s}${2}" $m) }}
 {{- end }}
+
+{{/*
+Milliseconds of a Prometheus duration as the schema admits it (e.g. 1m30s, 500ms).
+*/}}
+{{- define "jvm-diagnostics.durationMs" -}}
+{{- $ms := 0 }}
+{{- $unit := dict "y" 31536000000 "w" 604800000 "d" 86400000 "h" 3600000 "m" 60000 "s" 1000 }}
+{{- range $part := regexFindAll "[0-9]+(ms|[ywdhms])" . -1 }}
+{{- if hasSuffix "ms" $part }}
+{{- $ms = add $ms (trimSuffix "ms" $part | int64) }}
+{{- else }}
+{{- $u := substr (sub (len $part) 1 | int) (len $part) $part }}
+{{- $ms = add $ms (mul (trimSuffix $u $part | int64) (index $unit $u)) }}
+{{- end }}
+{{- end }}
+{{- $ms }}
+{{- end }}
+
+{{/*
+The Prometheus Operator rejects a monitor whose scrapeTimeout is longer than its interval
+(the monitor is then skipped, with only a line in the operator's log): refused here, naming
+the values, when both are set.
+*/}}
+{{- define "jvm-diagnostics.monitor.checkTimeout" -}}
+{{- if and .m.interval .m.scrapeTimeout }}
+{{- if gt (include "jvm-diagnostics.durationMs" .m.scrapeTimeout | int64) (include "jvm-diagnostics.durationMs" .m.interval | int64) }}
+{{- fail (printf "%s.scrapeTimeout (%s) is longer than %s.interval (%s): the Prometheus Operator rejects such a monitor" .name .m.scrapeTimeout .name .m.interval) }}
+{{- end }}
+{{- end }}
+{{- end }}
