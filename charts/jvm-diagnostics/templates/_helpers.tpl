@@ -252,6 +252,9 @@ without a {...} selector; each one gets the matcher. Output is the dashboard as 
       "current" (dict "text" "All" "value" "$__all") }}
 {{- $placed := false }}
 {{- range $v := $d.templating.list }}
+{{- if eq $v.name "cluster" }}
+{{- fail (printf "%s has a cluster variable of its own now: dashboards.clusterLabel would add a second one (templates/_helpers.tpl, jvm-diagnostics.dashboards.withCluster, is to follow the generator)" $.path) }}
+{{- end }}
 {{- if and (eq $v.type "query") (kindIs "map" $v.query) }}
 {{- $_ := set $v.query "query" (include "jvm-diagnostics.dashboards.clusterExpr" (dict "expr" $v.query.query "label" $.label)) }}
 {{- end }}
