@@ -134,3 +134,189 @@ both are whole hours (the chart's form); other forms are left to cert-manager.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+What the ServiceMonitor and the PodMonitors share, from serviceMonitor or podMonitor (.m):
+the namespace the object is created in, its annotations, and the endpoint's scrape settings
+(an empty interval or scrapeTimeout leaves Prometheus' own) and relabelings.
+*/}}
+{{- define "jvm-diagnostics.monitorNamespace" -}}
+{{- .m.namespace | default (include "jvm-diagnostics.namespace" .root) }}
+{{- end }}
+{{- define "jvm-diagnostics.monitorAnnotations" -}}
+{{- with .annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- define "jvm-diagnostics.monitorEndpoint" -}}
+{{- with .interval }}
+interval: {{ . }}
+{{- end }}
+{{- with .scrapeTimeout }}
+scrapeTimeout: {{ . }}
+{{- end }}
+# honorLabels: the agent's namespace/pod/container labels name the JVM's pod, not the agent's;
+# containers cannot forge them (docs/untrusted-input.md, "What reaches /metrics").
+honorLabels: true
+{{- with .relabelings }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The generated rule groups (.rules, the file's text) with the prometheusRule options (.pr)
+applied: alerts in .pr.disabled dropped (and groups left empty), then on every alerting rule
+the labels additionalRuleLabels, the runbook_url rebuilt as <runbookUrl>/<its file name>, the
+annotations additionalRuleAnnotations, and the per-alert overrides' for and severity, each
+winning over what comes before it. Recording rules are left as they are. A name in disabled
+or overrides that is no default alert fails the render, naming it: a typo would otherwise
+leave the alert as it was without a word. The values are strings after fromYaml/toYaml, so
+the {{ $labels.x }} in annotations stay as they are.
+*/}}
+{{- define "jvm-diagnostics.prometheusRule.groups" -}}
+{{- $pr := .pr }}
+{{- $spec := fromYaml .rules }}
+{{- if hasKey $spec "Error" }}
+{{- fail (printf "files/monitoring/prometheus-rules.yaml does not parse: %s" $spec.Error) }}
+{{- end }}
+{{- $known := dict }}
+{{- range $g := $spec.groups }}{{ range $r := $g.rules }}{{ with $r.alert }}{{ $_ := set $known . true }}{{ end }}{{ end }}{{ end }}
+{{- range $opt := list "disabled" "overrides" }}
+{{- range $name, $_ := (index $pr $opt | default dict) }}
+{{- if not (hasKey $known $name) }}
+{{- fail (printf "prometheusRule.%s.%s: no default alert has that name (they are: %s)" $opt $name (keys $known | sortAlpha | join ", ")) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $disabled := $pr.disabled | default dict }}
+{{- $overrides := $pr.overrides | default dict }}
+{{- $groups := list }}
+{{- range $g := $spec.groups }}
+{{- $kept := list }}
+{{- range $r := $g.rules }}
+{{- if not $r.alert }}
+{{- $kept = append $kept $r }}
+{{- else if not (index $disabled $r.alert) }}
+{{- $labels := dict }}
+{{- range $k, $v := ($r.labels | default dict) }}{{ $_ := set $labels $k (toString $v) }}{{ end }}
+{{- range $k, $v := ($pr.additionalRuleLabels | default dict) }}{{ $_ := set $labels $k (toString $v) }}{{ end }}
+{{- $annotations := dict }}
+{{- range $k, $v := ($r.annotations | default dict) }}{{ $_ := set $annotations $k (toString $v) }}{{ end }}
+{{- if and $pr.runbookUrl $annotations.runbook_url }}
+{{- $_ := set $annotations "runbook_url" (printf "%s/%s" (trimSuffix "/" $pr.runbookUrl) (base $annotations.runbook_url)) }}
+{{- end }}
+{{- range $k, $v := ($pr.additionalRuleAnnotations | default dict) }}{{ $_ := set $annotations $k (toString $v) }}{{ end }}
+{{- with (index $overrides $r.alert) }}
+{{- with .for }}{{ $_ := set $r "for" . }}{{ end }}
+{{- with .severity }}{{ $_ := set $labels "severity" . }}{{ end }}
+{{- end }}
+{{- if $labels }}{{ $_ := set $r "labels" $labels }}{{ end }}
+{{- if $annotations }}{{ $_ := set $r "annotations" $annotations }}{{ end }}
+{{- $kept = append $kept $r }}
+{{- end }}
+{{- end }}
+{{- if $kept }}
+{{- $groups = append $groups (set (omit $g "rules") "rules" $kept) }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "groups" $groups) }}
+{{- end }}
+
+{{/*
+A generated dashboard (.json, its text) for a Prometheus holding several clusters' series
+told apart by the label .label (dashboards.clusterLabel): a "Cluster" variable (multi-value,
+All by default, which also matches series without the label) right after the data source,
+and every query - panel targets and the other variables' label_values - restricted to
+.label=~"$cluster". Every series a generated query reads is a jvmdiag_* metric, with or
+without a {...} selector; each one gets the matcher. Output is the dashboard as JSON again
+(keys sorted, <, > and & written as \u003c, \u003e, \u0026: the same dashboard for Grafana).
+*/}}
+{{- define "jvm-diagnostics.dashboards.withCluster" -}}
+{{- $d := fromJson .json }}
+{{- if hasKey $d "Error" }}
+{{- fail (printf "%s does not parse: %s" .path $d.Error) }}
+{{- end }}
+{{- $vars := list }}
+{{- $clusterVar := dict
+      "name" "cluster" "label" "Cluster" "type" "query"
+      "description" (printf "Cluster (Prometheus label %s); All includes series without it." .label)
+      "datasource" (dict "type" "prometheus" "uid" "${datasource}")
+      "query" (dict "query" (printf "label_values(jvmdiag_jvm_info, %s)" .label) "refId" "cluster-var" "qryType" 1)
+      "refresh" 2 "includeAll" true "allValue" ".*" "multi" true "sort" 1
+      "current" (dict "text" "All" "value" "$__all") }}
+{{- $placed := false }}
+{{- range $v := $d.templating.list }}
+{{- if eq $v.name "cluster" }}
+{{- fail (printf "%s has a cluster variable of its own now: dashboards.clusterLabel would add a second one (templates/_helpers.tpl, jvm-diagnostics.dashboards.withCluster, is to follow the generator)" $.path) }}
+{{- end }}
+{{- if and (eq $v.type "query") (kindIs "map" $v.query) }}
+{{- $_ := set $v.query "query" (include "jvm-diagnostics.dashboards.clusterExpr" (dict "expr" $v.query.query "label" $.label)) }}
+{{- end }}
+{{- $vars = append $vars $v }}
+{{- if eq $v.name "datasource" }}{{ $vars = append $vars $clusterVar }}{{ $placed = true }}{{ end }}
+{{- end }}
+{{- if not $placed }}{{ $vars = prepend $vars $clusterVar }}{{ end }}
+{{- $_ := set $d.templating "list" $vars }}
+{{- include "jvm-diagnostics.dashboards.clusterPanels" (dict "panels" $d.panels "label" .label) }}
+{{- toPrettyJson $d }}
+{{- end }}
+
+{{/* Restricts the targets of .panels (and of the panels of rows, at any depth) in place. */}}
+{{- define "jvm-diagnostics.dashboards.clusterPanels" -}}
+{{- range $p := .panels }}
+{{- range $t := ($p.targets | default list) }}
+{{- if $t.expr }}
+{{- $_ := set $t "expr" (include "jvm-diagnostics.dashboards.clusterExpr" (dict "expr" $t.expr "label" $.label)) }}
+{{- end }}
+{{- end }}
+{{- with $p.panels }}
+{{- include "jvm-diagnostics.dashboards.clusterPanels" (dict "panels" . "label" $.label) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+.expr with .label=~"$cluster" added to every jvmdiag_* series: into its {...} selector, or
+as one where it has none. ($$ is a literal $ in a regexReplaceAll replacement.)
+*/}}
+{{- define "jvm-diagnostics.dashboards.clusterExpr" -}}
+{{- $m := printf "%s=~\"$$cluster\"" .label }}
+{{- $e := regexReplaceAll "(jvmdiag_[a-zA-Z0-9_:]*)\\{" .expr (printf "${1}{%s, " $m) }}
+{{- regexReplaceAll "(jvmdiag_[a-zA-Z0-9_:]*)([^a-zA-Z0-9_:{]|$)" $e (printf "${1}{%s}${2}" $m) }}
+{{- end }}
+
+{{/*
+Milliseconds of a Prometheus duration as the schema admits it (e.g. 1m30s, 500ms).
+*/}}
+{{- define "jvm-diagnostics.durationMs" -}}
+{{- $ms := 0 }}
+{{- $unit := dict "y" 31536000000 "w" 604800000 "d" 86400000 "h" 3600000 "m" 60000 "s" 1000 }}
+{{- range $part := regexFindAll "[0-9]+(ms|[ywdhms])" . -1 }}
+{{- if hasSuffix "ms" $part }}
+{{- $ms = add $ms (trimSuffix "ms" $part | int64) }}
+{{- else }}
+{{- $u := substr (sub (len $part) 1 | int) (len $part) $part }}
+{{- $ms = add $ms (mul (trimSuffix $u $part | int64) (index $unit $u)) }}
+{{- end }}
+{{- end }}
+{{- $ms }}
+{{- end }}
+
+{{/*
+The Prometheus Operator rejects a monitor whose scrapeTimeout is longer than its interval
+(the monitor is then skipped, with only a line in the operator's log): refused here, naming
+the values, when both are set.
+*/}}
+{{- define "jvm-diagnostics.monitor.checkTimeout" -}}
+{{- if and .m.interval .m.scrapeTimeout }}
+{{- if gt (include "jvm-diagnostics.durationMs" .m.scrapeTimeout | int64) (include "jvm-diagnostics.durationMs" .m.interval | int64) }}
+{{- fail (printf "%s.scrapeTimeout (%s) is longer than %s.interval (%s): the Prometheus Operator rejects such a monitor" .name .m.scrapeTimeout .name .m.interval) }}
+{{- end }}
+{{- end }}
+{{- end }}
