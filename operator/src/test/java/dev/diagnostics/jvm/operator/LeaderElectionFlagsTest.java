@@ -25,6 +25,7 @@ class LeaderElectionFlagsTest {
   void offWithEitherSpelling() {
     assertThat(parse("--leader-election=false").leaderElection).isFalse();
     assertThat(parse("--no-leader-election").leaderElection).isFalse();
-    assertThat(parse("--leader-election-namespace", "ops").leaderElectionNamespace).isEqualTo("ops");
+    assertThat(parse("--leader-election-namespace", "ops").leaderElectionNamespace)
+        .isEqualTo("ops");
   }
 }
