@@ -70,7 +70,7 @@ final class Uninstall implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    try (KubernetesClient client = Main.connect(kubeconfig, false)) {
+    try (KubernetesClient client = ApiConnection.connect(kubeconfig, false)) {
       // The registrations first: from here on no pod creation calls the webhook. Again once the
       // operator is stopped, in case a replica re-applied them (certificate rotation) meanwhile.
       deleteRegistrations(client);
