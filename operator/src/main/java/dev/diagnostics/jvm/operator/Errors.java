@@ -15,7 +15,8 @@ public final class Errors {
     if (e instanceof Fatal) return e.getMessage();
     for (Throwable t = e; t != null; t = t.getCause()) {
       // the API server's own words, not the client's request dump
-      if (t instanceof io.fabric8.kubernetes.client.KubernetesClientException k && k.getStatus() != null
+      if (t instanceof io.fabric8.kubernetes.client.KubernetesClientException k
+          && k.getStatus() != null
           && k.getStatus().getMessage() != null) {
         return "the API server answered " + k.getCode() + ": " + k.getStatus().getMessage();
       }
@@ -23,7 +24,8 @@ public final class Errors {
     Throwable root = e;
     while (root.getCause() != null && root.getCause() != root) root = root.getCause();
     String msg = root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage();
-    if (root != e && e.getMessage() != null && !e.getMessage().contains(msg)) msg = e.getMessage() + ": " + msg;
+    if (root != e && e.getMessage() != null && !e.getMessage().contains(msg))
+      msg = e.getMessage() + ": " + msg;
     return msg.replace("An error has occurred.: ", "").replaceAll("\\s+", " ").trim();
   }
 }

@@ -28,7 +28,8 @@ public final class OperatorApp implements AutoCloseable {
    * @param reconciler the reconciler's settings; null: no reconciler
    * @param metricsBind where /metrics and /healthz listen; null: nowhere
    */
-  public record Settings(WebhookSettings webhook, ReconcilerSettings reconciler, InetSocketAddress metricsBind) {}
+  public record Settings(
+      WebhookSettings webhook, ReconcilerSettings reconciler, InetSocketAddress metricsBind) {}
 
   /** Reconciles are mostly waiting on the API server: many in flight, few CPU. */
   static final int RECONCILE_THREADS = 32;
@@ -57,49 +58,69 @@ public final class OperatorApp implements AutoCloseable {
     if (s.webhook() != null) webhook = new Webhook(client, s.webhook(), registry).start();
     ReconcilerSettings rs = s.reconciler();
     if (rs != null) {
-      // made once: java-operator-sdk may apply the overrider more than once, the registry takes each name once
+      // made once: java-operator-sdk may apply the overrider more than once, the registry takes
+      // each name once
       ReconcileMetrics metrics = new ReconcileMetrics(registry);
-      operator = new Operator(o -> o.withKubernetesClient(client).withCloseClientOnStop(false)
-          .withStopOnInformerErrorDuringStartup(true).withCacheSyncTimeout(Duration.ofSeconds(60))
-          .withConcurrentReconciliationThreads(RECONCILE_THREADS)
-          .withMetrics(metrics));
-      operator.register(new JvmDiagnosticsReconciler(rs, registry), o -> {
-        if (!rs.watchNamespaces().isEmpty()) o.settingNamespaces(rs.watchNamespaces());
-      });
+      operator =
+          new Operator(o ->
+              o.withKubernetesClient(client)
+                  .withCloseClientOnStop(false)
+                  .withStopOnInformerErrorDuringStartup(true)
+                  .withCacheSyncTimeout(Duration.ofSeconds(60))
+                  .withConcurrentReconciliationThreads(RECONCILE_THREADS)
+                  .withMetrics(metrics));
+      operator.register(
+          new JvmDiagnosticsReconciler(rs, registry),
+          o -> {
+            if (!rs.watchNamespaces().isEmpty()) o.settingNamespaces(rs.watchNamespaces());
+          });
       if (rs.leaderElection() == null) {
         operator.start(); // throws: the caller exits non-zero
       } else {
-        // after a fatal error the reconciler stays stopped, even if the elector leads once more before the exit
-        elector = new LeaderElector(client, rs.leaderElection(), () -> {
-          if (healthy) operator.start();
-        }, this::fatal).start();
+        // after a fatal error the reconciler stays stopped, even if the elector leads once more
+        // before the exit
+        elector =
+            new LeaderElector(
+                    client,
+                    rs.leaderElection(),
+                    () -> {
+                      if (healthy) operator.start();
+                    },
+                    this::fatal)
+                .start();
       }
     }
     return this;
   }
 
   /**
-   * A replica that leads without reconciling, or reconciles next to a new leader, must not stay
-   * up. Its reconciler stops at once and never starts again; then it exits 1 (when
-   * exitOnLostLease; in-process tests stay up with /healthz red). The webhook does not depend on
-   * leadership: on the way out it drains like any stop (--webhook-drain-seconds), without
-   * reconciling meanwhile. The elector is left to the exit: the Lease stays as it is, which
-   * says who held it last.
+   * A replica that leads without reconciling, or reconciles next to a new leader, must not stay up.
+   * Its reconciler stops at once and never starts again; then it exits 1 (when exitOnLostLease;
+   * in-process tests stay up with /healthz red). The webhook does not depend on leadership: on the
+   * way out it drains like any stop (--webhook-drain-seconds), without reconciling meanwhile. The
+   * elector is left to the exit: the Lease stays as it is, which says who held it last.
    */
   private void fatal(String why) {
     if (closing) return;
     healthy = false;
     LeaderElection le = s.reconciler() == null ? null : s.reconciler().leaderElection();
     boolean exit = le == null || le.exitOnLostLease();
-    LOG.error("{}{}", why, exit ? ": exiting (code 1) so that no replica leads without reconciling or reconciles next to the new leader" : "");
-    Thread.ofPlatform().name("fatal-stop").start(() -> {
-      try {
-        if (operator != null) operator.stop();
-      } catch (RuntimeException e) {
-        LOG.warn("stopping the reconciler: {}", e.getMessage());
-      }
-      if (exit) System.exit(1);
-    });
+    LOG.error(
+        "{}{}",
+        why,
+        exit
+            ? ": exiting (code 1) so that no replica leads without reconciling or reconciles next to the new leader"
+            : "");
+    Thread.ofPlatform()
+        .name("fatal-stop")
+        .start(() -> {
+          try {
+            if (operator != null) operator.stop();
+          } catch (RuntimeException e) {
+            LOG.warn("stopping the reconciler: {}", e.getMessage());
+          }
+          if (exit) System.exit(1);
+        });
   }
 
   /** False after a fatal leader-election or start error (when not exiting). */

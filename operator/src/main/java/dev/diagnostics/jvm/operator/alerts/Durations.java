@@ -6,8 +6,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The histogram bounds (monitoring/histogram-bounds.txt, generated into {@link HistogramBounds})
- * as spec duration → exact `le` label string.
+ * The histogram bounds (monitoring/histogram-bounds.txt, generated into {@link HistogramBounds}) as
+ * spec duration → exact `le` label string.
  */
 public final class Durations {
   private Durations() {}
@@ -24,8 +24,12 @@ public final class Durations {
   public static String le(String field, String duration) {
     String le = LE.get(duration);
     if (le == null) {
-      throw new IllegalArgumentException(field + ".threshold \"" + duration + "\" is not a histogram bound; use one of "
-          + HistogramBounds.DURATIONS);
+      throw new IllegalArgumentException(
+          field
+              + ".threshold \""
+              + duration
+              + "\" is not a histogram bound; use one of "
+              + HistogramBounds.DURATIONS);
     }
     return le;
   }

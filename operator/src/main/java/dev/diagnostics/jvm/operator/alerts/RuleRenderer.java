@@ -46,7 +46,9 @@ public final class RuleRenderer {
   /** The templates shipped in the jar (every spec.alerts field has one). */
   public static RuleRenderer fromClasspath() {
     InputStream in = RuleRenderer.class.getClassLoader().getResourceAsStream(TEMPLATES_RESOURCE);
-    if (in == null) throw new IllegalStateException("alert templates " + TEMPLATES_RESOURCE + " are missing from the jar");
+    if (in == null)
+      throw new IllegalStateException(
+          "alert templates " + TEMPLATES_RESOURCE + " are missing from the jar");
     return fromYaml(in);
   }
 
@@ -56,7 +58,8 @@ public final class RuleRenderer {
 
   /** The PrometheusRule for the resource, or null when spec.alerts sets none. */
   public GenericKubernetesResource render(JvmDiagnostics r) {
-    Map<String, Alerts.Alert> configured = r.getSpec().alerts == null ? Map.of() : r.getSpec().alerts.configured();
+    Map<String, Alerts.Alert> configured =
+        r.getSpec().alerts == null ? Map.of() : r.getSpec().alerts.configured();
     if (configured.isEmpty()) return null;
     String ns = r.getMetadata().getNamespace();
     String name = r.getMetadata().getName();
@@ -66,16 +69,22 @@ public final class RuleRenderer {
     GenericKubernetesResource rule = new GenericKubernetesResource();
     rule.setApiVersion(API_VERSION);
     rule.setKind(KIND);
-    var meta = new ObjectMetaBuilder()
-        .withName(ruleName(r))
-        .withNamespace(ns)
-        .addToLabels("app.kubernetes.io/managed-by", Contract.FIELD_MANAGER)
-        .addToLabels("jvm.diagnostics.dev/resource", name);
+    var meta =
+        new ObjectMetaBuilder()
+            .withName(ruleName(r))
+            .withNamespace(ns)
+            .addToLabels("app.kubernetes.io/managed-by", Contract.FIELD_MANAGER)
+            .addToLabels("jvm.diagnostics.dev/resource", name);
     if (r.getMetadata().getUid() != null) {
-      meta.withOwnerReferences(new OwnerReferenceBuilder()
-          .withApiVersion(JvmDiagnostics.API_VERSION).withKind("JvmDiagnostics")
-          .withName(name).withUid(r.getMetadata().getUid())
-          .withController(true).withBlockOwnerDeletion(true).build());
+      meta.withOwnerReferences(
+          new OwnerReferenceBuilder()
+              .withApiVersion(JvmDiagnostics.API_VERSION)
+              .withKind("JvmDiagnostics")
+              .withName(name)
+              .withUid(r.getMetadata().getUid())
+              .withController(true)
+              .withBlockOwnerDeletion(true)
+              .build());
     }
     rule.setMetadata(meta.build());
     Map<String, Object> group = new LinkedHashMap<>();
@@ -87,7 +96,8 @@ public final class RuleRenderer {
 
   private Map<String, Object> renderOne(String field, Alerts.Alert alert, String ns, String name) {
     Map<String, Object> template = templates.get(field);
-    if (template == null) throw new IllegalStateException("alert templates have no entry for spec.alerts." + field);
+    if (template == null)
+      throw new IllegalStateException("alert templates have no entry for spec.alerts." + field);
     Map<String, String> vars = new LinkedHashMap<>();
     vars.put("namespace", ns);
     vars.put("name", name);

@@ -18,24 +18,37 @@ public class Alerts {
   @JsonPropertyDescription("Any time-to-safepoint longer than the threshold (a histogram bound).")
   public DurationAlert timeToSafepoint;
 
-  @ValidationRule(value = "self.threshold > 0.0", fieldPath = ".threshold",
-      message = "threadStartRate.threshold is in threads started per second and must be above 0, e.g. 50")
+  @ValidationRule(
+      value = "self.threshold > 0.0",
+      fieldPath = ".threshold",
+      message =
+          "threadStartRate.threshold is in threads started per second and must be above 0, e.g. 50")
   @JsonPropertyDescription("Thread starts per second above the threshold.")
   public NumberAlert threadStartRate;
 
-  @ValidationRule(value = "self.threshold > 0.0 && self.threshold <= 100.0", fieldPath = ".threshold",
-      message = "codeCacheUsage.threshold is a percentage of the code cache's maximum: use a number above 0 and at most 100, e.g. 90")
+  @ValidationRule(
+      value = "self.threshold > 0.0 && self.threshold <= 100.0",
+      fieldPath = ".threshold",
+      message =
+          "codeCacheUsage.threshold is a percentage of the code cache's maximum: use a number above 0 and at most 100, e.g. 90")
   @JsonPropertyDescription("Code cache use above this percent of its maximum.")
   public NumberAlert codeCacheUsage;
 
-  @ValidationRule(value = "self.threshold > 0.0", fieldPath = ".threshold",
-      message = "compilationRate.threshold is in compilations per second and must be above 0, e.g. 100")
+  @ValidationRule(
+      value = "self.threshold > 0.0",
+      fieldPath = ".threshold",
+      message =
+          "compilationRate.threshold is in compilations per second and must be above 0, e.g. 100")
   @JsonPropertyDescription("JIT compilations per second above the threshold.")
   public NumberAlert compilationRate;
 
-  @ValidationRule(value = "self.threshold > 0.0", fieldPath = ".threshold",
-      message = "monitorContention.threshold is in seconds blocked per second on one monitor class (summed over the JVM's threads) and must be above 0, e.g. 0.5")
-  @JsonPropertyDescription("Seconds blocked per second on one monitor class (summed over the JVM's threads) above the threshold; needs collectors.monitors.")
+  @ValidationRule(
+      value = "self.threshold > 0.0",
+      fieldPath = ".threshold",
+      message =
+          "monitorContention.threshold is in seconds blocked per second on one monitor class (summed over the JVM's threads) and must be above 0, e.g. 0.5")
+  @JsonPropertyDescription(
+      "Seconds blocked per second on one monitor class (summed over the JVM's threads) above the threshold; needs collectors.monitors.")
   public NumberAlert monitorContention;
 
   /** The alerts that are set, keyed by their spec field name, in a stable order. */
@@ -55,17 +68,22 @@ public class Alerts {
   public abstract static class Alert {
     @Default("5m")
     @Size(max = 32)
-    @ValidationRule(value = "self == '0' || self.matches('^([0-9]+(ms|s|m|h|d|w|y))+$')",
+    @ValidationRule(
+        value = "self == '0' || self.matches('^([0-9]+(ms|s|m|h|d|w|y))+$')",
         message = "'for' must be a Prometheus duration such as 0m, 30s, 5m or 1h")
     @JsonProperty("for")
-    @JsonPropertyDescription("How long the condition must hold before the alert fires (Prometheus duration).")
+    @JsonPropertyDescription(
+        "How long the condition must hold before the alert fires (Prometheus duration).")
     public String forDuration = "5m";
 
     @Default("warning")
     @Size(max = 32)
-    @ValidationRule(value = "self in ['critical', 'warning', 'info', 'page', 'ticket']",
-        message = "severity must be critical, warning or info (the severity label kube-prometheus-stack's Alertmanager routes and inhibits by); page and ticket are accepted as aliases of critical and warning")
-    @JsonPropertyDescription("The alert's severity label: critical, warning (default) or info; page and ticket are aliases of critical and warning.")
+    @ValidationRule(
+        value = "self in ['critical', 'warning', 'info', 'page', 'ticket']",
+        message =
+            "severity must be critical, warning or info (the severity label kube-prometheus-stack's Alertmanager routes and inhibits by); page and ticket are accepted as aliases of critical and warning")
+    @JsonPropertyDescription(
+        "The alert's severity label: critical, warning (default) or info; page and ticket are aliases of critical and warning.")
     public String severity = "warning";
 
     /** The severity label the rule gets: page and ticket are written as critical and warning. */
@@ -93,9 +111,12 @@ public class Alerts {
   public static class DurationAlert extends Alert {
     @Required
     @Size(max = 16)
-    @ValidationRule(value = HistogramBounds.CEL_ONE_OF,
-        message = "threshold must be one of the pause histogram bounds " + HistogramBounds.DURATIONS
-            + " (docs/metrics.md) so the alert is exact: round to the nearest, e.g. 500ms")
+    @ValidationRule(
+        value = HistogramBounds.CEL_ONE_OF,
+        message =
+            "threshold must be one of the pause histogram bounds "
+                + HistogramBounds.DURATIONS
+                + " (docs/metrics.md) so the alert is exact: round to the nearest, e.g. 500ms")
     @JsonPropertyDescription("One of " + HistogramBounds.DURATIONS + ".")
     public String threshold;
 

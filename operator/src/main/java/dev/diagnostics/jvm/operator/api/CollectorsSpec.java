@@ -9,9 +9,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * spec.collectors: the collectors of the agent, each on by default. {@code monitors} is on
- * because its flag (-XX:+DTraceMonitorProbes) and probes cost at most 1 % in the lock-storm
- * benchmark (docs/performance.md).
+ * spec.collectors: the collectors of the agent, each on by default. {@code monitors} is on because
+ * its flag (-XX:+DTraceMonitorProbes) and probes cost at most 1 % in the lock-storm benchmark
+ * (docs/performance.md).
  */
 public class CollectorsSpec {
   /** The most names a limit may keep per JVM (the agent's --max-methods allows no more). */
@@ -22,7 +22,8 @@ public class CollectorsSpec {
   public Toggle vmOperations = new Toggle();
   public Compilation compilation = new Compilation();
 
-  @JsonPropertyDescription("Contended monitors by class (needs -XX:+DTraceMonitorProbes, which the webhook adds when enabled). On by default; enabled: false leaves the JVMs without the flag.")
+  @JsonPropertyDescription(
+      "Contended monitors by class (needs -XX:+DTraceMonitorProbes, which the webhook adds when enabled). On by default; enabled: false leaves the JVMs without the flag.")
   public Monitors monitors = new Monitors();
 
   @JsonPropertyDescription("Time parked by (folded) thread name, e.g. per pool; needs no JVM flag.")
@@ -55,7 +56,8 @@ public class CollectorsSpec {
     @Default("50")
     @Min(1)
     @Max(MAX_LIMIT)
-    @JsonPropertyDescription("Distinct thread names kept per JVM (1 to 500); the rest are counted as 'other'.")
+    @JsonPropertyDescription(
+        "Distinct thread names kept per JVM (1 to 500); the rest are counted as 'other'.")
     public int maxThreadNames = 50;
   }
 
@@ -63,24 +65,27 @@ public class CollectorsSpec {
     @Default("20")
     @Min(1)
     @Max(MAX_LIMIT)
-    @JsonPropertyDescription("Most-compiled methods kept per JVM (1 to 500); the rest are counted as 'other'.")
+    @JsonPropertyDescription(
+        "Most-compiled methods kept per JVM (1 to 500); the rest are counted as 'other'.")
     public int maxMethods = 20;
   }
 
   /**
-   * On by default: on a quiet host the lock-storm benchmark measures -0.3 % throughput and
-   * +0.6 % CPU per monitor enter for -XX:+DTraceMonitorProbes with the agent's probes
+   * On by default: on a quiet host the lock-storm benchmark measures -0.3 % throughput and +0.6 %
+   * CPU per monitor enter for -XX:+DTraceMonitorProbes with the agent's probes
    * (docs/performance.md), within the at most 1 % that turns a collector on.
    */
   public static class Monitors {
     @Default("true")
-    @JsonPropertyDescription("Collect contended monitors by class; adds -XX:+DTraceMonitorProbes to the JVMs. Default true; changing it rolls the pods.")
+    @JsonPropertyDescription(
+        "Collect contended monitors by class; adds -XX:+DTraceMonitorProbes to the JVMs. Default true; changing it rolls the pods.")
     public boolean enabled = true;
 
     @Default("20")
     @Min(1)
     @Max(MAX_LIMIT)
-    @JsonPropertyDescription("Most-contended monitor classes kept per JVM (1 to 500); the rest are counted as 'other'.")
+    @JsonPropertyDescription(
+        "Most-contended monitor classes kept per JVM (1 to 500); the rest are counted as 'other'.")
     public int maxClasses = 20;
   }
 }

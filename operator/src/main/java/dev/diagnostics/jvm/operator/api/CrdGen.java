@@ -22,24 +22,38 @@ public final class CrdGen {
 
   public static void main(String[] args) {
     File out = new File(args.length > 0 ? args[0] : "target/crds");
-    if (!out.isDirectory() && !out.mkdirs()) throw new IllegalStateException("cannot create " + out);
-    CRDPostProcessor columns = new CRDPostProcessor() {
-      @Override
-      public HasMetadata process(HasMetadata crd, String version) {
-        if (crd instanceof CustomResourceDefinition d) {
-          for (var v : d.getSpec().getVersions()) {
-            List<CustomResourceColumnDefinition> cols = v.getAdditionalPrinterColumns();
-            if (cols == null || cols.size() != COLUMNS.size() || !cols.stream().allMatch(c -> COLUMNS.contains(c.getName()))) {
-              throw new IllegalStateException("printer columns " + cols + " are not " + COLUMNS + ": update CrdGen.COLUMNS");
+    if (!out.isDirectory() && !out.mkdirs())
+      throw new IllegalStateException("cannot create " + out);
+    CRDPostProcessor columns =
+        new CRDPostProcessor() {
+          @Override
+          public HasMetadata process(HasMetadata crd, String version) {
+            if (crd instanceof CustomResourceDefinition d) {
+              for (var v : d.getSpec().getVersions()) {
+                List<CustomResourceColumnDefinition> cols = v.getAdditionalPrinterColumns();
+                if (cols == null
+                    || cols.size() != COLUMNS.size()
+                    || !cols.stream().allMatch(c -> COLUMNS.contains(c.getName()))) {
+                  throw new IllegalStateException(
+                      "printer columns "
+                          + cols
+                          + " are not "
+                          + COLUMNS
+                          + ": update CrdGen.COLUMNS");
+                }
+                cols.sort(Comparator.comparingInt(c -> COLUMNS.indexOf(c.getName())));
+              }
             }
-            cols.sort(Comparator.comparingInt(c -> COLUMNS.indexOf(c.getName())));
+            return crd;
           }
-        }
-        return crd;
-      }
-    };
-    int n = new CRDGenerator().customResourceClasses(JvmDiagnostics.class).forCRDVersions("v1").inOutputDir(out)
-        .withPostProcessor(columns).generate();
+        };
+    int n =
+        new CRDGenerator()
+            .customResourceClasses(JvmDiagnostics.class)
+            .forCRDVersions("v1")
+            .inOutputDir(out)
+            .withPostProcessor(columns)
+            .generate();
     if (n != 1) throw new IllegalStateException("expected one CRD, generated " + n);
   }
 }

@@ -17,12 +17,26 @@ import io.fabric8.kubernetes.model.annotation.Version;
 @Plural("jvmdiagnostics")
 @Singular("jvmdiagnostics")
 @ShortNames("jvmdiag")
-// kubectl shows NAME TARGET INJECTED READY AGE: crd-generator sorts the columns by jsonPath, CrdGen reorders them
-@AdditionalPrinterColumn(name = "Age", jsonPath = ".metadata.creationTimestamp", type = AdditionalPrinterColumn.Type.DATE)
-@AdditionalPrinterColumn(name = "Ready", jsonPath = ".status.conditions[?(@.type==\"Ready\")].status", type = AdditionalPrinterColumn.Type.STRING)
-@AdditionalPrinterColumn(name = "Injected", jsonPath = ".status.injected", type = AdditionalPrinterColumn.Type.STRING)
-@AdditionalPrinterColumn(name = "Target", jsonPath = ".status.target", type = AdditionalPrinterColumn.Type.STRING)
-public class JvmDiagnostics extends CustomResource<JvmDiagnosticsSpec, JvmDiagnosticsStatus> implements Namespaced {
+// kubectl shows NAME TARGET INJECTED READY AGE: crd-generator sorts the columns by jsonPath, CrdGen
+// reorders them
+@AdditionalPrinterColumn(
+    name = "Age",
+    jsonPath = ".metadata.creationTimestamp",
+    type = AdditionalPrinterColumn.Type.DATE)
+@AdditionalPrinterColumn(
+    name = "Ready",
+    jsonPath = ".status.conditions[?(@.type==\"Ready\")].status",
+    type = AdditionalPrinterColumn.Type.STRING)
+@AdditionalPrinterColumn(
+    name = "Injected",
+    jsonPath = ".status.injected",
+    type = AdditionalPrinterColumn.Type.STRING)
+@AdditionalPrinterColumn(
+    name = "Target",
+    jsonPath = ".status.target",
+    type = AdditionalPrinterColumn.Type.STRING)
+public class JvmDiagnostics extends CustomResource<JvmDiagnosticsSpec, JvmDiagnosticsStatus>
+    implements Namespaced {
   public static final String GROUP = "jvm.diagnostics.dev";
   public static final String VERSION = "v1alpha1";
   public static final String API_VERSION = GROUP + "/" + VERSION;

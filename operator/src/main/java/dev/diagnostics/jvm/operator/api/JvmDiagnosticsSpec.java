@@ -15,27 +15,38 @@ public class JvmDiagnosticsSpec {
   public TargetRef targetRef;
 
   @Size(max = 32)
-  @JsonPropertyDescription("Containers to instrument. Default: every container that is not a known proxy sidecar (istio-proxy, linkerd-proxy, ...).")
-  public List<@Pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$") @Size(max = 63) String> containers = new ArrayList<>();
+  @JsonPropertyDescription(
+      "Containers to instrument. Default: every container that is not a known proxy sidecar (istio-proxy, linkerd-proxy, ...).")
+  public List<@Pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$") @Size(max = 63) String> containers =
+      new ArrayList<>();
 
   @JsonPropertyDescription("What the agent collects; every collector is on by default.")
   public CollectorsSpec collectors = new CollectorsSpec();
 
   @Default("NodeAgent")
-  @JsonPropertyDescription("NodeAgent (the DaemonSet traces the JVMs) or Sidecar (an unprivileged collector container in each pod).")
+  @JsonPropertyDescription(
+      "NodeAgent (the DaemonSet traces the JVMs) or Sidecar (an unprivileged collector container in each pod).")
   public Collection collection = Collection.NodeAgent;
 
   @JsonPropertyDescription("JVM flags appended to JAVA_TOOL_OPTIONS of the selected containers.")
   public JvmOptions jvmOptions = new JvmOptions();
 
   @Default("Automatic")
-  @JsonPropertyDescription("Automatic: the operator restarts the pods when the injection changes. Manual: pods pick it up at their next rollout.")
+  @JsonPropertyDescription(
+      "Automatic: the operator restarts the pods when the injection changes. Manual: pods pick it up at their next rollout.")
   public Rollout rollout = Rollout.Automatic;
 
-  @JsonPropertyDescription("Per-resource alert thresholds, rendered into a PrometheusRule owned by this resource.")
+  @JsonPropertyDescription(
+      "Per-resource alert thresholds, rendered into a PrometheusRule owned by this resource.")
   public Alerts alerts = new Alerts();
 
-  public enum Collection { NodeAgent, Sidecar }
+  public enum Collection {
+    NodeAgent,
+    Sidecar
+  }
 
-  public enum Rollout { Automatic, Manual }
+  public enum Rollout {
+    Automatic,
+    Manual
+  }
 }

@@ -30,16 +30,21 @@ public class JvmDiagnosticsStatus {
   @JsonPropertyDescription("Pods of the target without the current injection, and why.")
   public List<PodMissingInjection> podsMissingInjection = new ArrayList<>();
 
-  @JsonPropertyDescription("When the operator last restarted the target so the webhook could inject pods it had missed; "
-      + "kept here so that any replica that leads spaces those restarts (at most once per configuration, a minute apart).")
+  @JsonPropertyDescription(
+      "When the operator last restarted the target so the webhook could inject pods it had missed; "
+          + "kept here so that any replica that leads spaces those restarts (at most once per configuration, a minute apart).")
   public String lastHealTime;
 
   /** One pod that is not (fully) injected. */
   public static class PodMissingInjection {
     public String name;
-    @JsonPropertyDescription("WebhookUnavailable, Outdated, ValueFromNotMerged, EnvFromNotMerged, ContainerNotFound, ...")
+
+    @JsonPropertyDescription(
+        "WebhookUnavailable, Outdated, ValueFromNotMerged, EnvFromNotMerged, ContainerNotFound, ...")
     public String reason;
-    @JsonPropertyDescription("The container that could not be injected, when the reason is about one container of the pod.")
+
+    @JsonPropertyDescription(
+        "The container that could not be injected, when the reason is about one container of the pod.")
     public String container;
 
     public PodMissingInjection() {}

@@ -24,7 +24,11 @@ public class TargetRef {
     this.name = name;
   }
 
-  public enum Kind { Deployment, StatefulSet, DaemonSet }
+  public enum Kind {
+    Deployment,
+    StatefulSet,
+    DaemonSet
+  }
 
   @Override
   public String toString() {

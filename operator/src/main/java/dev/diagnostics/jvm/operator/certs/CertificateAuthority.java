@@ -17,6 +17,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Date;
 import java.util.List;
+import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x509.BasicConstraints;
 import org.bouncycastle.asn1.x509.ExtendedKeyUsage;
@@ -28,14 +29,15 @@ import org.bouncycastle.asn1.x509.KeyUsage;
 import org.bouncycastle.cert.X509CertificateHolder;
 import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
 import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
-import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
 import org.bouncycastle.openssl.PEMKeyPair;
 import org.bouncycastle.openssl.PEMParser;
 import org.bouncycastle.openssl.jcajce.JcaPEMKeyConverter;
 import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
 import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
 
-/** Creates the operator's own CA and the webhook's serving certificate (ECDSA P-256), and PEM I/O. */
+/**
+ * Creates the operator's own CA and the webhook's serving certificate (ECDSA P-256), and PEM I/O.
+ */
 public final class CertificateAuthority {
   private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -48,12 +50,21 @@ public final class CertificateAuthority {
       KeyPair kp = keyPair();
       X500Name name = new X500Name("CN=" + cn);
       Instant now = Instant.now();
-      var b = new JcaX509v3CertificateBuilder(name, serial(), Date.from(now.minus(Duration.ofMinutes(5))),
-          Date.from(now.plus(validity)), name, kp.getPublic());
+      var b =
+          new JcaX509v3CertificateBuilder(
+              name,
+              serial(),
+              Date.from(now.minus(Duration.ofMinutes(5))),
+              Date.from(now.plus(validity)),
+              name,
+              kp.getPublic());
       b.addExtension(Extension.basicConstraints, true, new BasicConstraints(true));
-      b.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
+      b.addExtension(
+          Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign));
       return new Issued(sign(b, kp.getPrivate()), kp.getPrivate());
-    } catch (GeneralSecurityException | IOException | org.bouncycastle.operator.OperatorCreationException e) {
+    } catch (GeneralSecurityException
+        | IOException
+        | org.bouncycastle.operator.OperatorCreationException e) {
       throw new IllegalStateException("cannot create the webhook CA: " + e.getMessage(), e);
     }
   }
@@ -62,19 +73,35 @@ public final class CertificateAuthority {
     try {
       KeyPair kp = keyPair();
       Instant now = Instant.now();
-      var b = new JcaX509v3CertificateBuilder(ca.cert(), serial(), Date.from(now.minus(Duration.ofMinutes(5))),
-          Date.from(now.plus(validity)), new X500Name("CN=" + hosts.get(0)), kp.getPublic());
+      var b =
+          new JcaX509v3CertificateBuilder(
+              ca.cert(),
+              serial(),
+              Date.from(now.minus(Duration.ofMinutes(5))),
+              Date.from(now.plus(validity)),
+              new X500Name("CN=" + hosts.get(0)),
+              kp.getPublic());
       List<GeneralName> sans = new ArrayList<>();
       for (String h : hosts) {
-        sans.add(isIp(h) ? new GeneralName(GeneralName.iPAddress, h) : new GeneralName(GeneralName.dNSName, h));
+        sans.add(
+            isIp(h)
+                ? new GeneralName(GeneralName.iPAddress, h)
+                : new GeneralName(GeneralName.dNSName, h));
       }
-      b.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(sans.toArray(GeneralName[]::new)));
+      b.addExtension(
+          Extension.subjectAlternativeName,
+          false,
+          new GeneralNames(sans.toArray(GeneralName[]::new)));
       b.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
       b.addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.digitalSignature));
-      b.addExtension(Extension.extendedKeyUsage, false, new ExtendedKeyUsage(KeyPurposeId.id_kp_serverAuth));
+      b.addExtension(
+          Extension.extendedKeyUsage, false, new ExtendedKeyUsage(KeyPurposeId.id_kp_serverAuth));
       return new Issued(sign(b, ca.key()), kp.getPrivate());
-    } catch (GeneralSecurityException | IOException | org.bouncycastle.operator.OperatorCreationException e) {
-      throw new IllegalStateException("cannot create the webhook serving certificate: " + e.getMessage(), e);
+    } catch (GeneralSecurityException
+        | IOException
+        | org.bouncycastle.operator.OperatorCreationException e) {
+      throw new IllegalStateException(
+          "cannot create the webhook serving certificate: " + e.getMessage(), e);
     }
   }
 
@@ -118,7 +145,8 @@ public final class CertificateAuthority {
     StringWriter w = new StringWriter();
     try (JcaPEMWriter pw = new JcaPEMWriter(w)) {
       // keys as PKCS#8 ("PRIVATE KEY"), which every TLS stack reads
-      if (o instanceof PrivateKey k) pw.writeObject(new org.bouncycastle.openssl.jcajce.JcaPKCS8Generator(k, null));
+      if (o instanceof PrivateKey k)
+        pw.writeObject(new org.bouncycastle.openssl.jcajce.JcaPKCS8Generator(k, null));
       else pw.writeObject(o);
     } catch (IOException e) {
       throw new UncheckedIOException(e);

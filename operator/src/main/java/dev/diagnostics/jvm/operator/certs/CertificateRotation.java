@@ -16,17 +16,23 @@ import org.slf4j.LoggerFactory;
 public final class CertificateRotation implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(CertificateRotation.class);
   private final ScheduledExecutorService timer =
-      Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("cert-rotation").daemon(true).factory());
+      Executors.newSingleThreadScheduledExecutor(
+          Thread.ofPlatform().name("cert-rotation").daemon(true).factory());
 
-  public CertificateRotation(WebhookCertificates certs, Duration every, Consumer<WebhookCertificates.Material> use) {
+  public CertificateRotation(
+      WebhookCertificates certs, Duration every, Consumer<WebhookCertificates.Material> use) {
     long seconds = every.toSeconds();
-    timer.scheduleWithFixedDelay(() -> {
-      try {
-        use.accept(certs.ensure());
-      } catch (RuntimeException e) {
-        LOG.warn("certificate check failed, retrying in {}s: {}", seconds, e.getMessage());
-      }
-    }, seconds, seconds, TimeUnit.SECONDS);
+    timer.scheduleWithFixedDelay(
+        () -> {
+          try {
+            use.accept(certs.ensure());
+          } catch (RuntimeException e) {
+            LOG.warn("certificate check failed, retrying in {}s: {}", seconds, e.getMessage());
+          }
+        },
+        seconds,
+        seconds,
+        TimeUnit.SECONDS);
   }
 
   @Override

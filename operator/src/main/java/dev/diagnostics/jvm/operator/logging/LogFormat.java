@@ -1,8 +1,8 @@
 package dev.diagnostics.jvm.operator.logging;
 
 /**
- * How the operator's log lines look on stderr (--log-format). One setting for the process, read
- * at every line, so loggers made before the command line was parsed follow it too.
+ * How the operator's log lines look on stderr (--log-format). One setting for the process, read at
+ * every line, so loggers made before the command line was parsed follow it too.
  */
 public enum LogFormat {
   /** {@code [thread] LEVEL logger - message}, as slf4j-simple wrote it before. */

@@ -18,13 +18,31 @@ import org.slf4j.spi.SLF4JServiceProvider;
  */
 public final class LogProvider implements SLF4JServiceProvider {
   private final Map<String, Logger> loggers = new ConcurrentHashMap<>();
-  private final ILoggerFactory factory = name -> loggers.computeIfAbsent(name, n -> new StderrLogger(n, null));
+  private final ILoggerFactory factory =
+      name -> loggers.computeIfAbsent(name, n -> new StderrLogger(n, null));
   private final IMarkerFactory markers = new BasicMarkerFactory();
   private final MDCAdapter mdc = new BasicMDCAdapter();
 
-  @Override public ILoggerFactory getLoggerFactory() { return factory; }
-  @Override public IMarkerFactory getMarkerFactory() { return markers; }
-  @Override public MDCAdapter getMDCAdapter() { return mdc; }
-  @Override public String getRequestedApiVersion() { return "2.0.99"; }
-  @Override public void initialize() {}
+  @Override
+  public ILoggerFactory getLoggerFactory() {
+    return factory;
+  }
+
+  @Override
+  public IMarkerFactory getMarkerFactory() {
+    return markers;
+  }
+
+  @Override
+  public MDCAdapter getMDCAdapter() {
+    return mdc;
+  }
+
+  @Override
+  public String getRequestedApiVersion() {
+    return "2.0.99";
+  }
+
+  @Override
+  public void initialize() {}
 }

@@ -12,8 +12,10 @@ import org.slf4j.helpers.MessageFormatter;
 /** One logger: INFO and above, one line per event on stderr, in {@link LogFormat#current()}. */
 final class StderrLogger extends LegacyAbstractLogger {
   private static final long serialVersionUID = 1L;
+
   /** Lines of concurrent threads must not interleave. */
   private static final Object LOCK = new Object();
+
   /** null: System.err at each line (so a test's redirect is followed). */
   private final transient PrintStream out;
 
@@ -22,11 +24,30 @@ final class StderrLogger extends LegacyAbstractLogger {
     this.out = out;
   }
 
-  @Override public boolean isTraceEnabled() { return false; }
-  @Override public boolean isDebugEnabled() { return false; }
-  @Override public boolean isInfoEnabled() { return true; }
-  @Override public boolean isWarnEnabled() { return true; }
-  @Override public boolean isErrorEnabled() { return true; }
+  @Override
+  public boolean isTraceEnabled() {
+    return false;
+  }
+
+  @Override
+  public boolean isDebugEnabled() {
+    return false;
+  }
+
+  @Override
+  public boolean isInfoEnabled() {
+    return true;
+  }
+
+  @Override
+  public boolean isWarnEnabled() {
+    return true;
+  }
+
+  @Override
+  public boolean isErrorEnabled() {
+    return true;
+  }
 
   @Override
   protected String getFullyQualifiedCallerName() {
@@ -34,9 +55,17 @@ final class StderrLogger extends LegacyAbstractLogger {
   }
 
   @Override
-  protected void handleNormalizedLoggingCall(Level level, Marker marker, String pattern, Object[] args, Throwable t) {
-    String line = format(LogFormat.current(), Instant.now(), level, name, Thread.currentThread().getName(),
-        MessageFormatter.basicArrayFormat(pattern, args), t);
+  protected void handleNormalizedLoggingCall(
+      Level level, Marker marker, String pattern, Object[] args, Throwable t) {
+    String line =
+        format(
+            LogFormat.current(),
+            Instant.now(),
+            level,
+            name,
+            Thread.currentThread().getName(),
+            MessageFormatter.basicArrayFormat(pattern, args),
+            t);
     PrintStream to = out != null ? out : System.err;
     synchronized (LOCK) {
       to.print(line);
@@ -45,7 +74,14 @@ final class StderrLogger extends LegacyAbstractLogger {
   }
 
   /** The whole text of one event, ending in a newline. */
-  static String format(LogFormat format, Instant time, Level level, String logger, String thread, String message, Throwable t) {
+  static String format(
+      LogFormat format,
+      Instant time,
+      Level level,
+      String logger,
+      String thread,
+      String message,
+      Throwable t) {
     if (format == LogFormat.json) {
       StringBuilder b = new StringBuilder(128).append('{');
       field(b, "time", time.toString()).append(',');

@@ -14,23 +14,34 @@ import java.util.function.BooleanSupplier;
 public final class MetricsServer implements AutoCloseable {
   private final HttpServer server;
 
-  /** healthy: false after a fatal error the process could not exit on (then /healthz answers 503). */
-  public MetricsServer(InetSocketAddress bind, PrometheusRegistry registry, BooleanSupplier healthy) throws IOException {
+  /**
+   * healthy: false after a fatal error the process could not exit on (then /healthz answers 503).
+   */
+  public MetricsServer(InetSocketAddress bind, PrometheusRegistry registry, BooleanSupplier healthy)
+      throws IOException {
     server = HttpServer.create(bind, 16);
     PrometheusTextFormatWriter writer = new PrometheusTextFormatWriter(false);
-    server.createContext("/metrics", ex -> {
-      ByteArrayOutputStream buf = new ByteArrayOutputStream();
-      writer.write(buf, registry.scrape());
-      send(ex, 200, buf.toByteArray(), PrometheusTextFormatWriter.CONTENT_TYPE);
-    });
-    server.createContext("/healthz", ex -> {
-      if (healthy.getAsBoolean()) send(ex, 200, "ok\n".getBytes(), "text/plain");
-      else send(ex, 503, "fatal error, see the log\n".getBytes(), "text/plain");
-    });
-    server.setExecutor(Executors.newSingleThreadExecutor(Thread.ofPlatform().name("metrics").daemon(true).factory()));
+    server.createContext(
+        "/metrics",
+        ex -> {
+          ByteArrayOutputStream buf = new ByteArrayOutputStream();
+          writer.write(buf, registry.scrape());
+          send(ex, 200, buf.toByteArray(), PrometheusTextFormatWriter.CONTENT_TYPE);
+        });
+    server.createContext(
+        "/healthz",
+        ex -> {
+          if (healthy.getAsBoolean()) send(ex, 200, "ok\n".getBytes(), "text/plain");
+          else send(ex, 503, "fatal error, see the log\n".getBytes(), "text/plain");
+        });
+    server.setExecutor(
+        Executors.newSingleThreadExecutor(
+            Thread.ofPlatform().name("metrics").daemon(true).factory()));
   }
 
-  private static void send(com.sun.net.httpserver.HttpExchange ex, int code, byte[] body, String type) throws IOException {
+  private static void send(
+      com.sun.net.httpserver.HttpExchange ex, int code, byte[] body, String type)
+      throws IOException {
     ex.getResponseHeaders().set("Content-Type", type);
     ex.sendResponseHeaders(code, body.length);
     try (OutputStream out = ex.getResponseBody()) {

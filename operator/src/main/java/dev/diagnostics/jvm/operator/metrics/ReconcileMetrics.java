@@ -24,14 +24,15 @@ import java.util.function.LongSupplier;
  *       all resources (a histogram per resource would be a dozen series each).
  * </ul>
  *
- * A deleted resource loses its series once its cleanup is done. Only the leader reconciles, so
- * only the leader exports them.
+ * A deleted resource loses its series once its cleanup is done. Only the leader reconciles, so only
+ * the leader exports them.
  */
 public final class ReconcileMetrics implements Metrics {
   private final Counter reconciliations;
   private final Counter seconds;
   private final Histogram duration;
   private final LongSupplier nanos;
+
   /** The label values each resource has series under, to remove them when it is gone. */
   private final Map<ResourceID, Set<String>> operations = new ConcurrentHashMap<>();
 
@@ -41,16 +42,27 @@ public final class ReconcileMetrics implements Metrics {
 
   ReconcileMetrics(PrometheusRegistry registry, LongSupplier nanos) {
     this.nanos = nanos;
-    reconciliations = Counter.builder().name("jvmdiag_operator_reconciliations_total")
-        .help("Reconciles (operation reconcile) and cleanups (operation cleanup) of a JvmDiagnostics, by result (success, error).")
-        .labelNames("namespace", "jvmdiagnostics", "operation", "result").register(registry);
-    seconds = Counter.builder().name("jvmdiag_operator_reconciliation_seconds_total")
-        .help("Time spent reconciling (or cleaning up) a JvmDiagnostics, in seconds.")
-        .labelNames("namespace", "jvmdiagnostics", "operation").register(registry);
-    duration = Histogram.builder().name("jvmdiag_operator_reconciliation_duration_seconds")
-        .help("Duration of one reconcile or cleanup of any JvmDiagnostics, in seconds.")
-        .classicOnly().classicUpperBounds(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
-        .labelNames("operation").register(registry);
+    reconciliations =
+        Counter.builder()
+            .name("jvmdiag_operator_reconciliations_total")
+            .help(
+                "Reconciles (operation reconcile) and cleanups (operation cleanup) of a JvmDiagnostics, by result (success, error).")
+            .labelNames("namespace", "jvmdiagnostics", "operation", "result")
+            .register(registry);
+    seconds =
+        Counter.builder()
+            .name("jvmdiag_operator_reconciliation_seconds_total")
+            .help("Time spent reconciling (or cleaning up) a JvmDiagnostics, in seconds.")
+            .labelNames("namespace", "jvmdiagnostics", "operation")
+            .register(registry);
+    duration =
+        Histogram.builder()
+            .name("jvmdiag_operator_reconciliation_duration_seconds")
+            .help("Duration of one reconcile or cleanup of any JvmDiagnostics, in seconds.")
+            .classicOnly()
+            .classicUpperBounds(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+            .labelNames("operation")
+            .register(registry);
   }
 
   @Override
@@ -82,7 +94,8 @@ public final class ReconcileMetrics implements Metrics {
     String ns = id.getNamespace().orElse("");
     for (String op : ops) {
       seconds.remove(ns, id.getName(), op);
-      for (String result : new String[] {"success", "error"}) reconciliations.remove(ns, id.getName(), op, result);
+      for (String result : new String[] {"success", "error"})
+        reconciliations.remove(ns, id.getName(), op, result);
     }
   }
 }

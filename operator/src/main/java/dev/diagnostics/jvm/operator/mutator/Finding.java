@@ -12,7 +12,10 @@ public record Finding(String container, Reason reason, String message) {
      * (valueFrom too, or envFrom may set it): left untouched (never the $(VAR) trick).
      */
     ValueFromNotMerged(true),
-    /** JAVA_TOOL_OPTIONS comes from valueFrom: the flags went into JDK_JAVA_OPTIONS (java launcher only). */
+    /**
+     * JAVA_TOOL_OPTIONS comes from valueFrom: the flags went into JDK_JAVA_OPTIONS (java launcher
+     * only).
+     */
     FlagsInJdkJavaOptions(false),
     /** No JAVA_TOOL_OPTIONS in env but envFrom may define it: an env entry would override it. */
     EnvFromNotMerged(true),
@@ -24,7 +27,9 @@ public record Finding(String container, Reason reason, String message) {
     ProxySkipped(false),
     /** Sidecar mode: the app's user is unknown, the sidecar may not read its hsperfdata. */
     SidecarUserUnknown(false),
-    /** An entry of jvmOptions.extra is not allowed (JvmOptionPolicy): left out, the rest injected. */
+    /**
+     * An entry of jvmOptions.extra is not allowed (JvmOptionPolicy): left out, the rest injected.
+     */
     OptionRefused(false);
 
     public final boolean blocking;

@@ -3,8 +3,8 @@ package dev.diagnostics.jvm.operator.mutator;
 import dev.diagnostics.jvm.operator.Contract;
 import dev.diagnostics.jvm.operator.api.CollectorsSpec;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
-import dev.diagnostics.jvm.operator.api.JvmOptionPolicy;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec.Collection;
+import dev.diagnostics.jvm.operator.api.JvmOptionPolicy;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -13,18 +13,18 @@ import java.util.HexFormat;
 import java.util.List;
 
 /**
- * The part of a spec that changes what is injected into a pod, and its hash. Alerts and the
- * rollout mode are not in it: changing them must not restart pods.
+ * The part of a spec that changes what is injected into a pod, and its hash. Alerts and the rollout
+ * mode are not in it: changing them must not restart pods.
  *
  * <p>{@code threadStartRate} is the resource's {@code alerts.threadStartRate} threshold rounded up
  * to whole threads per second (0: none): the node agent attaches its on-demand starter probe to a
- * JVM that starts threads faster. It travels in the limits annotation but not in the hash (an
- * alert threshold must not restart pods): a pod gets a changed threshold when it is next created.
+ * JVM that starts threads faster. It travels in the limits annotation but not in the hash (an alert
+ * threshold must not restart pods): a pod gets a changed threshold when it is next created.
  *
- * <p>{@code refusedOptions} are the entries of {@code jvmOptions.extra} that {@link JvmOptionPolicy}
- * refuses ("option: why"): never injected and not in the hash. The API server refuses them
- * already; this is the last line for a resource that got in another way (no validating webhook,
- * or an administrator's exception withdrawn since).
+ * <p>{@code refusedOptions} are the entries of {@code jvmOptions.extra} that {@link
+ * JvmOptionPolicy} refuses ("option: why"): never injected and not in the hash. The API server
+ * refuses them already; this is the last line for a resource that got in another way (no validating
+ * webhook, or an administrator's exception withdrawn since).
  */
 public record InjectionConfig(
     List<String> containers,
@@ -48,14 +48,20 @@ public record InjectionConfig(
   }
 
   /** allowedOptions: the option prefixes the cluster administrator allowed (--allow-jvm-option). */
-  public static InjectionConfig of(JvmDiagnosticsSpec spec, String agentImage, List<String> allowedOptions) {
+  public static InjectionConfig of(
+      JvmDiagnosticsSpec spec, String agentImage, List<String> allowedOptions) {
     CollectorsSpec c = spec.collectors == null ? new CollectorsSpec() : spec.collectors;
-    var opts = spec.jvmOptions == null ? new dev.diagnostics.jvm.operator.api.JvmOptions() : spec.jvmOptions;
+    var opts =
+        spec.jvmOptions == null
+            ? new dev.diagnostics.jvm.operator.api.JvmOptions()
+            : spec.jvmOptions;
     Collection collection = spec.collection == null ? Collection.NodeAgent : spec.collection;
     List<String> flags = new ArrayList<>();
     if (opts.preserveFramePointer) flags.add("-XX:+PreserveFramePointer");
-    if (opts.safepointLog || collection == Collection.Sidecar) flags.add(Contract.SAFEPOINT_LOG_FLAG);
-    boolean monitorFlagInExtra = opts.extra != null && opts.extra.contains(Contract.MONITOR_PROBES_FLAG);
+    if (opts.safepointLog || collection == Collection.Sidecar)
+      flags.add(Contract.SAFEPOINT_LOG_FLAG);
+    boolean monitorFlagInExtra =
+        opts.extra != null && opts.extra.contains(Contract.MONITOR_PROBES_FLAG);
     if (c.monitorsEnabled() && !monitorFlagInExtra) flags.add(Contract.MONITOR_PROBES_FLAG);
     List<String> refused = new ArrayList<>();
     if (opts.extra != null) {
@@ -81,7 +87,9 @@ public record InjectionConfig(
 
   /** alerts.threadStartRate's threshold in whole threads per second, rounded up; 0 without one. */
   static int threadStartRate(JvmDiagnosticsSpec spec) {
-    if (spec.alerts == null || spec.alerts.threadStartRate == null || spec.alerts.threadStartRate.threshold == null) return 0;
+    if (spec.alerts == null
+        || spec.alerts.threadStartRate == null
+        || spec.alerts.threadStartRate.threshold == null) return 0;
     double t = spec.alerts.threadStartRate.threshold;
     return t > 0 ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, Math.ceil(t))) : 0;
   }
@@ -93,12 +101,14 @@ public record InjectionConfig(
 
   /**
    * The jvm.diagnostics.dev/limits annotation: the limits of the enabled collectors only, and the
-   * threshold of the agent's on-demand starter probe where the resource has a threadStartRate alert.
+   * threshold of the agent's on-demand starter probe where the resource has a threadStartRate
+   * alert.
    */
   public String limits() {
     StringBuilder b = new StringBuilder();
     if (collectors.contains("threads")) b.append(",maxThreadNames=").append(maxThreadNames);
-    if (collectors.contains("threads") && threadStartRate > 0) b.append(",threadStartRate=").append(threadStartRate);
+    if (collectors.contains("threads") && threadStartRate > 0)
+      b.append(",threadStartRate=").append(threadStartRate);
     if (collectors.contains("compilation")) b.append(",maxMethods=").append(maxMethods);
     if (collectors.contains("monitors")) b.append(",maxClasses=").append(maxClasses);
     return b.isEmpty() ? "" : b.substring(1);
@@ -112,33 +122,41 @@ public record InjectionConfig(
   /**
    * 16 hex digits of SHA-256 over a canonical text of the config; stable across releases.
    *
-   * <p>The agent image is not in it: the hash is what rolls a workload, and a new agent image
-   * (a `helm upgrade`) must not restart every Sidecar workload of the cluster at once. Pods get
-   * the new sidecar image at their next rollout. The line stays, always empty, so hashes written
-   * before the image was left out stay the same for NodeAgent resources.
+   * <p>The agent image is not in it: the hash is what rolls a workload, and a new agent image (a
+   * `helm upgrade`) must not restart every Sidecar workload of the cluster at once. Pods get the
+   * new sidecar image at their next rollout. The line stays, always empty, so hashes written before
+   * the image was left out stay the same for NodeAgent resources.
    *
    * <p>The text follows what the pod gets, never which fields the resource spells out. The
    * collectors added after the first version add a line only in the state that version did not
-   * inject: {@code monitors} when on (its flag and limit), {@code parking} when off. So a
-   * resource that sets {@code monitors.enabled} either way keeps the hash earlier releases
-   * wrote, while one that leaves it unset gets a new hash once, when the operator that turns
-   * monitors on by default first reconciles it: its pods now get -XX:+DTraceMonitorProbes and
-   * must roll to get it. Pods injected before {@code parking} existed name it in their
-   * collectors annotation from their next rollout on.
+   * inject: {@code monitors} when on (its flag and limit), {@code parking} when off. So a resource
+   * that sets {@code monitors.enabled} either way keeps the hash earlier releases wrote, while one
+   * that leaves it unset gets a new hash once, when the operator that turns monitors on by default
+   * first reconciles it: its pods now get -XX:+DTraceMonitorProbes and must roll to get it. Pods
+   * injected before {@code parking} existed name it in their collectors annotation from their next
+   * rollout on.
    */
   public String hash() {
     List<String> original = collectors.stream().filter(ORIGINAL_COLLECTORS::contains).toList();
-    String canonical = "v1\ncontainers=" + String.join(",", containers)
-        + "\ncollectors=" + String.join(",", original)
-        + "\nmaxThreadNames=" + maxThreadNames
-        + "\nmaxMethods=" + maxMethods
-        + "\ncollection=" + collection
-        + "\nflags=" + String.join("\u0000", flags)
-        + "\nagentImage="
-        + (collectors.contains("monitors") ? "\nmonitors=maxClasses=" + maxClasses : "")
-        + (collectors.contains("parking") ? "" : "\nparking=off");
+    String canonical =
+        "v1\ncontainers="
+            + String.join(",", containers)
+            + "\ncollectors="
+            + String.join(",", original)
+            + "\nmaxThreadNames="
+            + maxThreadNames
+            + "\nmaxMethods="
+            + maxMethods
+            + "\ncollection="
+            + collection
+            + "\nflags="
+            + String.join("\u0000", flags)
+            + "\nagentImage="
+            + (collectors.contains("monitors") ? "\nmonitors=maxClasses=" + maxClasses : "")
+            + (collectors.contains("parking") ? "" : "\nparking=off");
     try {
-      byte[] d = MessageDigest.getInstance("SHA-256").digest(canonical.getBytes(StandardCharsets.UTF_8));
+      byte[] d =
+          MessageDigest.getInstance("SHA-256").digest(canonical.getBytes(StandardCharsets.UTF_8));
       return HexFormat.of().formatHex(d, 0, 8);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);

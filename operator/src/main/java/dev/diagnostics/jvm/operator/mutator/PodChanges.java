@@ -9,8 +9,8 @@ import java.util.Objects;
 
 /**
  * What PodMutator changed, as JSON-patch operations on the paths it may touch (annotations,
- * volumes, each container's env and volumeMounts, appended containers). Compares only those
- * parts, so neither the webhook nor the idempotency check serialises or diffs a whole pod.
+ * volumes, each container's env and volumeMounts, appended containers). Compares only those parts,
+ * so neither the webhook nor the idempotency check serialises or diffs a whole pod.
  */
 public final class PodChanges {
   /** op is "add" or "replace"; value is a model object (or String) serialised by the caller. */
@@ -20,14 +20,19 @@ public final class PodChanges {
 
   public static List<Op> between(Pod before, Pod after) {
     List<Op> ops = new ArrayList<>();
-    Map<String, String> a0 = before.getMetadata() == null ? null : before.getMetadata().getAnnotations();
+    Map<String, String> a0 =
+        before.getMetadata() == null ? null : before.getMetadata().getAnnotations();
     Map<String, String> a1 = after.getMetadata().getAnnotations();
     if (a0 == null || a0.isEmpty()) {
       if (a1 != null && !a1.isEmpty()) ops.add(new Op("add", "/metadata/annotations", a1));
     } else if (a1 != null) {
       for (var e : a1.entrySet()) {
         if (!e.getValue().equals(a0.get(e.getKey()))) {
-          ops.add(new Op("add", "/metadata/annotations/" + escape(e.getKey()), e.getValue())); // add also replaces
+          ops.add(
+              new Op(
+                  "add",
+                  "/metadata/annotations/" + escape(e.getKey()),
+                  e.getValue())); // add also replaces
         }
       }
     }
@@ -35,9 +40,14 @@ public final class PodChanges {
     List<Container> c1 = after.getSpec().getContainers();
     for (int i = 0; i < c0.size(); i++) {
       listOp(ops, "/spec/containers/" + i + "/env", c0.get(i).getEnv(), c1.get(i).getEnv());
-      listOp(ops, "/spec/containers/" + i + "/volumeMounts", c0.get(i).getVolumeMounts(), c1.get(i).getVolumeMounts());
+      listOp(
+          ops,
+          "/spec/containers/" + i + "/volumeMounts",
+          c0.get(i).getVolumeMounts(),
+          c1.get(i).getVolumeMounts());
     }
-    for (int i = c0.size(); i < c1.size(); i++) ops.add(new Op("add", "/spec/containers/-", c1.get(i)));
+    for (int i = c0.size(); i < c1.size(); i++)
+      ops.add(new Op("add", "/spec/containers/-", c1.get(i)));
     listOp(ops, "/spec/volumes", before.getSpec().getVolumes(), after.getSpec().getVolumes());
     return ops;
   }

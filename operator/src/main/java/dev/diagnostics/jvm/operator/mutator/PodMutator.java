@@ -24,20 +24,33 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * The whole injection as one pure function: (pod, config) → (mutated copy, findings). No I/O,
- * so the webhook, the reconciler's status and the tests all run the same code.
+ * The whole injection as one pure function: (pod, config) → (mutated copy, findings). No I/O, so
+ * the webhook, the reconciler's status and the tests all run the same code.
  *
  * <p>Idempotent: running it on its own output changes nothing (webhook reinvocation).
  */
 public final class PodMutator {
   /** Container names of service-mesh proxies and other non-JVM sidecars never chosen by default. */
-  static final Set<String> PROXY_NAMES = Set.of(
-      "istio-proxy", "istio-init", "istio-validation", "linkerd-proxy", "linkerd-init",
-      "envoy", "envoy-sidecar", "consul-dataplane", "consul-connect-envoy", "cloud-sql-proxy",
-      "vault-agent", "vault-agent-init", SIDECAR_NAME);
+  static final Set<String> PROXY_NAMES =
+      Set.of(
+          "istio-proxy",
+          "istio-init",
+          "istio-validation",
+          "linkerd-proxy",
+          "linkerd-init",
+          "envoy",
+          "envoy-sidecar",
+          "consul-dataplane",
+          "consul-connect-envoy",
+          "cloud-sql-proxy",
+          "vault-agent",
+          "vault-agent-init",
+          SIDECAR_NAME);
+
   /** Proxy images, in case a proxy runs under another name. */
-  static final Pattern PROXY_IMAGE = Pattern.compile(
-      ".*/(proxyv2|linkerd/proxy|linkerd2?-proxy|envoy|envoyproxy/envoy[^/]*|consul-dataplane|cloud-sql-proxy)(:.*|@.*)?$");
+  static final Pattern PROXY_IMAGE =
+      Pattern.compile(
+          ".*/(proxyv2|linkerd/proxy|linkerd2?-proxy|envoy|envoyproxy/envoy[^/]*|consul-dataplane|cloud-sql-proxy)(:.*|@.*)?$");
 
   private PodMutator() {}
 
@@ -47,7 +60,9 @@ public final class PodMutator {
     List<Finding> findings = new ArrayList<>();
     List<Container> selected = select(pod.getSpec().getContainers(), config, findings);
     for (String refused : config.refusedOptions()) {
-      findings.add(new Finding(null, Reason.OptionRefused, "spec.jvmOptions.extra: not injected: " + refused));
+      findings.add(
+          new Finding(
+              null, Reason.OptionRefused, "spec.jvmOptions.extra: not injected: " + refused));
     }
     boolean sidecar = config.collection() == Collection.Sidecar;
     List<String> injected = new ArrayList<>();
@@ -62,8 +77,10 @@ public final class PodMutator {
     if (sidecar && !selected.isEmpty()) addSidecar(pod, selected, config, findings);
     if (config.needsLogDir() || sidecar) addTmpVolume(pod);
 
-    Map<String, String> ann = pod.getMetadata().getAnnotations() == null
-        ? new LinkedHashMap<>() : new LinkedHashMap<>(pod.getMetadata().getAnnotations());
+    Map<String, String> ann =
+        pod.getMetadata().getAnnotations() == null
+            ? new LinkedHashMap<>()
+            : new LinkedHashMap<>(pod.getMetadata().getAnnotations());
     ann.put(INJECTED, config.hash());
     ann.put(COLLECTORS, String.join(",", config.collectors()));
     ann.put(CONTAINERS, String.join(",", injected));
@@ -75,21 +92,35 @@ public final class PodMutator {
   }
 
   /** spec.containers when given (missing names reported), else every non-proxy container. */
-  static List<Container> select(List<Container> containers, InjectionConfig config, List<Finding> findings) {
+  static List<Container> select(
+      List<Container> containers, InjectionConfig config, List<Finding> findings) {
     List<Container> out = new ArrayList<>();
     if (!config.containers().isEmpty()) {
       for (String name : config.containers()) {
-        containers.stream().filter(c -> name.equals(c.getName())).findFirst().ifPresentOrElse(out::add,
-            () -> findings.add(new Finding(name, Reason.ContainerNotFound,
-                "spec.containers names \"" + name + "\" but the pod has no such container")));
+        containers.stream()
+            .filter(c -> name.equals(c.getName()))
+            .findFirst()
+            .ifPresentOrElse(
+                out::add,
+                () ->
+                    findings.add(
+                        new Finding(
+                            name,
+                            Reason.ContainerNotFound,
+                            "spec.containers names \""
+                                + name
+                                + "\" but the pod has no such container")));
       }
       return out;
     }
     for (Container c : containers) {
       if (isProxy(c)) {
         if (!SIDECAR_NAME.equals(c.getName())) {
-          findings.add(new Finding(c.getName(), Reason.ProxySkipped,
-              "proxy sidecar skipped; name it in spec.containers to instrument it anyway"));
+          findings.add(
+              new Finding(
+                  c.getName(),
+                  Reason.ProxySkipped,
+                  "proxy sidecar skipped; name it in spec.containers to instrument it anyway"));
         }
       } else {
         out.add(c);
@@ -99,7 +130,8 @@ public final class PodMutator {
   }
 
   static boolean isProxy(Container c) {
-    return PROXY_NAMES.contains(c.getName()) || (c.getImage() != null && PROXY_IMAGE.matcher(c.getImage()).matches());
+    return PROXY_NAMES.contains(c.getName())
+        || (c.getImage() != null && PROXY_IMAGE.matcher(c.getImage()).matches());
   }
 
   /**
@@ -115,9 +147,14 @@ public final class PodMutator {
     int idx = lastIndexOf(env, JAVA_TOOL_OPTIONS);
     if (idx < 0) {
       if (envFrom) {
-        findings.add(new Finding(c.getName(), Reason.EnvFromNotMerged,
-            "container \"" + c.getName() + "\" uses envFrom, which may set JAVA_TOOL_OPTIONS; an env entry would "
-                + "override it, so nothing was added: set JAVA_TOOL_OPTIONS under env (literal value) to get the flags"));
+        findings.add(
+            new Finding(
+                c.getName(),
+                Reason.EnvFromNotMerged,
+                "container \""
+                    + c.getName()
+                    + "\" uses envFrom, which may set JAVA_TOOL_OPTIONS; an env entry would "
+                    + "override it, so nothing was added: set JAVA_TOOL_OPTIONS under env (literal value) to get the flags"));
         return false;
       }
       env.add(new EnvVar(JAVA_TOOL_OPTIONS, flags, null));
@@ -126,23 +163,41 @@ public final class PodMutator {
     } else {
       int jdk = lastIndexOf(env, JDK_JAVA_OPTIONS);
       if (jdk >= 0 && env.get(jdk).getValueFrom() != null) {
-        findings.add(new Finding(c.getName(), Reason.ValueFromNotMerged,
-            "JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS of container \"" + c.getName() + "\" both come from valueFrom and were "
-                + "left untouched: make one of them a literal value, or add these flags to its source: " + flags));
+        findings.add(
+            new Finding(
+                c.getName(),
+                Reason.ValueFromNotMerged,
+                "JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS of container \""
+                    + c.getName()
+                    + "\" both come from valueFrom and were "
+                    + "left untouched: make one of them a literal value, or add these flags to its source: "
+                    + flags));
         return false;
       }
       if (jdk < 0 && envFrom) {
-        findings.add(new Finding(c.getName(), Reason.ValueFromNotMerged,
-            "JAVA_TOOL_OPTIONS of container \"" + c.getName() + "\" comes from valueFrom, and envFrom may set JDK_JAVA_OPTIONS "
-                + "(an env entry would override it), so nothing was added: make JAVA_TOOL_OPTIONS or JDK_JAVA_OPTIONS a "
-                + "literal value under env, or add these flags to its source: " + flags));
+        findings.add(
+            new Finding(
+                c.getName(),
+                Reason.ValueFromNotMerged,
+                "JAVA_TOOL_OPTIONS of container \""
+                    + c.getName()
+                    + "\" comes from valueFrom, and envFrom may set JDK_JAVA_OPTIONS "
+                    + "(an env entry would override it), so nothing was added: make JAVA_TOOL_OPTIONS or JDK_JAVA_OPTIONS a "
+                    + "literal value under env, or add these flags to its source: "
+                    + flags));
         return false;
       }
       if (jdk < 0) env.add(new EnvVar(JDK_JAVA_OPTIONS, flags, null));
       else extend(env, jdk, flags);
-      findings.add(new Finding(c.getName(), Reason.FlagsInJdkJavaOptions,
-          "JAVA_TOOL_OPTIONS of container \"" + c.getName() + "\" comes from valueFrom, so the flags went into JDK_JAVA_OPTIONS, "
-              + "which only the java launcher reads (JDK 9 or later; not a JVM created through JNI): " + flags));
+      findings.add(
+          new Finding(
+              c.getName(),
+              Reason.FlagsInJdkJavaOptions,
+              "JAVA_TOOL_OPTIONS of container \""
+                  + c.getName()
+                  + "\" comes from valueFrom, so the flags went into JDK_JAVA_OPTIONS, "
+                  + "which only the java launcher reads (JDK 9 or later; not a JVM created through JNI): "
+                  + flags));
     }
     c.setEnv(env);
     return true;
@@ -162,7 +217,10 @@ public final class PodMutator {
     EnvVar v = env.get(idx);
     String value = Objects.requireNonNullElse(v.getValue(), "");
     if (!containsFlags(value, flags)) {
-      env.set(idx, new EnvVar(v.getName(), value.isBlank() ? flags : value.stripTrailing() + " " + flags, null));
+      env.set(
+          idx,
+          new EnvVar(
+              v.getName(), value.isBlank() ? flags : value.stripTrailing() + " " + flags, null));
     }
   }
 
@@ -175,88 +233,174 @@ public final class PodMutator {
    * NodeAgent with the safepoint log: an emptyDir at /tmp/jvmdiag only.
    */
   static boolean mountTmp(Container c, boolean sidecar, List<Finding> findings) {
-    List<VolumeMount> mounts = c.getVolumeMounts() == null ? new ArrayList<>() : new ArrayList<>(c.getVolumeMounts());
-    List<VolumeMount> wanted = sidecar
-        ? List.of(mount("/tmp", null), mount(SAFEPOINT_LOG_DIR, "jvmdiag"))
-        : List.of(mount(SAFEPOINT_LOG_DIR, null));
+    List<VolumeMount> mounts =
+        c.getVolumeMounts() == null ? new ArrayList<>() : new ArrayList<>(c.getVolumeMounts());
+    List<VolumeMount> wanted =
+        sidecar
+            ? List.of(mount("/tmp", null), mount(SAFEPOINT_LOG_DIR, "jvmdiag"))
+            : List.of(mount(SAFEPOINT_LOG_DIR, null));
     for (VolumeMount w : wanted) {
       for (VolumeMount m : mounts) {
         if (trim(m.getMountPath()).equals(w.getMountPath()) && !TMP_VOLUME.equals(m.getName())) {
-          findings.add(new Finding(c.getName(), Reason.TmpAlreadyMounted,
-              "volume \"" + m.getName() + "\" is already mounted at " + w.getMountPath() + " in container \""
-                  + c.getName() + "\"; the JVM flags need jvmdiag's own volume there, so this container was skipped"));
+          findings.add(
+              new Finding(
+                  c.getName(),
+                  Reason.TmpAlreadyMounted,
+                  "volume \""
+                      + m.getName()
+                      + "\" is already mounted at "
+                      + w.getMountPath()
+                      + " in container \""
+                      + c.getName()
+                      + "\"; the JVM flags need jvmdiag's own volume there, so this container was skipped"));
           return false;
         }
       }
     }
     for (VolumeMount w : wanted) {
-      if (mounts.stream().noneMatch(m -> trim(m.getMountPath()).equals(w.getMountPath()))) mounts.add(w);
+      if (mounts.stream().noneMatch(m -> trim(m.getMountPath()).equals(w.getMountPath())))
+        mounts.add(w);
     }
     c.setVolumeMounts(mounts);
     return true;
   }
 
   private static String trim(String path) {
-    return path != null && path.length() > 1 && path.endsWith("/") ? path.substring(0, path.length() - 1) : String.valueOf(path);
+    return path != null && path.length() > 1 && path.endsWith("/")
+        ? path.substring(0, path.length() - 1)
+        : String.valueOf(path);
   }
 
   private static VolumeMount mount(String path, String subPath) {
-    return new VolumeMountBuilder().withName(TMP_VOLUME).withMountPath(path).withSubPath(subPath).build();
+    return new VolumeMountBuilder()
+        .withName(TMP_VOLUME)
+        .withMountPath(path)
+        .withSubPath(subPath)
+        .build();
   }
 
   static void addTmpVolume(Pod pod) {
-    List<Volume> volumes = pod.getSpec().getVolumes() == null ? new ArrayList<>() : new ArrayList<>(pod.getSpec().getVolumes());
+    List<Volume> volumes =
+        pod.getSpec().getVolumes() == null
+            ? new ArrayList<>()
+            : new ArrayList<>(pod.getSpec().getVolumes());
     if (volumes.stream().noneMatch(v -> TMP_VOLUME.equals(v.getName()))) {
-      volumes.add(new VolumeBuilder().withName(TMP_VOLUME).withNewEmptyDir().withSizeLimit(new Quantity("256Mi")).endEmptyDir().build());
+      volumes.add(
+          new VolumeBuilder()
+              .withName(TMP_VOLUME)
+              .withNewEmptyDir()
+              .withSizeLimit(new Quantity("256Mi"))
+              .endEmptyDir()
+              .build());
       pod.getSpec().setVolumes(volumes);
     }
   }
 
-  /** The unprivileged collector; it runs as the app's user so it may read the 0600 hsperfdata files. */
-  static void addSidecar(Pod pod, List<Container> selected, InjectionConfig config, List<Finding> findings) {
+  /**
+   * The unprivileged collector; it runs as the app's user so it may read the 0600 hsperfdata files.
+   */
+  static void addSidecar(
+      Pod pod, List<Container> selected, InjectionConfig config, List<Finding> findings) {
     List<Container> containers = new ArrayList<>(pod.getSpec().getContainers());
     if (containers.stream().anyMatch(c -> SIDECAR_NAME.equals(c.getName()))) return;
     Long uid = appUser(pod, selected.get(0));
     if (uid == null || uid == 0L) {
-      findings.add(new Finding(SIDECAR_NAME, Reason.SidecarUserUnknown,
-          "the app's user id is not set (or is root) in securityContext.runAsUser, so the sidecar runs as 65534 and "
-              + "may not read the JVM's hsperfdata: set a non-root runAsUser for the pod"));
+      findings.add(
+          new Finding(
+              SIDECAR_NAME,
+              Reason.SidecarUserUnknown,
+              "the app's user id is not set (or is root) in securityContext.runAsUser, so the sidecar runs as 65534 and "
+                  + "may not read the JVM's hsperfdata: set a non-root runAsUser for the pod"));
       uid = 65534L;
     }
-    containers.add(new ContainerBuilder()
-        .withName(SIDECAR_NAME)
-        .withImage(config.agentImage())
-        .withArgs(sidecarArgs(config))
-        .addNewEnv().withName("JVMDIAG_POD_NAME").withNewValueFrom().withNewFieldRef().withFieldPath("metadata.name").endFieldRef().endValueFrom().endEnv()
-        .addNewEnv().withName("JVMDIAG_POD_NAMESPACE").withNewValueFrom().withNewFieldRef().withFieldPath("metadata.namespace").endFieldRef().endValueFrom().endEnv()
-        // The sidecar labels its series with the app container and the resource (docs/contracts.md labels).
-        .addNewEnv().withName("JVMDIAG_JVMDIAGNOSTICS").withNewValueFrom().withNewFieldRef()
-            .withFieldPath("metadata.labels['" + INJECT_LABEL + "']").endFieldRef().endValueFrom().endEnv()
-        .addNewEnv().withName("JVMDIAG_CONTAINERS")
-            .withValue(selected.stream().map(Container::getName).collect(java.util.stream.Collectors.joining(","))).endEnv()
-        // the limits annotation, for what the sidecar has no flag for (maxClasses)
-        .addNewEnv().withName(LIMITS_ENV).withValue(config.limits()).endEnv()
-        .addNewPort().withName("jvmdiag-metrics").withContainerPort(SIDECAR_PORT).withProtocol("TCP").endPort()
-        .addNewVolumeMount().withName(TMP_VOLUME).withMountPath("/tmp").endVolumeMount()
-        .withNewResources()
-          .addToRequests("cpu", new Quantity("10m")).addToRequests("memory", new Quantity("32Mi"))
-          .addToLimits("memory", new Quantity("64Mi"))
-        .endResources()
-        .withNewSecurityContext()
-          .withRunAsNonRoot(true).withRunAsUser(uid).withReadOnlyRootFilesystem(true)
-          .withAllowPrivilegeEscalation(false).withPrivileged(false)
-          .withNewCapabilities().withDrop("ALL").endCapabilities()
-          .withNewSeccompProfile().withType("RuntimeDefault").endSeccompProfile()
-        .endSecurityContext()
-        .build());
+    containers.add(
+        new ContainerBuilder()
+            .withName(SIDECAR_NAME)
+            .withImage(config.agentImage())
+            .withArgs(sidecarArgs(config))
+            .addNewEnv()
+            .withName("JVMDIAG_POD_NAME")
+            .withNewValueFrom()
+            .withNewFieldRef()
+            .withFieldPath("metadata.name")
+            .endFieldRef()
+            .endValueFrom()
+            .endEnv()
+            .addNewEnv()
+            .withName("JVMDIAG_POD_NAMESPACE")
+            .withNewValueFrom()
+            .withNewFieldRef()
+            .withFieldPath("metadata.namespace")
+            .endFieldRef()
+            .endValueFrom()
+            .endEnv()
+            // The sidecar labels its series with the app container and the resource
+            // (docs/contracts.md labels).
+            .addNewEnv()
+            .withName("JVMDIAG_JVMDIAGNOSTICS")
+            .withNewValueFrom()
+            .withNewFieldRef()
+            .withFieldPath("metadata.labels['" + INJECT_LABEL + "']")
+            .endFieldRef()
+            .endValueFrom()
+            .endEnv()
+            .addNewEnv()
+            .withName("JVMDIAG_CONTAINERS")
+            .withValue(
+                selected.stream()
+                    .map(Container::getName)
+                    .collect(java.util.stream.Collectors.joining(",")))
+            .endEnv()
+            // the limits annotation, for what the sidecar has no flag for (maxClasses)
+            .addNewEnv()
+            .withName(LIMITS_ENV)
+            .withValue(config.limits())
+            .endEnv()
+            .addNewPort()
+            .withName("jvmdiag-metrics")
+            .withContainerPort(SIDECAR_PORT)
+            .withProtocol("TCP")
+            .endPort()
+            .addNewVolumeMount()
+            .withName(TMP_VOLUME)
+            .withMountPath("/tmp")
+            .endVolumeMount()
+            .withNewResources()
+            .addToRequests("cpu", new Quantity("10m"))
+            .addToRequests("memory", new Quantity("32Mi"))
+            .addToLimits("memory", new Quantity("64Mi"))
+            .endResources()
+            .withNewSecurityContext()
+            .withRunAsNonRoot(true)
+            .withRunAsUser(uid)
+            .withReadOnlyRootFilesystem(true)
+            .withAllowPrivilegeEscalation(false)
+            .withPrivileged(false)
+            .withNewCapabilities()
+            .withDrop("ALL")
+            .endCapabilities()
+            .withNewSeccompProfile()
+            .withType("RuntimeDefault")
+            .endSeccompProfile()
+            .endSecurityContext()
+            .build());
     pod.getSpec().setContainers(containers);
   }
 
   /** The agent's own flags for the limits it has flags for; the rest reach it in JVMDIAG_LIMITS. */
   static List<String> sidecarArgs(InjectionConfig config) {
-    List<String> args = new ArrayList<>(List.of("--sidecar", "--listen", "0.0.0.0:" + SIDECAR_PORT, "--safepoint-log", SAFEPOINT_LOG));
-    if (config.collectors().contains("threads")) args.addAll(List.of("--max-thread-names", String.valueOf(config.maxThreadNames())));
-    if (config.collectors().contains("compilation")) args.addAll(List.of("--max-methods", String.valueOf(config.maxMethods())));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "--sidecar",
+                "--listen",
+                "0.0.0.0:" + SIDECAR_PORT,
+                "--safepoint-log",
+                SAFEPOINT_LOG));
+    if (config.collectors().contains("threads"))
+      args.addAll(List.of("--max-thread-names", String.valueOf(config.maxThreadNames())));
+    if (config.collectors().contains("compilation"))
+      args.addAll(List.of("--max-methods", String.valueOf(config.maxMethods())));
     return args;
   }
 

@@ -17,17 +17,33 @@ public final class Conditions {
 
   private Conditions() {}
 
-  public static Condition of(String type, boolean ok, String reason, String message, long generation, List<Condition> previous) {
+  public static Condition of(
+      String type,
+      boolean ok,
+      String reason,
+      String message,
+      long generation,
+      List<Condition> previous) {
     String status = ok ? "True" : "False";
     Condition old = find(previous, type);
-    String since = old != null && status.equals(old.getStatus()) && old.getLastTransitionTime() != null
-        ? old.getLastTransitionTime()
-        : Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
-    return new ConditionBuilder().withType(type).withStatus(status).withReason(reason).withMessage(message)
-        .withObservedGeneration(generation).withLastTransitionTime(since).build();
+    String since =
+        old != null && status.equals(old.getStatus()) && old.getLastTransitionTime() != null
+            ? old.getLastTransitionTime()
+            : Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
+    return new ConditionBuilder()
+        .withType(type)
+        .withStatus(status)
+        .withReason(reason)
+        .withMessage(message)
+        .withObservedGeneration(generation)
+        .withLastTransitionTime(since)
+        .build();
   }
 
-  /** Conditions of one resource: its generation, and its previous conditions for the transition times. */
+  /**
+   * Conditions of one resource: its generation, and its previous conditions for the transition
+   * times.
+   */
   public static Builder builder(JvmDiagnostics r) {
     long gen = r.getMetadata().getGeneration() == null ? 0 : r.getMetadata().getGeneration();
     return new Builder(gen, r.getStatus() == null ? List.of() : r.getStatus().conditions);
@@ -51,6 +67,9 @@ public final class Conditions {
 
   /** Same status and reason: no event needed. */
   public static boolean sameState(Condition a, Condition b) {
-    return a != null && b != null && Objects.equals(a.getStatus(), b.getStatus()) && Objects.equals(a.getReason(), b.getReason());
+    return a != null
+        && b != null
+        && Objects.equals(a.getStatus(), b.getStatus())
+        && Objects.equals(a.getReason(), b.getReason());
   }
 }

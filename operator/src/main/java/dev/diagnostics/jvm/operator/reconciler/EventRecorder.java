@@ -14,15 +14,21 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Kubernetes events on the JvmDiagnostics, one per reconcile that changed conditions (naming each
- * transition); never fails a reconcile. Sent after the reconcile, on their own threads: a burst
- * of new resources writes one event each, and the status should not queue behind them.
+ * transition); never fails a reconcile. Sent after the reconcile, on their own threads: a burst of
+ * new resources writes one event each, and the status should not queue behind them.
  */
 public final class EventRecorder {
   private static final Logger LOG = LoggerFactory.getLogger(EventRecorder.class);
   private static final int QUEUE = 10_000;
-  private static final ExecutorService SENDER = new ThreadPoolExecutor(2, 2, 0, TimeUnit.SECONDS,
-      new LinkedBlockingQueue<>(QUEUE), Thread.ofPlatform().name("events-", 0).daemon(true).factory(),
-      (task, pool) -> LOG.warn("{} events queued: dropping one", QUEUE));
+  private static final ExecutorService SENDER =
+      new ThreadPoolExecutor(
+          2,
+          2,
+          0,
+          TimeUnit.SECONDS,
+          new LinkedBlockingQueue<>(QUEUE),
+          Thread.ofPlatform().name("events-", 0).daemon(true).factory(),
+          (task, pool) -> LOG.warn("{} events queued: dropping one", QUEUE));
   private final KubernetesClient client;
 
   public EventRecorder(KubernetesClient client) {
@@ -31,22 +37,45 @@ public final class EventRecorder {
 
   public void record(JvmDiagnostics r, boolean normal, String reason, String message) {
     String now = Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
-    var event = new EventBuilder()
-          .withNewMetadata().withGenerateName(r.getMetadata().getName() + ".").withNamespace(r.getMetadata().getNamespace()).endMetadata()
-          .withNewInvolvedObject().withApiVersion(JvmDiagnostics.API_VERSION).withKind("JvmDiagnostics")
-              .withName(r.getMetadata().getName()).withNamespace(r.getMetadata().getNamespace())
-              .withUid(r.getMetadata().getUid()).endInvolvedObject()
-          .withType(normal ? "Normal" : "Warning").withReason(reason)
-          .withMessage(message.length() > 1000 ? message.substring(0, 1000) : message)
-          .withFirstTimestamp(now).withLastTimestamp(now).withCount(1)
-          .withNewSource().withComponent("jvmdiag-operator").endSource()
-          .withReportingComponent("jvmdiag-operator").withReportingInstance(hostname())
-          .build();
+    var event =
+        new EventBuilder()
+            .withNewMetadata()
+            .withGenerateName(r.getMetadata().getName() + ".")
+            .withNamespace(r.getMetadata().getNamespace())
+            .endMetadata()
+            .withNewInvolvedObject()
+            .withApiVersion(JvmDiagnostics.API_VERSION)
+            .withKind("JvmDiagnostics")
+            .withName(r.getMetadata().getName())
+            .withNamespace(r.getMetadata().getNamespace())
+            .withUid(r.getMetadata().getUid())
+            .endInvolvedObject()
+            .withType(normal ? "Normal" : "Warning")
+            .withReason(reason)
+            .withMessage(message.length() > 1000 ? message.substring(0, 1000) : message)
+            .withFirstTimestamp(now)
+            .withLastTimestamp(now)
+            .withCount(1)
+            .withNewSource()
+            .withComponent("jvmdiag-operator")
+            .endSource()
+            .withReportingComponent("jvmdiag-operator")
+            .withReportingInstance(hostname())
+            .build();
     SENDER.execute(() -> {
       try {
-        client.v1().events().inNamespace(event.getMetadata().getNamespace()).resource(event).create();
+        client
+            .v1()
+            .events()
+            .inNamespace(event.getMetadata().getNamespace())
+            .resource(event)
+            .create();
       } catch (RuntimeException e) { // also a client closed at shutdown
-        LOG.warn("cannot record event {} on {}: {}", reason, event.getInvolvedObject().getName(), e.getMessage());
+        LOG.warn(
+            "cannot record event {} on {}: {}",
+            reason,
+            event.getInvolvedObject().getName(),
+            e.getMessage());
       }
     });
   }

@@ -11,15 +11,16 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 /**
- * Whether to restart the target once more so that the webhook gets the pods it missed (it was
- * down or unreachable when they were created). The rules, all kept in the cluster so that a new
- * leader decides the same:
+ * Whether to restart the target once more so that the webhook gets the pods it missed (it was down
+ * or unreachable when they were created). The rules, all kept in the cluster so that a new leader
+ * decides the same:
+ *
  * <ul>
  *   <li>report first, heal on a later pass: the status names the missed pods before the restart;
  *   <li>only once the last rollout settled;
  *   <li>at most once per config hash: the template's hash becomes "&lt;hash&gt;.1", which says it
- *       happened; pods missed again from that template would be missed again, so it stops and
- *       says why ({@code stillMissing});
+ *       happened; pods missed again from that template would be missed again, so it stops and says
+ *       why ({@code stillMissing});
  *   <li>two heals of one resource (each for another hash) at least {@link #INTERVAL} apart
  *       (status.lastHealTime), so a spec edited again and again while the webhook is unreachable
  *       does not restart the workload at every edit.
@@ -43,32 +44,58 @@ record HealDecision(String healTo, List<String> stillMissing, Duration requeue) 
    * @param rolloutComplete the target's last rollout settled
    * @param lastHeal status.lastHealTime, or null
    */
-  static HealDecision decide(String current, String hash, List<PodMissingInjection> missing, List<PodMissingInjection> reported,
-      List<Pod> pods, boolean rolloutComplete, Instant lastHeal, Instant now) {
+  static HealDecision decide(
+      String current,
+      String hash,
+      List<PodMissingInjection> missing,
+      List<PodMissingInjection> reported,
+      List<Pod> pods,
+      boolean rolloutComplete,
+      Instant lastHeal,
+      Instant now) {
     if (current == null) return NONE;
     Set<String> missed = Set.copyOf(missed(missing));
-    Set<String> named = reported == null ? Set.of() : reported.stream().map(m -> m.name).collect(Collectors.toSet());
+    Set<String> named =
+        reported == null
+            ? Set.of()
+            : reported.stream().map(m -> m.name).collect(Collectors.toSet());
     boolean reportedAll = named.containsAll(missed);
     Duration requeue = !missed.isEmpty() && !reportedAll ? REPORT_FIRST : null;
     if (current.startsWith(hash + ".")) {
-      // healed once for this hash: pods made from the healed template and still missed mean the webhook is still unreachable
-      List<String> again = pods.stream()
-          .filter(p -> missed.contains(p.getMetadata().getName()))
-          .filter(p -> p.getMetadata().getAnnotations() != null && current.equals(p.getMetadata().getAnnotations().get(CONFIG_HASH)))
-          .map(p -> p.getMetadata().getName()).sorted().toList();
-      return new HealDecision(null, again, requeue); // none: the heal's rollout is still replacing the pods missed before it
+      // healed once for this hash: pods made from the healed template and still missed mean the
+      // webhook is still unreachable
+      List<String> again =
+          pods.stream()
+              .filter(p -> missed.contains(p.getMetadata().getName()))
+              .filter(p ->
+                  p.getMetadata().getAnnotations() != null
+                      && current.equals(p.getMetadata().getAnnotations().get(CONFIG_HASH)))
+              .map(p -> p.getMetadata().getName())
+              .sorted()
+              .toList();
+      return new HealDecision(
+          null, again,
+          requeue); // none: the heal's rollout is still replacing the pods missed before it
     }
-    if (missed.isEmpty() || !reportedAll || !rolloutComplete) return new HealDecision(null, List.of(), requeue);
+    if (missed.isEmpty() || !reportedAll || !rolloutComplete)
+      return new HealDecision(null, List.of(), requeue);
     if (lastHeal != null && Duration.between(lastHeal, now).compareTo(INTERVAL) < 0) {
       return new HealDecision(null, List.of(), INTERVAL.minus(Duration.between(lastHeal, now)));
     }
     return new HealDecision(hash + ".1", List.of(), null);
   }
 
-  /** The missed pods a heal restarts for, by name: the webhook did not mutate them, or one of another configuration did. */
+  /**
+   * The missed pods a heal restarts for, by name: the webhook did not mutate them, or one of
+   * another configuration did.
+   */
   static List<String> missed(List<PodMissingInjection> missing) {
-    return missing.stream().filter(m -> m.reason.equals(PodInspector.Reason.WebhookUnavailable.name())
-            || m.reason.equals(PodInspector.Reason.OtherConfiguration.name()))
-        .map(m -> m.name).sorted().toList();
+    return missing.stream()
+        .filter(m ->
+            m.reason.equals(PodInspector.Reason.WebhookUnavailable.name())
+                || m.reason.equals(PodInspector.Reason.OtherConfiguration.name()))
+        .map(m -> m.name)
+        .sorted()
+        .toList();
   }
 }

@@ -35,10 +35,16 @@ import java.util.stream.Collectors;
  * template, its pods are observed, pods the webhook missed are healed once (TargetInjection); all
  * of it is reported as conditions. Targets and labelled pods are watched (Watches).
  */
-@Workflow(dependents = @Dependent(name = PrometheusRuleDependent.NAME, type = PrometheusRuleDependent.class,
-    activationCondition = PrometheusRuleCrdPresent.class, reconcilePrecondition = AlertsConfigured.class))
+@Workflow(
+    dependents =
+        @Dependent(
+            name = PrometheusRuleDependent.NAME,
+            type = PrometheusRuleDependent.class,
+            activationCondition = PrometheusRuleCrdPresent.class,
+            reconcilePrecondition = AlertsConfigured.class))
 @ControllerConfiguration(name = "jvmdiagnostics", fieldManager = FIELD_MANAGER)
-public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cleaner<JvmDiagnostics> {
+public class JvmDiagnosticsReconciler
+    implements Reconciler<JvmDiagnostics>, Cleaner<JvmDiagnostics> {
   private final ReconcilerSettings settings;
   private final RolloutLimiter limiter;
   private final TargetInjection targets;
@@ -47,67 +53,107 @@ public class JvmDiagnosticsReconciler implements Reconciler<JvmDiagnostics>, Cle
   public JvmDiagnosticsReconciler(ReconcilerSettings settings, PrometheusRegistry registry) {
     this.settings = settings;
     this.limiter = new RolloutLimiter(settings.maxRollouts(), settings.rolloutWindow(), registry);
-    this.targets = new TargetInjection(limiter, new OperatorRollout(settings.operator()), settings.excludedNamespaces());
+    this.targets =
+        new TargetInjection(
+            limiter, new OperatorRollout(settings.operator()), settings.excludedNamespaces());
     this.missingMetric = new MissingInjectionMetric(registry);
   }
 
   @Override
-  public List<EventSource<?, JvmDiagnostics>> prepareEventSources(EventSourceContext<JvmDiagnostics> context) {
+  public List<EventSource<?, JvmDiagnostics>> prepareEventSources(
+      EventSourceContext<JvmDiagnostics> context) {
     return Watches.eventSources(context);
   }
 
   @Override
   public UpdateControl<JvmDiagnostics> reconcile(JvmDiagnostics r, Context<JvmDiagnostics> ctx) {
-    InjectionConfig config = InjectionConfig.of(r.getSpec(), settings.agentImage(), settings.allowedJvmOptions());
+    InjectionConfig config =
+        InjectionConfig.of(r.getSpec(), settings.agentImage(), settings.allowedJvmOptions());
     TargetInjection.Outcome target = targets.reconcile(r, ctx, config, Instant.now());
     Condition alerts = AlertsReady.of(r, ctx, Conditions.builder(r));
     JvmDiagnosticsStatus status = StatusUpdate.of(r, target, alerts);
     missingMetric.set(ResourceID.fromResource(r), status.podsMissingInjection);
     recordEvents(r, status, target.healed(), ctx);
-    Duration requeue = "True".equals(alerts.getStatus()) ? target.requeue() : Duration.ofSeconds(15);
+    Duration requeue =
+        "True".equals(alerts.getStatus()) ? target.requeue() : Duration.ofSeconds(15);
     UpdateControl<JvmDiagnostics> control = StatusUpdate.patch(r, status);
     return requeue == null ? control : control.rescheduleAfter(requeue);
   }
 
   /**
-   * One event per reconcile that names every transition in it (a new resource: one, not four);
-   * its reason is the first transition's, its type Warning when any condition went False. A heal
-   * is an event of its own.
+   * One event per reconcile that names every transition in it (a new resource: one, not four); its
+   * reason is the first transition's, its type Warning when any condition went False. A heal is an
+   * event of its own.
    */
-  private static void recordEvents(JvmDiagnostics r, JvmDiagnosticsStatus status, List<String> healed, Context<JvmDiagnostics> ctx) {
+  private static void recordEvents(
+      JvmDiagnostics r,
+      JvmDiagnosticsStatus status,
+      List<String> healed,
+      Context<JvmDiagnostics> ctx) {
     EventRecorder events = new EventRecorder(ctx.getClient());
     List<Condition> changed = StatusUpdate.transitions(r, status.conditions);
     if (!changed.isEmpty()) {
       Condition first = changed.get(0);
-      String message = changed.size() == 1 ? first.getMessage() : changed.stream()
-          .map(c -> c.getType() + "=" + c.getStatus() + " (" + c.getReason() + "): " + c.getMessage())
-          .collect(Collectors.joining("; "));
-      events.record(r, changed.stream().allMatch(c -> "True".equals(c.getStatus())), first.getType() + first.getReason(), message);
+      String message =
+          changed.size() == 1
+              ? first.getMessage()
+              : changed.stream()
+                  .map(c ->
+                      c.getType()
+                          + "="
+                          + c.getStatus()
+                          + " ("
+                          + c.getReason()
+                          + "): "
+                          + c.getMessage())
+                  .collect(Collectors.joining("; "));
+      events.record(
+          r,
+          changed.stream().allMatch(c -> "True".equals(c.getStatus())),
+          first.getType() + first.getReason(),
+          message);
     }
     if (!healed.isEmpty()) {
-      events.record(r, true, "HealRollout", "restarting " + r.getSpec().targetRef.kind.name().toLowerCase() + "/"
-          + r.getSpec().targetRef.name + " once to inject pods the webhook missed: " + String.join(", ", healed));
+      events.record(
+          r,
+          true,
+          "HealRollout",
+          "restarting "
+              + r.getSpec().targetRef.kind.name().toLowerCase()
+              + "/"
+              + r.getSpec().targetRef.name
+              + " once to inject pods the webhook missed: "
+              + String.join(", ", healed));
     }
   }
 
   @Override
-  public ErrorStatusUpdateControl<JvmDiagnostics> updateErrorStatus(JvmDiagnostics r, Context<JvmDiagnostics> ctx, Exception e) {
+  public ErrorStatusUpdateControl<JvmDiagnostics> updateErrorStatus(
+      JvmDiagnostics r, Context<JvmDiagnostics> ctx, Exception e) {
     Conditions.Builder c = Conditions.builder(r);
     JvmDiagnosticsStatus st = r.getStatus() == null ? new JvmDiagnosticsStatus() : r.getStatus();
-    List<Condition> conds = new ArrayList<>(c.previous().stream().filter(x -> !Conditions.READY.equals(x.getType())).toList());
+    List<Condition> conds =
+        new ArrayList<>(
+            c.previous().stream().filter(x -> !Conditions.READY.equals(x.getType())).toList());
     conds.add(c.of(Conditions.READY, false, "ReconcileError", String.valueOf(e.getMessage())));
     st.conditions = conds;
     return ErrorStatusUpdateControl.patchStatus(StatusUpdate.statusOnly(r, st));
   }
 
-  /** Gives up the marker (a rollout, so within the limit); the PrometheusRule goes with its owner. */
+  /**
+   * Gives up the marker (a rollout, so within the limit); the PrometheusRule goes with its owner.
+   */
   @Override
   public DeleteControl cleanup(JvmDiagnostics r, Context<JvmDiagnostics> ctx) {
-    Target target = Target.get(ctx.getClient(), r.getMetadata().getNamespace(), r.getSpec().targetRef);
+    Target target =
+        Target.get(ctx.getClient(), r.getMetadata().getNamespace(), r.getSpec().targetRef);
     // only our own label: another JvmDiagnostics may have taken over the target
-    if (target != null && r.getMetadata().getName().equals(target.templateLabel(INJECT_LABEL)) && PodTemplateMarker.present(target)) {
+    if (target != null
+        && r.getMetadata().getName().equals(target.templateLabel(INJECT_LABEL))
+        && PodTemplateMarker.present(target)) {
       // the removal restarts the pods too: a deleted namespace of resources rolls within the limit
-      if (!limiter.tryAcquire("removal")) return DeleteControl.noFinalizerRemoval().rescheduleAfter(limiter.untilNext().toMillis());
+      if (!limiter.tryAcquire("removal"))
+        return DeleteControl.noFinalizerRemoval().rescheduleAfter(limiter.untilNext().toMillis());
       PodTemplateMarker.remove(ctx.getClient(), target);
     }
     missingMetric.remove(ResourceID.fromResource(r));

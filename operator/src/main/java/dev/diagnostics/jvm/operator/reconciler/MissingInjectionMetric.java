@@ -20,9 +20,13 @@ public final class MissingInjectionMetric {
   private final Map<ResourceID, Set<List<String>>> current = new ConcurrentHashMap<>();
 
   public MissingInjectionMetric(PrometheusRegistry registry) {
-    gauge = Gauge.builder().name("jvmdiag_operator_pods_missing_injection")
-        .help("1 per pod of a JvmDiagnostics target without the current injection, by reason (status.podsMissingInjection).")
-        .labelNames("namespace", "jvmdiagnostics", "pod", "reason").register(registry);
+    gauge =
+        Gauge.builder()
+            .name("jvmdiag_operator_pods_missing_injection")
+            .help(
+                "1 per pod of a JvmDiagnostics target without the current injection, by reason (status.podsMissingInjection).")
+            .labelNames("namespace", "jvmdiagnostics", "pod", "reason")
+            .register(registry);
   }
 
   /** The series of one resource become exactly these pods. */
@@ -30,13 +34,15 @@ public final class MissingInjectionMetric {
     String ns = id.getNamespace().orElse("");
     Set<List<String>> now = new HashSet<>();
     if (missing != null) {
-      for (PodMissingInjection m : missing) now.add(List.of(ns, id.getName(), m.name, String.valueOf(m.reason)));
+      for (PodMissingInjection m : missing)
+        now.add(List.of(ns, id.getName(), m.name, String.valueOf(m.reason)));
     }
     for (List<String> old : current.getOrDefault(id, Set.of())) {
       if (!now.contains(old)) gauge.remove(old.toArray(String[]::new));
     }
     for (List<String> l : now) gauge.labelValues(l.toArray(String[]::new)).set(1);
-    if (now.isEmpty()) current.remove(id); else current.put(id, now);
+    if (now.isEmpty()) current.remove(id);
+    else current.put(id, now);
   }
 
   public void remove(ResourceID id) {

@@ -35,16 +35,19 @@ public final class PodInspector {
 
   /**
    * launcherOnly: the injected pods whose flags went into JDK_JAVA_OPTIONS (JAVA_TOOL_OPTIONS from
-   * valueFrom), as "pod (container c)": injected, but only a JVM started by the java launcher reads them.
+   * valueFrom), as "pod (container c)": injected, but only a JVM started by the java launcher reads
+   * them.
    */
-  public record Report(int live, int injected, List<PodMissingInjection> missing, List<String> launcherOnly) {
+  public record Report(
+      int live, int injected, List<PodMissingInjection> missing, List<String> launcherOnly) {
     public boolean any(String reason) {
       return missing.stream().anyMatch(m -> m.reason.equals(reason));
     }
   }
 
   /** resourceCreated: the resource's creationTimestamp (RFC 3339), or null. */
-  public static Report inspect(List<Pod> pods, String resourceName, String resourceCreated, InjectionConfig config) {
+  public static Report inspect(
+      List<Pod> pods, String resourceName, String resourceCreated, InjectionConfig config) {
     String hash = config.hash();
     int live = 0;
     int injected = 0;
@@ -82,29 +85,47 @@ public final class PodInspector {
     }
   }
 
-  /** Why the pod lacks the current injection (and in which container, when one is the cause), or null. */
-  static PodMissingInjection miss(Pod p, String resourceName, String resourceCreated, InjectionConfig config, String hash,
+  /**
+   * Why the pod lacks the current injection (and in which container, when one is the cause), or
+   * null.
+   */
+  static PodMissingInjection miss(
+      Pod p,
+      String resourceName,
+      String resourceCreated,
+      InjectionConfig config,
+      String hash,
       List<String> launcherOnly) {
     String name = p.getMetadata().getName();
     Map<String, String> labels = p.getMetadata().getLabels();
     Map<String, String> ann = p.getMetadata().getAnnotations();
-    if (labels == null || !resourceName.equals(labels.get(INJECT_LABEL))) return new PodMissingInjection(name, Reason.NotRolledOut.name());
+    if (labels == null || !resourceName.equals(labels.get(INJECT_LABEL)))
+      return new PodMissingInjection(name, Reason.NotRolledOut.name());
     String stamped = ann == null ? null : ann.get(INJECTED);
     if (stamped == null) {
-      // labelled by the user's own manifest before the resource existed: nothing could inject it yet
-      return new PodMissingInjection(name, olderThan(p.getMetadata().getCreationTimestamp(), resourceCreated)
-          ? Reason.NotRolledOut.name() : Reason.WebhookUnavailable.name());
+      // labelled by the user's own manifest before the resource existed: nothing could inject it
+      // yet
+      return new PodMissingInjection(
+          name,
+          olderThan(p.getMetadata().getCreationTimestamp(), resourceCreated)
+              ? Reason.NotRolledOut.name()
+              : Reason.WebhookUnavailable.name());
     }
     if (!stamped.equals(hash)) {
       String made = ann.get(CONFIG_HASH);
       boolean fromCurrent = made != null && (made.equals(hash) || made.startsWith(hash + "."));
-      return new PodMissingInjection(name, fromCurrent ? Reason.OtherConfiguration.name() : Reason.Outdated.name());
+      return new PodMissingInjection(
+          name, fromCurrent ? Reason.OtherConfiguration.name() : Reason.Outdated.name());
     }
     // the mutation is pure and idempotent: run it again to learn what it could not do
     MutationResult again = PodMutator.mutate(p, config);
-    again.findings().stream().filter(f -> f.reason() == Finding.Reason.FlagsInJdkJavaOptions)
+    again.findings().stream()
+        .filter(f -> f.reason() == Finding.Reason.FlagsInJdkJavaOptions)
         .forEach(f -> launcherOnly.add(name + " (container " + f.container() + ")"));
-    return again.findings().stream().filter(Finding::blocking).findFirst()
-        .map(f -> new PodMissingInjection(name, f.reason().name(), f.container())).orElse(null);
+    return again.findings().stream()
+        .filter(Finding::blocking)
+        .findFirst()
+        .map(f -> new PodMissingInjection(name, f.reason().name(), f.container()))
+        .orElse(null);
   }
 }

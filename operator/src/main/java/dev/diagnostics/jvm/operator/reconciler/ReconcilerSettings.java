@@ -10,28 +10,65 @@ import java.util.Set;
  *
  * @param agentImage the sidecar image, as the webhook has it (part of nothing that rolls pods, but
  *     of the injection the status compares pods against)
- * @param allowedJvmOptions the cluster administrator's exceptions, as the webhook has them (the same hash)
+ * @param allowedJvmOptions the cluster administrator's exceptions, as the webhook has them (the
+ *     same hash)
  * @param watchNamespaces reconcile only these namespaces (empty: all)
- * @param maxRollouts the cluster-wide limit on pod-template writes that restart pods, per rolloutWindow (0: none)
+ * @param maxRollouts the cluster-wide limit on pod-template writes that restart pods, per
+ *     rolloutWindow (0: none)
  * @param leaderElection only the Lease holder reconciles (null: this replica always does)
- * @param excludedNamespaces where the webhook injects nothing: resources there are reported, never rolled
- * @param rolloutWindow the window of maxRollouts: a minute (--max-rollouts-per-minute); shorter only in tests
- * @param operator this replica and its Deployment: pod templates wait while replicas of another operator pod template
- *     may answer the webhook (null: none to wait for)
+ * @param excludedNamespaces where the webhook injects nothing: resources there are reported, never
+ *     rolled
+ * @param rolloutWindow the window of maxRollouts: a minute (--max-rollouts-per-minute); shorter
+ *     only in tests
+ * @param operator this replica and its Deployment: pod templates wait while replicas of another
+ *     operator pod template may answer the webhook (null: none to wait for)
  */
-public record ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
-    int maxRollouts, LeaderElection leaderElection, List<String> excludedNamespaces, Duration rolloutWindow,
+public record ReconcilerSettings(
+    String agentImage,
+    List<String> allowedJvmOptions,
+    Set<String> watchNamespaces,
+    int maxRollouts,
+    LeaderElection leaderElection,
+    List<String> excludedNamespaces,
+    Duration rolloutWindow,
     OperatorRollout.Self operator) {
   /** maxRolloutsPerMinute: the limit as --max-rollouts-per-minute and the chart give it. */
-  public ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
-      int maxRolloutsPerMinute, LeaderElection leaderElection, List<String> excludedNamespaces) {
-    this(agentImage, allowedJvmOptions, watchNamespaces, maxRolloutsPerMinute, leaderElection, excludedNamespaces, Duration.ofMinutes(1), null);
+  public ReconcilerSettings(
+      String agentImage,
+      List<String> allowedJvmOptions,
+      Set<String> watchNamespaces,
+      int maxRolloutsPerMinute,
+      LeaderElection leaderElection,
+      List<String> excludedNamespaces) {
+    this(
+        agentImage,
+        allowedJvmOptions,
+        watchNamespaces,
+        maxRolloutsPerMinute,
+        leaderElection,
+        excludedNamespaces,
+        Duration.ofMinutes(1),
+        null);
   }
 
   /** Tests: a shorter rollout window, no operator Deployment. */
-  public ReconcilerSettings(String agentImage, List<String> allowedJvmOptions, Set<String> watchNamespaces,
-      int maxRollouts, LeaderElection leaderElection, List<String> excludedNamespaces, Duration rolloutWindow) {
-    this(agentImage, allowedJvmOptions, watchNamespaces, maxRollouts, leaderElection, excludedNamespaces, rolloutWindow, null);
+  public ReconcilerSettings(
+      String agentImage,
+      List<String> allowedJvmOptions,
+      Set<String> watchNamespaces,
+      int maxRollouts,
+      LeaderElection leaderElection,
+      List<String> excludedNamespaces,
+      Duration rolloutWindow) {
+    this(
+        agentImage,
+        allowedJvmOptions,
+        watchNamespaces,
+        maxRollouts,
+        leaderElection,
+        excludedNamespaces,
+        rolloutWindow,
+        null);
   }
 
   public ReconcilerSettings {

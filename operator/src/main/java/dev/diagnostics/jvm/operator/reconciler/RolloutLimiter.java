@@ -7,14 +7,14 @@ import java.util.ArrayDeque;
 import java.util.function.LongSupplier;
 
 /**
- * A cluster-wide limit on the operator's pod-template writes that restart pods (a new config
- * hash, a heal, the removal at deletion): at most {@code max} of them in any window of
- * {@code window} (a minute, outside tests). A write is allowed while fewer than {@code max} were
- * allowed in the last window, so {@code max} can start at once and the next one only when the
- * oldest of them is a window old. Changing 1,000 resources at once (a GitOps sync, a chart
- * upgrade) then restarts their workloads {@code max} per minute instead of a cluster's worth of
- * pods together; the others wait, and their status says so ({@code RolloutThrottled}). 0: no
- * limit. The state is this replica's: a new leader starts with an empty window.
+ * A cluster-wide limit on the operator's pod-template writes that restart pods (a new config hash,
+ * a heal, the removal at deletion): at most {@code max} of them in any window of {@code window} (a
+ * minute, outside tests). A write is allowed while fewer than {@code max} were allowed in the last
+ * window, so {@code max} can start at once and the next one only when the oldest of them is a
+ * window old. Changing 1,000 resources at once (a GitOps sync, a chart upgrade) then restarts their
+ * workloads {@code max} per minute instead of a cluster's worth of pods together; the others wait,
+ * and their status says so ({@code RolloutThrottled}). 0: no limit. The state is this replica's: a
+ * new leader starts with an empty window.
  */
 public final class RolloutLimiter {
   private final int max;
@@ -22,6 +22,7 @@ public final class RolloutLimiter {
   private final LongSupplier nanos;
   private final Counter rollouts;
   private final Counter throttled;
+
   /** When the writes of the last window were allowed, oldest first (at most max). */
   private final ArrayDeque<Long> granted = new ArrayDeque<>();
 
@@ -30,25 +31,40 @@ public final class RolloutLimiter {
   }
 
   RolloutLimiter(int max, Duration window, LongSupplier nanos, PrometheusRegistry registry) {
-    if (max < 0) throw new IllegalArgumentException("rollouts per minute must be 0 (no limit) or more, got " + max);
-    if (window.isNegative() || window.isZero()) throw new IllegalArgumentException("the rollout window must be positive, got " + window);
+    if (max < 0)
+      throw new IllegalArgumentException(
+          "rollouts per minute must be 0 (no limit) or more, got " + max);
+    if (window.isNegative() || window.isZero())
+      throw new IllegalArgumentException("the rollout window must be positive, got " + window);
     this.max = max;
     this.windowNanos = window.toNanos();
     this.nanos = nanos;
-    this.rollouts = Counter.builder().name("jvmdiag_operator_rollouts_total")
-        .help("Pod-template writes that restart a workload's pods, by reason (config, heal, removal).")
-        .labelNames("reason").register(registry);
-    this.throttled = Counter.builder().name("jvmdiag_operator_rollouts_throttled_total")
-        .help("Rollouts postponed by the cluster-wide limit (--max-rollouts-per-minute).").register(registry);
+    this.rollouts =
+        Counter.builder()
+            .name("jvmdiag_operator_rollouts_total")
+            .help(
+                "Pod-template writes that restart a workload's pods, by reason (config, heal, removal).")
+            .labelNames("reason")
+            .register(registry);
+    this.throttled =
+        Counter.builder()
+            .name("jvmdiag_operator_rollouts_throttled_total")
+            .help("Rollouts postponed by the cluster-wide limit (--max-rollouts-per-minute).")
+            .register(registry);
   }
 
   /** The limit as the status says it: "60 rollouts per minute" (0: none). */
   public String describe() {
     long ms = Duration.ofNanos(windowNanos).toMillis();
-    return max + " rollouts per " + (ms == 60_000 ? "minute" : ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms");
+    return max
+        + " rollouts per "
+        + (ms == 60_000 ? "minute" : ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms");
   }
 
-  /** Takes a place in the window for a rollout of this reason (config, heal, removal); false: wait {@link #untilNext()}. */
+  /**
+   * Takes a place in the window for a rollout of this reason (config, heal, removal); false: wait
+   * {@link #untilNext()}.
+   */
   public synchronized boolean tryAcquire(String reason) {
     if (max > 0) {
       long now = nanos.getAsLong();

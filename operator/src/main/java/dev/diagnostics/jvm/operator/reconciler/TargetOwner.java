@@ -4,10 +4,10 @@ import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import java.util.List;
 
 /**
- * Of the resources that target the same workload, the one that may write its template: the
- * oldest (then by name); resources being deleted do not count. The admission refuses a second
- * resource per workload, but two created at the same instant can both get in: only the owner
- * writes, or the two would flip the template's hash forever.
+ * Of the resources that target the same workload, the one that may write its template: the oldest
+ * (then by name); resources being deleted do not count. The admission refuses a second resource per
+ * workload, but two created at the same instant can both get in: only the owner writes, or the two
+ * would flip the template's hash forever.
  */
 final class TargetOwner {
   private TargetOwner() {}
@@ -15,7 +15,8 @@ final class TargetOwner {
   static JvmDiagnostics of(JvmDiagnostics r, List<JvmDiagnostics> sameTarget) {
     JvmDiagnostics best = r;
     for (JvmDiagnostics o : sameTarget) {
-      if (o.getMetadata().getDeletionTimestamp() != null || o.getMetadata().getName().equals(r.getMetadata().getName())) continue;
+      if (o.getMetadata().getDeletionTimestamp() != null
+          || o.getMetadata().getName().equals(r.getMetadata().getName())) continue;
       if (olderThan(o, best)) best = o;
     }
     return best;

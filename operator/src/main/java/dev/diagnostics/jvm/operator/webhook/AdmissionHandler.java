@@ -3,8 +3,8 @@ package dev.diagnostics.jvm.operator.webhook;
 import static dev.diagnostics.jvm.operator.Contract.INJECT_LABEL;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.mutator.Finding;
 import dev.diagnostics.jvm.operator.mutator.InjectionConfig;
@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
 public final class AdmissionHandler {
   private static final Logger LOG = LoggerFactory.getLogger(AdmissionHandler.class);
   private static final ObjectMapper MAPPER = new ObjectMapper();
-  private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization(MAPPER, true);
+  private static final KubernetesSerialization SERIALIZATION =
+      new KubernetesSerialization(MAPPER, true);
   private final ObjectMapper mapper = MAPPER;
   private final BiFunction<String, String, JvmDiagnostics> lookup;
   private final String agentImage;
@@ -38,12 +39,20 @@ public final class AdmissionHandler {
   private final WebhookMetrics metrics;
 
   /** lookup: (namespace, name) → the JvmDiagnostics or null. */
-  public AdmissionHandler(BiFunction<String, String, JvmDiagnostics> lookup, String agentImage, WebhookMetrics metrics) {
+  public AdmissionHandler(
+      BiFunction<String, String, JvmDiagnostics> lookup,
+      String agentImage,
+      WebhookMetrics metrics) {
     this(lookup, agentImage, List.of(), metrics);
   }
 
-  /** allowedOptions: the JVM option prefixes the cluster administrator allowed (--allow-jvm-option). */
-  public AdmissionHandler(BiFunction<String, String, JvmDiagnostics> lookup, String agentImage, List<String> allowedOptions,
+  /**
+   * allowedOptions: the JVM option prefixes the cluster administrator allowed (--allow-jvm-option).
+   */
+  public AdmissionHandler(
+      BiFunction<String, String, JvmDiagnostics> lookup,
+      String agentImage,
+      List<String> allowedOptions,
       WebhookMetrics metrics) {
     this.lookup = lookup;
     this.agentImage = agentImage;
@@ -56,7 +65,8 @@ public final class AdmissionHandler {
     String uid = null;
     String apiVersion = "admission.k8s.io/v1";
     try {
-      AdmissionReview review = SERIALIZATION.unmarshal(new String(body, StandardCharsets.UTF_8), AdmissionReview.class);
+      AdmissionReview review =
+          SERIALIZATION.unmarshal(new String(body, StandardCharsets.UTF_8), AdmissionReview.class);
       if (review.getApiVersion() != null) apiVersion = review.getApiVersion();
       AdmissionRequest req = review.getRequest();
       uid = req.getUid();
@@ -79,31 +89,48 @@ public final class AdmissionHandler {
     AdmissionResponse resp = new AdmissionResponse();
     resp.setUid(req.getUid());
     resp.setAllowed(true);
-    if (!"CREATE".equals(req.getOperation()) || req.getKind() == null || !"Pod".equals(req.getKind().getKind())) {
+    if (!"CREATE".equals(req.getOperation())
+        || req.getKind() == null
+        || !"Pod".equals(req.getKind().getKind())) {
       return skip(resp, "NotPodCreate");
     }
     // the review's deserialiser already resolves kind Pod: no second conversion
-    Pod pod = req.getObject() instanceof Pod p ? p : SERIALIZATION.convertValue(req.getObject(), Pod.class);
-    String name = pod.getMetadata() == null || pod.getMetadata().getLabels() == null
-        ? null : pod.getMetadata().getLabels().get(INJECT_LABEL);
+    Pod pod =
+        req.getObject() instanceof Pod p
+            ? p
+            : SERIALIZATION.convertValue(req.getObject(), Pod.class);
+    String name =
+        pod.getMetadata() == null || pod.getMetadata().getLabels() == null
+            ? null
+            : pod.getMetadata().getLabels().get(INJECT_LABEL);
     if (name == null) return skip(resp, "NoInjectLabel");
     String ns = req.getNamespace() != null ? req.getNamespace() : pod.getMetadata().getNamespace();
     JvmDiagnostics r = lookup.apply(ns, name);
-    if (r == null || r.getSpec() == null || r.getSpec().targetRef == null) return skip(resp, "ResourceNotFound");
+    if (r == null || r.getSpec() == null || r.getSpec().targetRef == null)
+      return skip(resp, "ResourceNotFound");
     if (r.getMetadata().getDeletionTimestamp() != null) return skip(resp, "ResourceDeleting");
 
-    MutationResult result = PodMutator.mutate(pod, InjectionConfig.of(r.getSpec(), agentImage, allowedOptions));
+    MutationResult result =
+        PodMutator.mutate(pod, InjectionConfig.of(r.getSpec(), agentImage, allowedOptions));
     for (Finding f : result.findings()) metrics.findings.labelValues(f.reason().name()).inc();
-    List<String> warnings = result.findings().stream().filter(f -> f.blocking() || f.reason() == Finding.Reason.OptionRefused
-        || f.reason() == Finding.Reason.FlagsInJdkJavaOptions)
-        .map(f -> "jvm-diagnostics: " + f.message()).toList();
+    List<String> warnings =
+        result.findings().stream()
+            .filter(f ->
+                f.blocking()
+                    || f.reason() == Finding.Reason.OptionRefused
+                    || f.reason() == Finding.Reason.FlagsInJdkJavaOptions)
+            .map(f -> "jvm-diagnostics: " + f.message())
+            .toList();
     if (!warnings.isEmpty()) resp.setWarnings(warnings);
     if (!result.changed()) return skip(resp, "AlreadyInjected");
 
     resp.setPatchType("JSONPatch");
     resp.setPatch(Base64.getEncoder().encodeToString(patch(PodChanges.between(pod, result.pod()))));
     metrics.admissions.labelValues("mutated").inc();
-    metrics.mutations.labelValues(r.getSpec().collection == null ? "NodeAgent" : r.getSpec().collection.name()).inc();
+    metrics
+        .mutations
+        .labelValues(r.getSpec().collection == null ? "NodeAgent" : r.getSpec().collection.name())
+        .inc();
     return resp;
   }
 
@@ -111,7 +138,11 @@ public final class AdmissionHandler {
   private byte[] patch(List<PodChanges.Op> ops) {
     ArrayNode patch = mapper.createArrayNode();
     for (PodChanges.Op op : ops) {
-      patch.addObject().put("op", op.op()).put("path", op.path()).set("value", mapper.valueToTree(op.value()));
+      patch
+          .addObject()
+          .put("op", op.op())
+          .put("path", op.path())
+          .set("value", mapper.valueToTree(op.value()));
     }
     try {
       return mapper.writeValueAsBytes(patch);

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
 import dev.diagnostics.jvm.operator.api.JvmOptionPolicy;
+import dev.diagnostics.jvm.operator.api.TargetRef;
 import io.fabric8.kubernetes.api.model.Status;
 import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.api.model.admission.v1.AdmissionRequest;
@@ -17,7 +18,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
-import dev.diagnostics.jvm.operator.api.TargetRef;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,24 +25,27 @@ import org.slf4j.LoggerFactory;
  * The validating webhook for JvmDiagnostics itself (path {@link #PATH}): what the CRD's own rules
  * cannot know. A resource asks for diagnostics and nothing more, so on CREATE and on every UPDATE
  * that changes the spec it refuses:
+ *
  * <ul>
  *   <li>entries of {@code jvmOptions.extra} that {@link JvmOptionPolicy} refuses, given the cluster
- *       administrator's exceptions ({@code --allow-jvm-option}); the CRD refuses the rest already.</li>
+ *       administrator's exceptions ({@code --allow-jvm-option}); the CRD refuses the rest already.
  *   <li>a second resource for a workload that already has one (naming the one that owns it): two
  *       owners would flip the pod template's config hash, restarting the pods on every reconcile.
- *       Two resources created at the same instant can both get past this check; the reconciler
- *       then lets only the oldest one write ({@code TargetOwnedByAnother}).</li>
- *   <li>an author who may not {@code patch} the target workload themselves ({@link TargetPermission}):
- *       the resource would let them change it through the operator's rights.</li>
+ *       Two resources created at the same instant can both get past this check; the reconciler then
+ *       lets only the oldest one write ({@code TargetOwnedByAnother}).
+ *   <li>an author who may not {@code patch} the target workload themselves ({@link
+ *       TargetPermission}): the resource would let them change it through the operator's rights.
  * </ul>
+ *
  * Updates that leave the spec alone (finalizers, labels, deletion) are always allowed, so the
- * operator never waits on its own webhook to clean up. Unlike the pod webhook this one fails
- * closed (failurePolicy Fail): a resource that was not checked is not stored.
+ * operator never waits on its own webhook to clean up. Unlike the pod webhook this one fails closed
+ * (failurePolicy Fail): a resource that was not checked is not stored.
  */
 public final class ResourceValidator {
   public static final String PATH = "/validate-jvmdiagnostics";
   private static final Logger LOG = LoggerFactory.getLogger(ResourceValidator.class);
-  private static final KubernetesSerialization SERIALIZATION = new KubernetesSerialization(new ObjectMapper(), true);
+  private static final KubernetesSerialization SERIALIZATION =
+      new KubernetesSerialization(new ObjectMapper(), true);
 
   private final List<String> allowedOptions;
   private final List<String> excludedNamespaces;
@@ -55,15 +58,23 @@ public final class ResourceValidator {
    * inNamespace: the JvmDiagnostics of a namespace, as the API server has them now (a LIST, not a
    * cache); permission: whether the request's user may patch the target.
    */
-  public ResourceValidator(List<String> allowedOptions, List<String> excludedNamespaces,
-      Function<String, List<JvmDiagnostics>> inNamespace, TargetPermission.Check permission, PrometheusRegistry registry) {
+  public ResourceValidator(
+      List<String> allowedOptions,
+      List<String> excludedNamespaces,
+      Function<String, List<JvmDiagnostics>> inNamespace,
+      TargetPermission.Check permission,
+      PrometheusRegistry registry) {
     this.allowedOptions = List.copyOf(allowedOptions);
     this.excludedNamespaces = List.copyOf(excludedNamespaces);
     this.inNamespace = inNamespace;
     this.permission = permission;
-    this.decisions = Counter.builder().name("jvmdiag_operator_resource_admissions_total")
-        .help("JvmDiagnostics admission requests answered by the validating webhook, by result (allowed, denied, error).")
-        .labelNames("result").register(registry);
+    this.decisions =
+        Counter.builder()
+            .name("jvmdiag_operator_resource_admissions_total")
+            .help(
+                "JvmDiagnostics admission requests answered by the validating webhook, by result (allowed, denied, error).")
+            .labelNames("result")
+            .register(registry);
   }
 
   public byte[] handle(byte[] body) {
@@ -71,17 +82,25 @@ public final class ResourceValidator {
     String apiVersion = "admission.k8s.io/v1";
     AdmissionResponse resp;
     try {
-      AdmissionReview review = SERIALIZATION.unmarshal(new String(body, StandardCharsets.UTF_8), AdmissionReview.class);
+      AdmissionReview review =
+          SERIALIZATION.unmarshal(new String(body, StandardCharsets.UTF_8), AdmissionReview.class);
       if (review.getApiVersion() != null) apiVersion = review.getApiVersion();
       uid = review.getRequest().getUid();
       resp = decide(review.getRequest());
       decisions.labelValues(Boolean.TRUE.equals(resp.getAllowed()) ? "allowed" : "denied").inc();
     } catch (RuntimeException | LinkageError e) {
-      // fail closed, as the registration does when we cannot be reached: nothing unchecked is stored
+      // fail closed, as the registration does when we cannot be reached: nothing unchecked is
+      // stored
       LOG.warn("JvmDiagnostics admission {} failed, refusing it: {}", uid, e.toString());
       decisions.labelValues("error").inc();
-      resp = deny(uid, "the jvm-diagnostics operator could not check this JvmDiagnostics (" + e.getClass().getSimpleName()
-          + ": " + e.getMessage() + "); retry, and see the operator's log if it persists");
+      resp =
+          deny(
+              uid,
+              "the jvm-diagnostics operator could not check this JvmDiagnostics ("
+                  + e.getClass().getSimpleName()
+                  + ": "
+                  + e.getMessage()
+                  + "); retry, and see the operator's log if it persists");
     }
     AdmissionReview out = new AdmissionReview();
     out.setApiVersion(apiVersion);
@@ -100,16 +119,22 @@ public final class ResourceValidator {
     if (r == null || r.getSpec() == null) return resp; // the CRD's schema requires a spec
     if (!create) {
       JvmDiagnostics old = resource(req.getOldObject());
-      if (old != null && Objects.equals(SERIALIZATION.asJson(old.getSpec()), SERIALIZATION.asJson(r.getSpec()))) return resp;
+      if (old != null
+          && Objects.equals(SERIALIZATION.asJson(old.getSpec()), SERIALIZATION.asJson(r.getSpec())))
+        return resp;
     }
     List<String> problems = new ArrayList<>();
     List<String> warnings = new ArrayList<>();
     checkOptions(r.getSpec(), problems, warnings);
     String ns = req.getNamespace() != null ? req.getNamespace() : r.getMetadata().getNamespace();
     if (excludedNamespaces.contains(ns)) {
-      problems.add("namespace " + ns + " is excluded from injection (" + String.join(", ", excludedNamespaces)
-          + ": the system namespaces and the operator's own): the webhook never mutates pods here, so this resource could"
-          + " only restart its target for nothing; create the workload and its JvmDiagnostics in an application namespace");
+      problems.add(
+          "namespace "
+              + ns
+              + " is excluded from injection ("
+              + String.join(", ", excludedNamespaces)
+              + ": the system namespaces and the operator's own): the webhook never mutates pods here, so this resource could"
+              + " only restart its target for nothing; create the workload and its JvmDiagnostics in an application namespace");
     }
     checkSingleOwner(r, ns, problems);
     TargetRef ref = r.getSpec().targetRef;
@@ -119,8 +144,13 @@ public final class ResourceValidator {
     }
     if (!warnings.isEmpty()) resp.setWarnings(warnings);
     if (problems.isEmpty()) return resp;
-    AdmissionResponse denied = deny(req.getUid(), "JvmDiagnostics " + r.getMetadata().getName() + " refused: "
-        + String.join("; ", problems));
+    AdmissionResponse denied =
+        deny(
+            req.getUid(),
+            "JvmDiagnostics "
+                + r.getMetadata().getName()
+                + " refused: "
+                + String.join("; ", problems));
     denied.setWarnings(resp.getWarnings());
     return denied;
   }
@@ -129,8 +159,9 @@ public final class ResourceValidator {
   private void checkOptions(JvmDiagnosticsSpec spec, List<String> problems, List<String> warnings) {
     if (spec.jvmOptions == null) return;
     if (spec.jvmOptions.allowJavaAgents != null) {
-      warnings.add("spec.jvmOptions.allowJavaAgents is deprecated and grants nothing: Java agents are allowed only by the"
-          + " cluster administrator (chart value operator.allowedJvmOptions); remove the field");
+      warnings.add(
+          "spec.jvmOptions.allowJavaAgents is deprecated and grants nothing: Java agents are allowed only by the"
+              + " cluster administrator (chart value operator.allowedJvmOptions); remove the field");
     }
     if (spec.jvmOptions.extra == null) return;
     for (int i = 0; i < spec.jvmOptions.extra.size(); i++) {
@@ -146,12 +177,21 @@ public final class ResourceValidator {
     if (ref == null || ref.kind == null || ref.name == null) return; // the CRD requires both
     for (JvmDiagnostics other : inNamespace.apply(ns)) {
       if (other.getMetadata().getName().equals(r.getMetadata().getName())) continue;
-      if (other.getMetadata().getDeletionTimestamp() != null || other.getSpec() == null || other.getSpec().targetRef == null) continue;
+      if (other.getMetadata().getDeletionTimestamp() != null
+          || other.getSpec() == null
+          || other.getSpec().targetRef == null) continue;
       TargetRef o = other.getSpec().targetRef;
       if (ref.kind == o.kind && ref.name.equals(o.name)) {
-        problems.add("spec.targetRef: " + ref + " already has a JvmDiagnostics: " + ns + "/" + other.getMetadata().getName()
-            + " owns it (one JvmDiagnostics per workload, or both would restart its pods in turn); edit "
-            + other.getMetadata().getName() + " instead, or delete it first");
+        problems.add(
+            "spec.targetRef: "
+                + ref
+                + " already has a JvmDiagnostics: "
+                + ns
+                + "/"
+                + other.getMetadata().getName()
+                + " owns it (one JvmDiagnostics per workload, or both would restart its pods in turn); edit "
+                + other.getMetadata().getName()
+                + " instead, or delete it first");
         return;
       }
     }
@@ -166,7 +206,8 @@ public final class ResourceValidator {
     AdmissionResponse resp = new AdmissionResponse();
     resp.setUid(uid == null ? "" : uid);
     resp.setAllowed(false);
-    Status status = new StatusBuilder().withCode(422).withReason("Invalid").withMessage(message).build();
+    Status status =
+        new StatusBuilder().withCode(422).withReason("Invalid").withMessage(message).build();
     resp.setStatus(status);
     return resp;
   }

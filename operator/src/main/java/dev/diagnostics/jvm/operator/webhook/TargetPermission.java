@@ -5,7 +5,6 @@ import io.fabric8.kubernetes.api.model.authentication.UserInfo;
 import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
 import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -26,22 +25,53 @@ public final class TargetPermission {
   /** Null when the user holds patch on the target, else what is missing and how to get it. */
   public String missing(UserInfo user, String namespace, TargetRef ref) {
     String resource = resource(ref.kind);
-    SubjectAccessReview review = new SubjectAccessReviewBuilder().withNewSpec()
-        .withUser(user.getUsername()).withGroups(user.getGroups()).withUid(user.getUid())
-        .withExtra(user.getExtra() == null ? Map.of() : Map.copyOf(user.getExtra()))
-        .withNewResourceAttributes().withNamespace(namespace).withVerb(VERB).withGroup("apps").withResource(resource)
-            .withName(ref.name).endResourceAttributes()
-        .endSpec().build();
+    SubjectAccessReview review =
+        new SubjectAccessReviewBuilder()
+            .withNewSpec()
+            .withUser(user.getUsername())
+            .withGroups(user.getGroups())
+            .withUid(user.getUid())
+            .withExtra(user.getExtra() == null ? Map.of() : Map.copyOf(user.getExtra()))
+            .withNewResourceAttributes()
+            .withNamespace(namespace)
+            .withVerb(VERB)
+            .withGroup("apps")
+            .withResource(resource)
+            .withName(ref.name)
+            .endResourceAttributes()
+            .endSpec()
+            .build();
     SubjectAccessReview answer = client.authorization().v1().subjectAccessReview().create(review);
-    if (answer.getStatus() != null && Boolean.TRUE.equals(answer.getStatus().getAllowed())) return null;
+    if (answer.getStatus() != null && Boolean.TRUE.equals(answer.getStatus().getAllowed()))
+      return null;
     return message(user.getUsername(), namespace, ref);
   }
 
   static String message(String user, String namespace, TargetRef ref) {
     String what = resource(ref.kind) + ".apps";
-    return "spec.targetRef: user \"" + user + "\" may not " + VERB + " " + what + " \"" + ref.name + "\" in namespace \"" + namespace
-        + "\" (missing permission: " + VERB + " on " + what + "): a JvmDiagnostics changes that workload's pods, so its author must be"
-        + " allowed to change the workload; check with kubectl auth can-i " + VERB + " " + what + "/" + ref.name + " -n " + namespace
+    return "spec.targetRef: user \""
+        + user
+        + "\" may not "
+        + VERB
+        + " "
+        + what
+        + " \""
+        + ref.name
+        + "\" in namespace \""
+        + namespace
+        + "\" (missing permission: "
+        + VERB
+        + " on "
+        + what
+        + "): a JvmDiagnostics changes that workload's pods, so its author must be"
+        + " allowed to change the workload; check with kubectl auth can-i "
+        + VERB
+        + " "
+        + what
+        + "/"
+        + ref.name
+        + " -n "
+        + namespace
         + ", and ask for a Role granting it (or for someone who holds it to apply the resource)";
   }
 
@@ -61,5 +91,4 @@ public final class TargetPermission {
   public Check asCheck() {
     return this::missing;
   }
-
 }

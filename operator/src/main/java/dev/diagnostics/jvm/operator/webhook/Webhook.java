@@ -10,8 +10,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The admission side, on every replica: the certificate, the HTTPS server with the pod mutation
- * and the JvmDiagnostics validation, and both registrations kept in line with the CA it serves.
+ * The admission side, on every replica: the certificate, the HTTPS server with the pod mutation and
+ * the JvmDiagnostics validation, and both registrations kept in line with the CA it serves.
  */
 public final class Webhook implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Webhook.class);
@@ -30,36 +30,65 @@ public final class Webhook implements AutoCloseable {
   }
 
   public Webhook start() throws Exception {
-    WebhookCertificates certs = new WebhookCertificates(client, s.namespace(), s.secret(), s.hosts(),
-        s.manageConfig()); // without it (cert-manager) the Secret is only read, never re-issued
+    WebhookCertificates certs =
+        new WebhookCertificates(
+            client,
+            s.namespace(),
+            s.secret(),
+            s.hosts(),
+            s.manageConfig()); // without it (cert-manager) the Secret is only read, never re-issued
     WebhookCertificates.Material material = certs.ensure();
     // the webhook reads resources from its own cache: an admission must not wait on the API server
     resources = client.resources(JvmDiagnostics.class).inAnyNamespace().inform();
-    AdmissionHandler handler = new AdmissionHandler((ns, name) -> {
-      JvmDiagnostics r = resources.getStore().getByKey(ns + "/" + name);
-      return r != null ? r : client.resources(JvmDiagnostics.class).inNamespace(ns).withName(name).get();
-    }, s.agentImage(), s.allowedJvmOptions(), new WebhookMetrics(registry));
-    // a LIST, not the cache: a resource created a moment ago must count (JvmDiagnostics writes are rare)
-    ResourceValidator validator = new ResourceValidator(s.allowedJvmOptions(), WebhookRegistration.excludedNamespaces(s.namespace()),
-        ns -> client.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems(),
-        new TargetPermission(client).asCheck(), registry);
+    AdmissionHandler handler =
+        new AdmissionHandler(
+            (ns, name) -> {
+              JvmDiagnostics r = resources.getStore().getByKey(ns + "/" + name);
+              return r != null
+                  ? r
+                  : client.resources(JvmDiagnostics.class).inNamespace(ns).withName(name).get();
+            },
+            s.agentImage(),
+            s.allowedJvmOptions(),
+            new WebhookMetrics(registry));
+    // a LIST, not the cache: a resource created a moment ago must count (JvmDiagnostics writes are
+    // rare)
+    ResourceValidator validator =
+        new ResourceValidator(
+            s.allowedJvmOptions(),
+            WebhookRegistration.excludedNamespaces(s.namespace()),
+            ns -> client.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems(),
+            new TargetPermission(client).asCheck(),
+            registry);
     warmUp();
     server = new WebhookServer(s.bind(), material, handler, validator);
     server.start();
-    String target = s.target().endsWith(":0") ? s.target().substring(0, s.target().length() - 1) + server.port() : s.target();
+    String target =
+        s.target().endsWith(":0")
+            ? s.target().substring(0, s.target().length() - 1) + server.port()
+            : s.target();
     if (s.manageConfig()) register(target, material.caPem());
     LOG.info("webhook serving on port {} ({})", server.port(), target);
-    rotation = new CertificateRotation(certs, s.certCheckInterval(), m -> {
-      server.reload(m);
-      if (s.manageConfig()) register(target, m.caPem());
-    });
+    rotation =
+        new CertificateRotation(
+            certs,
+            s.certCheckInterval(),
+            m -> {
+              server.reload(m);
+              if (s.manageConfig()) register(target, m.caPem());
+            });
     return this;
   }
 
-  /** Both registrations (pods: mutating; JvmDiagnostics: validating), with the CA that signs what we serve. */
+  /**
+   * Both registrations (pods: mutating; JvmDiagnostics: validating), with the CA that signs what we
+   * serve.
+   */
   private void register(String target, String caPem) {
-    WebhookRegistration.apply(client, WebhookRegistration.build(s.configName(), target, caPem, s.namespace()));
-    WebhookRegistration.apply(client, WebhookRegistration.buildValidating(s.configName(), target, caPem));
+    WebhookRegistration.apply(
+        client, WebhookRegistration.build(s.configName(), target, caPem, s.namespace()));
+    WebhookRegistration.apply(
+        client, WebhookRegistration.buildValidating(s.configName(), target, caPem));
   }
 
   /** Before the webhook listens (so before the pod is Ready): see AdmissionWarmup. */
@@ -67,7 +96,11 @@ public final class Webhook implements AutoCloseable {
     if (s.warmup() <= 0) return;
     try {
       AdmissionWarmup.Result w = AdmissionWarmup.run(s.agentImage(), s.warmup());
-      LOG.info("webhook warm-up: {} synthetic admissions ({} mutated) in {} ms", w.admissions(), w.mutated(), w.millis());
+      LOG.info(
+          "webhook warm-up: {} synthetic admissions ({} mutated) in {} ms",
+          w.admissions(),
+          w.mutated(),
+          w.millis());
     } catch (RuntimeException | LinkageError e) {
       LOG.warn("webhook warm-up failed, serving anyway: {}", e.toString());
     }

@@ -19,37 +19,61 @@ import java.util.List;
  * never in system namespaces, reinvoked after other mutating webhooks.
  */
 public final class WebhookRegistration {
-  public static final List<String> SYSTEM_NAMESPACES = List.of("kube-system", "kube-public", "kube-node-lease");
+  public static final List<String> SYSTEM_NAMESPACES =
+      List.of("kube-system", "kube-public", "kube-node-lease");
   public static final int TIMEOUT_SECONDS = 2;
 
   private WebhookRegistration() {}
 
-  /** The namespaces whose pods the webhook never sees: the system namespaces and the operator's own. */
+  /**
+   * The namespaces whose pods the webhook never sees: the system namespaces and the operator's own.
+   */
   public static List<String> excludedNamespaces(String operatorNamespace) {
     List<String> excluded = new ArrayList<>(SYSTEM_NAMESPACES);
-    if (operatorNamespace != null && !excluded.contains(operatorNamespace)) excluded.add(operatorNamespace);
+    if (operatorNamespace != null && !excluded.contains(operatorNamespace))
+      excluded.add(operatorNamespace);
     return List.copyOf(excluded);
   }
 
   /** target: "https://host:port" (a URL) or "service:NAME.NAMESPACE:PORT". */
-  public static MutatingWebhookConfiguration build(String configName, String target, String caPem, String operatorNamespace) {
+  public static MutatingWebhookConfiguration build(
+      String configName, String target, String caPem, String operatorNamespace) {
     WebhookClientConfig cc = clientConfig(target, caPem, WebhookServer.PATH);
     List<String> excluded = excludedNamespaces(operatorNamespace);
     return new MutatingWebhookConfigurationBuilder()
-        .withNewMetadata().withName(configName).addToLabels(MANAGED_BY, Contract.FIELD_MANAGER).endMetadata()
+        .withNewMetadata()
+        .withName(configName)
+        .addToLabels(MANAGED_BY, Contract.FIELD_MANAGER)
+        .endMetadata()
         .addNewWebhook()
-          .withName("pods.jvm.diagnostics.dev")
-          .withAdmissionReviewVersions("v1")
-          .withSideEffects("None")
-          .withFailurePolicy("Ignore")
-          .withTimeoutSeconds(TIMEOUT_SECONDS)
-          .withReinvocationPolicy("IfNeeded")
-          .withMatchPolicy("Equivalent")
-          .withClientConfig(cc)
-          .withNewObjectSelector().addNewMatchExpression().withKey(Contract.INJECT_LABEL).withOperator("Exists").endMatchExpression().endObjectSelector()
-          .withNewNamespaceSelector().addNewMatchExpression().withKey("kubernetes.io/metadata.name").withOperator("NotIn")
-              .withValues(excluded).endMatchExpression().endNamespaceSelector()
-          .addNewRule().withOperations("CREATE").withApiGroups("").withApiVersions("v1").withResources("pods").withScope("Namespaced").endRule()
+        .withName("pods.jvm.diagnostics.dev")
+        .withAdmissionReviewVersions("v1")
+        .withSideEffects("None")
+        .withFailurePolicy("Ignore")
+        .withTimeoutSeconds(TIMEOUT_SECONDS)
+        .withReinvocationPolicy("IfNeeded")
+        .withMatchPolicy("Equivalent")
+        .withClientConfig(cc)
+        .withNewObjectSelector()
+        .addNewMatchExpression()
+        .withKey(Contract.INJECT_LABEL)
+        .withOperator("Exists")
+        .endMatchExpression()
+        .endObjectSelector()
+        .withNewNamespaceSelector()
+        .addNewMatchExpression()
+        .withKey("kubernetes.io/metadata.name")
+        .withOperator("NotIn")
+        .withValues(excluded)
+        .endMatchExpression()
+        .endNamespaceSelector()
+        .addNewRule()
+        .withOperations("CREATE")
+        .withApiGroups("")
+        .withApiVersions("v1")
+        .withResources("pods")
+        .withScope("Namespaced")
+        .endRule()
         .endWebhook()
         .build();
   }
@@ -58,11 +82,20 @@ public final class WebhookRegistration {
     String ca = Base64.getEncoder().encodeToString(caPem.getBytes(StandardCharsets.UTF_8));
     if (target.startsWith("service:")) {
       String[] parts = target.substring("service:".length()).split("[.:]");
-      return new WebhookClientConfigBuilder().withCaBundle(ca).withNewService()
-          .withName(parts[0]).withNamespace(parts[1]).withPort(Integer.parseInt(parts[2])).withPath(path)
-          .endService().build();
+      return new WebhookClientConfigBuilder()
+          .withCaBundle(ca)
+          .withNewService()
+          .withName(parts[0])
+          .withNamespace(parts[1])
+          .withPort(Integer.parseInt(parts[2]))
+          .withPath(path)
+          .endService()
+          .build();
     }
-    return new WebhookClientConfigBuilder().withCaBundle(ca).withUrl(stripSlash(target) + path).build();
+    return new WebhookClientConfigBuilder()
+        .withCaBundle(ca)
+        .withUrl(stripSlash(target) + path)
+        .build();
   }
 
   public static final String VALIDATING_WEBHOOK = "jvmdiagnostics.jvm.diagnostics.dev";
@@ -74,37 +107,67 @@ public final class WebhookRegistration {
    * it), failurePolicy Fail: a resource that was not checked is not stored. Same name as the pod
    * webhook's configuration (they are different kinds).
    */
-  public static ValidatingWebhookConfiguration buildValidating(String configName, String target, String caPem) {
+  public static ValidatingWebhookConfiguration buildValidating(
+      String configName, String target, String caPem) {
     return new ValidatingWebhookConfigurationBuilder()
-        .withNewMetadata().withName(configName).addToLabels(MANAGED_BY, Contract.FIELD_MANAGER).endMetadata()
+        .withNewMetadata()
+        .withName(configName)
+        .addToLabels(MANAGED_BY, Contract.FIELD_MANAGER)
+        .endMetadata()
         .addNewWebhook()
-          .withName(VALIDATING_WEBHOOK)
-          .withAdmissionReviewVersions("v1")
-          .withSideEffects("None")
-          .withFailurePolicy("Fail")
-          .withTimeoutSeconds(VALIDATING_TIMEOUT_SECONDS)
-          .withMatchPolicy("Equivalent")
-          .withClientConfig(clientConfig(target, caPem, ResourceValidator.PATH))
-          .addNewRule().withOperations("CREATE", "UPDATE").withApiGroups("jvm.diagnostics.dev").withApiVersions("*")
-              .withResources("jvmdiagnostics").withScope("Namespaced").endRule()
-          .addNewMatchCondition().withName("spec-written")
-              .withExpression("request.operation == 'CREATE' || object.spec != oldObject.spec").endMatchCondition()
+        .withName(VALIDATING_WEBHOOK)
+        .withAdmissionReviewVersions("v1")
+        .withSideEffects("None")
+        .withFailurePolicy("Fail")
+        .withTimeoutSeconds(VALIDATING_TIMEOUT_SECONDS)
+        .withMatchPolicy("Equivalent")
+        .withClientConfig(clientConfig(target, caPem, ResourceValidator.PATH))
+        .addNewRule()
+        .withOperations("CREATE", "UPDATE")
+        .withApiGroups("jvm.diagnostics.dev")
+        .withApiVersions("*")
+        .withResources("jvmdiagnostics")
+        .withScope("Namespaced")
+        .endRule()
+        .addNewMatchCondition()
+        .withName("spec-written")
+        .withExpression("request.operation == 'CREATE' || object.spec != oldObject.spec")
+        .endMatchCondition()
         .endWebhook()
         .build();
   }
 
-  /** As {@link #apply(KubernetesClient, MutatingWebhookConfiguration)}, for the validating registration. */
+  /**
+   * As {@link #apply(KubernetesClient, MutatingWebhookConfiguration)}, for the validating
+   * registration.
+   */
   public static void apply(KubernetesClient client, ValidatingWebhookConfiguration vwc) {
-    var existing = client.admissionRegistration().v1().validatingWebhookConfigurations()
-        .withName(vwc.getMetadata().getName()).get();
-    boolean ours = existing == null || Contract.FIELD_MANAGER.equals(
-        existing.getMetadata().getLabels() == null ? null : existing.getMetadata().getLabels().get(MANAGED_BY));
+    var existing =
+        client
+            .admissionRegistration()
+            .v1()
+            .validatingWebhookConfigurations()
+            .withName(vwc.getMetadata().getName())
+            .get();
+    boolean ours =
+        existing == null
+            || Contract.FIELD_MANAGER.equals(
+                existing.getMetadata().getLabels() == null
+                    ? null
+                    : existing.getMetadata().getLabels().get(MANAGED_BY));
     if (!ours) {
-      ValidatingWebhookConfigurationBuilder b = new ValidatingWebhookConfigurationBuilder()
-          .withNewMetadata().withName(vwc.getMetadata().getName()).endMetadata();
+      ValidatingWebhookConfigurationBuilder b =
+          new ValidatingWebhookConfigurationBuilder()
+              .withNewMetadata()
+              .withName(vwc.getMetadata().getName())
+              .endMetadata();
       for (var w : vwc.getWebhooks()) {
-        b.addNewWebhook().withName(w.getName())
-            .withNewClientConfig().withCaBundle(w.getClientConfig().getCaBundle()).endClientConfig().endWebhook();
+        b.addNewWebhook()
+            .withName(w.getName())
+            .withNewClientConfig()
+            .withCaBundle(w.getClientConfig().getCaBundle())
+            .endClientConfig()
+            .endWebhook();
       }
       vwc = b.build();
     }
@@ -112,27 +175,50 @@ public final class WebhookRegistration {
   }
 
   /**
-   * Creates the registration when it does not exist (a local run: ours entirely). When someone
-   * else owns it (the Helm chart: no managed-by label of ours), applies only what the operator
-   * owns, each webhook's caBundle, so Helm's labels and fields stay Helm's.
+   * Creates the registration when it does not exist (a local run: ours entirely). When someone else
+   * owns it (the Helm chart: no managed-by label of ours), applies only what the operator owns,
+   * each webhook's caBundle, so Helm's labels and fields stay Helm's.
    */
   public static void apply(KubernetesClient client, MutatingWebhookConfiguration mwc) {
-    var existing = client.admissionRegistration().v1().mutatingWebhookConfigurations()
-        .withName(mwc.getMetadata().getName()).get();
-    boolean ours = existing == null || Contract.FIELD_MANAGER.equals(
-        existing.getMetadata().getLabels() == null ? null : existing.getMetadata().getLabels().get(MANAGED_BY));
-    client.resource(ours ? mwc : caBundleOnly(mwc)).fieldManager(Contract.FIELD_MANAGER).forceConflicts().serverSideApply();
+    var existing =
+        client
+            .admissionRegistration()
+            .v1()
+            .mutatingWebhookConfigurations()
+            .withName(mwc.getMetadata().getName())
+            .get();
+    boolean ours =
+        existing == null
+            || Contract.FIELD_MANAGER.equals(
+                existing.getMetadata().getLabels() == null
+                    ? null
+                    : existing.getMetadata().getLabels().get(MANAGED_BY));
+    client
+        .resource(ours ? mwc : caBundleOnly(mwc))
+        .fieldManager(Contract.FIELD_MANAGER)
+        .forceConflicts()
+        .serverSideApply();
   }
 
   static final String MANAGED_BY = "app.kubernetes.io/managed-by";
 
-  /** Only the fields the operator owns in a registration it did not create: name and caBundle per webhook. */
+  /**
+   * Only the fields the operator owns in a registration it did not create: name and caBundle per
+   * webhook.
+   */
   static MutatingWebhookConfiguration caBundleOnly(MutatingWebhookConfiguration mwc) {
-    MutatingWebhookConfigurationBuilder b = new MutatingWebhookConfigurationBuilder()
-        .withNewMetadata().withName(mwc.getMetadata().getName()).endMetadata();
+    MutatingWebhookConfigurationBuilder b =
+        new MutatingWebhookConfigurationBuilder()
+            .withNewMetadata()
+            .withName(mwc.getMetadata().getName())
+            .endMetadata();
     for (var w : mwc.getWebhooks()) {
-      b.addNewWebhook().withName(w.getName())
-          .withNewClientConfig().withCaBundle(w.getClientConfig().getCaBundle()).endClientConfig().endWebhook();
+      b.addNewWebhook()
+          .withName(w.getName())
+          .withNewClientConfig()
+          .withCaBundle(w.getClientConfig().getCaBundle())
+          .endClientConfig()
+          .endWebhook();
     }
     return b.build();
   }

@@ -30,12 +30,20 @@ public final class WebhookServer implements AutoCloseable {
   private final ExecutorService executor;
   private final SwappableKeyManager keys = new SwappableKeyManager();
 
-  public WebhookServer(InetSocketAddress bind, Material material, AdmissionHandler handler) throws IOException {
+  public WebhookServer(InetSocketAddress bind, Material material, AdmissionHandler handler)
+      throws IOException {
     this(bind, material, handler, null);
   }
 
-  /** validator: the JvmDiagnostics validating webhook, served at {@link ResourceValidator#PATH} (null: not served). */
-  public WebhookServer(InetSocketAddress bind, Material material, AdmissionHandler handler, ResourceValidator validator)
+  /**
+   * validator: the JvmDiagnostics validating webhook, served at {@link ResourceValidator#PATH}
+   * (null: not served).
+   */
+  public WebhookServer(
+      InetSocketAddress bind,
+      Material material,
+      AdmissionHandler handler,
+      ResourceValidator validator)
       throws IOException {
     reload(material);
     try {
@@ -47,10 +55,13 @@ public final class WebhookServer implements AutoCloseable {
       throw new IOException("cannot set up TLS for the webhook: " + e.getMessage(), e);
     }
     server.createContext(PATH, ex -> serve(ex, handler::handle));
-    if (validator != null) server.createContext(ResourceValidator.PATH, ex -> serve(ex, validator::handle));
+    if (validator != null)
+      server.createContext(ResourceValidator.PATH, ex -> serve(ex, validator::handle));
     server.createContext("/healthz", ex -> reply(ex, 200, "ok\n".getBytes(), "text/plain"));
-    executor = Executors.newFixedThreadPool(Math.max(4, Runtime.getRuntime().availableProcessors() * 2),
-        Thread.ofPlatform().name("webhook-", 0).daemon(true).factory());
+    executor =
+        Executors.newFixedThreadPool(
+            Math.max(4, Runtime.getRuntime().availableProcessors() * 2),
+            Thread.ofPlatform().name("webhook-", 0).daemon(true).factory());
     server.setExecutor(executor);
   }
 
@@ -67,8 +78,15 @@ public final class WebhookServer implements AutoCloseable {
     try {
       KeyStore ks = KeyStore.getInstance("PKCS12");
       ks.load(null, null);
-      ks.setKeyEntry("webhook", m.key(), new char[0], m.caCert() == null ? new X509Certificate[] {m.cert()} : new X509Certificate[] {m.cert(), m.caCert()});
-      KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+      ks.setKeyEntry(
+          "webhook",
+          m.key(),
+          new char[0],
+          m.caCert() == null
+              ? new X509Certificate[] {m.cert()}
+              : new X509Certificate[] {m.cert(), m.caCert()});
+      KeyManagerFactory kmf =
+          KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
       kmf.init(ks, new char[0]);
       keys.delegate.set((X509ExtendedKeyManager) kmf.getKeyManagers()[0]);
     } catch (GeneralSecurityException | IOException e) {
@@ -76,7 +94,8 @@ public final class WebhookServer implements AutoCloseable {
     }
   }
 
-  private static void serve(HttpExchange ex, java.util.function.UnaryOperator<byte[]> handler) throws IOException {
+  private static void serve(HttpExchange ex, java.util.function.UnaryOperator<byte[]> handler)
+      throws IOException {
     if (!"POST".equals(ex.getRequestMethod())) {
       reply(ex, 405, "POST an AdmissionReview\n".getBytes(), "text/plain");
       return;
@@ -88,7 +107,8 @@ public final class WebhookServer implements AutoCloseable {
     reply(ex, 200, handler.apply(body), "application/json");
   }
 
-  private static void reply(HttpExchange ex, int code, byte[] body, String type) throws IOException {
+  private static void reply(HttpExchange ex, int code, byte[] body, String type)
+      throws IOException {
     ex.getResponseHeaders().set("Content-Type", type);
     ex.sendResponseHeaders(code, body.length);
     try (OutputStream out = ex.getResponseBody()) {
@@ -106,12 +126,39 @@ public final class WebhookServer implements AutoCloseable {
   static final class SwappableKeyManager extends X509ExtendedKeyManager {
     final AtomicReference<X509ExtendedKeyManager> delegate = new AtomicReference<>();
 
-    @Override public String[] getClientAliases(String t, Principal[] i) { return delegate.get().getClientAliases(t, i); }
-    @Override public String chooseClientAlias(String[] t, Principal[] i, Socket s) { return delegate.get().chooseClientAlias(t, i, s); }
-    @Override public String[] getServerAliases(String t, Principal[] i) { return delegate.get().getServerAliases(t, i); }
-    @Override public String chooseServerAlias(String t, Principal[] i, Socket s) { return delegate.get().chooseServerAlias(t, i, s); }
-    @Override public String chooseEngineServerAlias(String t, Principal[] i, SSLEngine e) { return delegate.get().chooseEngineServerAlias(t, i, e); }
-    @Override public X509Certificate[] getCertificateChain(String a) { return delegate.get().getCertificateChain(a); }
-    @Override public PrivateKey getPrivateKey(String a) { return delegate.get().getPrivateKey(a); }
+    @Override
+    public String[] getClientAliases(String t, Principal[] i) {
+      return delegate.get().getClientAliases(t, i);
+    }
+
+    @Override
+    public String chooseClientAlias(String[] t, Principal[] i, Socket s) {
+      return delegate.get().chooseClientAlias(t, i, s);
+    }
+
+    @Override
+    public String[] getServerAliases(String t, Principal[] i) {
+      return delegate.get().getServerAliases(t, i);
+    }
+
+    @Override
+    public String chooseServerAlias(String t, Principal[] i, Socket s) {
+      return delegate.get().chooseServerAlias(t, i, s);
+    }
+
+    @Override
+    public String chooseEngineServerAlias(String t, Principal[] i, SSLEngine e) {
+      return delegate.get().chooseEngineServerAlias(t, i, e);
+    }
+
+    @Override
+    public X509Certificate[] getCertificateChain(String a) {
+      return delegate.get().getCertificateChain(a);
+    }
+
+    @Override
+    public PrivateKey getPrivateKey(String a) {
+      return delegate.get().getPrivateKey(a);
+    }
   }
 }

@@ -14,12 +14,14 @@ import org.junit.jupiter.api.Test;
 
 class RuleRendererTest {
   static RuleRenderer fixture() {
-    return RuleRenderer.fromYaml(RuleRendererTest.class.getResourceAsStream("/alert-templates-fixture.yaml"));
+    return RuleRenderer.fromYaml(
+        RuleRendererTest.class.getResourceAsStream("/alert-templates-fixture.yaml"));
   }
 
   static JvmDiagnostics resource() {
     JvmDiagnostics r = new JvmDiagnostics();
-    r.setMetadata(new ObjectMetaBuilder().withName("checkout").withNamespace("shop").withUid("u-1").build());
+    r.setMetadata(
+        new ObjectMetaBuilder().withName("checkout").withNamespace("shop").withUid("u-1").build());
     r.setSpec(PodMutatorTest.spec());
     r.getSpec().alerts.safepointPause = new Alerts.DurationAlert("500ms", "0m", "page");
     r.getSpec().alerts.timeToSafepoint = new Alerts.DurationAlert("1s", "5m", "ticket");
@@ -43,19 +45,30 @@ class RuleRendererTest {
     assertThat(rule.getKind()).isEqualTo("PrometheusRule");
     assertThat(rule.getMetadata().getName()).isEqualTo("jvmdiag-checkout");
     assertThat(rule.getMetadata().getNamespace()).isEqualTo("shop");
-    assertThat(rule.getMetadata().getOwnerReferences()).singleElement()
+    assertThat(rule.getMetadata().getOwnerReferences())
+        .singleElement()
         .satisfies(o -> assertThat(o.getUid()).isEqualTo("u-1"));
     List<Map<String, Object>> rules = rules(rule);
-    assertThat(rules).extracting(m -> m.get("alert")).containsExactly(
-        "JvmDiagSafepointPauseHigh", "JvmDiagTimeToSafepointHigh", "JvmDiagThreadStartRateHigh", "JvmDiagCodeCacheNearlyFull");
-    assertThat((String) rules.get(0).get("expr")).contains("le=\"0.5\"").contains("namespace=\"shop\", jvmdiagnostics=\"checkout\"")
+    assertThat(rules)
+        .extracting(m -> m.get("alert"))
+        .containsExactly(
+            "JvmDiagSafepointPauseHigh",
+            "JvmDiagTimeToSafepointHigh",
+            "JvmDiagThreadStartRateHigh",
+            "JvmDiagCodeCacheNearlyFull");
+    assertThat((String) rules.get(0).get("expr"))
+        .contains("le=\"0.5\"")
+        .contains("namespace=\"shop\", jvmdiagnostics=\"checkout\"")
         .doesNotContain("${");
     assertThat(rules.get(0).get("for")).isEqualTo("0m");
-    // page and ticket are aliases: the label is what kube-prometheus-stack's routes and inhibit rules speak
-    assertThat(rules).extracting(m -> (Object) ((Map<?, ?>) m.get("labels")).get("severity"))
+    // page and ticket are aliases: the label is what kube-prometheus-stack's routes and inhibit
+    // rules speak
+    assertThat(rules)
+        .extracting(m -> (Object) ((Map<?, ?>) m.get("labels")).get("severity"))
         .containsExactly("critical", "warning", "info", "critical");
     assertThat((String) rules.get(1).get("expr")).contains("le=\"1.0\"");
-    assertThat(((Map<?, ?>) rules.get(1).get("annotations")).get("summary")).isEqualTo("Time to safepoint above 1s");
+    assertThat(((Map<?, ?>) rules.get(1).get("annotations")).get("summary"))
+        .isEqualTo("Time to safepoint above 1s");
     assertThat((String) rules.get(2).get("expr")).endsWith("> 50");
     assertThat((String) rules.get(3).get("expr")).endsWith("> 90.5");
     assertThat(rules.get(3).get("for")).isEqualTo("15m");
@@ -63,11 +76,13 @@ class RuleRendererTest {
 
   @Test
   void everyBoundOfDocsMetricsIsAccepted() {
-    assertThat(Durations.LE.values()).containsExactly(
-        "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0",
-        "10.0", "30.0", "60.0");
+    assertThat(Durations.LE.values())
+        .containsExactly(
+            "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
+            "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "30.0", "60.0");
     assertThatThrownBy(() -> Durations.le("spec.alerts.safepointPause", "300ms"))
-        .hasMessageContaining("spec.alerts.safepointPause.threshold").hasMessageContaining("250ms 500ms");
+        .hasMessageContaining("spec.alerts.safepointPause.threshold")
+        .hasMessageContaining("250ms 500ms");
   }
 
   @Test
@@ -88,7 +103,8 @@ class RuleRendererTest {
     for (Map<String, Object> m : rules) {
       assertThat(m.toString()).doesNotContain("${");
       assertThat(m).containsKeys("alert", "expr", "for", "labels", "annotations");
-      assertThat((Map<String, Object>) m.get("annotations")).containsKeys("summary", "description", "runbook_url");
+      assertThat((Map<String, Object>) m.get("annotations"))
+          .containsKeys("summary", "description", "runbook_url");
     }
   }
 
@@ -99,13 +115,17 @@ class RuleRendererTest {
     r.getSpec().alerts.monitorContention = new Alerts.NumberAlert(0.5, "5m", "page");
     Map<String, Object> rule = rules(RuleRenderer.fromClasspath().render(r)).get(0);
     assertThat(rule.get("alert")).isEqualTo("JvmDiagMonitorContentionHigh");
-    assertThat((String) rule.get("expr")).isEqualTo(
-        "rate(jvmdiag_monitor_blocked_seconds_sum{namespace=\"shop\", jvmdiagnostics=\"checkout\", monitor_class!=\"other\"}[5m]) > 0.5");
+    assertThat((String) rule.get("expr"))
+        .isEqualTo(
+            "rate(jvmdiag_monitor_blocked_seconds_sum{namespace=\"shop\", jvmdiagnostics=\"checkout\", monitor_class!=\"other\"}[5m]) > 0.5");
     assertThat(rule.get("for")).isEqualTo("5m");
     assertThat(((Map<?, ?>) rule.get("labels")).get("severity")).isEqualTo("critical");
     Map<?, ?> annotations = (Map<?, ?>) rule.get("annotations");
-    assertThat((String) annotations.get("description")).contains("$labels.monitor_class").contains("$labels.pod")
+    assertThat((String) annotations.get("description"))
+        .contains("$labels.monitor_class")
+        .contains("$labels.pod")
         .contains("threshold 0.5s/s");
-    assertThat((String) annotations.get("runbook_url")).endsWith("/docs/runbooks/JvmDiagMonitorContentionHigh.md");
+    assertThat((String) annotations.get("runbook_url"))
+        .endsWith("/docs/runbooks/JvmDiagMonitorContentionHigh.md");
   }
 }

@@ -27,21 +27,47 @@ public final class ApiServer {
 
   public static synchronized Config adminConfig() {
     if (server == null) {
-      String cache = System.getenv().getOrDefault("JVMDIAG_CACHE", System.getProperty("user.home") + "/.cache/jvm-diagnostics");
-      server = new KubeAPIServer(KubeAPIServerConfigBuilder.anAPIServerConfig()
-          .withOfflineMode(true).withTestDir(cache).withApiServerVersion(VERSION).withUpdateKubeConfig(false).build());
+      String cache =
+          System.getenv()
+              .getOrDefault(
+                  "JVMDIAG_CACHE", System.getProperty("user.home") + "/.cache/jvm-diagnostics");
+      server =
+          new KubeAPIServer(
+              KubeAPIServerConfigBuilder.anAPIServerConfig()
+                  .withOfflineMode(true)
+                  .withTestDir(cache)
+                  .withApiServerVersion(VERSION)
+                  .withUpdateKubeConfig(false)
+                  .build());
       server.start();
       Runtime.getRuntime().addShutdownHook(new Thread(server::stop));
       adminConfig = Config.fromKubeconfig(server.getKubeConfigYaml());
       try (KubernetesClient c = client(adminConfig)) {
-        CustomResourceDefinition crd = c.apiextensions().v1().customResourceDefinitions()
-            .load(Files.newInputStream(Path.of(System.getProperty("crds.dir", "../crds"), "jvmdiagnostics.jvm.diagnostics.dev-v1.yml")))
-            .item();
+        CustomResourceDefinition crd =
+            c.apiextensions()
+                .v1()
+                .customResourceDefinitions()
+                .load(
+                    Files.newInputStream(
+                        Path.of(
+                            System.getProperty("crds.dir", "../crds"),
+                            "jvmdiagnostics.jvm.diagnostics.dev-v1.yml")))
+                .item();
         c.resource(crd).serverSideApply();
-        c.apiextensions().v1().customResourceDefinitions().withName(crd.getMetadata().getName())
+        c.apiextensions()
+            .v1()
+            .customResourceDefinitions()
+            .withName(crd.getMetadata().getName())
             // a CRD just created has a status without conditions until the API server sets them
-            .waitUntilCondition(d -> d.getStatus() != null && d.getStatus().getConditions() != null && d.getStatus().getConditions().stream()
-                .anyMatch(x -> "Established".equals(x.getType()) && "True".equals(x.getStatus())), 30, TimeUnit.SECONDS);
+            .waitUntilCondition(
+                d ->
+                    d.getStatus() != null
+                        && d.getStatus().getConditions() != null
+                        && d.getStatus().getConditions().stream()
+                            .anyMatch(x ->
+                                "Established".equals(x.getType()) && "True".equals(x.getStatus())),
+                30,
+                TimeUnit.SECONDS);
       } catch (java.io.IOException e) {
         throw new IllegalStateException("cannot read the CRD from crds/: " + e.getMessage(), e);
       }
@@ -58,7 +84,8 @@ public final class ApiServer {
   }
 
   public static String namespace(KubernetesClient c, String name) {
-    c.resource(new NamespaceBuilder().withNewMetadata().withName(name).endMetadata().build()).serverSideApply();
+    c.resource(new NamespaceBuilder().withNewMetadata().withName(name).endMetadata().build())
+        .serverSideApply();
     return name;
   }
 
@@ -80,8 +107,12 @@ public final class ApiServer {
         throw new IllegalStateException(e);
       }
     }
-    throw new AssertionError("timed out after " + timeout.toSeconds() + "s waiting for: " + what
-        + (last == null ? "" : " (last error: " + last.getMessage() + ")"));
+    throw new AssertionError(
+        "timed out after "
+            + timeout.toSeconds()
+            + "s waiting for: "
+            + what
+            + (last == null ? "" : " (last error: " + last.getMessage() + ")"));
   }
 
   public static <T extends HasMetadata> T yaml(KubernetesClient c, Class<T> type, String yaml) {

@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * --no-manage-webhook-config (the chart's cert-manager mode): the Secret is cert-manager's, so the
- * operator reads it and names what is wrong, and never writes it — even when the hosts it
- * expects are missing, which in the issuing mode re-issues the certificate.
+ * operator reads it and names what is wrong, and never writes it — even when the hosts it expects
+ * are missing, which in the issuing mode re-issues the certificate.
  */
 class CertManagerModeIT {
   static final List<String> HOSTS = List.of("jvmdiag-operator.jvmdiag.svc", "127.0.0.1");
@@ -47,9 +47,18 @@ class CertManagerModeIT {
     data.put("ca.crt", b64(CertificateAuthority.pem(ca.cert())));
     data.put("tls.crt", b64(CertificateAuthority.pem(serving.cert())));
     if (withKey) data.put("tls.key", b64(CertificateAuthority.pem(serving.key())));
-    return client.resource(new SecretBuilder().withNewMetadata().withName(name).withNamespace(ns)
-        .addToAnnotations("cert-manager.io/certificate-name", name).endMetadata()
-        .withType(withKey ? "kubernetes.io/tls" : "Opaque").withData(data).build()).create(); // a tls Secret must have tls.key
+    return client
+        .resource(
+            new SecretBuilder()
+                .withNewMetadata()
+                .withName(name)
+                .withNamespace(ns)
+                .addToAnnotations("cert-manager.io/certificate-name", name)
+                .endMetadata()
+                .withType(withKey ? "kubernetes.io/tls" : "Opaque")
+                .withData(data)
+                .build())
+        .create(); // a tls Secret must have tls.key
   }
 
   static String b64(String s) {
@@ -65,36 +74,45 @@ class CertManagerModeIT {
     Secret written = certManagerSecret("other-hosts", List.of("some-other.svc"), true);
     var readOnly = new WebhookCertificates(client, ns, "other-hosts", HOSTS, false);
     var m = readOnly.ensure();
-    assertThat(m.cert().getSerialNumber()).as("cert-manager's certificate is served as it is")
+    assertThat(m.cert().getSerialNumber())
+        .as("cert-manager's certificate is served as it is")
         .isEqualTo(certOf(written).getSerialNumber());
-    assertThat(readOnly.missingHosts(m)).containsExactly("jvmdiag-operator.jvmdiag.svc", "127.0.0.1");
+    assertThat(readOnly.missingHosts(m))
+        .containsExactly("jvmdiag-operator.jvmdiag.svc", "127.0.0.1");
     readOnly.ensure(); // the periodic check: still nothing written
-    assertThat(get("other-hosts").getMetadata().getResourceVersion()).isEqualTo(written.getMetadata().getResourceVersion());
+    assertThat(get("other-hosts").getMetadata().getResourceVersion())
+        .isEqualTo(written.getMetadata().getResourceVersion());
     assertThat(get("other-hosts").getData()).isEqualTo(written.getData());
 
-    // the same Secret in the issuing mode is re-issued for the expected hosts (what read-only must not do)
+    // the same Secret in the issuing mode is re-issued for the expected hosts (what read-only must
+    // not do)
     var issuing = new WebhookCertificates(client, ns, "other-hosts", HOSTS, true);
     var reissued = issuing.ensure();
     assertThat(issuing.missingHosts(reissued)).isEmpty();
-    assertThat(get("other-hosts").getMetadata().getResourceVersion()).isNotEqualTo(written.getMetadata().getResourceVersion());
+    assertThat(get("other-hosts").getMetadata().getResourceVersion())
+        .isNotEqualTo(written.getMetadata().getResourceVersion());
   }
 
   @Test
   void readOnlyNamesAMissingSecretOrKeyAndCreatesNothing() {
     var absent = new WebhookCertificates(client, ns, "not-issued-yet", HOSTS, false);
-    assertThatThrownBy(absent::ensure).hasMessageContaining("webhook Secret " + ns + "/not-issued-yet does not exist")
+    assertThatThrownBy(absent::ensure)
+        .hasMessageContaining("webhook Secret " + ns + "/not-issued-yet does not exist")
         .hasMessageContaining("--no-manage-webhook-config");
     assertThat(get("not-issued-yet")).as("no Secret created").isNull();
 
     Secret written = certManagerSecret("no-key", HOSTS, false);
     assertThatThrownBy(new WebhookCertificates(client, ns, "no-key", HOSTS, false)::ensure)
         .hasMessageContaining("lacks tls.key");
-    assertThat(get("no-key").getMetadata().getResourceVersion()).isEqualTo(written.getMetadata().getResourceVersion());
+    assertThat(get("no-key").getMetadata().getResourceVersion())
+        .isEqualTo(written.getMetadata().getResourceVersion());
   }
 
   static java.security.cert.X509Certificate certOf(Secret s) {
     try {
-      return CertificateAuthority.readCert(new String(Base64.getDecoder().decode(s.getData().get("tls.crt")), StandardCharsets.UTF_8));
+      return CertificateAuthority.readCert(
+          new String(
+              Base64.getDecoder().decode(s.getData().get("tls.crt")), StandardCharsets.UTF_8));
     } catch (Exception e) {
       throw new AssertionError(e);
     }

@@ -21,47 +21,98 @@ public final class ChartRbac {
   static final String RELEASE = "jvmdiag";
   public static final String NAMESPACE = "jvmdiag-system";
   public static final String SERVICE_ACCOUNT = "jvmdiag-operator";
-  static final Path CHART = Path.of(System.getProperty("crds.dir", "../crds")).resolveSibling("charts/jvm-diagnostics");
+  static final Path CHART =
+      Path.of(System.getProperty("crds.dir", "../crds")).resolveSibling("charts/jvm-diagnostics");
   static final String TEMPLATE = "templates/operator/clusterrole.yaml";
 
   private ChartRbac() {}
 
-  /** The rendered ClusterRole and Role, bound to the operator's service account; returns its client config. */
+  /**
+   * The rendered ClusterRole and Role, bound to the operator's service account; returns its client
+   * config.
+   */
   public static Config install(KubernetesClient admin) throws Exception {
     ApiServer.namespace(admin, NAMESPACE);
-    List<HasMetadata> roles = admin.load(new ByteArrayInputStream(render().getBytes(StandardCharsets.UTF_8))).items();
+    List<HasMetadata> roles =
+        admin.load(new ByteArrayInputStream(render().getBytes(StandardCharsets.UTF_8))).items();
     if (roles.isEmpty()) throw new IllegalStateException(TEMPLATE + " rendered to nothing");
     String user = "system:serviceaccount:" + NAMESPACE + ":" + SERVICE_ACCOUNT;
     for (HasMetadata role : roles) {
-      if (role.getMetadata().getNamespace() == null && "Role".equals(role.getKind())) role.getMetadata().setNamespace(NAMESPACE);
+      if (role.getMetadata().getNamespace() == null && "Role".equals(role.getKind()))
+        role.getMetadata().setNamespace(NAMESPACE);
       admin.resource(role).serverSideApply();
       if ("ClusterRole".equals(role.getKind())) {
-        admin.resource(new ClusterRoleBindingBuilder().withNewMetadata().withName(role.getMetadata().getName()).endMetadata()
-            .withNewRoleRef("rbac.authorization.k8s.io", "ClusterRole", role.getMetadata().getName())
-            .addNewSubject().withKind("User").withName(user).withApiGroup("rbac.authorization.k8s.io").endSubject().build()).serverSideApply();
+        admin
+            .resource(
+                new ClusterRoleBindingBuilder()
+                    .withNewMetadata()
+                    .withName(role.getMetadata().getName())
+                    .endMetadata()
+                    .withNewRoleRef(
+                        "rbac.authorization.k8s.io", "ClusterRole", role.getMetadata().getName())
+                    .addNewSubject()
+                    .withKind("User")
+                    .withName(user)
+                    .withApiGroup("rbac.authorization.k8s.io")
+                    .endSubject()
+                    .build())
+            .serverSideApply();
       } else if ("Role".equals(role.getKind())) {
-        admin.resource(new RoleBindingBuilder().withNewMetadata().withName(role.getMetadata().getName())
-                .withNamespace(role.getMetadata().getNamespace()).endMetadata()
-            .withNewRoleRef("rbac.authorization.k8s.io", "Role", role.getMetadata().getName())
-            .addNewSubject().withKind("User").withName(user).withApiGroup("rbac.authorization.k8s.io").endSubject().build()).serverSideApply();
+        admin
+            .resource(
+                new RoleBindingBuilder()
+                    .withNewMetadata()
+                    .withName(role.getMetadata().getName())
+                    .withNamespace(role.getMetadata().getNamespace())
+                    .endMetadata()
+                    .withNewRoleRef(
+                        "rbac.authorization.k8s.io", "Role", role.getMetadata().getName())
+                    .addNewSubject()
+                    .withKind("User")
+                    .withName(user)
+                    .withApiGroup("rbac.authorization.k8s.io")
+                    .endSubject()
+                    .build())
+            .serverSideApply();
       } else {
-        throw new IllegalStateException(TEMPLATE + " holds a " + role.getKind() + "; only ClusterRole/Role are expected");
+        throw new IllegalStateException(
+            TEMPLATE + " holds a " + role.getKind() + "; only ClusterRole/Role are expected");
       }
     }
-    return new ConfigBuilder(ApiServer.adminConfig()).withImpersonateUsername(user)
-        .withImpersonateGroups("system:serviceaccounts", "system:serviceaccounts:" + NAMESPACE, "system:authenticated").build();
+    return new ConfigBuilder(ApiServer.adminConfig())
+        .withImpersonateUsername(user)
+        .withImpersonateGroups(
+            "system:serviceaccounts", "system:serviceaccounts:" + NAMESPACE, "system:authenticated")
+        .build();
   }
 
-  /** The chart's template as helm renders it with default values (hack/setup.d/helm.sh builds helm). */
+  /**
+   * The chart's template as helm renders it with default values (hack/setup.d/helm.sh builds helm).
+   */
   static String render() throws Exception {
-    String cache = System.getenv().getOrDefault("JVMDIAG_CACHE", System.getProperty("user.home") + "/.cache/jvm-diagnostics");
+    String cache =
+        System.getenv()
+            .getOrDefault(
+                "JVMDIAG_CACHE", System.getProperty("user.home") + "/.cache/jvm-diagnostics");
     Path helm = Path.of(cache, "bin", "helm");
-    if (!Files.isExecutable(helm)) throw new IllegalStateException(helm + " missing: run hack/setup.d/helm.sh");
-    Process p = new ProcessBuilder(helm.toString(), "template", RELEASE, CHART.toString(), "--namespace", NAMESPACE,
-        "--show-only", TEMPLATE).redirectErrorStream(false).start();
+    if (!Files.isExecutable(helm))
+      throw new IllegalStateException(helm + " missing: run hack/setup.d/helm.sh");
+    Process p =
+        new ProcessBuilder(
+                helm.toString(),
+                "template",
+                RELEASE,
+                CHART.toString(),
+                "--namespace",
+                NAMESPACE,
+                "--show-only",
+                TEMPLATE)
+            .redirectErrorStream(false)
+            .start();
     byte[] out = p.getInputStream().readAllBytes();
     String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-    if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) throw new IllegalStateException("helm template failed: " + err);
+    if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0)
+      throw new IllegalStateException("helm template failed: " + err);
     return new String(out, StandardCharsets.UTF_8);
   }
 }

@@ -61,32 +61,55 @@ class RolloutLimitIT {
   }
 
   static OperatorApp reconciler(String ns, ReconcilerSettings rs) throws Exception {
-    return new OperatorApp(operatorClient, new OperatorApp.Settings(null, rs, new InetSocketAddress("127.0.0.1", 0))).start();
+    return new OperatorApp(
+            operatorClient,
+            new OperatorApp.Settings(null, rs, new InetSocketAddress("127.0.0.1", 0)))
+        .start();
   }
 
   /** n workloads w0..w(n-1), all at once (8 writers). */
   static void workloads(String ns, int n) throws Exception {
-    inParallel(n, i -> admin.resource(ApiServer.yaml(admin, Deployment.class, """
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {name: w%d, namespace: %s}
-        spec:
-          replicas: 1
-          selector: {matchLabels: {app: w%d}}
-          template:
-            metadata: {labels: {app: w%d}}
-            spec: {containers: [{name: app, image: eclipse-temurin:21}]}
-        """.formatted(i, ns, i, i))).create());
+    inParallel(
+        n,
+        i ->
+            admin
+                .resource(
+                    ApiServer.yaml(
+                        admin,
+                        Deployment.class,
+                        """
+                        apiVersion: apps/v1
+                        kind: Deployment
+                        metadata: {name: w%d, namespace: %s}
+                        spec:
+                          replicas: 1
+                          selector: {matchLabels: {app: w%d}}
+                          template:
+                            metadata: {labels: {app: w%d}}
+                            spec: {containers: [{name: app, image: eclipse-temurin:21}]}
+                        """
+                            .formatted(i, ns, i, i)))
+                .create());
   }
 
   /** A JvmDiagnostics for each of w0..w(n-1), all at once (8 writers). */
   static void resources(String ns, int n) throws Exception {
-    inParallel(n, i -> admin.resource(ApiServer.yaml(admin, JvmDiagnostics.class, """
-        apiVersion: jvm.diagnostics.dev/v1alpha1
-        kind: JvmDiagnostics
-        metadata: {name: w%d, namespace: %s}
-        spec: {targetRef: {kind: Deployment, name: w%d}}
-        """.formatted(i, ns, i))).create());
+    inParallel(
+        n,
+        i ->
+            admin
+                .resource(
+                    ApiServer.yaml(
+                        admin,
+                        JvmDiagnostics.class,
+                        """
+                        apiVersion: jvm.diagnostics.dev/v1alpha1
+                        kind: JvmDiagnostics
+                        metadata: {name: w%d, namespace: %s}
+                        spec: {targetRef: {kind: Deployment, name: w%d}}
+                        """
+                            .formatted(i, ns, i)))
+                .create());
   }
 
   static void inParallel(int n, IntConsumer each) throws Exception {
@@ -105,43 +128,82 @@ class RolloutLimitIT {
 
   /** Leaves nothing for the reconcilers of other IT classes, which watch every namespace. */
   static void forget(String ns) throws Exception {
-    List<JvmDiagnostics> all = admin.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems();
-    inParallel(all.size(), i -> admin.resources(JvmDiagnostics.class).inNamespace(ns).withName(all.get(i).getMetadata().getName())
-        .patch(PatchContext.of(PatchType.JSON), "[{\"op\": \"remove\", \"path\": \"/metadata/finalizers\"}]"));
+    List<JvmDiagnostics> all =
+        admin.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems();
+    inParallel(
+        all.size(),
+        i ->
+            admin
+                .resources(JvmDiagnostics.class)
+                .inNamespace(ns)
+                .withName(all.get(i).getMetadata().getName())
+                .patch(
+                    PatchContext.of(PatchType.JSON),
+                    "[{\"op\": \"remove\", \"path\": \"/metadata/finalizers\"}]"));
     admin.resources(JvmDiagnostics.class).inNamespace(ns).delete();
   }
 
   static long rolledOut(String ns, int n) {
-    return IntStream.range(0, n).filter(i -> {
-      var a = admin.apps().deployments().inNamespace(ns).withName("w" + i).get().getSpec().getTemplate().getMetadata().getAnnotations();
-      return a != null && a.containsKey(CONFIG_HASH);
-    }).count();
+    return IntStream.range(0, n)
+        .filter(i -> {
+          var a =
+              admin
+                  .apps()
+                  .deployments()
+                  .inNamespace(ns)
+                  .withName("w" + i)
+                  .get()
+                  .getSpec()
+                  .getTemplate()
+                  .getMetadata()
+                  .getAnnotations();
+          return a != null && a.containsKey(CONFIG_HASH);
+        })
+        .count();
   }
 
   static List<Condition> throttled(String ns) {
     return admin.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems().stream()
         .filter(r -> r.getStatus() != null && r.getStatus().conditions != null)
         .flatMap(r -> r.getStatus().conditions.stream())
-        .filter(c -> c.getType().equals("Injected") && "RolloutThrottled".equals(c.getReason())).toList();
+        .filter(c -> c.getType().equals("Injected") && "RolloutThrottled".equals(c.getReason()))
+        .toList();
   }
 
-  /** The limit as the chart gives it (per minute): a minute's worth at once, the rest wait a minute and say so. */
+  /**
+   * The limit as the chart gives it (per minute): a minute's worth at once, the rest wait a minute
+   * and say so.
+   */
   @Test
   void perMinuteAMinutesWorthAtOnceAndTheOthersSayHowLongTheyWait() throws Exception {
     String ns = ApiServer.namespace(admin, "rollout-limit");
     int limit = 3;
     workloads(ns, 6);
-    try (OperatorApp op = reconciler(ns, new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(ns), limit, null, List.of()))) {
+    try (OperatorApp op =
+        reconciler(
+            ns,
+            new ReconcilerSettings(
+                "jvmdiag/agent:it", List.of(), Set.of(ns), limit, null, List.of()))) {
       resources(ns, 6);
-      await("the first " + limit + " workloads rolled out", Duration.ofSeconds(30), () -> rolledOut(ns, 6) == limit);
-      await("every other resource says it waits for the limit", Duration.ofSeconds(30), () -> throttled(ns).size() == 6 - limit);
-      assertThat(throttled(ns)).allSatisfy(c -> {
-        assertThat(c.getMessage()).contains("limit of 3 rollouts per minute").contains("operator.maxRolloutsPerMinute");
-        Matcher m = Pattern.compile("next rollout may start in about (\\d+) s").matcher(c.getMessage());
-        assertThat(m.find()).as(c.getMessage()).isTrue();
-        // a minute after the first three, not a third of one (a refill of one per 20 s)
-        assertThat(Integer.parseInt(m.group(1))).as(c.getMessage()).isBetween(40, 60);
-      });
+      await(
+          "the first " + limit + " workloads rolled out",
+          Duration.ofSeconds(30),
+          () -> rolledOut(ns, 6) == limit);
+      await(
+          "every other resource says it waits for the limit",
+          Duration.ofSeconds(30),
+          () -> throttled(ns).size() == 6 - limit);
+      assertThat(throttled(ns))
+          .allSatisfy(c -> {
+            assertThat(c.getMessage())
+                .contains("limit of 3 rollouts per minute")
+                .contains("operator.maxRolloutsPerMinute");
+            Matcher m =
+                Pattern.compile("next rollout may start in about (\\d+) s").matcher(c.getMessage());
+            assertThat(m.find()).as(c.getMessage()).isTrue();
+            // a minute after the first three, not a third of one (a refill of one per 20 s)
+            assertThat(Integer.parseInt(m.group(1))).as(c.getMessage()).isBetween(40, 60);
+          });
       Thread.sleep(2000);
       assertThat(rolledOut(ns, 6)).as("no more within the minute").isEqualTo(limit);
     } finally {
@@ -152,61 +214,88 @@ class RolloutLimitIT {
   static final int RESOURCES = 200;
   static final int LIMIT = 70;
   static final Duration WINDOW = Duration.ofSeconds(5);
+
   /**
-   * A write reaches the API server, and the watch, a little after the operator decided it (more
-   * on a loaded machine): that much of a window is not counted.
+   * A write reaches the API server, and the watch, a little after the operator decided it (more on
+   * a loaded machine): that much of a window is not counted.
    */
   static final Duration SLACK = Duration.ofMillis(2000);
 
   /**
-   * 200 resources changed at once, at a limit of 70 per 5 s (the minute shortened so the test
-   * takes seconds): every template write is timed by a watch on the API server; no window of 5 s
-   * (less the watch's slack) holds more than 70, and all 200 are written, each once, in about
-   * three windows.
+   * 200 resources changed at once, at a limit of 70 per 5 s (the minute shortened so the test takes
+   * seconds): every template write is timed by a watch on the API server; no window of 5 s (less
+   * the watch's slack) holds more than 70, and all 200 are written, each once, in about three
+   * windows.
    */
   @Test
   void twoHundredResourcesChangedAtOnceRollOutAtTheLimitsPace() throws Exception {
     String ns = ApiServer.namespace(admin, "rollout-pacing");
     long start = System.nanoTime();
     workloads(ns, RESOURCES);
-    System.out.printf("rollout pacing: %d Deployments in %.1f s%n", RESOURCES, (System.nanoTime() - start) / 1e9);
+    System.out.printf(
+        "rollout pacing: %d Deployments in %.1f s%n", RESOURCES, (System.nanoTime() - start) / 1e9);
     Map<String, Long> generation = new ConcurrentHashMap<>();
     List<Long> writes = Collections.synchronizedList(new ArrayList<>());
     List<String> twice = Collections.synchronizedList(new ArrayList<>());
-    SharedIndexInformer<Deployment> informer = admin.apps().deployments().inNamespace(ns).inform(new ResourceEventHandler<>() {
-      @Override
-      public void onAdd(Deployment d) {
-        generation.put(d.getMetadata().getName(), d.getMetadata().getGeneration());
-      }
+    SharedIndexInformer<Deployment> informer =
+        admin
+            .apps()
+            .deployments()
+            .inNamespace(ns)
+            .inform(
+                new ResourceEventHandler<>() {
+                  @Override
+                  public void onAdd(Deployment d) {
+                    generation.put(d.getMetadata().getName(), d.getMetadata().getGeneration());
+                  }
 
-      @Override
-      public void onUpdate(Deployment old, Deployment d) {
-        long now = System.nanoTime();
-        // only the operator writes these Deployments, and no controller-manager runs here: a
-        // new generation is a write of the pod template
-        Long before = generation.put(d.getMetadata().getName(), d.getMetadata().getGeneration());
-        if (before != null && d.getMetadata().getGeneration() > before) {
-          writes.add(now);
-          if (d.getMetadata().getGeneration() > 2) twice.add(d.getMetadata().getName());
-        }
-      }
+                  @Override
+                  public void onUpdate(Deployment old, Deployment d) {
+                    long now = System.nanoTime();
+                    // only the operator writes these Deployments, and no controller-manager runs
+                    // here: a
+                    // new generation is a write of the pod template
+                    Long before =
+                        generation.put(d.getMetadata().getName(), d.getMetadata().getGeneration());
+                    if (before != null && d.getMetadata().getGeneration() > before) {
+                      writes.add(now);
+                      if (d.getMetadata().getGeneration() > 2) twice.add(d.getMetadata().getName());
+                    }
+                  }
 
-      @Override
-      public void onDelete(Deployment d, boolean unknown) {}
-    });
-    await("the informer saw the " + RESOURCES + " Deployments", Duration.ofSeconds(30), () -> generation.size() == RESOURCES);
+                  @Override
+                  public void onDelete(Deployment d, boolean unknown) {}
+                });
+    await(
+        "the informer saw the " + RESOURCES + " Deployments",
+        Duration.ofSeconds(30),
+        () -> generation.size() == RESOURCES);
     // all 200 before the operator starts: its first pass meets them changed at once, however
     // slowly a loaded API server takes the creates
     long t1 = System.nanoTime();
     resources(ns, RESOURCES);
-    System.out.printf("rollout pacing: %d JvmDiagnostics in %.1f s%n", RESOURCES, (System.nanoTime() - t1) / 1e9);
+    System.out.printf(
+        "rollout pacing: %d JvmDiagnostics in %.1f s%n", RESOURCES, (System.nanoTime() - t1) / 1e9);
     long t0 = System.nanoTime();
     String metrics;
-    try (OperatorApp op = reconciler(ns, new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(ns), LIMIT, null, List.of(), WINDOW))) {
-      await("all " + RESOURCES + " template writes", Duration.ofSeconds(60), () -> writes.size() >= RESOURCES);
+    try (OperatorApp op =
+        reconciler(
+            ns,
+            new ReconcilerSettings(
+                "jvmdiag/agent:it", List.of(), Set.of(ns), LIMIT, null, List.of(), WINDOW))) {
+      await(
+          "all " + RESOURCES + " template writes",
+          Duration.ofSeconds(60),
+          () -> writes.size() >= RESOURCES);
       Thread.sleep(500); // a write more would show here
-      metrics = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + op.metricsPort() + "/metrics")).build(),
-          HttpResponse.BodyHandlers.ofString()).body();
+      metrics =
+          HttpClient.newHttpClient()
+              .send(
+                  HttpRequest.newBuilder(
+                          URI.create("http://127.0.0.1:" + op.metricsPort() + "/metrics"))
+                      .build(),
+                  HttpResponse.BodyHandlers.ofString())
+              .body();
     } finally {
       informer.close();
       long f = System.nanoTime();
@@ -225,110 +314,203 @@ class RolloutLimitIT {
     List<String> waves = new ArrayList<>();
     for (int i = 0, from = 0; i < t.size(); i++) {
       if (i == t.size() - 1 || t.get(i + 1) - t.get(i) > 500_000_000L) {
-        waves.add(String.format("%d in %.1f-%.1f s", i + 1 - from, (t.get(from) - t0) / 1e9, (t.get(i) - t0) / 1e9));
+        waves.add(
+            String.format(
+                "%d in %.1f-%.1f s",
+                i + 1 - from, (t.get(from) - t0) / 1e9, (t.get(i) - t0) / 1e9));
         from = i + 1;
       }
     }
     System.out.println("rollout pacing: waves (gaps over 0.5 s): " + waves);
     double first = (t.get(0) - t0) / 1e9, last = (t.get(t.size() - 1) - t0) / 1e9;
-    System.out.printf("rollout pacing: %d template writes, first at %.1f s, last at %.1f s after the operator's start; most in any %.1f s: %d (limit %d per %d s)%n",
+    System.out.printf(
+        "rollout pacing: %d template writes, first at %.1f s, last at %.1f s after the operator's start; most in any %.1f s: %d (limit %d per %d s)%n",
         t.size(), first, last, window / 1e9, most, LIMIT, WINDOW.toSeconds());
 
     assertThat(twice).as("workloads whose template was written twice").isEmpty();
     assertThat(t).as("template writes").hasSize(RESOURCES);
-    assertThat(most).as("template writes in one window of %.1f s", window / 1e9).isLessThanOrEqualTo(LIMIT);
+    assertThat(most)
+        .as("template writes in one window of %.1f s", window / 1e9)
+        .isLessThanOrEqualTo(LIMIT);
     // paced: 200 at 70 per window need two more windows after the first writes; and not
     // stalled far beyond that (a waiting resource is retried when the oldest write leaves the
     // window, or a second later)
     int refills = (RESOURCES - 1) / LIMIT;
-    assertThat(last - first).as("seconds from the first write to the last").isBetween(refills * (WINDOW.toSeconds() - SLACK.toSeconds()) * 1.0,
-        refills * WINDOW.toSeconds() * 3.0);
+    assertThat(last - first)
+        .as("seconds from the first write to the last")
+        .isBetween(
+            refills * (WINDOW.toSeconds() - SLACK.toSeconds()) * 1.0,
+            refills * WINDOW.toSeconds() * 3.0);
     assertThat(metrics).contains("jvmdiag_operator_rollouts_total{reason=\"config\"} 200.0");
-    Matcher m = Pattern.compile("(?m)^jvmdiag_operator_rollouts_throttled_total ([0-9.]+)").matcher(metrics);
+    Matcher m =
+        Pattern.compile("(?m)^jvmdiag_operator_rollouts_throttled_total ([0-9.]+)")
+            .matcher(metrics);
     assertThat(m.find()).isTrue();
-    assertThat(Double.parseDouble(m.group(1))).as("postponed rollouts").isGreaterThanOrEqualTo(RESOURCES - LIMIT);
+    assertThat(Double.parseDouble(m.group(1)))
+        .as("postponed rollouts")
+        .isGreaterThanOrEqualTo(RESOURCES - LIMIT);
   }
 
   static final String OPERATOR_NS = "op-rollout-system";
   static final String DEPLOYMENT = "jd-jvm-diagnostics-operator";
 
   static void replica(String name, String template, boolean ready) {
-    Pod p = admin.resource(ApiServer.yaml(admin, Pod.class, """
-        apiVersion: v1
-        kind: Pod
-        metadata: {name: %s, namespace: %s, labels: {app: jd-operator, pod-template-hash: %s}}
-        spec: {containers: [{name: operator, image: jvmdiag/operator:it}]}
-        """.formatted(name, OPERATOR_NS, template))).create();
-    p.setStatus(ApiServer.yaml(admin, Pod.class, """
-        apiVersion: v1
-        kind: Pod
-        status: {phase: Running, conditions: [{type: Ready, status: "%s"}]}
-        """.formatted(ready ? "True" : "False")).getStatus());
+    Pod p =
+        admin
+            .resource(
+                ApiServer.yaml(
+                    admin,
+                    Pod.class,
+                    """
+                    apiVersion: v1
+                    kind: Pod
+                    metadata: {name: %s, namespace: %s, labels: {app: jd-operator, pod-template-hash: %s}}
+                    spec: {containers: [{name: operator, image: jvmdiag/operator:it}]}
+                    """
+                        .formatted(name, OPERATOR_NS, template)))
+            .create();
+    p.setStatus(
+        ApiServer.yaml(
+                admin,
+                Pod.class,
+                """
+                apiVersion: v1
+                kind: Pod
+                status: {phase: Running, conditions: [{type: Ready, status: "%s"}]}
+                """
+                    .formatted(ready ? "True" : "False"))
+            .getStatus());
     admin.pods().inNamespace(OPERATOR_NS).resource(p).updateStatus();
   }
 
   static Map<String, String> template(String ns) {
-    Map<String, String> a = admin.apps().deployments().inNamespace(ns).withName("w0").get().getSpec().getTemplate().getMetadata()
-        .getAnnotations();
+    Map<String, String> a =
+        admin
+            .apps()
+            .deployments()
+            .inNamespace(ns)
+            .withName("w0")
+            .get()
+            .getSpec()
+            .getTemplate()
+            .getMetadata()
+            .getAnnotations();
     return a == null ? Map.of() : a;
   }
 
   static Condition injected(String ns) {
     JvmDiagnostics r = admin.resources(JvmDiagnostics.class).inNamespace(ns).withName("w0").get();
     if (r.getStatus() == null || r.getStatus().conditions == null) return null;
-    return r.getStatus().conditions.stream().filter(c -> c.getType().equals("Injected")).findFirst().orElse(null);
+    return r.getStatus().conditions.stream()
+        .filter(c -> c.getType().equals("Injected"))
+        .findFirst()
+        .orElse(null);
   }
 
   /**
-   * The operator's own upgrade: while a replica of the operator's previous pod template is ready
-   * or stopping, it may still answer the webhook with its version's injection, so the leader
-   * writes no pod template; once it is gone, it does. The operator's replicas are pods made here
-   * (no kubelet runs): this replica's, a ready one of the previous template, and one of a newer
-   * template that never became ready.
+   * The operator's own upgrade: while a replica of the operator's previous pod template is ready or
+   * stopping, it may still answer the webhook with its version's injection, so the leader writes no
+   * pod template; once it is gone, it does. The operator's replicas are pods made here (no kubelet
+   * runs): this replica's, a ready one of the previous template, and one of a newer template that
+   * never became ready.
    */
   @Test
-  void podTemplatesWaitUntilNoReplicaOfThePreviousOperatorTemplateMayAnswerTheWebhook() throws Exception {
+  void podTemplatesWaitUntilNoReplicaOfThePreviousOperatorTemplateMayAnswerTheWebhook()
+      throws Exception {
     ApiServer.namespace(admin, OPERATOR_NS);
-    admin.resource(ApiServer.yaml(admin, Deployment.class, """
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {name: %s, namespace: %s}
-        spec:
-          replicas: 2
-          selector: {matchLabels: {app: jd-operator}}
-          template:
-            metadata: {labels: {app: jd-operator}}
-            spec: {containers: [{name: operator, image: jvmdiag/operator:it}]}
-        """.formatted(DEPLOYMENT, OPERATOR_NS))).create();
+    admin
+        .resource(
+            ApiServer.yaml(
+                admin,
+                Deployment.class,
+                """
+                apiVersion: apps/v1
+                kind: Deployment
+                metadata: {name: %s, namespace: %s}
+                spec:
+                  replicas: 2
+                  selector: {matchLabels: {app: jd-operator}}
+                  template:
+                    metadata: {labels: {app: jd-operator}}
+                    spec: {containers: [{name: operator, image: jvmdiag/operator:it}]}
+                """
+                    .formatted(DEPLOYMENT, OPERATOR_NS)))
+        .create();
     replica("op-new-1", "new", true);
     replica("op-old-1", "old", true);
     replica("op-newer-1", "newer", false);
     String ns = ApiServer.namespace(admin, "op-rollout");
     workloads(ns, 1);
-    ReconcilerSettings rs = new ReconcilerSettings("jvmdiag/agent:it", List.of(), Set.of(ns), 0, null, List.of(), Duration.ofMinutes(1),
-        new OperatorRollout.Self(OPERATOR_NS, DEPLOYMENT, "op-new-1"));
-    try (OperatorApp op = new OperatorApp(operatorClient, new OperatorApp.Settings(null, rs, new InetSocketAddress("127.0.0.1", 0))).start()) {
+    ReconcilerSettings rs =
+        new ReconcilerSettings(
+            "jvmdiag/agent:it",
+            List.of(),
+            Set.of(ns),
+            0,
+            null,
+            List.of(),
+            Duration.ofMinutes(1),
+            new OperatorRollout.Self(OPERATOR_NS, DEPLOYMENT, "op-new-1"));
+    try (OperatorApp op =
+        new OperatorApp(
+                operatorClient,
+                new OperatorApp.Settings(null, rs, new InetSocketAddress("127.0.0.1", 0)))
+            .start()) {
       resources(ns, 1);
-      await("Injected=False OperatorRollingOut", Duration.ofSeconds(30),
+      await(
+          "Injected=False OperatorRollingOut",
+          Duration.ofSeconds(30),
           () -> injected(ns) != null && "OperatorRollingOut".equals(injected(ns).getReason()));
-      assertThat(injected(ns).getMessage()).contains("op-old-1").doesNotContain("op-newer-1").doesNotContain("op-new-1,")
+      assertThat(injected(ns).getMessage())
+          .contains("op-old-1")
+          .doesNotContain("op-newer-1")
+          .doesNotContain("op-new-1,")
           .contains("kubectl -n " + OPERATOR_NS + " rollout status deployment/" + DEPLOYMENT);
-      assertThat(template(ns)).as("no template written while op-old-1 is ready").doesNotContainKey(CONFIG_HASH);
+      assertThat(template(ns))
+          .as("no template written while op-old-1 is ready")
+          .doesNotContainKey(CONFIG_HASH);
 
       // stopping: out of the endpoints, but it may still drain admissions sent to it before
-      admin.pods().inNamespace(OPERATOR_NS).withName("op-old-1")
-          .patch(PatchContext.of(PatchType.JSON), "[{\"op\": \"add\", \"path\": \"/metadata/finalizers\", \"value\": [\"it/hold\"]}]");
+      admin
+          .pods()
+          .inNamespace(OPERATOR_NS)
+          .withName("op-old-1")
+          .patch(
+              PatchContext.of(PatchType.JSON),
+              "[{\"op\": \"add\", \"path\": \"/metadata/finalizers\", \"value\": [\"it/hold\"]}]");
       admin.pods().inNamespace(OPERATOR_NS).withName("op-old-1").withGracePeriod(0).delete();
-      await("op-old-1 stopping", Duration.ofSeconds(10),
-          () -> admin.pods().inNamespace(OPERATOR_NS).withName("op-old-1").get().getMetadata().getDeletionTimestamp() != null);
+      await(
+          "op-old-1 stopping",
+          Duration.ofSeconds(10),
+          () ->
+              admin
+                      .pods()
+                      .inNamespace(OPERATOR_NS)
+                      .withName("op-old-1")
+                      .get()
+                      .getMetadata()
+                      .getDeletionTimestamp()
+                  != null);
       Thread.sleep(7000); // past a recheck of the replicas and a requeue of the resource
-      assertThat(template(ns)).as("no template written while op-old-1 is stopping").doesNotContainKey(CONFIG_HASH);
+      assertThat(template(ns))
+          .as("no template written while op-old-1 is stopping")
+          .doesNotContainKey(CONFIG_HASH);
       assertThat(injected(ns).getReason()).isEqualTo("OperatorRollingOut");
 
-      admin.pods().inNamespace(OPERATOR_NS).withName("op-old-1")
-          .patch(PatchContext.of(PatchType.JSON), "[{\"op\": \"remove\", \"path\": \"/metadata/finalizers\"}]");
-      await("the template written once op-old-1 is gone", Duration.ofSeconds(30), () -> template(ns).containsKey(CONFIG_HASH));
-      await("Injected no longer waits for the operator", Duration.ofSeconds(30),
+      admin
+          .pods()
+          .inNamespace(OPERATOR_NS)
+          .withName("op-old-1")
+          .patch(
+              PatchContext.of(PatchType.JSON),
+              "[{\"op\": \"remove\", \"path\": \"/metadata/finalizers\"}]");
+      await(
+          "the template written once op-old-1 is gone",
+          Duration.ofSeconds(30),
+          () -> template(ns).containsKey(CONFIG_HASH));
+      await(
+          "Injected no longer waits for the operator",
+          Duration.ofSeconds(30),
           () -> !"OperatorRollingOut".equals(injected(ns).getReason()));
     } finally {
       forget(ns);

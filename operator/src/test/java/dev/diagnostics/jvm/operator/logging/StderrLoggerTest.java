@@ -23,14 +23,23 @@ class StderrLoggerTest {
 
   @Test
   void textIsTheLineSlf4jSimpleWrote() {
-    assertThat(StderrLogger.format(LogFormat.text, T, Level.INFO, "dev.x.Reconciler", "main", "hello 1", null))
+    assertThat(
+            StderrLogger.format(
+                LogFormat.text, T, Level.INFO, "dev.x.Reconciler", "main", "hello 1", null))
         .isEqualTo("[main] INFO dev.x.Reconciler - hello 1\n");
   }
 
   @Test
   void jsonIsOneObjectPerLineWithEveryFieldEscaped() throws Exception {
-    String line = StderrLogger.format(LogFormat.json, T, Level.WARN, "dev.x.Webhook", "pool-1 \"a\"",
-        "bad\nvalue\t\u0001", new IllegalStateException("boom"));
+    String line =
+        StderrLogger.format(
+            LogFormat.json,
+            T,
+            Level.WARN,
+            "dev.x.Webhook",
+            "pool-1 \"a\"",
+            "bad\nvalue\t\u0001",
+            new IllegalStateException("boom"));
     assertThat(line).endsWith("}\n").doesNotContain("\n{").hasLineCount(1);
     JsonNode n = new ObjectMapper().readTree(line);
     assertThat(n.get("time").asText()).isEqualTo("2026-01-02T12:00:00Z");
@@ -38,12 +47,15 @@ class StderrLoggerTest {
     assertThat(n.get("logger").asText()).isEqualTo("dev.x.Webhook");
     assertThat(n.get("thread").asText()).isEqualTo("pool-1 \"a\"");
     assertThat(n.get("message").asText()).isEqualTo("bad\nvalue\t\u0001");
-    assertThat(n.get("exception").asText()).startsWith("java.lang.IllegalStateException: boom").contains("\tat ");
+    assertThat(n.get("exception").asText())
+        .startsWith("java.lang.IllegalStateException: boom")
+        .contains("\tat ");
   }
 
   @Test
   void theProcessWideBindingFollowsTheFormatAndDropsDebug() throws Exception {
-    assertThat(LoggerFactory.getILoggerFactory().getClass().getName()).startsWith(LogProvider.class.getName());
+    assertThat(LoggerFactory.getILoggerFactory().getClass().getName())
+        .startsWith(LogProvider.class.getName());
     PrintStream err = System.err;
     ByteArrayOutputStream buf = new ByteArrayOutputStream();
     System.setErr(new PrintStream(buf, true, StandardCharsets.UTF_8));

@@ -10,15 +10,24 @@ import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** When the reconciler restarts a target once more for pods the webhook missed, and when it stops. */
+/**
+ * When the reconciler restarts a target once more for pods the webhook missed, and when it stops.
+ */
 class HealDecisionTest {
   static final String HASH = "0123456789abcdef";
   static final Instant NOW = Instant.parse("2026-01-02T12:00:00Z");
   final Pod missed = pod("cart-missed", "cart", HASH, null);
-  final List<PodMissingInjection> missing = List.of(new PodMissingInjection("cart-missed", "WebhookUnavailable"));
+  final List<PodMissingInjection> missing =
+      List.of(new PodMissingInjection("cart-missed", "WebhookUnavailable"));
 
-  HealDecision decide(String current, List<PodMissingInjection> reported, boolean settled, Instant lastHeal, Pod... pods) {
-    return HealDecision.decide(current, HASH, missing, reported, List.of(pods), settled, lastHeal, NOW);
+  HealDecision decide(
+      String current,
+      List<PodMissingInjection> reported,
+      boolean settled,
+      Instant lastHeal,
+      Pod... pods) {
+    return HealDecision.decide(
+        current, HASH, missing, reported, List.of(pods), settled, lastHeal, NOW);
   }
 
   @Test
@@ -30,7 +39,9 @@ class HealDecisionTest {
 
   @Test
   void healsOnceTheMissedPodsAreReportedAndTheRolloutSettled() {
-    assertThat(decide(HASH, missing, false, null, missed).healTo()).as("rollout still in progress").isNull();
+    assertThat(decide(HASH, missing, false, null, missed).healTo())
+        .as("rollout still in progress")
+        .isNull();
     HealDecision d = decide(HASH, missing, true, null, missed);
     assertThat(d.healTo()).isEqualTo(HASH + ".1");
     assertThat(HealDecision.missed(missing)).containsExactly("cart-missed");
@@ -41,7 +52,8 @@ class HealDecisionTest {
     HealDecision d = decide(HASH, missing, true, NOW.minusSeconds(20), missed);
     assertThat(d.healTo()).isNull();
     assertThat(d.requeue()).isEqualTo(Duration.ofSeconds(40));
-    assertThat(decide(HASH, missing, true, NOW.minusSeconds(61), missed).healTo()).isEqualTo(HASH + ".1");
+    assertThat(decide(HASH, missing, true, NOW.minusSeconds(61), missed).healTo())
+        .isEqualTo(HASH + ".1");
   }
 
   @Test
@@ -51,7 +63,8 @@ class HealDecisionTest {
     assertThat(d.healTo()).as("never a second heal for one configuration").isNull();
     assertThat(d.stillMissing()).containsExactly("cart-missed");
     // nor later: time since the last heal never makes another one for this configuration
-    assertThat(decide(HASH + ".1", missing, true, NOW.minus(Duration.ofHours(1)), again).healTo()).isNull();
+    assertThat(decide(HASH + ".1", missing, true, NOW.minus(Duration.ofHours(1)), again).healTo())
+        .isNull();
     // pods from before the heal are still being replaced: nothing to say yet
     assertThat(decide(HASH + ".1", missing, true, null, missed).stillMissing()).isEmpty();
   }
@@ -59,7 +72,16 @@ class HealDecisionTest {
   @Test
   void nothingForManualRolloutOrWithoutMissedPods() {
     assertThat(decide(null, missing, true, null, missed)).isEqualTo(HealDecision.NONE);
-    assertThat(HealDecision.decide(HASH, HASH, List.of(new PodMissingInjection("x", "Outdated")), List.of(), List.of(), true, null, NOW))
+    assertThat(
+            HealDecision.decide(
+                HASH,
+                HASH,
+                List.of(new PodMissingInjection("x", "Outdated")),
+                List.of(),
+                List.of(),
+                true,
+                null,
+                NOW))
         .isEqualTo(HealDecision.NONE);
   }
 }

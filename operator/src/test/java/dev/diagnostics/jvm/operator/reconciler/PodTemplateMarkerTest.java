@@ -16,34 +16,49 @@ class PodTemplateMarkerTest {
   @Test
   void automaticRolloutWantsTheLabelAndTheConfigurationsHash() {
     Target unmarked = deployment("checkout", Map.of(), Map.of(), true);
-    PodTemplateMarker m = PodTemplateMarker.desired("checkout", Rollout.Automatic, config(r), unmarked);
+    PodTemplateMarker m =
+        PodTemplateMarker.desired("checkout", Rollout.Automatic, config(r), unmarked);
     assertThat(m).isEqualTo(new PodTemplateMarker("checkout", hash));
     assertThat(m.needsWrite(unmarked)).isTrue();
-    assertThat(m.needsWrite(marked("checkout", hash))).as("already there: no write, no rollout").isFalse();
+    assertThat(m.needsWrite(marked("checkout", hash)))
+        .as("already there: no write, no rollout")
+        .isFalse();
   }
 
   @Test
   void manualRolloutWantsTheLabelOnly() {
-    PodTemplateMarker m = PodTemplateMarker.desired("checkout", Rollout.Manual, config(r), marked("checkout", "old"));
+    PodTemplateMarker m =
+        PodTemplateMarker.desired("checkout", Rollout.Manual, config(r), marked("checkout", "old"));
     assertThat(m.hash()).isNull();
     assertThat(m.needsWrite(marked("checkout", null))).isFalse();
-    assertThat(m.needsWrite(marked("checkout", hash))).as("a hash left from Automatic goes").isTrue();
+    assertThat(m.needsWrite(marked("checkout", hash)))
+        .as("a hash left from Automatic goes")
+        .isTrue();
   }
 
   @Test
   void aHealSuffixIsKeptWhileTheHashIsCurrentAndDroppedWhenItIsNot() {
     Target healed = marked("checkout", hash + ".1");
-    assertThat(PodTemplateMarker.desired("checkout", Rollout.Automatic, config(r), healed).hash()).isEqualTo(hash + ".1");
+    assertThat(PodTemplateMarker.desired("checkout", Rollout.Automatic, config(r), healed).hash())
+        .isEqualTo(hash + ".1");
     Target stale = marked("checkout", "0123456789abcdef.1");
-    assertThat(PodTemplateMarker.desired("checkout", Rollout.Automatic, config(r), stale).hash()).isEqualTo(hash);
+    assertThat(PodTemplateMarker.desired("checkout", Rollout.Automatic, config(r), stale).hash())
+        .isEqualTo(hash);
   }
 
   @Test
   void anotherResourcesLabelIsAWrite() {
     PodTemplateMarker m = new PodTemplateMarker("checkout", hash);
-    assertThat(m.needsWrite(deployment("checkout", Map.of(dev.diagnostics.jvm.operator.Contract.INJECT_LABEL, "other"),
-        Map.of(dev.diagnostics.jvm.operator.Contract.CONFIG_HASH, hash), true))).isTrue();
-    assertThat(PodTemplateMarker.present(deployment("checkout", Map.of(), Map.of(), true))).isFalse();
+    assertThat(
+            m.needsWrite(
+                deployment(
+                    "checkout",
+                    Map.of(dev.diagnostics.jvm.operator.Contract.INJECT_LABEL, "other"),
+                    Map.of(dev.diagnostics.jvm.operator.Contract.CONFIG_HASH, hash),
+                    true)))
+        .isTrue();
+    assertThat(PodTemplateMarker.present(deployment("checkout", Map.of(), Map.of(), true)))
+        .isFalse();
     assertThat(PodTemplateMarker.present(marked("checkout", null))).isTrue();
   }
 }

@@ -49,7 +49,9 @@ class RolloutLimiterTest {
     }
     for (int i = 0; i < times.size(); i++) {
       int in = 0;
-      for (int j = i; j < times.size() && times.get(j) - times.get(i) < Duration.ofMinutes(1).toNanos(); j++) in++;
+      for (int j = i;
+          j < times.size() && times.get(j) - times.get(i) < Duration.ofMinutes(1).toNanos();
+          j++) in++;
       assertThat(in).as("rollouts in the minute from %d ns", times.get(i)).isLessThanOrEqualTo(10);
     }
     // and the limit is used: 20,000 requests over ~5.5 hours, 10 a minute
@@ -67,7 +69,10 @@ class RolloutLimiterTest {
   @Test
   void theStatusSaysTheLimit() {
     assertThat(perMinute(60).describe()).isEqualTo("60 rollouts per minute");
-    assertThat(new RolloutLimiter(50, Duration.ofSeconds(5), now::get, new PrometheusRegistry()).describe()).isEqualTo("50 rollouts per 5 s");
+    assertThat(
+            new RolloutLimiter(50, Duration.ofSeconds(5), now::get, new PrometheusRegistry())
+                .describe())
+        .isEqualTo("50 rollouts per 5 s");
   }
 
   @Test

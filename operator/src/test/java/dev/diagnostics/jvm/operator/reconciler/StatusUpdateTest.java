@@ -10,7 +10,10 @@ import io.fabric8.kubernetes.api.model.Condition;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The status of one pass: conditions with the generation, Ready from the others, a patch only on change. */
+/**
+ * The status of one pass: conditions with the generation, Ready from the others, a patch only on
+ * change.
+ */
 class StatusUpdateTest {
   final JvmDiagnostics r = resource("cart");
   final Conditions.Builder c = Conditions.builder(r);
@@ -19,28 +22,47 @@ class StatusUpdateTest {
     return outcome(c, injected, missing);
   }
 
-  TargetInjection.Outcome outcome(Conditions.Builder c, Condition injected, List<PodMissingInjection> missing) {
-    return new TargetInjection.Outcome(c.of(Conditions.TARGET_FOUND, true, "Found", "Deployment/cart found"), injected,
-        2, 2 - missing.size(), missing, null, List.of(), "2026-01-02T12:00:00Z");
+  TargetInjection.Outcome outcome(
+      Conditions.Builder c, Condition injected, List<PodMissingInjection> missing) {
+    return new TargetInjection.Outcome(
+        c.of(Conditions.TARGET_FOUND, true, "Found", "Deployment/cart found"),
+        injected,
+        2,
+        2 - missing.size(),
+        missing,
+        null,
+        List.of(),
+        "2026-01-02T12:00:00Z");
   }
 
   @Test
   void readyWhenEveryConditionIsTrue() {
-    JvmDiagnosticsStatus st = StatusUpdate.of(r, outcome(c.of(Conditions.INJECTED, true, "AllPodsInjected", "2 pod(s)"), List.of()),
-        c.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
-    assertThat(st.conditions).extracting(Condition::getType).containsExactly("TargetFound", "Injected", "AlertsReady", "Ready");
+    JvmDiagnosticsStatus st =
+        StatusUpdate.of(
+            r,
+            outcome(c.of(Conditions.INJECTED, true, "AllPodsInjected", "2 pod(s)"), List.of()),
+            c.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
+    assertThat(st.conditions)
+        .extracting(Condition::getType)
+        .containsExactly("TargetFound", "Injected", "AlertsReady", "Ready");
     assertThat(st.conditions).allSatisfy(x -> assertThat(x.getObservedGeneration()).isEqualTo(2L));
     assertThat(Conditions.isTrue(st.conditions, Conditions.READY)).isTrue();
     assertThat(st.injected).isEqualTo("2/2");
     assertThat(st.target).isEqualTo("Deployment/cart");
-    assertThat(st.lastHealTime).as("the heal bookkeeping is carried in the status").isEqualTo("2026-01-02T12:00:00Z");
+    assertThat(st.lastHealTime)
+        .as("the heal bookkeeping is carried in the status")
+        .isEqualTo("2026-01-02T12:00:00Z");
   }
 
   @Test
   void notReadyWithTheFirstReasonAndEveryMessage() {
-    JvmDiagnosticsStatus st = StatusUpdate.of(r,
-        outcome(c.of(Conditions.INJECTED, false, "PodsMissingInjection", "1 of 2"), List.of(new PodMissingInjection("cart-b", "WebhookUnavailable"))),
-        c.of(Conditions.ALERTS_READY, false, "PrometheusOperatorMissing", "install it"));
+    JvmDiagnosticsStatus st =
+        StatusUpdate.of(
+            r,
+            outcome(
+                c.of(Conditions.INJECTED, false, "PodsMissingInjection", "1 of 2"),
+                List.of(new PodMissingInjection("cart-b", "WebhookUnavailable"))),
+            c.of(Conditions.ALERTS_READY, false, "PrometheusOperatorMissing", "install it"));
     Condition ready = Conditions.find(st.conditions, Conditions.READY);
     assertThat(ready.getStatus()).isEqualTo("False");
     assertThat(ready.getReason()).isEqualTo("PodsMissingInjection");
@@ -49,16 +71,23 @@ class StatusUpdateTest {
 
   @Test
   void noPatchWhenNothingChangedAndEveryTransitionNamedWhenSomethingDid() {
-    JvmDiagnosticsStatus st = StatusUpdate.of(r, outcome(c.of(Conditions.INJECTED, true, "AllPodsInjected", "2 pod(s)"), List.of()),
-        c.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
+    JvmDiagnosticsStatus st =
+        StatusUpdate.of(
+            r,
+            outcome(c.of(Conditions.INJECTED, true, "AllPodsInjected", "2 pod(s)"), List.of()),
+            c.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
     assertThat(StatusUpdate.transitions(r, st.conditions)).hasSize(4);
     assertThat(StatusUpdate.patch(r, st).isPatchStatus()).isTrue();
     r.setStatus(st);
     // the next pass builds its conditions against the stored ones (their transition times kept),
     // however many seconds later it runs
     Conditions.Builder next = Conditions.builder(r);
-    JvmDiagnosticsStatus again = StatusUpdate.of(r, outcome(next, next.of(Conditions.INJECTED, true, "AllPodsInjected", "2 pod(s)"), List.of()),
-        next.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
+    JvmDiagnosticsStatus again =
+        StatusUpdate.of(
+            r,
+            outcome(
+                next, next.of(Conditions.INJECTED, true, "AllPodsInjected", "2 pod(s)"), List.of()),
+            next.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
     assertThat(StatusUpdate.transitions(r, again.conditions)).isEmpty();
     assertThat(StatusUpdate.patch(r, again).isNoUpdate()).isTrue();
   }

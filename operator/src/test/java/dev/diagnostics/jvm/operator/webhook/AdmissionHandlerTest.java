@@ -26,17 +26,21 @@ class AdmissionHandlerTest {
   }
 
   // a raw pod as the API server sends it, with a field the model does not know
-  static final String POD = """
+  static final String POD =
+      """
       {"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"checkout-","namespace":"shop",
        "labels":{"app":"checkout","jvm.diagnostics.dev/inject":"checkout"}},
        "spec":{"containers":[{"name":"app","image":"temurin:21","env":[{"name":"JAVA_TOOL_OPTIONS","value":"-Xmx1g"}],
-         "resources":{"limits":{"memory":"1Gi"}}}],"someFutureField":{"x":1}}}""";
+         "resources":{"limits":{"memory":"1Gi"}}}],"someFutureField":{"x":1}}}\
+      """;
 
   static String review(String operation, String pod) {
     return """
-        {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",
-         "kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
-         "namespace":"shop","operation":"%s","object":%s}}""".formatted(operation, pod);
+    {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",
+     "kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+     "namespace":"shop","operation":"%s","object":%s}}\
+    """
+        .formatted(operation, pod);
   }
 
   JsonNode call(AdmissionHandler h, String body) throws Exception {
@@ -45,16 +49,24 @@ class AdmissionHandlerTest {
 
   @Test
   void patchAppliedToTheRawPodGivesTheMutation() throws Exception {
-    AdmissionHandler h = new AdmissionHandler((ns, n) -> ns.equals("shop") && n.equals("checkout") ? resource() : null, "img", metrics);
+    AdmissionHandler h =
+        new AdmissionHandler(
+            (ns, n) -> ns.equals("shop") && n.equals("checkout") ? resource() : null,
+            "img",
+            metrics);
     JsonNode resp = call(h, review("CREATE", POD)).get("response");
     assertThat(resp.get("uid").asText()).isEqualTo("u-1");
     assertThat(resp.get("allowed").asBoolean()).isTrue();
     assertThat(resp.get("patchType").asText()).isEqualTo("JSONPatch");
     JsonNode patch = json.readTree(Base64.getDecoder().decode(resp.get("patch").asText()));
     JsonNode out = JsonPatch.apply(patch, json.readTree(POD));
-    assertThat(out.at("/spec/containers/0/env/0/value").asText()).isEqualTo("-Xmx1g -XX:+PreserveFramePointer -XX:+DTraceMonitorProbes -XX:ReservedCodeCacheSize=256m");
+    assertThat(out.at("/spec/containers/0/env/0/value").asText())
+        .isEqualTo(
+            "-Xmx1g -XX:+PreserveFramePointer -XX:+DTraceMonitorProbes -XX:ReservedCodeCacheSize=256m");
     assertThat(out.at("/metadata/annotations").get(INJECTED).asText()).hasSize(16);
-    assertThat(out.at("/spec/someFutureField/x").asInt()).as("unknown fields untouched").isEqualTo(1);
+    assertThat(out.at("/spec/someFutureField/x").asInt())
+        .as("unknown fields untouched")
+        .isEqualTo(1);
     assertThat(out.at("/spec/containers/0/resources/limits/memory").asText()).isEqualTo("1Gi");
   }
 
@@ -64,9 +76,17 @@ class AdmissionHandlerTest {
     r.getSpec().collection = dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec.Collection.Sidecar;
     String pod = POD.replace("\"labels\":", "\"annotations\":{\"a/b~c\":\"keep\"},\"labels\":");
     AdmissionHandler h = new AdmissionHandler((ns, n) -> r, "img", metrics);
-    JsonNode patch = json.readTree(Base64.getDecoder().decode(call(h, review("CREATE", pod)).at("/response/patch").asText()));
-    assertThat(patch).extracting(op -> op.get("path").asText()).allMatch(p -> p.startsWith("/metadata/annotations/")
-        || p.equals("/spec/volumes") || p.equals("/spec/containers/-") || p.matches("/spec/containers/0/(env|volumeMounts)"));
+    JsonNode patch =
+        json.readTree(
+            Base64.getDecoder()
+                .decode(call(h, review("CREATE", pod)).at("/response/patch").asText()));
+    assertThat(patch)
+        .extracting(op -> op.get("path").asText())
+        .allMatch(p ->
+            p.startsWith("/metadata/annotations/")
+                || p.equals("/spec/volumes")
+                || p.equals("/spec/containers/-")
+                || p.matches("/spec/containers/0/(env|volumeMounts)"));
     JsonNode out = JsonPatch.apply(patch, json.readTree(pod));
     assertThat(out.at("/metadata/annotations").get("a/b~c").asText()).isEqualTo("keep");
     assertThat(out.at("/metadata/annotations").get(CONTAINERS).asText()).isEqualTo("app");
@@ -75,12 +95,19 @@ class AdmissionHandlerTest {
     assertThat(out.at("/spec/volumes/0/name").asText()).isEqualTo(TMP_VOLUME);
     assertThat(out.at("/spec/someFutureField/x").asInt()).isEqualTo(1);
     // a reinvocation on the patched pod changes nothing
-    assertThat(call(h, review("CREATE", out.toString())).at("/response/patch").isMissingNode()).isTrue();
+    assertThat(call(h, review("CREATE", out.toString())).at("/response/patch").isMissingNode())
+        .isTrue();
   }
 
   @Test
   void neverDenies() throws Exception {
-    AdmissionHandler h = new AdmissionHandler((ns, n) -> { throw new IllegalStateException("cache broken"); }, "img", metrics);
+    AdmissionHandler h =
+        new AdmissionHandler(
+            (ns, n) -> {
+              throw new IllegalStateException("cache broken");
+            },
+            "img",
+            metrics);
     JsonNode resp = call(h, review("CREATE", POD)).get("response");
     assertThat(resp.get("allowed").asBoolean()).isTrue();
     assertThat(resp.get("patch")).isNull();

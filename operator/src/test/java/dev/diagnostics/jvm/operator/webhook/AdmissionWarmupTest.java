@@ -19,7 +19,9 @@ class AdmissionWarmupTest {
     var shapes = new java.util.HashSet<Integer>();
     for (int i = 0; i < 12; i++) {
       var pod = json.readTree(AdmissionWarmup.review(i, "warmup")).at("/request/object");
-      shapes.add(pod.at("/spec/containers").size() * 10 + (pod.toString().contains("JAVA_TOOL_OPTIONS") ? 1 : 0));
+      shapes.add(
+          pod.at("/spec/containers").size() * 10
+              + (pod.toString().contains("JAVA_TOOL_OPTIONS") ? 1 : 0));
     }
     assertThat(shapes).hasSizeGreaterThanOrEqualTo(4);
   }

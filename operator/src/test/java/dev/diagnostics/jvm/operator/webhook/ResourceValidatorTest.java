@@ -12,30 +12,41 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The JvmDiagnostics validating webhook's decisions, without a cluster (OperatorIT runs it through the API server). */
+/**
+ * The JvmDiagnostics validating webhook's decisions, without a cluster (OperatorIT runs it through
+ * the API server).
+ */
 class ResourceValidatorTest {
   final ObjectMapper json = new ObjectMapper();
   final List<JvmDiagnostics> existing = new ArrayList<>();
   final List<String> asked = new ArrayList<>();
   String deny; // what the permission check answers (null: allowed)
-  final ResourceValidator validator = new ResourceValidator(List.of("-javaagent:/opt/otel/"),
-      List.of("kube-system", "jvm-diagnostics"), ns -> existing, (user, ns, ref) -> {
-    asked.add(user.getUsername() + " " + ns + " " + ref);
-    return deny;
-  }, new PrometheusRegistry());
+  final ResourceValidator validator =
+      new ResourceValidator(
+          List.of("-javaagent:/opt/otel/"),
+          List.of("kube-system", "jvm-diagnostics"),
+          ns -> existing,
+          (user, ns, ref) -> {
+            asked.add(user.getUsername() + " " + ns + " " + ref);
+            return deny;
+          },
+          new PrometheusRegistry());
 
   static String resource(String name, String target, String extra) {
     return """
-        {"apiVersion":"jvm.diagnostics.dev/v1alpha1","kind":"JvmDiagnostics","metadata":{"name":"%s","namespace":"shop"},
-         "spec":{"targetRef":{"kind":"Deployment","name":"%s"},"jvmOptions":{"extra":[%s]}}}""".formatted(name, target, extra);
+    {"apiVersion":"jvm.diagnostics.dev/v1alpha1","kind":"JvmDiagnostics","metadata":{"name":"%s","namespace":"shop"},
+     "spec":{"targetRef":{"kind":"Deployment","name":"%s"},"jvmOptions":{"extra":[%s]}}}\
+    """
+        .formatted(name, target, extra);
   }
 
   static String review(String operation, String object, String oldObject) {
     return """
-        {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",
-         "kind":{"group":"jvm.diagnostics.dev","version":"v1alpha1","kind":"JvmDiagnostics"},
-         "resource":{"group":"jvm.diagnostics.dev","version":"v1alpha1","resource":"jvmdiagnostics"},
-         "namespace":"shop","operation":"%s","userInfo":{"username":"dev","groups":["team-a"]},"object":%s,"oldObject":%s}}"""
+    {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",
+     "kind":{"group":"jvm.diagnostics.dev","version":"v1alpha1","kind":"JvmDiagnostics"},
+     "resource":{"group":"jvm.diagnostics.dev","version":"v1alpha1","resource":"jvmdiagnostics"},
+     "namespace":"shop","operation":"%s","userInfo":{"username":"dev","groups":["team-a"]},"object":%s,"oldObject":%s}}\
+    """
         .formatted(operation, object, oldObject);
   }
 
@@ -45,7 +56,12 @@ class ResourceValidatorTest {
 
   @Test
   void aDiagnosticResourceOfAPermittedAuthorIsAllowed() throws Exception {
-    JsonNode r = call(review("CREATE", resource("a", "checkout", "\"-Xlog:gc\", \"-javaagent:/opt/otel/agent.jar\""), "null"));
+    JsonNode r =
+        call(
+            review(
+                "CREATE",
+                resource("a", "checkout", "\"-Xlog:gc\", \"-javaagent:/opt/otel/agent.jar\""),
+                "null"));
     assertThat(r.get("allowed").asBoolean()).isTrue();
     assertThat(r.get("uid").asText()).isEqualTo("u-1");
     assertThat(asked).containsExactly("dev shop Deployment/checkout");
@@ -53,9 +69,12 @@ class ResourceValidatorTest {
 
   @Test
   void eachProblemIsNamed() throws Exception {
-    existing.add(new KubernetesSerialization().unmarshal(resource("owner", "checkout", ""), JvmDiagnostics.class));
+    existing.add(
+        new KubernetesSerialization()
+            .unmarshal(resource("owner", "checkout", ""), JvmDiagnostics.class));
     deny = "spec.targetRef: user \"dev\" may not patch deployments.apps \"checkout\"";
-    JsonNode r = call(review("CREATE", resource("a", "checkout", "\"-javaagent:/tmp/x.jar\""), "null"));
+    JsonNode r =
+        call(review("CREATE", resource("a", "checkout", "\"-javaagent:/tmp/x.jar\""), "null"));
     assertThat(r.get("allowed").asBoolean()).isFalse();
     assertThat(r.at("/status/code").asInt()).isEqualTo(422);
     assertThat(r.at("/status/message").asText())
@@ -66,10 +85,16 @@ class ResourceValidatorTest {
 
   @Test
   void aResourceInANamespaceTheWebhookExcludesIsRefused() throws Exception {
-    JsonNode r = call(review("CREATE", resource("a", "checkout", "").replace("\"shop\"", "\"kube-system\""), "null")
-        .replace("\"namespace\":\"shop\"", "\"namespace\":\"kube-system\""));
+    JsonNode r =
+        call(
+            review(
+                    "CREATE",
+                    resource("a", "checkout", "").replace("\"shop\"", "\"kube-system\""),
+                    "null")
+                .replace("\"namespace\":\"shop\"", "\"namespace\":\"kube-system\""));
     assertThat(r.get("allowed").asBoolean()).isFalse();
-    assertThat(r.at("/status/message").asText()).contains("namespace kube-system is excluded from injection")
+    assertThat(r.at("/status/message").asText())
+        .contains("namespace kube-system is excluded from injection")
         .contains("create the workload and its JvmDiagnostics in an application namespace");
   }
 
@@ -77,27 +102,48 @@ class ResourceValidatorTest {
   void anUpdateThatLeavesTheSpecAloneIsNotChecked() throws Exception {
     deny = "no";
     String old = resource("a", "checkout", "\"-Xlog:gc\"");
-    String labelled = old.replace("\"namespace\":\"shop\"}", "\"namespace\":\"shop\",\"labels\":{\"x\":\"y\"}}");
+    String labelled =
+        old.replace("\"namespace\":\"shop\"}", "\"namespace\":\"shop\",\"labels\":{\"x\":\"y\"}}");
     assertThat(call(review("UPDATE", labelled, old)).get("allowed").asBoolean()).isTrue();
     assertThat(asked).isEmpty();
-    assertThat(call(review("UPDATE", resource("a", "checkout", "\"-Xlog:safepoint\""), old)).get("allowed").asBoolean()).isFalse();
+    assertThat(
+            call(review("UPDATE", resource("a", "checkout", "\"-Xlog:safepoint\""), old))
+                .get("allowed")
+                .asBoolean())
+        .isFalse();
   }
 
   @Test
   void theDeprecatedFieldWarnsAndGrantsNothing() throws Exception {
-    String r = resource("a", "checkout", "\"-javaagent:/tmp/x.jar\"").replace("\"jvmOptions\":{", "\"jvmOptions\":{\"allowJavaAgents\":true,");
+    String r =
+        resource("a", "checkout", "\"-javaagent:/tmp/x.jar\"")
+            .replace("\"jvmOptions\":{", "\"jvmOptions\":{\"allowJavaAgents\":true,");
     JsonNode resp = call(review("CREATE", r, "null"));
     assertThat(resp.get("allowed").asBoolean()).isFalse();
-    assertThat(resp.get("warnings").toString()).contains("allowJavaAgents is deprecated and grants nothing");
+    assertThat(resp.get("warnings").toString())
+        .contains("allowJavaAgents is deprecated and grants nothing");
   }
 
   @Test
   void failsClosedWhenItCannotCheck() throws Exception {
-    ResourceValidator broken = new ResourceValidator(List.of(), List.of(), ns -> { throw new IllegalStateException("API server gone"); },
-        (u, n, t) -> null, new PrometheusRegistry());
-    JsonNode r = json.readTree(broken.handle(review("CREATE", resource("a", "checkout", ""), "null").getBytes(StandardCharsets.UTF_8)))
-        .get("response");
+    ResourceValidator broken =
+        new ResourceValidator(
+            List.of(),
+            List.of(),
+            ns -> {
+              throw new IllegalStateException("API server gone");
+            },
+            (u, n, t) -> null,
+            new PrometheusRegistry());
+    JsonNode r =
+        json.readTree(
+                broken.handle(
+                    review("CREATE", resource("a", "checkout", ""), "null")
+                        .getBytes(StandardCharsets.UTF_8)))
+            .get("response");
     assertThat(r.get("allowed").asBoolean()).isFalse();
-    assertThat(r.at("/status/message").asText()).contains("could not check this JvmDiagnostics").contains("API server gone");
+    assertThat(r.at("/status/message").asText())
+        .contains("could not check this JvmDiagnostics")
+        .contains("API server gone");
   }
 }

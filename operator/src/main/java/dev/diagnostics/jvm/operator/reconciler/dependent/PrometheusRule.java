@@ -20,7 +20,8 @@ import java.util.List;
 @Kind("PrometheusRule")
 @Plural("prometheusrules")
 @JsonInclude(JsonInclude.Include.NON_NULL)
-public class PrometheusRule extends CustomResource<PrometheusRule.Spec, Void> implements Namespaced {
+public class PrometheusRule extends CustomResource<PrometheusRule.Spec, Void>
+    implements Namespaced {
   /** spec.groups, each {name, rules[]} as the alert templates render them. */
   @JsonInclude(JsonInclude.Include.NON_NULL)
   public static class Spec {

@@ -14,7 +14,8 @@ import java.util.function.LongSupplier;
  * the CRD may be installed at any time, but discovery is not asked again per reconcile. Its result
  * (a Boolean) is what the AlertsReady condition reports.
  */
-public class PrometheusRuleCrdPresent implements DetailedCondition<PrometheusRule, JvmDiagnostics, Boolean> {
+public class PrometheusRuleCrdPresent
+    implements DetailedCondition<PrometheusRule, JvmDiagnostics, Boolean> {
   static final long TRUSTED_NANOS = TimeUnit.SECONDS.toNanos(5);
 
   private final LongSupplier nanos;
@@ -31,9 +32,12 @@ public class PrometheusRuleCrdPresent implements DetailedCondition<PrometheusRul
   }
 
   @Override
-  public Result<Boolean> detailedIsMet(DependentResource<PrometheusRule, JvmDiagnostics> dependent,
-      JvmDiagnostics r, Context<JvmDiagnostics> ctx) {
-    boolean served = served(() -> ctx.getClient().supports(RuleRenderer.API_VERSION, RuleRenderer.KIND));
+  public Result<Boolean> detailedIsMet(
+      DependentResource<PrometheusRule, JvmDiagnostics> dependent,
+      JvmDiagnostics r,
+      Context<JvmDiagnostics> ctx) {
+    boolean served =
+        served(() -> ctx.getClient().supports(RuleRenderer.API_VERSION, RuleRenderer.KIND));
     return Result.withResult(served, served);
   }
 

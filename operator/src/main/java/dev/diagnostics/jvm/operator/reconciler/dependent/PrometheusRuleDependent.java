@@ -14,7 +14,8 @@ import io.javaoperatorsdk.operator.processing.event.ResourceID;
  * Prometheus Operator's CRD is served ({@link PrometheusRuleCrdPresent}), reconciled only while
  * spec.alerts sets a threshold ({@link AlertsConfigured}; otherwise the rule is deleted).
  */
-public class PrometheusRuleDependent extends CRUDKubernetesDependentResource<PrometheusRule, JvmDiagnostics> {
+public class PrometheusRuleDependent
+    extends CRUDKubernetesDependentResource<PrometheusRule, JvmDiagnostics> {
   public static final String NAME = "prometheusrule";
   private static final KubernetesSerialization JSON = new KubernetesSerialization();
 
@@ -35,7 +36,10 @@ public class PrometheusRuleDependent extends CRUDKubernetesDependentResource<Pro
     return rule == null ? null : JSON.convertValue(rule, PrometheusRule.class);
   }
 
-  /** The rule's name follows from the resource's: no need to render it (there is none to render once spec.alerts is emptied). */
+  /**
+   * The rule's name follows from the resource's: no need to render it (there is none to render once
+   * spec.alerts is emptied).
+   */
   @Override
   protected ResourceID targetSecondaryResourceID(JvmDiagnostics r, Context<JvmDiagnostics> ctx) {
     return new ResourceID(RuleRenderer.ruleName(r), r.getMetadata().getNamespace());

@@ -14,11 +14,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
-/** The PrometheusRule dependent: its desired state, when it is reconciled, and when it is active. */
+/**
+ * The PrometheusRule dependent: its desired state, when it is reconciled, and when it is active.
+ */
 class PrometheusRuleDependentTest {
   static JvmDiagnostics resource() {
     JvmDiagnostics r = new JvmDiagnostics();
-    r.setMetadata(new ObjectMetaBuilder().withName("pay").withNamespace("shop").withUid("uid-pay").build());
+    r.setMetadata(
+        new ObjectMetaBuilder().withName("pay").withNamespace("shop").withUid("uid-pay").build());
     r.setSpec(new JvmDiagnosticsSpec());
     r.getSpec().targetRef = new TargetRef(TargetRef.Kind.Deployment, "pay");
     return r;
@@ -28,21 +31,27 @@ class PrometheusRuleDependentTest {
   void desiredIsTheRenderedRuleOwnedByTheResource() {
     JvmDiagnostics r = resource();
     r.getSpec().alerts.safepointPause = new Alerts.DurationAlert("500ms", "0m", "critical");
-    PrometheusRule rule = new PrometheusRuleDependent(RuleRenderer.fromClasspath()).desired(r, null);
+    PrometheusRule rule =
+        new PrometheusRuleDependent(RuleRenderer.fromClasspath()).desired(r, null);
     assertThat(rule.getKind()).isEqualTo("PrometheusRule");
     assertThat(rule.getApiVersion()).isEqualTo(RuleRenderer.API_VERSION);
     assertThat(rule.getMetadata().getName()).isEqualTo("jvmdiag-pay");
-    assertThat(rule.getMetadata().getOwnerReferences()).singleElement()
+    assertThat(rule.getMetadata().getOwnerReferences())
+        .singleElement()
         .satisfies(o -> assertThat(o.getUid()).isEqualTo("uid-pay"));
     assertThat(rule.getSpec().groups.toString()).contains("le=\"0.5\"");
-    assertThat(new io.fabric8.kubernetes.client.utils.KubernetesSerialization().asJson(rule)).as("nothing but what we own is applied")
-        .doesNotContain("status").contains("\"groups\"");
+    assertThat(new io.fabric8.kubernetes.client.utils.KubernetesSerialization().asJson(rule))
+        .as("nothing but what we own is applied")
+        .doesNotContain("status")
+        .contains("\"groups\"");
   }
 
   @Test
   void theRuleToDeleteIsFoundByNameOnceThereIsNoneToRender() {
     JvmDiagnostics r = resource(); // no alerts: desired() is null
-    assertThat(new PrometheusRuleDependent(RuleRenderer.fromClasspath()).targetSecondaryResourceID(r, null))
+    assertThat(
+            new PrometheusRuleDependent(RuleRenderer.fromClasspath())
+                .targetSecondaryResourceID(r, null))
         .isEqualTo(new ResourceID("jvmdiag-pay", "shop"));
   }
 
@@ -62,7 +71,11 @@ class PrometheusRuleDependentTest {
     AtomicInteger asked = new AtomicInteger();
     boolean[] served = {false};
     PrometheusRuleCrdPresent crd = new PrometheusRuleCrdPresent(now::get);
-    java.util.function.BooleanSupplier discovery = () -> { asked.incrementAndGet(); return served[0]; };
+    java.util.function.BooleanSupplier discovery =
+        () -> {
+          asked.incrementAndGet();
+          return served[0];
+        };
     assertThat(crd.served(discovery)).isFalse();
     served[0] = true; // installed
     now.addAndGet(TimeUnit.SECONDS.toNanos(1));

@@ -1,0 +1,104 @@
+package dev.diagnostics.jvm.operator;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.net.InetSocketAddress;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** The operator's flags as a user types them: defaults, the checks, what each part gets. */
+class OptionsTest {
+  static Options parse(String... args) {
+    Main m = new Main();
+    new CommandLine(m).parseArgs(args);
+    return m.options;
+  }
+
+  /** The message validate() refuses these flags with (picocli prints it before the usage). */
+  static String refusal(String... args) {
+    Options o = parse(args);
+    try {
+      o.validate();
+    } catch (CommandLine.ParameterException e) {
+      assertThat(e.getCommandLine().getCommandName()).isEqualTo("jvmdiag-operator");
+      return e.getMessage();
+    }
+    throw new AssertionError("accepted: " + String.join(" ", args));
+  }
+
+  @Test
+  void leaderElectionIsOnByDefaultWithTheDefaultLeaseName() {
+    Options o = parse();
+    assertThat(o.leaderElection).isTrue();
+    assertThat(o.leaderElectionLease).isEqualTo("jvmdiag-operator");
+    assertThat(o.leaderElectionNamespace).isNull(); // resolved from the pod at start
+  }
+
+  @Test
+  void leaderElectionOffWithEitherSpelling() {
+    assertThat(parse("--leader-election=false").leaderElection).isFalse();
+    assertThat(parse("--no-leader-election").leaderElection).isFalse();
+    assertThat(parse("--leader-election-namespace", "ops").leaderElectionNamespace)
+        .isEqualTo("ops");
+  }
+
+  @Test
+  void refusesNegativeCountsAndDisallowedPrefixesNamingTheFlag() {
+    assertThat(refusal("--webhook-warmup=-1"))
+        .isEqualTo("--webhook-warmup must be 0 or more (0: no warm-up), got -1");
+    assertThat(refusal("--webhook-drain-seconds=-1"))
+        .isEqualTo("--webhook-drain-seconds must be 0 or more, got -1");
+    assertThat(refusal("--max-rollouts-per-minute=-1"))
+        .isEqualTo("--max-rollouts-per-minute must be 0 (no limit) or more, got -1");
+    assertThat(refusal("--allow-jvm-option=-Xmx1g")).startsWith("--allow-jvm-option=-Xmx1g: ");
+  }
+
+  @Test
+  void acceptsTheDefaultsAndAnAllowedAgent() {
+    parse().validate();
+    parse("--allow-jvm-option=-javaagent:/opt/otel/opentelemetry-javaagent.jar").validate();
+  }
+
+  @Test
+  void drainsFiveSecondsBehindTheServiceNoneWithAUrlUnlessGiven() {
+    assertThat(parse().webhookDrainSeconds()).isEqualTo(5);
+    assertThat(parse("--webhook-url", "https://127.0.0.1:9443").webhookDrainSeconds()).isZero();
+    assertThat(parse("--webhook-drain-seconds", "12").webhookDrainSeconds()).isEqualTo(12);
+  }
+
+  @Test
+  void webhookIsRegisteredAsTheServiceOrTheUrl() {
+    Options service = parse("--namespace", "ops", "--webhook-service", "jd");
+    assertThat(service.webhookTarget()).isEqualTo("service:jd.ops:443");
+    assertThat(service.webhookHosts())
+        .containsExactly("jd.ops.svc", "jd.ops.svc.cluster.local", "jd.ops");
+
+    Options url = parse("--webhook-url", "https://127.0.0.1:9443");
+    assertThat(url.webhookTarget()).isEqualTo("https://127.0.0.1:9443");
+    assertThat(url.webhookHosts()).containsExactly("127.0.0.1", "localhost");
+  }
+
+  @Test
+  void settingsLeaveOutThePartsThatAreOff() {
+    OperatorApp.Settings all = parse("--webhook-bind", "127.0.0.1:0").settings();
+    assertThat(all.webhook().bind()).isEqualTo(new InetSocketAddress("127.0.0.1", 0));
+    assertThat(all.reconciler().leaderElection().leaseName()).isEqualTo("jvmdiag-operator");
+    assertThat(all.metricsBind()).isEqualTo(new InetSocketAddress("0.0.0.0", 8080));
+
+    OperatorApp.Settings none =
+        parse("--no-webhook", "--no-reconciler", "--metrics-bind=").settings();
+    assertThat(none.webhook()).isNull();
+    assertThat(none.reconciler()).isNull();
+    assertThat(none.metricsBind()).isNull();
+
+    assertThat(parse("--no-leader-election").settings().reconciler().leaderElection()).isNull();
+  }
+
+  @Test
+  void aBindAddressWithoutAPortIsRefused() {
+    assertThatThrownBy(() -> parse("--webhook-bind", "localhost").settings())
+        .isInstanceOf(CommandLine.ParameterException.class)
+        .hasMessage("--webhook-bind must be HOST:PORT, got \"localhost\"");
+  }
+}
