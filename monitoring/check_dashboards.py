@@ -188,8 +188,8 @@ def lint_one(d):
                         f"'{t}' uses range [{r}] (use $__rate_interval, or $__range for totals over the time range)"
                     )
             for m, s in SELECTOR.findall(e):
-                if m.startswith("jvmdiag_agent_"):
-                    continue  # the agents' own series carry no workload labels
+                if m.startswith(("jvmdiag_agent_", "jvmdiag_operator_")):
+                    continue  # the agents' and the operator's own series carry no workload labels
                 if not s or not all(f'=~"${v}"' in s for v in ("namespace", "workload", "pod")):
                     why.append(f"'{t}': {m} is not filtered by $namespace, $workload and $pod")
     return why

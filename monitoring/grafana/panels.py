@@ -133,13 +133,13 @@ def timeseries(title, desc, targets, unit, grid, stack=False, bars=False, min0=T
     )
 
 
-def stat(title, desc, targets, unit, grid, thresholds=None):
+def stat(title, desc, targets, unit, grid, thresholds=None, base="green"):
     extra = {}
     if thresholds:
         extra = {
             "thresholds": {
                 "mode": "absolute",
-                "steps": [{"color": "green", "value": None}]
+                "steps": [{"color": base, "value": None}]
                 + [{"color": c, "value": v} for v, c in thresholds],
             },
             "color": {"mode": "thresholds"},
