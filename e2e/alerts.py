@@ -155,6 +155,8 @@ def dashboard_queries(start, end, base, exposed, save):
             for t in p["targets"]:
                 expr = t["expr"]
                 for var, val in (
+                    # All, the variable's default: also matches series without the label.
+                    ("$cluster", ".*"),
                     ("$namespace", LABELS["namespace"]),
                     ("$workload", LABELS["jvmdiagnostics"]),
                     ("$pod", LABELS["pod"]),

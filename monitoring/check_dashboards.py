@@ -4,7 +4,8 @@
   check_dashboards.py typecheck   each dashboard, as a TypeScript object literal, must type-check
                                   against @grafana/schema (the Dashboard model, and each panel's
                                   options/field config against its plugin's Options/FieldConfig)
-  check_dashboards.py lint        the common rules: datasource variable used everywhere,
+  check_dashboards.py lint        the common rules: datasource variable used everywhere, a
+                                  cluster variable (All = .*) in every selector and variable,
                                   namespace/workload/pod variables in every per-JVM query, units on every
                                   panel, $__rate_interval (or $__range) for every range, no
                                   literal windows, unique ids, panels on the grid without overlap
@@ -138,6 +139,9 @@ def typecheck():
 
 RANGE = re.compile(r"\[([^\]]+)\]")
 SELECTOR = re.compile(r"\b(jvmdiag_[a-z_]+)(\{[^}]*\})?")
+# Every selector of every query and variable, whatever the metric (up, the API server's,
+# kube-state-metrics'), restricted to the selected cluster(s).
+CLUSTER = '=~"$cluster"'
 
 
 def lint_one(d):
@@ -152,6 +156,18 @@ def lint_one(d):
     for v in vars_.values():
         if v.get("type") == "query" and v.get("datasource", {}).get("uid") != "${datasource}":
             why.append(f"variable {v['name']} does not use ${{datasource}}")
+    c = vars_.get("cluster", {})
+    if not (
+        c.get("type") == "query"
+        and c.get("includeAll")
+        and c.get("allValue") == ".*"
+        and c.get("current", {}).get("value") == "$__all"
+    ):
+        why.append("no $cluster query variable with All (.*) as its default")
+    for v in vars_.values():
+        q = v.get("query")
+        if v["name"] != "cluster" and isinstance(q, dict) and CLUSTER not in q.get("query", ""):
+            why.append(f"variable {v['name']} is not filtered by $cluster")
     ids, cells = set(), {}
     for p in d["panels"]:
         t = p.get("title", "?")
@@ -187,7 +203,12 @@ def lint_one(d):
                     why.append(
                         f"'{t}' uses range [{r}] (use $__rate_interval, or $__range for totals over the time range)"
                     )
+            for sel in re.findall(r"\{[^}]*\}", e):
+                if CLUSTER not in sel:
+                    why.append(f"'{t}': selector {sel} is not filtered by $cluster")
             for m, s in SELECTOR.findall(e):
+                if not s:
+                    why.append(f"'{t}': {m} has no selector (not filtered by $cluster)")
                 if m.startswith(("jvmdiag_agent_", "jvmdiag_operator_")):
                     continue  # the agents' and the operator's own series carry no workload labels
                 if not s or not all(f'=~"${v}"' in s for v in ("namespace", "workload", "pod")):
@@ -229,6 +250,16 @@ def selftest():
         "no $pod filter": broken(
             lambda d, p: p["targets"][0].update(
                 expr=p["targets"][0]["expr"].replace(', pod=~"$pod"', "")
+            )
+        ),
+        "no $cluster filter": broken(
+            lambda d, p: p["targets"][0].update(
+                expr=p["targets"][0]["expr"].replace('cluster=~"$cluster", ', "")
+            )
+        ),
+        "no cluster variable": broken(
+            lambda d, p: d["templating"].update(
+                list=[v for v in d["templating"]["list"] if v["name"] != "cluster"]
             )
         ),
         "no datasource variable": broken(

@@ -2,7 +2,7 @@
 
 from mixin.config import CONFIG
 
-from .panels import SEL, row, stat, table, target, timeseries
+from .panels import CLUSTER, SEL, row, stat, table, target, timeseries
 from .panels import dashboard as make
 
 BY = "namespace, jvmdiagnostics"
@@ -10,9 +10,11 @@ LEG = "{{namespace}}/{{jvmdiagnostics}}"
 RATE = "$__rate_interval"
 # The health row reads the same series as the alerts on jvm-diagnostics itself
 # (mixin/alerts/selfwatch.py): the scrape jobs and the webhooks' names from CONFIG.
-OP_UP = f"up{{{CONFIG['operatorJobSelector']}}}"
-AGENT_UP = f"up{{{CONFIG['agentSelector']}}}"
-WEBHOOKS = f'name=~"{CONFIG["podWebhook"]}|{CONFIG["resourceWebhook"]}"'
+# Series without workload labels (the agents', the operator's, the API server's,
+# kube-state-metrics') are restricted to the cluster only.
+OP_UP = f"up{{{CONFIG['operatorJobSelector']}, {CLUSTER}}}"
+AGENT_UP = f"up{{{CONFIG['agentSelector']}, {CLUSTER}}}"
+WEBHOOKS = f'name=~"{CONFIG["podWebhook"]}|{CONFIG["resourceWebhook"]}", {CLUSTER}'
 
 
 def g(x, y, w, h=8):
@@ -211,7 +213,11 @@ def dashboard():
         timeseries(
             "JVMs traced per agent",
             "JVMs each node agent traces now (jvmdiag_agent_jvms_attached).",
-            [target("sum by (instance) (jvmdiag_agent_jvms_attached)", "{{instance}}")],
+            [
+                target(
+                    f"sum by (instance) (jvmdiag_agent_jvms_attached{{{CLUSTER}}})", "{{instance}}"
+                )
+            ],
             "short",
             g(0, 49, 8),
         ),
@@ -220,7 +226,7 @@ def dashboard():
             "Probe hits per second; a collector stuck at zero while its JVMs run is not attached.",
             [
                 target(
-                    f"sum by (instance, collector) (rate(jvmdiag_agent_probe_events_total[{RATE}]))",
+                    f"sum by (instance, collector) (rate(jvmdiag_agent_probe_events_total{{{CLUSTER}}}[{RATE}]))",
                     "{{instance}} {{collector}}",
                 )
             ],
@@ -236,21 +242,21 @@ def dashboard():
             "names the JVM).",
             [
                 target(
-                    f"sum by (instance) (rate(jvmdiag_agent_map_errors_total[{RATE}]))",
+                    f"sum by (instance) (rate(jvmdiag_agent_map_errors_total{{{CLUSTER}}}[{RATE}]))",
                     "map errors {{instance}}",
                 ),
                 target(
-                    f"sum by (instance) (rate(jvmdiag_agent_names_overflow_total[{RATE}]))",
+                    f"sum by (instance) (rate(jvmdiag_agent_names_overflow_total{{{CLUSTER}}}[{RATE}]))",
                     "folded into other {{instance}}",
                     ref="B",
                 ),
                 target(
-                    f"sum by (instance) (rate(jvmdiag_agent_inflight_lost_total[{RATE}]))",
+                    f"sum by (instance) (rate(jvmdiag_agent_inflight_lost_total{{{CLUSTER}}}[{RATE}]))",
                     "not timed {{instance}}",
                     ref="C",
                 ),
                 target(
-                    f"sum by (instance) (rate(jvmdiag_agent_map_evictions_total[{RATE}]))",
+                    f"sum by (instance) (rate(jvmdiag_agent_map_evictions_total{{{CLUSTER}}}[{RATE}]))",
                     "staging evictions {{instance}}",
                     ref="D",
                 ),
@@ -275,7 +281,7 @@ def dashboard():
             "(kube-state-metrics' kube_pod_status_ready; alert JvmDiagOperatorNotReady).",
             [
                 target(
-                    'count(kube_pod_status_ready{condition="true"} == 1\n'
+                    f'count(kube_pod_status_ready{{condition="true", {CLUSTER}}} == 1\n'
                     f"  and on (namespace, pod) {OP_UP} == 1)",
                     "ready",
                 )
@@ -291,7 +297,7 @@ def dashboard():
             "kube-state-metrics' kube_pod_info says where the agent pod runs.",
             [
                 target(
-                    f"{AGENT_UP} * on (namespace, pod) group_left (node) kube_pod_info\n"
+                    f"{AGENT_UP} * on (namespace, pod) group_left (node) kube_pod_info{{{CLUSTER}}}\n"
                     f"or on (namespace, pod) {AGENT_UP}",
                     "{{node}} {{instance}}",
                 )
@@ -331,7 +337,7 @@ def dashboard():
             "skipped, error: allowed unchanged); compare with the API server's calls above.",
             [
                 target(
-                    f"sum by (result) (rate(jvmdiag_operator_admissions_total[{RATE}]))",
+                    f"sum by (result) (rate(jvmdiag_operator_admissions_total{{{CLUSTER}}}[{RATE}]))",
                     "{{result}}",
                 )
             ],
@@ -345,7 +351,7 @@ def dashboard():
             "left out. Alert JvmDiagJvmNotTraced.",
             [
                 target(
-                    'sum by (instance, reason) (jvmdiag_agent_jvms_untraced{reason!="not_selected"})',
+                    f'sum by (instance, reason) (jvmdiag_agent_jvms_untraced{{reason!="not_selected", {CLUSTER}}})',
                     "{{instance}} {{reason}}",
                 )
             ],
@@ -359,12 +365,12 @@ def dashboard():
             "share).",
             [
                 target(
-                    f"sum by (instance, collector) (rate(jvmdiag_agent_map_errors_total[{RATE}]))",
+                    f"sum by (instance, collector) (rate(jvmdiag_agent_map_errors_total{{{CLUSTER}}}[{RATE}]))",
                     "map errors {{instance}} {{collector}}",
                 ),
                 target(
                     "sum by (instance, collector, map) (rate(jvmdiag_agent_inflight_lost_total"
-                    f'{{reason="full"}}[{RATE}]))',
+                    f'{{reason="full", {CLUSTER}}}[{RATE}]))',
                     "table full {{instance}} {{map}}",
                     ref="B",
                 ),
