@@ -9,7 +9,10 @@
                                   namespace/workload/pod variables in every per-JVM query, units on every
                                   panel, $__rate_interval (or $__range) for every range, no
                                   literal windows, unique ids, panels on the grid without overlap
-  check_dashboards.py selftest    broken copies of a dashboard must fail both checks
+  check_dashboards.py promql      every query and variable query, its variables set to their
+                                  All/defaults, parses as PromQL (promtool check rules); the e2e
+                                  run proves data only for the agent's series
+  check_dashboards.py selftest    broken copies of a dashboard must fail the checks
 
 Prints `ok NAME` / `FAIL NAME: why` per dashboard; exit 1 on any failure."""
 
@@ -225,6 +228,61 @@ def lint():
     return bad
 
 
+# What each dashboard variable stands for in promql(): All (.*), or a duration.
+VAR_VALUES = {
+    "$cluster": ".*",
+    "$namespace": ".*",
+    "$workload": ".*",
+    "$pod": ".*",
+    "$__rate_interval": "1m",
+    "$__range": "1h",
+}
+
+
+def promql_errors(d, work):
+    """promtool's complaints about the queries of dashboard d (written under work), or []."""
+    import tempfile
+
+    import yaml
+
+    exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
+    for v in d.get("templating", {}).get("list", []):
+        q = v.get("query")
+        if isinstance(q, dict) and q.get("query", "").startswith("label_values("):
+            exprs.append(q["query"][len("label_values(") :].rsplit(",", 1)[0])
+    rules = []
+    for e in exprs:
+        for var, val in VAR_VALUES.items():
+            e = e.replace(var, val)
+        rules.append({"record": f"dashboard_query_{len(rules)}", "expr": e})
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=work, delete=False) as f:
+        yaml.safe_dump({"groups": [{"name": d["uid"], "rules": rules}]}, f)
+    try:
+        r = subprocess.run(["promtool", "check", "rules", f.name], capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    return [] if r.returncode == 0 else (r.stdout + r.stderr).strip().splitlines()[-5:]
+
+
+def promql():
+    if not shutil.which("promtool"):
+        print("FAIL promql: promtool not found (Debian: the prometheus package)")
+        return 1
+    import tempfile
+
+    bad = 0
+    with tempfile.TemporaryDirectory() as work:
+        for n in NAMES:
+            errs = promql_errors(load(n), work)
+            if errs:
+                print(f"FAIL {n}: a query does not parse")
+                print("\n".join("   " + e for e in errs))
+            else:
+                print(f"ok {n}: every query parses as PromQL")
+            bad += bool(errs)
+    return bad
+
+
 def selftest():
     """The checks can fail: broken copies of a real dashboard must be caught."""
     import copy
@@ -283,6 +341,16 @@ def selftest():
         "selftest-unknown-key": broken(lambda d, p: p["options"].update(bogus=1)),
         "selftest-missing-required": broken(lambda d, p: p["options"].pop("tooltip")),
     }
+    if shutil.which("promtool"):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as work:
+            unparsable = broken(
+                lambda d, p: p["targets"][0].update(expr=p["targets"][0]["expr"] + ")")
+            )
+            caught = bool(promql_errors(unparsable, work))
+        print(("ok" if caught else "FAIL") + " selftest: promql catches an unbalanced parenthesis")
+        bad += not caught
     errs = tsc_errors(ts_cases) or {}
     for what in ts_cases:
         caught = bool(errs.get(what))
@@ -292,7 +360,7 @@ def selftest():
 
 
 if __name__ == "__main__":
-    cmds = {"typecheck": typecheck, "lint": lint, "selftest": selftest}
+    cmds = {"typecheck": typecheck, "lint": lint, "promql": promql, "selftest": selftest}
     if len(sys.argv) != 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     sys.exit(1 if cmds[sys.argv[1]]() else 0)
