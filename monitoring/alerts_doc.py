@@ -57,6 +57,27 @@ TAIL = """
   (operator, gauge = 1 per pod listed in `status.podsMissingInjection`, `reason` as there):
   drives `JvmDiagPodsMissingInjection`.
 - `up` of the agents' scrape job ({agentSelector}): drives `JvmDiagAgentDown`.
+- `up` of the operator's scrape job ({operatorJobSelector}, the chart's PodMonitor or
+  ServiceMonitor with `*.operator: true`): drives `JvmDiagOperatorDown` (every replica down,
+  or no target: `absent()`). The chart leaves it out with `operator.enabled=false`.
+- `jvmdiag_agent_map_errors_total{{collector}}` and
+  `jvmdiag_agent_inflight_lost_total{{collector, map, reason="full"}}` (agent,
+  docs/metrics.md): drive `JvmDiagAgentEventsLost`.
+- Prometheus' own `scrape_duration_seconds` of the agents' job, and `scrape_timeout_seconds`
+  where Prometheus runs with `--enable-feature=extra-scrape-metrics` (otherwise a timeout of
+  {defaultScrapeTimeout}s, the chart monitors' default, is assumed): drive `JvmDiagAgentScrapeSlow`.
+- From the API server (kube-prometheus-stack scrapes it as `job="apiserver"`):
+  `apiserver_admission_webhook_fail_open_count{{name="{podWebhook}"}}` and
+  `apiserver_admission_webhook_rejection_count{{name="{resourceWebhook}", error_type}}`
+  (the webhooks' names in `charts/jvm-diagnostics/templates/webhook/`): drive
+  `JvmDiagWebhookFailing`.
+- From kube-state-metrics: `kube_pod_status_ready{{condition}}` (with the operator's `up`,
+  joined on `namespace, pod`) drives `JvmDiagOperatorNotReady`; `kube_pod_info{{node}}`,
+  `kube_pod_status_phase{{phase}}` and `kube_pod_labels{{{injectLabel}}}` (with the agents'
+  `up`) drive `JvmDiagAgentMissing`. `kube_pod_labels` carries a pod label only where
+  kube-state-metrics allows it: `--metric-labels-allowlist=pods=[jvm.diagnostics.dev/inject]`
+  (kube-prometheus-stack: `kube-state-metrics.metricLabelsAllowlist: ["pods=[jvm.diagnostics.dev/inject]"]`).
+  Without kube-state-metrics (or the allowlist) these two alerts never fire.
 
 ## Tests
 
@@ -64,7 +85,9 @@ TAIL = """
 (`monitoring/tests/`: for every alert a case that fires and one that must not) on
 the rules taken from `helm template` of the packaged chart and from the operator's
 `render-rules` of a `JvmDiagnostics`; mutations of the rules (wrong bucket, no new-series
-arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method, requester and starter joins dropped)
+arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method, requester and starter joins dropped,
+the operator's `absent()` arm dropped, a scraped-but-down agent counted as missing, the resource webhook's own refusals
+or a JVM's in-flight share alerted on)
 must make those tests fail; and an end-to-end test on JDK 17 and 25: a real Prometheus scrapes the real agent while a
 JVM makes a long safepoint and a thread storm, and both alerts reach an Alertmanager
 webhook receiver naming who is behind them (the requester of the thread dumps and the starter of

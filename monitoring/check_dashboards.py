@@ -4,11 +4,15 @@
   check_dashboards.py typecheck   each dashboard, as a TypeScript object literal, must type-check
                                   against @grafana/schema (the Dashboard model, and each panel's
                                   options/field config against its plugin's Options/FieldConfig)
-  check_dashboards.py lint        the common rules: datasource variable used everywhere,
+  check_dashboards.py lint        the common rules: datasource variable used everywhere, a
+                                  cluster variable (All = .*) in every selector and variable,
                                   namespace/workload/pod variables in every per-JVM query, units on every
                                   panel, $__rate_interval (or $__range) for every range, no
                                   literal windows, unique ids, panels on the grid without overlap
-  check_dashboards.py selftest    broken copies of a dashboard must fail both checks
+  check_dashboards.py promql      every query and variable query, its variables set to their
+                                  All/defaults, parses as PromQL (promtool check rules); the e2e
+                                  run proves data only for the agent's series
+  check_dashboards.py selftest    broken copies of a dashboard must fail the checks
 
 Prints `ok NAME` / `FAIL NAME: why` per dashboard; exit 1 on any failure."""
 
@@ -138,6 +142,9 @@ def typecheck():
 
 RANGE = re.compile(r"\[([^\]]+)\]")
 SELECTOR = re.compile(r"\b(jvmdiag_[a-z_]+)(\{[^}]*\})?")
+# Every selector of every query and variable, whatever the metric (up, the API server's,
+# kube-state-metrics'), restricted to the selected cluster(s).
+CLUSTER = '=~"$cluster"'
 
 
 def lint_one(d):
@@ -152,6 +159,18 @@ def lint_one(d):
     for v in vars_.values():
         if v.get("type") == "query" and v.get("datasource", {}).get("uid") != "${datasource}":
             why.append(f"variable {v['name']} does not use ${{datasource}}")
+    c = vars_.get("cluster", {})
+    if not (
+        c.get("type") == "query"
+        and c.get("includeAll")
+        and c.get("allValue") == ".*"
+        and c.get("current", {}).get("value") == "$__all"
+    ):
+        why.append("no $cluster query variable with All (.*) as its default")
+    for v in vars_.values():
+        q = v.get("query")
+        if v["name"] != "cluster" and isinstance(q, dict) and CLUSTER not in q.get("query", ""):
+            why.append(f"variable {v['name']} is not filtered by $cluster")
     ids, cells = set(), {}
     for p in d["panels"]:
         t = p.get("title", "?")
@@ -187,9 +206,14 @@ def lint_one(d):
                     why.append(
                         f"'{t}' uses range [{r}] (use $__rate_interval, or $__range for totals over the time range)"
                     )
+            for sel in re.findall(r"\{[^}]*\}", e):
+                if CLUSTER not in sel:
+                    why.append(f"'{t}': selector {sel} is not filtered by $cluster")
             for m, s in SELECTOR.findall(e):
-                if m.startswith("jvmdiag_agent_"):
-                    continue  # the agents' own series carry no workload labels
+                if not s:
+                    why.append(f"'{t}': {m} has no selector (not filtered by $cluster)")
+                if m.startswith(("jvmdiag_agent_", "jvmdiag_operator_")):
+                    continue  # the agents' and the operator's own series carry no workload labels
                 if not s or not all(f'=~"${v}"' in s for v in ("namespace", "workload", "pod")):
                     why.append(f"'{t}': {m} is not filtered by $namespace, $workload and $pod")
     return why
@@ -201,6 +225,61 @@ def lint():
         why = lint_one(load(n))
         print(f"FAIL {n}: " + "; ".join(why) if why else f"ok {n}: lint")
         bad += bool(why)
+    return bad
+
+
+# What each dashboard variable stands for in promql(): All (.*), or a duration.
+VAR_VALUES = {
+    "$cluster": ".*",
+    "$namespace": ".*",
+    "$workload": ".*",
+    "$pod": ".*",
+    "$__rate_interval": "1m",
+    "$__range": "1h",
+}
+
+
+def promql_errors(d, work):
+    """promtool's complaints about the queries of dashboard d (written under work), or []."""
+    import tempfile
+
+    import yaml
+
+    exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
+    for v in d.get("templating", {}).get("list", []):
+        q = v.get("query")
+        if isinstance(q, dict) and q.get("query", "").startswith("label_values("):
+            exprs.append(q["query"][len("label_values(") :].rsplit(",", 1)[0])
+    rules = []
+    for e in exprs:
+        for var, val in VAR_VALUES.items():
+            e = e.replace(var, val)
+        rules.append({"record": f"dashboard_query_{len(rules)}", "expr": e})
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=work, delete=False) as f:
+        yaml.safe_dump({"groups": [{"name": d["uid"], "rules": rules}]}, f)
+    try:
+        r = subprocess.run(["promtool", "check", "rules", f.name], capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    return [] if r.returncode == 0 else (r.stdout + r.stderr).strip().splitlines()[-5:]
+
+
+def promql():
+    if not shutil.which("promtool"):
+        print("FAIL promql: promtool not found (Debian: the prometheus package)")
+        return 1
+    import tempfile
+
+    bad = 0
+    with tempfile.TemporaryDirectory() as work:
+        for n in NAMES:
+            errs = promql_errors(load(n), work)
+            if errs:
+                print(f"FAIL {n}: a query does not parse")
+                print("\n".join("   " + e for e in errs))
+            else:
+                print(f"ok {n}: every query parses as PromQL")
+            bad += bool(errs)
     return bad
 
 
@@ -231,6 +310,16 @@ def selftest():
                 expr=p["targets"][0]["expr"].replace(', pod=~"$pod"', "")
             )
         ),
+        "no $cluster filter": broken(
+            lambda d, p: p["targets"][0].update(
+                expr=p["targets"][0]["expr"].replace('cluster=~"$cluster", ', "")
+            )
+        ),
+        "no cluster variable": broken(
+            lambda d, p: d["templating"].update(
+                list=[v for v in d["templating"]["list"] if v["name"] != "cluster"]
+            )
+        ),
         "no datasource variable": broken(
             lambda d, p: d["templating"].update(list=d["templating"]["list"][1:])
         ),
@@ -252,6 +341,16 @@ def selftest():
         "selftest-unknown-key": broken(lambda d, p: p["options"].update(bogus=1)),
         "selftest-missing-required": broken(lambda d, p: p["options"].pop("tooltip")),
     }
+    if shutil.which("promtool"):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as work:
+            unparsable = broken(
+                lambda d, p: p["targets"][0].update(expr=p["targets"][0]["expr"] + ")")
+            )
+            caught = bool(promql_errors(unparsable, work))
+        print(("ok" if caught else "FAIL") + " selftest: promql catches an unbalanced parenthesis")
+        bad += not caught
     errs = tsc_errors(ts_cases) or {}
     for what in ts_cases:
         caught = bool(errs.get(what))
@@ -261,7 +360,7 @@ def selftest():
 
 
 if __name__ == "__main__":
-    cmds = {"typecheck": typecheck, "lint": lint, "selftest": selftest}
+    cmds = {"typecheck": typecheck, "lint": lint, "promql": promql, "selftest": selftest}
     if len(sys.argv) != 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     sys.exit(1 if cmds[sys.argv[1]]() else 0)

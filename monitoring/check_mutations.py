@@ -88,6 +88,26 @@ def m_monitor_other(g):  # alert on "other" (the classes folded beyond the top K
     r["expr"] = re.sub(r',?\s*monitor_class!="other"', "", r["expr"])
 
 
+def m_operator_absent(g):  # forget the operator gone from the targets (absent arm dropped)
+    r = rule(g, "JvmDiagOperatorDown")
+    r["expr"] = r["expr"].split("\nor\n")[0]
+
+
+def m_agent_missing_down(g):  # count a scraped-but-down agent as missing (JvmDiagAgentDown's case)
+    r = rule(g, "JvmDiagAgentMissing")
+    r["expr"] = re.sub(r"(up\{[^}]*\})\)$", r"(\1 == 1))", r["expr"])
+
+
+def m_webhook_own_refusals(g):  # alert on the resource webhook refusing a bad JvmDiagnostics
+    r = rule(g, "JvmDiagWebhookFailing")
+    r["expr"] = re.sub(r',\s*error_type!="no_error"', "", r["expr"])
+
+
+def m_events_jvm_share(g):  # alert on a JVM holding its share of an in-flight table
+    r = rule(g, "JvmDiagAgentEventsLost")
+    r["expr"] = re.sub(r'\{?,?\s*reason="full"\}?', "", r["expr"])
+
+
 MUTATIONS = [
     m_threshold_le,
     m_no_new_series_arm,
@@ -100,6 +120,10 @@ MUTATIONS = [
     m_code_heap,
     m_monitor_class,
     m_monitor_other,
+    m_operator_absent,
+    m_agent_missing_down,
+    m_webhook_own_refusals,
+    m_events_jvm_share,
 ]
 
 

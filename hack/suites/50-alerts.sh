@@ -91,9 +91,9 @@ PYEOF
 then pass "chart: dashboards as ConfigMaps with the configured sidecar label, identical to dashboards/; no PrometheusRule without the API"
 else fail "chart: dashboard ConfigMaps / PrometheusRule gating"; fi
 
-# 5. Dashboards: Grafana's own schema (tsc against @grafana/schema) and the common rules;
-# selftest: broken copies of a dashboard must fail both.
-for check in typecheck lint selftest; do
+# 5. Dashboards: Grafana's own schema (tsc against @grafana/schema), the common rules, every
+# query parsing as PromQL (promtool); selftest: broken copies of a dashboard must fail them.
+for check in typecheck lint promql selftest; do
   while read -r line; do
     case "$line" in ok\ *) pass "dashboards $check: ${line#ok }" ;; FAIL\ *) fail "dashboards $check: ${line#FAIL }" ;; *) echo "$line" ;; esac
   done < <("$PY" "$MON/check_dashboards.py" "$check" 2>&1)

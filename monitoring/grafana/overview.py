@@ -1,11 +1,20 @@
 """JVM diagnostics / Overview: the fleet at a glance, by workload (JvmDiagnostics)."""
 
-from .panels import SEL, row, stat, table, target, timeseries
+from mixin.config import CONFIG
+
+from .panels import CLUSTER, SEL, row, stat, table, target, timeseries
 from .panels import dashboard as make
 
 BY = "namespace, jvmdiagnostics"
 LEG = "{{namespace}}/{{jvmdiagnostics}}"
 RATE = "$__rate_interval"
+# The health row reads the same series as the alerts on jvm-diagnostics itself
+# (mixin/alerts/selfwatch.py): the scrape jobs and the webhooks' names from CONFIG.
+# Series without workload labels (the agents', the operator's, the API server's,
+# kube-state-metrics') are restricted to the cluster only.
+OP_UP = f"up{{{CONFIG['operatorJobSelector']}, {CLUSTER}}}"
+AGENT_UP = f"up{{{CONFIG['agentSelector']}, {CLUSTER}}}"
+WEBHOOKS = f'name=~"{CONFIG["podWebhook"]}|{CONFIG["resourceWebhook"]}", {CLUSTER}'
 
 
 def g(x, y, w, h=8):
@@ -204,7 +213,11 @@ def dashboard():
         timeseries(
             "JVMs traced per agent",
             "JVMs each node agent traces now (jvmdiag_agent_jvms_attached).",
-            [target("sum by (instance) (jvmdiag_agent_jvms_attached)", "{{instance}}")],
+            [
+                target(
+                    f"sum by (instance) (jvmdiag_agent_jvms_attached{{{CLUSTER}}})", "{{instance}}"
+                )
+            ],
             "short",
             g(0, 49, 8),
         ),
@@ -213,7 +226,7 @@ def dashboard():
             "Probe hits per second; a collector stuck at zero while its JVMs run is not attached.",
             [
                 target(
-                    f"sum by (instance, collector) (rate(jvmdiag_agent_probe_events_total[{RATE}]))",
+                    f"sum by (instance, collector) (rate(jvmdiag_agent_probe_events_total{{{CLUSTER}}}[{RATE}]))",
                     "{{instance}} {{collector}}",
                 )
             ],
@@ -229,27 +242,141 @@ def dashboard():
             "names the JVM).",
             [
                 target(
-                    f"sum by (instance) (rate(jvmdiag_agent_map_errors_total[{RATE}]))",
+                    f"sum by (instance) (rate(jvmdiag_agent_map_errors_total{{{CLUSTER}}}[{RATE}]))",
                     "map errors {{instance}}",
                 ),
                 target(
-                    f"sum by (instance) (rate(jvmdiag_agent_names_overflow_total[{RATE}]))",
+                    f"sum by (instance) (rate(jvmdiag_agent_names_overflow_total{{{CLUSTER}}}[{RATE}]))",
                     "folded into other {{instance}}",
                     ref="B",
                 ),
                 target(
-                    f"sum by (instance) (rate(jvmdiag_agent_inflight_lost_total[{RATE}]))",
+                    f"sum by (instance) (rate(jvmdiag_agent_inflight_lost_total{{{CLUSTER}}}[{RATE}]))",
                     "not timed {{instance}}",
                     ref="C",
                 ),
                 target(
-                    f"sum by (instance) (rate(jvmdiag_agent_map_evictions_total[{RATE}]))",
+                    f"sum by (instance) (rate(jvmdiag_agent_map_evictions_total{{{CLUSTER}}}[{RATE}]))",
                     "staging evictions {{instance}}",
                     ref="D",
                 ),
             ],
             "suffix: events/s",
             g(16, 49, 8),
+        ),
+        row("Health of jvm-diagnostics", 57),
+        stat(
+            "Operator replicas up",
+            "Operator pods Prometheus scrapes up. 0: the pod webhook fails open and pods start "
+            "without the injection (alert JvmDiagOperatorDown).",
+            [target(f"sum({OP_UP}) or vector(0)", "up")],
+            "short",
+            g(0, 58, 6, 4),
+            thresholds=[(1, "green")],
+            base="red",
+        ),
+        stat(
+            "Operator replicas Ready",
+            "Operator pods scraped up and Ready, the ones the webhook Service sends admissions to "
+            "(kube-state-metrics' kube_pod_status_ready; alert JvmDiagOperatorNotReady).",
+            [
+                target(
+                    f'count(kube_pod_status_ready{{condition="true", {CLUSTER}}} == 1\n'
+                    f"  and on (namespace, pod) {OP_UP} == 1)",
+                    "ready",
+                )
+            ],
+            "short",
+            g(0, 62, 6, 4),
+            thresholds=[(1, "green")],
+            base="red",
+        ),
+        timeseries(
+            "Agents up per node",
+            "Each node agent's scrape (1 up, 0 down: JvmDiagAgentDown), named by node where "
+            "kube-state-metrics' kube_pod_info says where the agent pod runs.",
+            [
+                target(
+                    f"{AGENT_UP} * on (namespace, pod) group_left (node) kube_pod_info{{{CLUSTER}}}\n"
+                    f"or on (namespace, pod) {AGENT_UP}",
+                    "{{node}} {{instance}}",
+                )
+            ],
+            "short",
+            g(6, 58, 6),
+        ),
+        timeseries(
+            "Webhook calls by the API server",
+            "Admission calls the API server makes to the pod webhook and the JvmDiagnostics "
+            "webhook (apiserver_admission_webhook_request_total), the pod webhook's calls that "
+            "failed and were let through without the injection (fail open), and JvmDiagnostics "
+            "refused because the webhook could not be called (alert JvmDiagWebhookFailing).",
+            [
+                target(
+                    f"sum by (name, rejected) (rate(apiserver_admission_webhook_request_total{{{WEBHOOKS}}}[{RATE}]))",
+                    "{{name}} rejected={{rejected}}",
+                ),
+                target(
+                    f"sum by (name) (rate(apiserver_admission_webhook_fail_open_count{{{WEBHOOKS}}}[{RATE}]))",
+                    "{{name}} failed open",
+                    ref="B",
+                ),
+                target(
+                    f"sum by (name, error_type) (rate(apiserver_admission_webhook_rejection_count"
+                    f'{{{WEBHOOKS}, error_type!="no_error"}}[{RATE}]))',
+                    "{{name}} refused: {{error_type}}",
+                    ref="C",
+                ),
+            ],
+            "reqps",
+            g(12, 58, 12),
+        ),
+        timeseries(
+            "Pod admissions answered by the operator",
+            "The operator's own count of the pod admissions it answered, by result (mutated, "
+            "skipped, error: allowed unchanged); compare with the API server's calls above.",
+            [
+                target(
+                    f"sum by (result) (rate(jvmdiag_operator_admissions_total{{{CLUSTER}}}[{RATE}]))",
+                    "{{result}}",
+                )
+            ],
+            "reqps",
+            g(0, 66, 8),
+        ),
+        timeseries(
+            "JVMs the agents do not trace, by reason",
+            "JVMs seen but not traced, per agent and reason (slots_exhausted, namespace_share: "
+            "the agent refused them; no_access, ...); JVMs nobody asked to trace (not_selected) "
+            "left out. Alert JvmDiagJvmNotTraced.",
+            [
+                target(
+                    f'sum by (instance, reason) (jvmdiag_agent_jvms_untraced{{reason!="not_selected", {CLUSTER}}})',
+                    "{{instance}} {{reason}}",
+                )
+            ],
+            "short",
+            g(8, 66, 8),
+        ),
+        timeseries(
+            "Events lost per second by agent and collector",
+            "What JvmDiagAgentEventsLost reads: events not counted because a kernel map update "
+            "failed, and begins not timed because a whole in-flight table was full (not a JVM's "
+            "share).",
+            [
+                target(
+                    f"sum by (instance, collector) (rate(jvmdiag_agent_map_errors_total{{{CLUSTER}}}[{RATE}]))",
+                    "map errors {{instance}} {{collector}}",
+                ),
+                target(
+                    "sum by (instance, collector, map) (rate(jvmdiag_agent_inflight_lost_total"
+                    f'{{reason="full", {CLUSTER}}}[{RATE}]))',
+                    "table full {{instance}} {{map}}",
+                    ref="B",
+                ),
+            ],
+            "suffix: events/s",
+            g(16, 66, 8),
         ),
     ]
     links = [

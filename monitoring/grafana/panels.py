@@ -1,12 +1,19 @@
 """Builders shared by the dashboards: variables, selectors, and one function per panel kind.
 
-Every query uses the datasource variable, the namespace/workload/pod selector and
-$__rate_interval for rates; every panel sets its unit (the lint in check_dashboards.py
-enforces all three)."""
+Every query uses the datasource variable, the cluster matcher, the namespace/workload/pod
+selector and $__rate_interval for rates; every panel sets its unit (the lint in
+check_dashboards.py enforces them)."""
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
-# Series of the selected namespace(s), workload(s) (JvmDiagnostics name) and pod(s).
-SEL = 'namespace=~"$namespace", jvmdiagnostics=~"$workload", pod=~"$pod"'
+# The cluster, for a Prometheus / Thanos / Mimir holding several (the label `cluster`, e.g. an
+# external label of each cluster's Prometheus). Its variable defaults to All (.*), and =~".*"
+# also matches series without the label: one Prometheus per cluster needs nothing. The chart
+# renames the label (dashboards.clusterLabel) by replacing exactly this text and the
+# variable's label_values(..., cluster): keep both forms as they are.
+CLUSTER_LABEL = "cluster"
+CLUSTER = f'{CLUSTER_LABEL}=~"$cluster"'
+# Series of the selected cluster(s), namespace(s), workload(s) (JvmDiagnostics name) and pod(s).
+SEL = f'{CLUSTER}, namespace=~"$namespace", jvmdiagnostics=~"$workload", pod=~"$pod"'
 SCHEMA_VERSION = 41
 
 
@@ -37,15 +44,23 @@ def variables(with_pod=True):
             "current": {"text": "Prometheus", "value": "prometheus"},
         },
         query_var(
+            "cluster",
+            "Cluster",
+            f"label_values(jvmdiag_jvm_info, {CLUSTER_LABEL})",
+            "Cluster, for a Prometheus, Thanos or Mimir holding several (the label the chart's "
+            "dashboards.clusterLabel names, default cluster). All, the default, also matches "
+            "series without the label.",
+        ),
+        query_var(
             "namespace",
             "Namespace",
-            "label_values(jvmdiag_jvm_info, namespace)",
+            f"label_values(jvmdiag_jvm_info{{{CLUSTER}}}, namespace)",
             "Kubernetes namespace (empty for standalone agents).",
         ),
         query_var(
             "workload",
             "Workload",
-            'label_values(jvmdiag_jvm_info{namespace=~"$namespace"}, jvmdiagnostics)',
+            f'label_values(jvmdiag_jvm_info{{{CLUSTER}, namespace=~"$namespace"}}, jvmdiagnostics)',
             "The JvmDiagnostics resource (one per Deployment/StatefulSet/DaemonSet).",
         ),
     ]
@@ -54,7 +69,7 @@ def variables(with_pod=True):
             query_var(
                 "pod",
                 "Pod",
-                'label_values(jvmdiag_jvm_info{namespace=~"$namespace", jvmdiagnostics=~"$workload"}, pod)',
+                f'label_values(jvmdiag_jvm_info{{{CLUSTER}, namespace=~"$namespace", jvmdiagnostics=~"$workload"}}, pod)',
                 "Pod of the workload.",
             )
         )
@@ -133,13 +148,13 @@ def timeseries(title, desc, targets, unit, grid, stack=False, bars=False, min0=T
     )
 
 
-def stat(title, desc, targets, unit, grid, thresholds=None):
+def stat(title, desc, targets, unit, grid, thresholds=None, base="green"):
     extra = {}
     if thresholds:
         extra = {
             "thresholds": {
                 "mode": "absolute",
-                "steps": [{"color": "green", "value": None}]
+                "steps": [{"color": base, "value": None}]
                 + [{"color": c, "value": v} for v, c in thresholds],
             },
             "color": {"mode": "thresholds"},

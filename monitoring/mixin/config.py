@@ -17,6 +17,17 @@ CONFIG = {
     "agentSelector": 'job="jvm-diagnostics-agent"',
     # The operator's own series (jvmdiag_operator_*).
     "operatorSelector": "",
+    # The operator's scrape job (its pods' and Service's jvm.diagnostics.dev/scrape-job).
+    "operatorJobSelector": 'job="jvm-diagnostics-operator"',
+    # The webhooks' names as the API server reports them (templates/webhook/*.yaml).
+    "podWebhook": "pods.jvm.diagnostics.dev",
+    "resourceWebhook": "jvmdiagnostics.jvm.diagnostics.dev",
+    # kube-state-metrics' label for the pods' jvm.diagnostics.dev/inject label (needs
+    # --metric-labels-allowlist=pods=[jvm.diagnostics.dev/inject]).
+    "injectLabel": "label_jvm_diagnostics_dev_inject",
+    # Scrape timeout assumed where Prometheus has no scrape_timeout_seconds (the chart's
+    # monitors' default scrapeTimeout); an agent scrape slower than `threshold` of it warns.
+    "defaultScrapeTimeout": "10",
     # "Any pause above X in the last <window>" and the rate windows.
     "eventWindow": "5m",
     "rateWindow": "5m",
@@ -38,6 +49,12 @@ CONFIG = {
     "agentDown": {"for": "5m", "severity": "warning"},
     "jvmNotTraced": {"for": "15m", "severity": "warning"},
     "podsMissingInjection": {"for": "15m", "severity": "warning"},
+    "operatorDown": {"for": "5m", "severity": "warning"},
+    "operatorNotReady": {"for": "15m", "severity": "warning"},
+    "agentMissing": {"for": "15m", "severity": "warning"},
+    "webhookFailing": {"for": "10m", "severity": "warning"},
+    "agentScrapeSlow": {"threshold": "0.8", "for": "15m", "severity": "warning"},
+    "agentEventsLost": {"for": "15m", "severity": "warning"},
 }
 
 

@@ -1,6 +1,6 @@
 """Builds rule groups (chart defaults) and rule templates (operator) from the alert areas."""
 
-from .alerts import health, jit, locks, safepoints, threads
+from .alerts import health, jit, locks, safepoints, selfwatch, threads
 from .alerts.common import Params
 from .config import CONFIG, LE_BOUNDS, TEMPLATE_PARAMS
 
@@ -11,10 +11,18 @@ AREAS = [
     ("jit", jit.ALERTS),
     ("locks", locks.ALERTS),
     ("health", health.ALERTS),
+    ("self", selfwatch.ALERTS),
 ]
 WINDOWS = {k: CONFIG[k] for k in ("eventWindow", "rateWindow", "recompileWindow")}
 # Which series each alert looks at in the chart's default rules.
-SELECTOR_OF = {"agentDown": "agentSelector", "podsMissingInjection": "operatorSelector"}
+SELECTOR_OF = {
+    "agentDown": "agentSelector",
+    "podsMissingInjection": "operatorSelector",
+    "operatorDown": "operatorJobSelector",
+    "operatorNotReady": "operatorJobSelector",
+    "agentMissing": "agentSelector",
+    "agentScrapeSlow": "agentSelector",
+}
 
 
 def all_alerts():

@@ -229,66 +229,23 @@ the {{ $labels.x }} in annotations stay as they are.
 {{- end }}
 
 {{/*
-A generated dashboard (.json, its text) for a Prometheus holding several clusters' series
-told apart by the label .label (dashboards.clusterLabel): a "Cluster" variable (multi-value,
-All by default, which also matches series without the label) right after the data source,
-and every query - panel targets and the other variables' label_values - restricted to
-.label=~"$cluster". Every series a generated query reads is a jvmdiag_* metric, with or
-without a {...} selector; each one gets the matcher. Output is the dashboard as JSON again
-(keys sorted, <, > and & written as \u003c, \u003e, \u0026: the same dashboard for Grafana).
+A generated dashboard (.json, its text, from .path) with its cluster label renamed to .label
+(dashboards.clusterLabel): the generator (monitoring/grafana/panels.py, CLUSTER) writes the
+label exactly as cluster=~"$cluster" in every selector and as label_values(jvmdiag_jvm_info,
+cluster) in the Cluster variable; both forms are replaced, as text (so the JSON stays byte for
+byte the generated one otherwise). A dashboard without that variable fails the render: the
+generator and this template no longer agree.
 */}}
-{{- define "jvm-diagnostics.dashboards.withCluster" -}}
-{{- $d := fromJson .json }}
-{{- if hasKey $d "Error" }}
-{{- fail (printf "%s does not parse: %s" .path $d.Error) }}
+{{- define "jvm-diagnostics.dashboards.clusterLabel" -}}
+{{- $var := "label_values(jvmdiag_jvm_info, cluster)" }}
+{{- if not (contains $var .json) }}
+{{- fail (printf "%s has no cluster variable (%s): dashboards.clusterLabel cannot rename its label; templates/_helpers.tpl (jvm-diagnostics.dashboards.clusterLabel) is to follow monitoring/grafana/panels.py" .path $var) }}
 {{- end }}
-{{- $vars := list }}
-{{- $clusterVar := dict
-      "name" "cluster" "label" "Cluster" "type" "query"
-      "description" (printf "Cluster (Prometheus label %s); All includes series without it." .label)
-      "datasource" (dict "type" "prometheus" "uid" "${datasource}")
-      "query" (dict "query" (printf "label_values(jvmdiag_jvm_info, %s)" .label) "refId" "cluster-var" "qryType" 1)
-      "refresh" 2 "includeAll" true "allValue" ".*" "multi" true "sort" 1
-      "current" (dict "text" "All" "value" "$__all") }}
-{{- $placed := false }}
-{{- range $v := $d.templating.list }}
-{{- if eq $v.name "cluster" }}
-{{- fail (printf "%s has a cluster variable of its own now: dashboards.clusterLabel would add a second one (templates/_helpers.tpl, jvm-diagnostics.dashboards.withCluster, is to follow the generator)" $.path) }}
+{{- if eq .label "cluster" }}
+{{- .json }}
+{{- else }}
+{{- .json | replace $var (printf "label_values(jvmdiag_jvm_info, %s)" .label) | replace "cluster=~\\\"$cluster\\\"" (printf "%s=~\\\"$cluster\\\"" .label) }}
 {{- end }}
-{{- if and (eq $v.type "query") (kindIs "map" $v.query) }}
-{{- $_ := set $v.query "query" (include "jvm-diagnostics.dashboards.clusterExpr" (dict "expr" $v.query.query "label" $.label)) }}
-{{- end }}
-{{- $vars = append $vars $v }}
-{{- if eq $v.name "datasource" }}{{ $vars = append $vars $clusterVar }}{{ $placed = true }}{{ end }}
-{{- end }}
-{{- if not $placed }}{{ $vars = prepend $vars $clusterVar }}{{ end }}
-{{- $_ := set $d.templating "list" $vars }}
-{{- include "jvm-diagnostics.dashboards.clusterPanels" (dict "panels" $d.panels "label" .label) }}
-{{- toPrettyJson $d }}
-{{- end }}
-
-{{/* Restricts the targets of .panels (and of the panels of rows, at any depth) in place. */}}
-{{- define "jvm-diagnostics.dashboards.clusterPanels" -}}
-{{- range $p := .panels }}
-{{- range $t := ($p.targets | default list) }}
-{{- if $t.expr }}
-{{- $_ := set $t "expr" (include "jvm-diagnostics.dashboards.clusterExpr" (dict "expr" $t.expr "label" $.label)) }}
-{{- end }}
-{{- end }}
-{{- with $p.panels }}
-{{- include "jvm-diagnostics.dashboards.clusterPanels" (dict "panels" . "label" $.label) }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{/*
-.expr with .label=~"$cluster" added to every jvmdiag_* series: into its {...} selector, or
-as one where it has none. ($$ is a literal $ in a regexReplaceAll replacement.)
-*/}}
-{{- define "jvm-diagnostics.dashboards.clusterExpr" -}}
-{{- $m := printf "%s=~\"$$cluster\"" .label }}
-{{- $e := regexReplaceAll "(jvmdiag_[a-zA-Z0-9_:]*)\\{" .expr (printf "${1}{%s, " $m) }}
-{{- regexReplaceAll "(jvmdiag_[a-zA-Z0-9_:]*)([^a-zA-Z0-9_:{]|$)" $e (printf "${1}{%s}${2}" $m) }}
 {{- end }}
 
 {{/*
