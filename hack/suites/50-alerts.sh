@@ -51,6 +51,7 @@ mkdir -p "$WORK/defaults" "$WORK/pkg"
 "$HELM" package "$REPO_ROOT/charts/jvm-diagnostics" -d "$WORK/pkg" >"$WORK/pkg/log" 2>&1 || cat "$WORK/pkg/log"
 CHART=$(ls "$WORK"/pkg/*.tgz 2>/dev/null || echo "helm-package-failed")
 if "$HELM" template jvmdiag "$CHART" --api-versions monitoring.coreos.com/v1/PrometheusRule \
+     --api-versions monitoring.coreos.com/v1/ServiceMonitor --set serviceMonitor.enabled=true \
      >"$WORK/defaults/manifests.yaml" 2>"$WORK/defaults/helm.log" \
    && "$PY" "$MON/extract_rules.py" "$WORK/defaults/rules.yaml" <"$WORK/defaults/manifests.yaml"; then
   promtool_suite "chart default rules" "$WORK/defaults" "$MON/tests/defaults.test.yaml"
