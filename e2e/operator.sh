@@ -164,7 +164,7 @@ le_pids=()
 replica() {  # kubeconfig lease log args... ; sets REPLICA_PID
   local kc="$1" lease="$2" logf="$3"; shift 3
   "$JAVA25" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -jar "$OPERATOR_JAR" --kubeconfig "$kc" --namespace "$OPERATOR_NS" --no-webhook \
-    --metrics-bind 127.0.0.1:0 --watch-namespaces "$LE_NS" --leader-election-namespace "$OPERATOR_NS" \
+    --metrics-bind 127.0.0.1:0 --probe-bind 127.0.0.1:0 --watch-namespaces "$LE_NS" --leader-election-namespace "$OPERATOR_NS" \
     --leader-election-lease "$lease" "$@" >"$logf" 2>&1 </dev/null &
   REPLICA_PID=$!
   le_pids+=("$REPLICA_PID")

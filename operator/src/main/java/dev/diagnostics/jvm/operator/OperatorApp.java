@@ -2,7 +2,9 @@ package dev.diagnostics.jvm.operator;
 
 import dev.diagnostics.jvm.operator.election.LeaderElection;
 import dev.diagnostics.jvm.operator.election.LeaderElector;
+import dev.diagnostics.jvm.operator.http.HttpListener;
 import dev.diagnostics.jvm.operator.metrics.MetricsServer;
+import dev.diagnostics.jvm.operator.metrics.ProbeServer;
 import dev.diagnostics.jvm.operator.metrics.ReconcileMetrics;
 import dev.diagnostics.jvm.operator.reconciler.JvmDiagnosticsReconciler;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
@@ -26,10 +28,20 @@ public final class OperatorApp implements AutoCloseable {
    *
    * @param webhook the webhook's settings; null: no webhook
    * @param reconciler the reconciler's settings; null: no reconciler
-   * @param metricsBind where /metrics and /healthz listen; null: nowhere
+   * @param metricsBind where /metrics listens; null: nowhere
+   * @param probeBind where the kubelet's /healthz and /readyz listen; null: nowhere
    */
   public record Settings(
-      WebhookSettings webhook, ReconcilerSettings reconciler, InetSocketAddress metricsBind) {}
+      WebhookSettings webhook,
+      ReconcilerSettings reconciler,
+      InetSocketAddress metricsBind,
+      InetSocketAddress probeBind) {
+    /** Without a probe listener (tests that do not probe). */
+    public Settings(
+        WebhookSettings webhook, ReconcilerSettings reconciler, InetSocketAddress metricsBind) {
+      this(webhook, reconciler, metricsBind, null);
+    }
+  }
 
   /** Reconciles are mostly waiting on the API server: many in flight, few CPU. */
   static final int RECONCILE_THREADS = 32;
@@ -37,6 +49,7 @@ public final class OperatorApp implements AutoCloseable {
   private final KubernetesClient client;
   private final Settings s;
   private final PrometheusRegistry registry = new PrometheusRegistry();
+  private ProbeServer probeServer;
   private MetricsServer metricsServer;
   private Webhook webhook;
   private Operator operator;
@@ -50,10 +63,14 @@ public final class OperatorApp implements AutoCloseable {
   }
 
   public OperatorApp start() throws Exception {
+    // first: the kubelet's startup probe waits on it while the rest starts
+    if (s.probeBind() != null)
+      probeServer =
+          new ProbeServer(s.probeBind(), this::healthy, this::ready, HttpListener.Limits.DEFAULT)
+              .start();
     if (s.metricsBind() != null) {
       JvmMetrics.builder().register(registry);
-      metricsServer = new MetricsServer(s.metricsBind(), registry, this::healthy);
-      metricsServer.start();
+      metricsServer = new MetricsServer(s.metricsBind(), registry).start();
     }
     if (s.webhook() != null) webhook = new Webhook(client, s.webhook(), registry).start();
     ReconcilerSettings rs = s.reconciler();
@@ -128,12 +145,21 @@ public final class OperatorApp implements AutoCloseable {
     return healthy;
   }
 
+  /** Ready for admissions: the webhook serves (without a webhook: alive). */
+  public boolean ready() {
+    return healthy && (s.webhook() == null || (webhook != null && webhook.serving()));
+  }
+
   public int webhookPort() {
     return webhook.port();
   }
 
   public int metricsPort() {
     return metricsServer.port();
+  }
+
+  public int probePort() {
+    return probeServer.port();
   }
 
   @Override
@@ -144,5 +170,6 @@ public final class OperatorApp implements AutoCloseable {
     if (elector != null) elector.close();
     if (webhook != null) webhook.close();
     if (metricsServer != null) metricsServer.close();
+    if (probeServer != null) probeServer.close();
   }
 }
