@@ -244,19 +244,34 @@ public final class HttpListener implements AutoCloseable {
       }
       reply
           .orTimeout(limits.response().toMillis(), TimeUnit.MILLISECONDS)
-          .whenComplete((ok, err) -> send(response, callback, ok != null ? ok : failure(err)));
+          .whenComplete((ok, err) ->
+              send(
+                  response,
+                  callback,
+                  ok != null
+                      ? ok
+                      : failure(err, body.isDone() && !body.isCompletedExceptionally())));
       return true;
     }
 
-    private Reply failure(Throwable err) {
+    /**
+     * What a failed request gets. What a client does (a body that never arrives, a connection it
+     * drops) is logged at debug only: a client must not be able to fill the log.
+     */
+    private Reply failure(Throwable err, boolean bodyRead) {
       Throwable t = err instanceof java.util.concurrent.CompletionException ? err.getCause() : err;
       if (t instanceof RejectedExecutionException) return Reply.text(503, "busy\n");
       if (t instanceof TimeoutException) {
-        LOG.warn("{}: no reply within {}", name, limits.response());
+        if (bodyRead) LOG.warn("{}: no reply within {}", name, limits.response());
+        else LOG.debug("{}: the request body did not arrive within {}", name, limits.response());
         return Reply.text(503, "timed out\n");
       }
+      if (!bodyRead || t instanceof java.io.IOException) {
+        LOG.debug("{}: reading the request: {}", name, String.valueOf(t));
+        return Reply.text(400, "bad request\n");
+      }
       LOG.warn("{}: {}", name, String.valueOf(t));
-      return Reply.text(t instanceof IllegalArgumentException ? 413 : 500, "failed\n");
+      return Reply.text(500, "failed\n");
     }
 
     private void send(Response response, Callback callback, Reply reply) {
