@@ -57,6 +57,7 @@ public final class OperatorApp implements AutoCloseable {
   private ReconcileMetrics reconcileMetrics;
   private JvmDiagnosticsReconciler reconciler;
   private volatile Operator operator;
+  private volatile boolean running;
   private LeaderElector elector;
   private volatile boolean healthy = true;
 
@@ -127,6 +128,7 @@ public final class OperatorApp implements AutoCloseable {
     operator = o;
     try {
       o.start();
+      running = true;
     } catch (RuntimeException e) {
       stopReconciler();
       throw e;
@@ -134,6 +136,7 @@ public final class OperatorApp implements AutoCloseable {
   }
 
   private void stopReconciler() {
+    running = false;
     Operator o = operator;
     operator = null;
     if (o == null) return;
@@ -155,9 +158,12 @@ public final class OperatorApp implements AutoCloseable {
     return healthy && (s.webhook() == null || (webhook != null && webhook.serving()));
   }
 
-  /** True while this replica reconciles (with leader election: while it holds the Lease). */
+  /**
+   * True while this replica's reconciler runs (started, caches synced; with leader election: only
+   * while it holds the Lease).
+   */
   public boolean reconciling() {
-    return operator != null;
+    return running;
   }
 
   /** With leader election: how many times this replica acquired the Lease. */

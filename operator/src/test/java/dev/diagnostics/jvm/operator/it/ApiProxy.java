@@ -26,12 +26,13 @@ final class ApiProxy implements AutoCloseable {
     URI u = URI.create(masterUrl);
     host = u.getHost();
     port = u.getPort();
-    listen = new ServerSocket(0, 64, InetAddress.getLoopbackAddress());
+    // the API server's own address and name, so that its certificate fits the proxy's URL too
+    listen = new ServerSocket(0, 64, InetAddress.getByName(host));
     Thread.ofVirtual().name("api-proxy").start(this::accept);
   }
 
   String url() {
-    return "https://127.0.0.1:" + listen.getLocalPort();
+    return "https://" + host + ":" + listen.getLocalPort();
   }
 
   void cut() {

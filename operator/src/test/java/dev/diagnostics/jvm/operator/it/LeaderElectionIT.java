@@ -441,7 +441,7 @@ class LeaderElectionIT {
           await(
               "cut " + cut + ": it leads and reconciles again",
               WAIT,
-              () -> app.reconciling() && app.leaderTerms() == terms + 1);
+              () -> app.reconciling() && app.leaderTerms() > terms);
         }
       } finally {
         admissions.stop();
@@ -452,7 +452,7 @@ class LeaderElectionIT {
           admissions.sent.get(), admissions.failures.size(), admissions.slowest.get());
       assertThat(admissions.failures).as("admissions not answered with a mutation").isEmpty();
       assertThat(admissions.sent.get()).isGreaterThanOrEqualTo(5 * cutFor.toMillis() / 200);
-      assertThat(app.leaderTerms()).isEqualTo(6);
+      assertThat(app.leaderTerms()).as("a term per cut, and the first").isGreaterThanOrEqualTo(6);
 
       // and after the last loss it reconciles: a missing pod is named in status and exported
       deploymentAndResource(ns, "resumed");
