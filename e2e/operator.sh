@@ -155,7 +155,7 @@ bad_apply "  targetRef: {kind: Deployment, name: x}
   jvmOptions: {extra: ['-javaagent:/tmp/a.jar'], allowJavaAgents: true}" "-javaagent:/tmp/a.jar loads code into every JVM of the workload"
 bad_apply "  targetRef: {kind: Deployment, name: cart}" "Deployment/cart already has a JvmDiagnostics: $NS/cart owns it"
 
-# --- leader election: a lost Lease or a failed start ends the process (exit 1) -------------------
+# --- leader election: a lost Lease or a failed start stops reconciling, the process stays up -------
 # Extra replicas with their own Lease, reconciling an empty namespace only (no webhook), so they
 # never touch what the operator above does.
 LE_NS="e2e-le-$$"
@@ -164,7 +164,7 @@ le_pids=()
 replica() {  # kubeconfig lease log args... ; sets REPLICA_PID
   local kc="$1" lease="$2" logf="$3"; shift 3
   "$JAVA25" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -jar "$OPERATOR_JAR" --kubeconfig "$kc" --namespace "$OPERATOR_NS" --no-webhook \
-    --metrics-bind 127.0.0.1:0 --watch-namespaces "$LE_NS" --leader-election-namespace "$OPERATOR_NS" \
+    --metrics-bind 127.0.0.1:0 --probe-bind 127.0.0.1:0 --watch-namespaces "$LE_NS" --leader-election-namespace "$OPERATOR_NS" \
     --leader-election-lease "$lease" "$@" >"$logf" 2>&1 </dev/null &
   REPLICA_PID=$!
   le_pids+=("$REPLICA_PID")
@@ -197,20 +197,28 @@ fi
 if wait_until 60 "replica holds Lease e2e-delete" bash -c "[ -n \"\$('$KUBECTL' -n $OPERATOR_NS get lease e2e-delete -o jsonpath='{.spec.holderIdentity}')\" ]"; then
   k -n "$OPERATOR_NS" delete lease e2e-delete >/dev/null
 fi
-wait_exit "$steal" 40
-if [ "$rc" = 1 ] && [ "$(holder e2e-steal)" = e2e-thief ]; then ok "Lease taken by another identity: the replica exits 1 ($(grep -o 'lost Lease[^:]*' "$lelog/steal.log" | head -1))"
-else bad "Lease taken: replica exits 1" "exit: $rc; $(grep -E 'ERROR|Exception' "$lelog/steal.log" | head -3)"; fi
-wait_exit "$del" 40
-if [ "$rc" = 1 ] && grep -q "was deleted while we held it" "$lelog/delete.log"; then ok "Lease deleted under the leader: the replica exits 1"
-else bad "Lease deleted: replica exits 1" "exit: $rc; $(grep -E 'ERROR|Exception' "$lelog/delete.log" | head -3)"; fi
-wait_exit "$start" 90
-if [ "$rc" = 1 ] && [ -n "$(holder e2e-start)" ] && grep -q "the reconciler did not start" "$lelog/start.log"; then
-  ok "leader that cannot start its reconciler (no RBAC to watch) exits 1 instead of staying up"
-else bad "start error on the leader: exit 1" "exit: $rc; $(grep -E 'ERROR|error' "$lelog/start.log" | head -3)"; fi
+# a replica that stops leading stays up (its webhook would keep answering) and is a candidate again
+wait_log() {  # seconds what pattern file (silent: the caller says ok or bad)
+  local end=$(( $(date +%s) + $1 ))
+  while [ "$(date +%s)" -lt "$end" ]; do grep -q "$3" "$4" && return 0; sleep 0.5; done; return 1
+}
+if wait_log 40 "steal: stopped reconciling" "lost Lease.*stopped reconciling, a candidate again" "$lelog/steal.log" \
+   && kill -0 "$steal" 2>/dev/null && [ "$(holder e2e-steal)" = e2e-thief ]; then
+  ok "Lease taken by another identity: the replica stops reconciling and stays up"
+else bad "Lease taken: replica stops reconciling, stays up" "$(grep -E 'ERROR|WARN|Exception' "$lelog/steal.log" | head -3)"; fi
+if wait_log 40 "delete: stopped reconciling" "was deleted while we held it.*stopped reconciling" "$lelog/delete.log" \
+   && kill -0 "$del" 2>/dev/null; then ok "Lease deleted under the leader: the replica stops reconciling and stays up"
+else bad "Lease deleted: replica stops reconciling, stays up" "$(grep -E 'ERROR|WARN|Exception' "$lelog/delete.log" | head -3)"; fi
+if wait_log 90 "start error logged" "the reconciler did not start, giving up Lease" "$lelog/start.log" \
+   && kill -0 "$start" 2>/dev/null; then
+  ok "leader that cannot start its reconciler (no RBAC to watch) gives the Lease up and stays up"
+else bad "start error on the leader: gives the Lease up" "$(grep -E 'ERROR|error' "$lelog/start.log" | head -3)"; fi
 wait_exit "$single" 90
 if [ "$rc" = 1 ] && grep -q "^error: " "$lelog/start-single.log"; then ok "without leader election a start error exits 1: $(grep -m1 '^error: ' "$lelog/start-single.log" | cut -c1-160)"
 else bad "start error without leader election: exit 1" "exit: $rc; $(tail -n 3 "$lelog/start-single.log")"; fi
-k -n "$OPERATOR_NS" delete lease e2e-steal e2e-start >/dev/null 2>&1
+# the replicas that stayed up (stopping them releases or leaves their Leases, deleted next)
+for p in "$steal" "$del" "$start"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+k -n "$OPERATOR_NS" delete lease e2e-steal e2e-delete e2e-start >/dev/null 2>&1
 k -n "$OPERATOR_NS" delete serviceaccount,role,rolebinding e2e-lease-only >/dev/null 2>&1
 k delete namespace "$LE_NS" --wait=false >/dev/null 2>&1
 

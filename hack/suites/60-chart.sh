@@ -201,7 +201,7 @@ asa=system:serviceaccount:$ns:jd-jvm-diagnostics-agent
   && [ "$(can get secrets -n $ns --as "$osa")" = yes ] && [ "$(can delete pods -n default --as "$osa")" = no ] \
   && ok "operator ServiceAccount: patches workloads, Secrets only in its namespace" || bad "operator ServiceAccount rights"
 # The webhook registration carries a caBundle written by the operator at runtime.
-# (pods turn Ready on /healthz, which is served a moment before the registration is applied)
+# (pods turn Ready on /readyz once the webhook serves, a moment before the registration is applied)
 for _ in $(seq 1 60); do
   ca=$(kubectl get mutatingwebhookconfiguration jd-jvm-diagnostics-webhook -o jsonpath='{.webhooks[0].clientConfig.caBundle}' 2>/dev/null)
   [ -n "$ca" ] && break; sleep 1

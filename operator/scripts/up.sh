@@ -61,7 +61,7 @@ from=$(wc -l <"$OPERATOR_STATE/operator.log")
 setsid nohup "$JAVA25" -Xms64m -Xmx512m -jar "$OPERATOR_JAR" \
   --kubeconfig "$OPERATOR_STATE/kubeconfig" --namespace "$OPERATOR_NS" \
   --webhook-bind "127.0.0.1:$OPERATOR_WEBHOOK_PORT" --webhook-url "https://127.0.0.1:$OPERATOR_WEBHOOK_PORT" \
-  --metrics-bind "127.0.0.1:$OPERATOR_METRICS_PORT" --leader-election-namespace "$OPERATOR_NS" \
+  --metrics-bind "127.0.0.1:$OPERATOR_METRICS_PORT" --probe-bind 127.0.0.1:0 --leader-election-namespace "$OPERATOR_NS" \
   --max-rollouts-per-minute "${OPERATOR_MAX_ROLLOUTS_PER_MINUTE:-0}" ${OPERATOR_ARGS:-} \
   >>"$OPERATOR_STATE/operator.log" 2>&1 </dev/null &
 echo $! >"$OPERATOR_STATE/operator.pid"

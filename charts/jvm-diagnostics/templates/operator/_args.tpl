@@ -4,6 +4,7 @@ The operator's flags (see `java -jar jvmdiag-operator.jar --help`), derived from
 {{- define "jvm-diagnostics.operator.args" -}}
 - --namespace={{ include "jvm-diagnostics.namespace" . }}
 - --metrics-bind=0.0.0.0:{{ .Values.operator.metricsPort }}
+- --probe-bind=0.0.0.0:{{ .Values.operator.probePort }}
 {{- if .Values.operator.leaderElection.enabled }}
 - --leader-election-namespace={{ .Release.Namespace }}
 - --leader-election-lease={{ include "jvm-diagnostics.operator.fullname" . }}

@@ -119,8 +119,17 @@ final class Options {
       names = "--metrics-bind",
       paramLabel = "HOST:PORT",
       defaultValue = "0.0.0.0:8080",
-      description = "where /metrics and /healthz listen (default: ${DEFAULT-VALUE})")
+      description = "where /metrics listens; empty: nowhere (default: ${DEFAULT-VALUE})")
   String metricsBind;
+
+  @Option(
+      names = "--probe-bind",
+      paramLabel = "HOST:PORT",
+      defaultValue = "0.0.0.0:8081",
+      description =
+          "where the kubelet's probes listen, on a port of their own: /healthz (alive) and /readyz (the webhook serves); "
+              + "empty: nowhere (default: ${DEFAULT-VALUE})")
+  String probeBind;
 
   @Option(
       names = "--watch-namespaces",
@@ -279,7 +288,8 @@ final class Options {
                 Duration.ofMinutes(1),
                 operatorRollout())
             : null,
-        metricsBind.isEmpty() ? null : address(metricsBind, "--metrics-bind"));
+        metricsBind.isEmpty() ? null : address(metricsBind, "--metrics-bind"),
+        probeBind.isEmpty() ? null : address(probeBind, "--probe-bind"));
   }
 
   /** --webhook-drain-seconds, or its default: 5 behind the Service, 0 with --webhook-url. */

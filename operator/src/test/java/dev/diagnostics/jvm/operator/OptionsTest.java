@@ -85,12 +85,15 @@ class OptionsTest {
     assertThat(all.webhook().bind()).isEqualTo(new InetSocketAddress("127.0.0.1", 0));
     assertThat(all.reconciler().leaderElection().leaseName()).isEqualTo("jvmdiag-operator");
     assertThat(all.metricsBind()).isEqualTo(new InetSocketAddress("0.0.0.0", 8080));
+    // the kubelet's probes on a port of their own
+    assertThat(all.probeBind()).isEqualTo(new InetSocketAddress("0.0.0.0", 8081));
 
     OperatorApp.Settings none =
-        parse("--no-webhook", "--no-reconciler", "--metrics-bind=").settings();
+        parse("--no-webhook", "--no-reconciler", "--metrics-bind=", "--probe-bind=").settings();
     assertThat(none.webhook()).isNull();
     assertThat(none.reconciler()).isNull();
     assertThat(none.metricsBind()).isNull();
+    assertThat(none.probeBind()).isNull();
 
     assertThat(parse("--no-leader-election").settings().reconciler().leaderElection()).isNull();
   }

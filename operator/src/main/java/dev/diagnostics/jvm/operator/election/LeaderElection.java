@@ -4,9 +4,8 @@ import io.javaoperatorsdk.operator.api.config.LeaderElectionConfiguration;
 import java.time.Duration;
 
 /**
- * Only the holder of the Lease reconciles; the webhook serves on every replica. A replica that
- * loses the Lease while running exits (exitOnLostLease) so it can never reconcile next to the new
- * leader; in-process tests turn that off and only see /healthz go red.
+ * Only the holder of the Lease reconciles; the webhook serves on every replica whether it leads or
+ * not. A replica that loses the Lease stops reconciling at once and stays up as a candidate.
  */
 public record LeaderElection(
     String namespace,
@@ -14,8 +13,7 @@ public record LeaderElection(
     String identity,
     Duration leaseDuration,
     Duration renewDeadline,
-    Duration retryPeriod,
-    boolean exitOnLostLease) {
+    Duration retryPeriod) {
   public static LeaderElection defaults(String namespace, String leaseName, String identity) {
     return new LeaderElection(
         namespace,
@@ -23,8 +21,7 @@ public record LeaderElection(
         identity,
         LeaderElectionConfiguration.LEASE_DURATION_DEFAULT_VALUE,
         LeaderElectionConfiguration.RENEW_DEADLINE_DEFAULT_VALUE,
-        LeaderElectionConfiguration.RETRY_PERIOD_DEFAULT_VALUE,
-        true);
+        LeaderElectionConfiguration.RETRY_PERIOD_DEFAULT_VALUE);
   }
 
   public String lease() {

@@ -9,50 +9,86 @@ import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLo
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Consumer;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Our own elector instead of JOSDK's: JOSDK logs a failed start on the leader ("Error starting
- * operator") and keeps the process up and healthy, and it cannot tell a lost Lease from a normal
- * stop. Here the reconciler starts only on the holder, and a start error, a Lease taken by another
- * identity or a Lease deleted under us are fatal (the kubelet restarts the replica as a follower);
- * only {@link #close()} is a normal stop.
+ * Our own elector instead of JOSDK's (which exits the process when it stops leading). A term: the
+ * replica acquires the Lease, starts a fresh reconciler, renews; when a renewal misses the renew
+ * deadline, another identity holds the Lease, the Lease is deleted under us or the reconciler does
+ * not start, the term ends: the reconciler stops at once and the replica is a candidate again,
+ * after one retry period. The process stays up throughout, so the webhook keeps answering.
  */
 public final class LeaderElector implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(LeaderElector.class);
 
+  /** What the elector drives: start and stop the reconciler. */
+  public interface Reconciling {
+    /** Starts a fresh reconciler; throws if it cannot (the term ends). */
+    void start();
+
+    /** Stops it; returns when it no longer reconciles. Called once per started term. */
+    void stop();
+  }
+
   private final KubernetesClient client;
   private final LeaderElection le;
-  private final Runnable onLeading;
-  private final Consumer<String> fatal;
+  private final Reconciling reconciling;
+  private final ScheduledExecutorService loop =
+      Executors.newSingleThreadScheduledExecutor(
+          Thread.ofPlatform().name("leader-election").daemon(true).factory());
+  private final AtomicLong terms = new AtomicLong();
+  private final Object lock = new Object();
   private volatile boolean leading;
   private volatile boolean closing;
   private CompletableFuture<?> elector;
+  private boolean started;
+  private volatile boolean backOff;
 
-  /**
-   * onLeading: starts the reconciler (on its own thread); fatal: what to do when leading without
-   * reconciling is possible.
-   */
-  public LeaderElector(
-      KubernetesClient client, LeaderElection le, Runnable onLeading, Consumer<String> fatal) {
+  public LeaderElector(KubernetesClient client, LeaderElection le, Reconciling reconciling) {
     this.client = client;
     this.le = le;
-    this.onLeading = onLeading;
-    this.fatal = fatal;
+    this.reconciling = reconciling;
   }
 
   public LeaderElector start() {
+    loop.execute(this::candidate);
+    return this;
+  }
+
+  /** True while this replica holds the Lease (and so reconciles). */
+  public boolean leading() {
+    return leading;
+  }
+
+  /** How many times this replica acquired the Lease. */
+  public long terms() {
+    return terms.get();
+  }
+
+  /** Competes for the Lease until it holds it, then renews until the term ends. */
+  private void candidate() {
+    if (closing) return;
     LeaseLock lease = new LeaseLock(le.namespace(), le.leaseName(), le.identity());
-    Lock lock =
+    Lock checked =
         new Lock() {
           @Override
           public LeaderElectionRecord get(KubernetesClient c) {
             LeaderElectionRecord r = lease.get(c);
-            if (r == null && leading) fail("Lease " + le.lease() + " was deleted while we held it");
+            if (r == null && leading) {
+              // another replica may create it now: stop reconciling at once, fail this renewal
+              // instead of re-creating the Lease as ours, and end the term (a fresh one competes
+              // for the Lease and starts a reconciler only once it holds it)
+              endTerm("Lease " + le.lease() + " was deleted while we held it");
+              if (!closing) loop.execute(LeaderElector.this::cancelTerm);
+              throw new IllegalStateException(
+                  "Lease " + le.lease() + " was deleted while we held it");
+            }
             return r;
           }
 
@@ -80,47 +116,90 @@ public final class LeaderElector implements AutoCloseable {
         new LeaderCallbacks(
             () -> {
               leading = true;
+              terms.incrementAndGet();
               LOG.info(
                   "leader election: {} holds Lease {}, reconciling", le.identity(), le.lease());
               // not on the elector's thread: a cache sync must not hold up renewing the Lease
-              Thread.ofPlatform()
-                  .name("reconciler-start")
-                  .daemon(true)
-                  .start(() -> {
-                    try {
-                      onLeading.run();
-                    } catch (RuntimeException e) {
-                      fail("the reconciler did not start: " + Errors.oneLine(e));
-                    }
-                  });
+              Thread.ofPlatform().name("reconciler-start").daemon(true).start(this::startTerm);
             },
-            () -> fail("lost Lease " + le.lease()),
+            () -> endTerm("lost Lease " + le.lease()),
             leader -> LOG.info("leader election: Lease {} held by {}", le.lease(), leader));
     LeaderElectionConfig config =
         new LeaderElectionConfig(
-            lock,
+            checked,
             le.leaseDuration(),
             le.renewDeadline(),
             le.retryPeriod(),
             callbacks,
             true,
             le.leaseName());
-    elector = client.leaderElector().withConfig(config).build().start();
-    elector.whenComplete((v, t) -> {
-      if (t != null && !(t instanceof CancellationException))
-        fail("leader election failed: " + Errors.oneLine(t));
+    CompletableFuture<?> term = client.leaderElector().withConfig(config).build().start();
+    synchronized (lock) {
+      elector = term;
+    }
+    term.whenComplete((v, t) -> {
+      endTerm(t == null ? "leader election ended" : "leader election failed: " + Errors.oneLine(t));
+      // after a failed start, a whole lease duration: another replica may do better meanwhile
+      long delay = (backOff ? le.leaseDuration() : le.retryPeriod()).toMillis();
+      backOff = false;
+      if (!closing) loop.schedule(this::candidate, delay, TimeUnit.MILLISECONDS);
     });
-    return this;
   }
 
-  private void fail(String why) {
-    if (!closing) fatal.accept(why);
+  private void startTerm() {
+    synchronized (lock) {
+      if (!leading || closing) return;
+      try {
+        reconciling.start();
+        started = true;
+      } catch (RuntimeException e) {
+        LOG.error(
+            "leader election: the reconciler did not start, giving up Lease {}: {}",
+            le.lease(),
+            Errors.oneLine(e));
+        backOff = true;
+        endTerm(null);
+        // releaseOnCancel: another replica (or this one, next term) can take over now
+        if (elector != null) elector.cancel(true);
+      }
+    }
   }
 
-  /** Stops competing for the Lease (releaseOnCancel: the elector gives it up). */
+  /** Stops reconciling (once per term); the elector's loop makes this replica a candidate again. */
+  private void endTerm(String why) {
+    synchronized (lock) {
+      boolean was = leading;
+      leading = false;
+      if (was && why != null && !closing)
+        LOG.warn("leader election: {}: stopped reconciling, a candidate again", why);
+      if (!started) return;
+      started = false;
+      try {
+        reconciling.stop();
+      } catch (RuntimeException e) {
+        LOG.warn("stopping the reconciler: {}", Errors.oneLine(e));
+      }
+    }
+  }
+
+  private void cancelTerm() {
+    CompletableFuture<?> e;
+    synchronized (lock) {
+      e = elector;
+    }
+    if (e != null) e.cancel(true);
+  }
+
+  /** Stops competing for the Lease and stops reconciling. */
   public void stop() {
     closing = true;
-    if (elector != null) elector.cancel(true);
+    loop.shutdownNow();
+    CompletableFuture<?> e;
+    synchronized (lock) {
+      e = elector;
+    }
+    if (e != null) e.cancel(true);
+    endTerm(null);
   }
 
   /**

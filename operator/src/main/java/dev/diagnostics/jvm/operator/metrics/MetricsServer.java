@@ -1,64 +1,61 @@
 package dev.diagnostics.jvm.operator.metrics;
 
-import com.sun.net.httpserver.HttpServer;
+import dev.diagnostics.jvm.operator.http.HttpListener;
+import dev.diagnostics.jvm.operator.http.HttpListener.Reply;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.util.concurrent.Executors;
-import java.util.function.BooleanSupplier;
+import java.util.concurrent.ExecutorService;
 
-/** Plain-HTTP /metrics (Prometheus text) and /healthz for the operator. */
+/**
+ * Plain-HTTP /metrics (Prometheus text). The kubelet's probes are not here ({@link ProbeServer}): a
+ * scrape, or a client that holds this port, never decides whether the operator is alive.
+ */
 public final class MetricsServer implements AutoCloseable {
-  private final HttpServer server;
+  /** Scrapes are rare and a scrape is quick: one at a time, a few waiting. */
+  static final int SCRAPE_THREADS = 1;
 
-  /**
-   * healthy: false after a fatal error the process could not exit on (then /healthz answers 503).
-   */
-  public MetricsServer(InetSocketAddress bind, PrometheusRegistry registry, BooleanSupplier healthy)
-      throws IOException {
-    server = HttpServer.create(bind, 16);
+  private final HttpListener listener;
+  private final ExecutorService scrapes = HttpListener.pool("metrics-scrape", SCRAPE_THREADS, 4);
+
+  public MetricsServer(InetSocketAddress bind, PrometheusRegistry registry) {
+    this(bind, registry, HttpListener.Limits.DEFAULT);
+  }
+
+  public MetricsServer(
+      InetSocketAddress bind, PrometheusRegistry registry, HttpListener.Limits limits) {
     PrometheusTextFormatWriter writer = new PrometheusTextFormatWriter(false);
-    server.createContext(
-        "/metrics",
-        ex -> {
-          ByteArrayOutputStream buf = new ByteArrayOutputStream();
-          writer.write(buf, registry.scrape());
-          send(ex, 200, buf.toByteArray(), PrometheusTextFormatWriter.CONTENT_TYPE);
-        });
-    server.createContext(
-        "/healthz",
-        ex -> {
-          if (healthy.getAsBoolean()) send(ex, 200, "ok\n".getBytes(), "text/plain");
-          else send(ex, 503, "fatal error, see the log\n".getBytes(), "text/plain");
-        });
-    server.setExecutor(
-        Executors.newSingleThreadExecutor(
-            Thread.ofPlatform().name("metrics").daemon(true).factory()));
+    listener =
+        new HttpListener("metrics", bind, null, limits, 4)
+            .get(
+                "/metrics",
+                scrapes,
+                () -> {
+                  ByteArrayOutputStream buf = new ByteArrayOutputStream();
+                  try {
+                    writer.write(buf, registry.scrape());
+                  } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                  }
+                  return new Reply(200, buf.toByteArray(), PrometheusTextFormatWriter.CONTENT_TYPE);
+                });
   }
 
-  private static void send(
-      com.sun.net.httpserver.HttpExchange ex, int code, byte[] body, String type)
-      throws IOException {
-    ex.getResponseHeaders().set("Content-Type", type);
-    ex.sendResponseHeaders(code, body.length);
-    try (OutputStream out = ex.getResponseBody()) {
-      out.write(body);
-    }
-  }
-
-  public void start() {
-    server.start();
+  public MetricsServer start() throws IOException {
+    listener.start();
+    return this;
   }
 
   public int port() {
-    return server.getAddress().getPort();
+    return listener.port();
   }
 
   @Override
   public void close() {
-    server.stop(0);
+    listener.close();
+    scrapes.shutdownNow();
   }
 }

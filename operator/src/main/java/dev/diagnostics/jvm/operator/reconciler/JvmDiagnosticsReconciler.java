@@ -59,6 +59,14 @@ public class JvmDiagnosticsReconciler
     this.missingMetric = new MissingInjectionMetric(registry);
   }
 
+  /**
+   * After this replica stopped reconciling (it lost the Lease): what it exported of the resources
+   * is the new leader's to say.
+   */
+  public void stoppedReconciling() {
+    missingMetric.clear();
+  }
+
   @Override
   public List<EventSource<?, JvmDiagnostics>> prepareEventSources(
       EventSourceContext<JvmDiagnostics> context) {

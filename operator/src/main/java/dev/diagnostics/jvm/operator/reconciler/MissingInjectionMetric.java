@@ -48,4 +48,9 @@ public final class MissingInjectionMetric {
   public void remove(ResourceID id) {
     set(id, List.of());
   }
+
+  /** Every series: a replica that stopped reconciling exports none (the leader does). */
+  public synchronized void clear() {
+    for (ResourceID id : List.copyOf(current.keySet())) set(id, List.of());
+  }
 }

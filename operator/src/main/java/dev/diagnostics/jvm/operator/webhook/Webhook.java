@@ -110,6 +110,10 @@ public final class Webhook implements AutoCloseable {
     return server.port();
   }
 
+  public boolean serving() {
+    return server != null && server.serving();
+  }
+
   @Override
   public void close() {
     if (rotation != null) rotation.close();

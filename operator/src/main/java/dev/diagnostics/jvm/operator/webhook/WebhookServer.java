@@ -1,12 +1,9 @@
 package dev.diagnostics.jvm.operator.webhook;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpsConfigurator;
-import com.sun.net.httpserver.HttpsServer;
 import dev.diagnostics.jvm.operator.certs.WebhookCertificates.Material;
+import dev.diagnostics.jvm.operator.http.HttpListener;
+import dev.diagnostics.jvm.operator.http.HttpListener.Reply;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.security.GeneralSecurityException;
@@ -15,24 +12,49 @@ import java.security.Principal;
 import java.security.PrivateKey;
 import java.security.cert.X509Certificate;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.X509ExtendedKeyManager;
 
-/** HTTPS endpoint for the API server's admission calls; the certificate can be swapped live. */
+/**
+ * HTTPS endpoint for the API server's admission calls; the certificate can be swapped live. Pod
+ * admission and resource validation each run on a bounded pool of their own: a flood of one (or a
+ * slow API server behind validation) cannot take the other's threads. Timeouts: {@link
+ * HttpListener}.
+ */
 public final class WebhookServer implements AutoCloseable {
   public static final String PATH = "/mutate-pods";
   private static final int MAX_BODY = 4 * 1024 * 1024;
-  private final HttpsServer server;
-  private final ExecutorService executor;
+
+  /** Pod admission is CPU only (the resource comes from a cache). */
+  static final int ADMISSION_THREADS = Math.max(4, Runtime.getRuntime().availableProcessors() * 2);
+
+  /**
+   * Validation waits on the API server (a LIST, access reviews); JvmDiagnostics writes are rare.
+   */
+  static final int VALIDATION_THREADS = 4;
+
+  private final HttpListener listener;
+  private final ExecutorService admissions =
+      HttpListener.pool("webhook-admission", ADMISSION_THREADS, 256);
+  private final ExecutorService validations =
+      HttpListener.pool("webhook-validation", VALIDATION_THREADS, 32);
   private final SwappableKeyManager keys = new SwappableKeyManager();
 
   public WebhookServer(InetSocketAddress bind, Material material, AdmissionHandler handler)
       throws IOException {
     this(bind, material, handler, null);
+  }
+
+  public WebhookServer(
+      InetSocketAddress bind,
+      Material material,
+      AdmissionHandler handler,
+      ResourceValidator validator)
+      throws IOException {
+    this(bind, material, handler, validator, HttpListener.Limits.DEFAULT);
   }
 
   /**
@@ -43,34 +65,39 @@ public final class WebhookServer implements AutoCloseable {
       InetSocketAddress bind,
       Material material,
       AdmissionHandler handler,
-      ResourceValidator validator)
+      ResourceValidator validator,
+      HttpListener.Limits limits)
       throws IOException {
     reload(material);
+    SSLContext ssl;
     try {
-      SSLContext ssl = SSLContext.getInstance("TLS");
+      ssl = SSLContext.getInstance("TLS");
       ssl.init(new javax.net.ssl.KeyManager[] {keys}, null, null);
-      server = HttpsServer.create(bind, 256);
-      server.setHttpsConfigurator(new HttpsConfigurator(ssl));
     } catch (GeneralSecurityException e) {
       throw new IOException("cannot set up TLS for the webhook: " + e.getMessage(), e);
     }
-    server.createContext(PATH, ex -> serve(ex, handler::handle));
+    listener =
+        new HttpListener("webhook", bind, ssl, limits, 8)
+            .post(PATH, MAX_BODY, admissions, b -> json(handler.handle(b)))
+            .get("/healthz", () -> Reply.text(200, "ok\n"));
     if (validator != null)
-      server.createContext(ResourceValidator.PATH, ex -> serve(ex, validator::handle));
-    server.createContext("/healthz", ex -> reply(ex, 200, "ok\n".getBytes(), "text/plain"));
-    executor =
-        Executors.newFixedThreadPool(
-            Math.max(4, Runtime.getRuntime().availableProcessors() * 2),
-            Thread.ofPlatform().name("webhook-", 0).daemon(true).factory());
-    server.setExecutor(executor);
+      listener.post(ResourceValidator.PATH, MAX_BODY, validations, b -> json(validator.handle(b)));
   }
 
-  public void start() {
-    server.start();
+  private static Reply json(byte[] body) {
+    return new Reply(200, body, "application/json");
+  }
+
+  public void start() throws IOException {
+    listener.start();
   }
 
   public int port() {
-    return server.getAddress().getPort();
+    return listener.port();
+  }
+
+  public boolean serving() {
+    return listener.running();
   }
 
   /** Serves the new certificate to every new TLS handshake. */
@@ -94,32 +121,11 @@ public final class WebhookServer implements AutoCloseable {
     }
   }
 
-  private static void serve(HttpExchange ex, java.util.function.UnaryOperator<byte[]> handler)
-      throws IOException {
-    if (!"POST".equals(ex.getRequestMethod())) {
-      reply(ex, 405, "POST an AdmissionReview\n".getBytes(), "text/plain");
-      return;
-    }
-    byte[] body;
-    try (InputStream in = ex.getRequestBody()) {
-      body = in.readNBytes(MAX_BODY);
-    }
-    reply(ex, 200, handler.apply(body), "application/json");
-  }
-
-  private static void reply(HttpExchange ex, int code, byte[] body, String type)
-      throws IOException {
-    ex.getResponseHeaders().set("Content-Type", type);
-    ex.sendResponseHeaders(code, body.length);
-    try (OutputStream out = ex.getResponseBody()) {
-      out.write(body);
-    }
-  }
-
   @Override
   public void close() {
-    server.stop(0);
-    executor.shutdownNow();
+    listener.close();
+    admissions.shutdownNow();
+    validations.shutdownNow();
   }
 
   /** Delegates to the current key manager so rotation needs no restart. */

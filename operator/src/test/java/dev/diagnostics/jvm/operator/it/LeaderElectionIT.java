@@ -6,12 +6,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.diagnostics.jvm.operator.OperatorApp;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.certs.CertificateAuthority;
 import dev.diagnostics.jvm.operator.election.LeaderElection;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
+import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.SecretBuilder;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -30,8 +34,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Two operator replicas with the chart's RBAC against a real kube-apiserver: only the Lease holder
  * reconciles (and so only it exports jvmdiag_operator_pods_missing_injection), the other takes over
- * when the holder stops. No webhook runs here, so a pod made from the template is missing the
- * injection (WebhookUnavailable).
+ * when the holder stops; a replica that loses its Lease stops reconciling and stays up, its webhook
+ * answering throughout. No webhook is registered here, so a pod made from the template is missing
+ * the injection (WebhookUnavailable).
  */
 class LeaderElectionIT {
   static final Duration WAIT = Duration.ofSeconds(40);
@@ -58,8 +63,7 @@ class LeaderElectionIT {
               id,
               Duration.ofSeconds(10),
               Duration.ofSeconds(8),
-              Duration.ofSeconds(1),
-              false);
+              Duration.ofSeconds(1));
       apps.put(
           id,
           new OperatorApp(
@@ -258,12 +262,13 @@ class LeaderElectionIT {
   }
 
   /**
-   * A replica whose Lease is deleted under it (as when another took it over) stops reconciling at
-   * once: a resource created afterwards is reconciled by the other replicas' leader, not by it.
-   * Here it stays up (no exit in-process) with /healthz red; in a pod it then exits 1.
+   * A replica whose Lease another identity takes stops reconciling at once and stays up (healthy, a
+   * candidate): a resource created meanwhile is reconciled by the other replicas' leader, not by
+   * it; once the other holder's Lease runs out, it leads and reconciles again.
    */
   @Test
-  void aReplicaThatLosesItsLeaseStopsReconcilingAtOnce() throws Exception {
+  void aReplicaThatLosesItsLeaseStopsReconcilingAtOnceAndResumesWhenItLeadsAgain()
+      throws Exception {
     String lease = "jvmdiag-it-lost";
     String ns = ApiServer.namespace(admin, "leader-election-lost");
     LeaderElection le =
@@ -273,8 +278,7 @@ class LeaderElectionIT {
             "replica-lost",
             Duration.ofSeconds(10),
             Duration.ofSeconds(8),
-            Duration.ofSeconds(1),
-            false);
+            Duration.ofSeconds(1));
     try (KubernetesClient c = ApiServer.client(asOperator);
         OperatorApp app =
             new OperatorApp(
@@ -285,13 +289,7 @@ class LeaderElectionIT {
                             "jvmdiag/agent:it", List.of(), Set.of(ns), 0, le, List.of()),
                         new InetSocketAddress("127.0.0.1", 0)))
                 .start()) {
-      await(
-          "replica-lost holds its Lease",
-          WAIT,
-          () -> {
-            Lease l = admin.leases().inNamespace(ChartRbac.NAMESPACE).withName(lease).get();
-            return l != null && "replica-lost".equals(l.getSpec().getHolderIdentity());
-          });
+      await("replica-lost holds its Lease", WAIT, () -> "replica-lost".equals(holderOf(lease)));
       deploymentAndResource(ns, "before");
       podFromTemplate(ns, "before", "missed");
       await(
@@ -299,19 +297,265 @@ class LeaderElectionIT {
           WAIT,
           () -> exports(app, ns, "before", "before-missed", "WebhookUnavailable"));
 
-      admin.leases().inNamespace(ChartRbac.NAMESPACE).withName(lease).delete();
-      await("/healthz red after the Lease was lost", WAIT, () -> !app.healthy());
+      // another identity takes the Lease for 25 s (and never renews it)
+      Lease l = admin.leases().inNamespace(ChartRbac.NAMESPACE).withName(lease).get();
+      l.getSpec().setHolderIdentity("someone-else");
+      l.getSpec().setLeaseDurationSeconds(25);
+      l.getSpec().setRenewTime(java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC));
+      l.getSpec().setAcquireTime(l.getSpec().getRenewTime());
+      admin.leases().inNamespace(ChartRbac.NAMESPACE).resource(l).update();
+      long taken = System.nanoTime();
+      await("it stops reconciling", WAIT, () -> !app.reconciling());
+      assertThat(app.healthy()).as("no longer leading is not an error").isTrue();
+      assertThat(series(app, ns)).as("what it exported is the new leader's to say").isEmpty();
       deploymentAndResource(ns, "after");
       podFromTemplate(ns, "after", "missed");
       await(
           "the other replicas' leader reconciles the new resource",
           WAIT,
           () -> missing(ns, "after").contains("after-missed/WebhookUnavailable"));
-      Thread.sleep(
-          3000); // past its requeue: a replica still reconciling would have exported it by now
+      Thread.sleep(3000); // past its requeue: a replica still reconciling would export it by now
       assertThat(series(app, ns))
-          .as("the replica without its Lease reconciled nothing more")
-          .noneMatch(l -> l.contains("jvmdiagnostics=\"after\""));
+          .as("the replica without its Lease reconciled nothing")
+          .noneMatch(x -> x.contains("jvmdiagnostics=\"after\""));
+      assertThat(Duration.ofNanos(System.nanoTime() - taken))
+          .as("all of that while the other identity held the Lease")
+          .isLessThan(Duration.ofSeconds(25));
+
+      await(
+          "once the other holder's Lease ran out, it leads again",
+          Duration.ofSeconds(60),
+          () -> "replica-lost".equals(holderOf(lease)) && app.reconciling());
+      assertThat(app.leaderTerms()).isEqualTo(2);
+      await(
+          "and reconciles again, the new resource too",
+          WAIT,
+          () -> exports(app, ns, "after", "after-missed", "WebhookUnavailable"));
     }
+  }
+
+  /**
+   * An API-server brownout, 5 times over: a proxy between the replica's client and the API server
+   * cuts every connection for longer than the renew deadline. Each time the replica loses the Lease
+   * and stops reconciling, and stays up: its webhook answers every admission sent meanwhile (one
+   * every 200 ms, from its cache), and it leads and reconciles again once the API server is back.
+   */
+  @Test
+  void repeatedLeaseLossesNeverStopTheWebhook() throws Exception {
+    String lease = "jvmdiag-it-brownout";
+    String ns = ApiServer.namespace(admin, "leader-election-brownout");
+    String secret = "jvmdiag-it-brownout-tls";
+    var ca = CertificateAuthority.newCa("it-ca", Duration.ofDays(1));
+    var serving =
+        CertificateAuthority.newServing(ca, List.of("127.0.0.1", "localhost"), Duration.ofDays(1));
+    if (admin.secrets().inNamespace(ChartRbac.NAMESPACE).withName(secret).get() == null)
+      admin
+          .secrets()
+          .inNamespace(ChartRbac.NAMESPACE)
+          .resource(
+              new SecretBuilder()
+                  .withNewMetadata()
+                  .withName(secret)
+                  .endMetadata()
+                  .withType("kubernetes.io/tls")
+                  .addToStringData("ca.crt", CertificateAuthority.pem(ca.cert()))
+                  .addToStringData("tls.crt", CertificateAuthority.pem(serving.cert()))
+                  .addToStringData("tls.key", CertificateAuthority.pem(serving.key()))
+                  .build())
+          .create();
+    // the pods' resource, in the webhook's cache before the first cut
+    admin
+        .resource(
+            ApiServer.yaml(
+                admin,
+                JvmDiagnostics.class,
+                """
+                apiVersion: jvm.diagnostics.dev/v1alpha1
+                kind: JvmDiagnostics
+                metadata: {name: shop, namespace: %s}
+                spec:
+                  targetRef: {kind: Deployment, name: shop}
+                  rollout: Manual
+                """
+                    .formatted(ns)))
+        .create();
+
+    // renew deadline 3 s; each cut lasts 8 s
+    LeaderElection le =
+        new LeaderElection(
+            ChartRbac.NAMESPACE,
+            lease,
+            "replica-brownout",
+            Duration.ofSeconds(5),
+            Duration.ofSeconds(3),
+            Duration.ofMillis(500));
+    Duration cutFor = Duration.ofSeconds(8);
+    try (ApiProxy proxy = new ApiProxy(asOperator.getMasterUrl());
+        KubernetesClient c =
+            ApiServer.client(
+                new ConfigBuilder(asOperator)
+                    .withMasterUrl(proxy.url())
+                    // a cut is seen at once, not after retries that outlast it
+                    .withRequestRetryBackoffLimit(0)
+                    .withConnectionTimeout(1000)
+                    .withRequestTimeout(2000)
+                    .build());
+        OperatorApp app =
+            new OperatorApp(
+                    c,
+                    new OperatorApp.Settings(
+                        new WebhookSettings(
+                            "jvmdiag/agent:it",
+                            ChartRbac.NAMESPACE,
+                            new InetSocketAddress("127.0.0.1", 0),
+                            "https://127.0.0.1:0",
+                            List.of("127.0.0.1", "localhost"),
+                            secret,
+                            "jvmdiag-it-brownout",
+                            false, // cert-manager mode: no registration, the test calls it
+                            Duration.ofHours(1),
+                            0,
+                            List.of()),
+                        new ReconcilerSettings(
+                            "jvmdiag/agent:it", List.of(), Set.of(ns), 0, le, List.of()),
+                        new InetSocketAddress("127.0.0.1", 0),
+                        new InetSocketAddress("127.0.0.1", 0)))
+                .start()) {
+      Admissions admissions = new Admissions(app.webhookPort(), ns, serving.cert());
+      await("the webhook mutates a labelled pod", WAIT, admissions::mutates);
+      await("it leads and reconciles", WAIT, () -> app.reconciling());
+      Thread sender = Thread.ofPlatform().name("admissions").start(admissions::sendUntilStopped);
+      try {
+        for (int cut = 1; cut <= 5; cut++) {
+          long terms = app.leaderTerms();
+          proxy.cut();
+          long t0 = System.nanoTime();
+          await("cut " + cut + ": it stops reconciling", WAIT, () -> !app.reconciling());
+          System.out.printf(
+              "cut %d: stopped reconciling after %d ms%n", cut, (System.nanoTime() - t0) / 1000000);
+          assertThat(app.healthy()).isTrue();
+          assertThat(app.ready()).isTrue();
+          Thread.sleep(Math.max(0, cutFor.toMillis() - (System.nanoTime() - t0) / 1000000));
+          assertThat(app.reconciling()).as("cut %d: not leading, not reconciling", cut).isFalse();
+          proxy.restore();
+          await(
+              "cut " + cut + ": it leads and reconciles again",
+              WAIT,
+              () -> app.reconciling() && app.leaderTerms() > terms);
+        }
+      } finally {
+        admissions.stop();
+        sender.join();
+      }
+      System.out.printf(
+          "%d admissions during 5 Lease losses: %d failed, slowest %d ms%n",
+          admissions.sent.get(), admissions.failures.size(), admissions.slowest.get());
+      assertThat(admissions.failures).as("admissions not answered with a mutation").isEmpty();
+      assertThat(admissions.sent.get()).isGreaterThanOrEqualTo(5 * cutFor.toMillis() / 200);
+      assertThat(app.leaderTerms()).as("a term per cut, and the first").isGreaterThanOrEqualTo(6);
+
+      // and after the last loss it reconciles: a missing pod is named in status and exported
+      deploymentAndResource(ns, "resumed");
+      podFromTemplate(ns, "resumed", "missed");
+      await(
+          "reconciling resumed: status names the pod",
+          WAIT,
+          () -> missing(ns, "resumed").contains("resumed-missed/WebhookUnavailable"));
+      await(
+          "and the replica exports it",
+          WAIT,
+          () -> exports(app, ns, "resumed", "resumed-missed", "WebhookUnavailable"));
+    }
+  }
+
+  /** The API server's side of the webhook: AdmissionReviews of a labelled pod over TLS. */
+  static final class Admissions {
+    final HttpClient http;
+    final URI uri;
+    final String review;
+    final java.util.concurrent.atomic.AtomicLong sent =
+        new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong slowest =
+        new java.util.concurrent.atomic.AtomicLong();
+    final List<String> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    volatile boolean stopped;
+
+    Admissions(int port, String ns, java.security.cert.X509Certificate trusted) throws Exception {
+      java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+      ks.load(null, null);
+      ks.setCertificateEntry("serving", trusted);
+      javax.net.ssl.TrustManagerFactory tmf =
+          javax.net.ssl.TrustManagerFactory.getInstance(
+              javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+      tmf.init(ks);
+      javax.net.ssl.SSLContext ssl = javax.net.ssl.SSLContext.getInstance("TLS");
+      ssl.init(null, tmf.getTrustManagers(), null);
+      http =
+          HttpClient.newBuilder()
+              .sslContext(ssl)
+              .version(HttpClient.Version.HTTP_1_1)
+              .connectTimeout(Duration.ofSeconds(2))
+              .build();
+      uri = URI.create("https://127.0.0.1:" + port + "/mutate-pods");
+      review =
+          """
+          {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",
+           "kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+           "namespace":"%s","operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod",
+           "metadata":{"generateName":"shop-","namespace":"%s","labels":{"app":"shop","%s":"shop"}},
+           "spec":{"containers":[{"name":"app","image":"eclipse-temurin:21"}]}}}}
+          """
+              .formatted(ns, ns, INJECT_LABEL);
+    }
+
+    /** One admission: null when mutated, else what went wrong. */
+    String admit() {
+      long t0 = System.nanoTime();
+      try {
+        HttpResponse<String> r =
+            http.send(
+                HttpRequest.newBuilder(uri)
+                    .timeout(Duration.ofSeconds(5))
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(review))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString());
+        slowest.accumulateAndGet((System.nanoTime() - t0) / 1000000, Math::max);
+        if (r.statusCode() != 200) return "HTTP " + r.statusCode();
+        return r.body().contains("\"patch\"") ? null : "not mutated: " + r.body();
+      } catch (Exception e) {
+        return e.toString();
+      }
+    }
+
+    boolean mutates() {
+      return admit() == null;
+    }
+
+    void sendUntilStopped() {
+      while (!stopped) {
+        long t0 = System.nanoTime();
+        String failed = admit();
+        sent.incrementAndGet();
+        if (failed != null) failures.add(java.time.Instant.now() + ": " + failed);
+        long left = 200 - (System.nanoTime() - t0) / 1000000;
+        if (left > 0) {
+          try {
+            Thread.sleep(left);
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
+      }
+    }
+
+    void stop() {
+      stopped = true;
+    }
+  }
+
+  static String holderOf(String lease) {
+    Lease l = admin.leases().inNamespace(ChartRbac.NAMESPACE).withName(lease).get();
+    return l == null || l.getSpec() == null ? null : l.getSpec().getHolderIdentity();
   }
 }
