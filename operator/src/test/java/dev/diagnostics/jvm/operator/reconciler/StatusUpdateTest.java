@@ -91,4 +91,25 @@ class StatusUpdateTest {
     assertThat(StatusUpdate.transitions(r, again.conditions)).isEmpty();
     assertThat(StatusUpdate.patch(r, again).isNoUpdate()).isTrue();
   }
+
+  @Test
+  void listsTheFirstFiftyMissingPodsByNameAndCountsTheRest() {
+    List<PodMissingInjection> many =
+        java.util.stream.IntStream.range(0, 73)
+            .mapToObj(i -> new PodMissingInjection(String.format("cart-%03d", i), "NotRolledOut"))
+            .toList();
+    Condition injected = c.of(Conditions.INJECTED, false, "RollingOut", "73 of 75");
+    Condition alerts = c.of(Conditions.ALERTS_READY, true, "NoAlerts", "none");
+    JvmDiagnosticsStatus st = StatusUpdate.of(r, outcome(injected, many), alerts);
+    assertThat(st.podsMissingInjection).hasSize(JvmDiagnosticsStatus.MAX_PODS_MISSING_INJECTION);
+    assertThat(st.podsMissingInjection.get(0).name).isEqualTo("cart-000");
+    assertThat(st.podsMissingInjection.get(49).name).isEqualTo("cart-049");
+    assertThat(st.podsMissingInjectionTruncated).isEqualTo(23);
+
+    JvmDiagnosticsStatus fifty = StatusUpdate.of(r, outcome(injected, many.subList(0, 50)), alerts);
+    assertThat(fifty.podsMissingInjection).hasSize(50);
+    assertThat(fifty.podsMissingInjectionTruncated).as("absent when all are listed").isNull();
+    assertThat(new io.fabric8.kubernetes.client.utils.KubernetesSerialization().asJson(fifty))
+        .doesNotContain("podsMissingInjectionTruncated");
+  }
 }
