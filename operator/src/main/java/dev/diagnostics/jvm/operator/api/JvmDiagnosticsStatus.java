@@ -51,6 +51,12 @@ public class JvmDiagnosticsStatus {
           + "kept here so that any replica that leads spaces those restarts (at most once per configuration, a minute apart).")
   public String lastHealTime;
 
+  @JsonPropertyDescription(
+      "When the operator last wrote the target's pod template in a way that restarts its pods (a new "
+          + "configuration or a heal); kept here so that a replica that becomes leader counts it in the "
+          + "cluster-wide rollout limit.")
+  public String lastRolloutTime;
+
   /**
    * Sets podsMissingInjection to the first {@link #MAX_PODS_MISSING_INJECTION} of {@code missing}
    * (sorted by pod name) and podsMissingInjectionTruncated to the number of the others (null:

@@ -29,6 +29,7 @@ final class StatusUpdate {
     st.injected = st.injectedPods + "/" + st.desiredPods;
     st.reportMissing(target.missing());
     st.lastHealTime = target.lastHealTime();
+    st.lastRolloutTime = target.lastRolloutTime();
     List<Condition> conds =
         new ArrayList<>(List.of(target.targetFound(), target.injected(), alertsReady));
     conds.add(ready(c, conds));

@@ -32,7 +32,8 @@ class StatusUpdateTest {
         missing,
         null,
         List.of(),
-        "2026-01-02T12:00:00Z");
+        "2026-01-02T12:00:00Z",
+        "2026-01-02T12:00:30Z");
   }
 
   @Test
@@ -52,6 +53,9 @@ class StatusUpdateTest {
     assertThat(st.lastHealTime)
         .as("the heal bookkeeping is carried in the status")
         .isEqualTo("2026-01-02T12:00:00Z");
+    assertThat(st.lastRolloutTime)
+        .as("so is the last rollout, for a new leader's rollout limit")
+        .isEqualTo("2026-01-02T12:00:30Z");
   }
 
   @Test
@@ -111,5 +115,19 @@ class StatusUpdateTest {
     assertThat(fifty.podsMissingInjectionTruncated).as("absent when all are listed").isNull();
     assertThat(new io.fabric8.kubernetes.client.utils.KubernetesSerialization().asJson(fifty))
         .doesNotContain("podsMissingInjectionTruncated");
+  }
+
+  @Test
+  void aPassFromAStaleResourceKeepsThisReplicasLastRollout() {
+    java.time.Instant own = java.time.Instant.parse("2026-01-02T12:00:30Z");
+    assertThat(TargetInjection.latest(null, own)).isEqualTo("2026-01-02T12:00:30Z");
+    assertThat(TargetInjection.latest("2026-01-02T12:00:00Z", own))
+        .isEqualTo("2026-01-02T12:00:30Z");
+    assertThat(TargetInjection.latest("2026-01-02T12:01:00Z", own))
+        .as("a later one in the status (another replica's)")
+        .isEqualTo("2026-01-02T12:01:00Z");
+    assertThat(TargetInjection.latest("2026-01-02T12:00:00Z", null))
+        .isEqualTo("2026-01-02T12:00:00Z");
+    assertThat(TargetInjection.latest("garbage", own)).isEqualTo("2026-01-02T12:00:30Z");
   }
 }
