@@ -205,7 +205,7 @@ agent_build() {
 # The chart's ClusterRole + Role exactly as helm renders them (default values).
 render_rbac() {
   bash "$REPO_ROOT/hack/setup.d/helm.sh" >&2 || die "helm missing (hack/setup.d/helm.sh failed)"
-  "$HELM" template jvmdiag "$REPO_ROOT/charts/jvm-diagnostics" --namespace "$OPERATOR_NS" \
+  "$HELM" template jvmdiag "$REPO_ROOT/charts/jvm-diagnostics" --namespace "$OPERATOR_NS" --kube-version "$KUBE_VERSION" \
     --show-only templates/operator/clusterrole.yaml
 }
 

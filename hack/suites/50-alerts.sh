@@ -50,7 +50,8 @@ promtool_suite() {  # label dir test_file
 mkdir -p "$WORK/defaults" "$WORK/pkg"
 "$HELM" package "$REPO_ROOT/charts/jvm-diagnostics" -d "$WORK/pkg" >"$WORK/pkg/log" 2>&1 || cat "$WORK/pkg/log"
 CHART=$(ls "$WORK"/pkg/*.tgz 2>/dev/null || echo "helm-package-failed")
-if "$HELM" template jvmdiag "$CHART" --api-versions monitoring.coreos.com/v1/PrometheusRule \
+if "$HELM" template jvmdiag "$CHART" --kube-version "$KUBE_VERSION" \
+     --api-versions monitoring.coreos.com/v1/PrometheusRule \
      --api-versions monitoring.coreos.com/v1/ServiceMonitor --set serviceMonitor.enabled=true \
      >"$WORK/defaults/manifests.yaml" 2>"$WORK/defaults/helm.log" \
    && "$PY" "$MON/extract_rules.py" "$WORK/defaults/rules.yaml" <"$WORK/defaults/manifests.yaml"; then
@@ -78,7 +79,7 @@ else fail "per-resource rules: operator render-rules failed: $(tail -n3 "$WORK/r
 
 # 4. Helm: the dashboards ship as ConfigMaps with the sidecar label; without the
 # Prometheus Operator API no PrometheusRule is rendered.
-if "$HELM" template jvmdiag "$CHART" --set dashboards.label=grafana_dash --set dashboards.labelValue=yes \
+if "$HELM" template jvmdiag "$CHART" --kube-version "$KUBE_VERSION" --set dashboards.label=grafana_dash --set dashboards.labelValue=yes \
      >"$WORK/plain.yaml" 2>&1 && "$PY" - "$WORK/plain.yaml" "$REPO_ROOT/dashboards" <<'PYEOF'
 import json, os, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if isinstance(d, dict)]

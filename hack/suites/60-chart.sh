@@ -61,11 +61,20 @@ for f in "" "${SCENARIOS[@]}"; do
   else bad "helm lint --strict ($name)" "$(grep -E 'ERROR|WARNING|Error' <<<"$out" | head -n 5 | tr '\n' ' ')"; fi
 done
 
+# ... and states the oldest Kubernetes it works on (Chart.yaml kubeVersion: the webhook's
+# matchConditions are GA in 1.30): helm refuses an older cluster before it creates anything.
+if out=$("$HELM" template t "$CHART" --kube-version 1.29.9 2>&1); then bad "the chart refuses Kubernetes 1.29" "rendered"
+elif grep -q "kubeVersion: >=1.30" <<<"$out"; then ok "the chart refuses Kubernetes 1.29 (kubeVersion >=1.30)"
+else bad "the chart refuses Kubernetes 1.29" "$(head -c 300 <<<"$out")"; fi
+if "$HELM" template t "$CHART" --kube-version 1.30.0 >/dev/null 2>&1 && "$HELM" template t "$CHART" --kube-version v1.30.4-eks-1 >/dev/null 2>&1
+then ok "the chart renders for Kubernetes 1.30.0 and a provider's v1.30.4-eks-1"
+else bad "the chart renders for Kubernetes 1.30.0 and v1.30.4-eks-1"; fi
+
 # --- 3. the schema refuses bad values and names the field -----------------------------------
 schema_refuses() {  # DESCRIPTION EXPECTED_TEXT --set ...
   local what="$1" want="$2"; shift 2
   local out
-  if out=$("$HELM" template t "$CHART" "$@" 2>&1); then bad "schema refuses $what" "rendered without error"
+  if out=$("$HELM" template t "$CHART" --kube-version "$KUBE_VERSION" "$@" 2>&1); then bad "schema refuses $what" "rendered without error"
   elif grep -q -- "$want" <<<"$out"; then ok "schema refuses $what"
   else bad "schema refuses $what" "error does not name '$want': $(head -c 300 <<<"$out")"; fi
 }
@@ -109,7 +118,7 @@ CRDS=$("$REPO_ROOT/hack/demo/third-party-crds.sh" 2>"$WORK/crds.log") \
 kubectl create namespace jvm-diagnostics >/dev/null 2>&1
 for f in "" "${SCENARIOS[@]}"; do
   name=${f:+$(basename "$f")}; name=${name:-defaults}
-  if ! "$HELM" template jd "$CHART" -n jvm-diagnostics ${f:+-f "$f"} "${API_VERSIONS[@]}" >"$WORK/rendered.yaml" 2>"$WORK/render.err"; then
+  if ! "$HELM" template jd "$CHART" --kube-version "$KUBE_VERSION" -n jvm-diagnostics ${f:+-f "$f"} "${API_VERSIONS[@]}" >"$WORK/rendered.yaml" 2>"$WORK/render.err"; then
     bad "helm template ($name)" "$(head -n 3 "$WORK/render.err")"; continue
   fi
   kinds=$(grep -c '^kind:' "$WORK/rendered.yaml")

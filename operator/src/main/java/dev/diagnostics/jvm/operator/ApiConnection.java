@@ -1,6 +1,8 @@
 package dev.diagnostics.jvm.operator;
 
+import dev.diagnostics.jvm.operator.api.CrdSchema;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -9,6 +11,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import org.slf4j.LoggerFactory;
 
 /**
  * The connection to the API server, for the operator and its subcommands: the kubeconfig is
@@ -60,6 +63,7 @@ final class ApiConnection {
         throw new Errors.Fatal(
             "the JvmDiagnostics CRD is not installed on " + url + ": kubectl apply -f crds/");
       }
+      if (requireCrd) requireOwnCrd(client, url);
     } catch (KubernetesClientException e) {
       client.close();
       if (e.getCode() == 401 || e.getCode() == 403) {
@@ -78,5 +82,46 @@ final class ApiConnection {
               + "): is it running, and is this the right kubeconfig?");
     }
     return client;
+  }
+
+  /**
+   * The served CRD must be the one this operator was built with (CrdSchema): with an older one the
+   * API server would drop the status fields it added or refuse values its model allows.
+   */
+  private static void requireOwnCrd(KubernetesClient client, String url) {
+    CustomResourceDefinition served;
+    try {
+      served =
+          client
+              .apiextensions()
+              .v1()
+              .customResourceDefinitions()
+              .withName(CrdSchema.CRD_NAME)
+              .get();
+    } catch (KubernetesClientException e) {
+      if (e.getCode() != 403) {
+        client.close();
+        throw e;
+      }
+      // an identity of its own making (the chart's ClusterRole grants it): start without the check
+      // rather than refuse on a missing permission, and say so
+      LoggerFactory.getLogger(ApiConnection.class)
+          .warn(
+              "may not get customresourcedefinitions/{} on {}: the served CRD is not compared with"
+                  + " this operator's own (grant get on it, as the chart's ClusterRole does)",
+              CrdSchema.CRD_NAME,
+              url);
+      return;
+    }
+    if (served == null) {
+      client.close();
+      throw new Errors.Fatal(
+          "the JvmDiagnostics CRD is not installed on " + url + ": kubectl apply -f crds/");
+    }
+    var refusal = CrdSchema.refusal(served, CrdSchema.expected());
+    if (refusal.isPresent()) {
+      client.close();
+      throw new Errors.Fatal(refusal.get());
+    }
   }
 }

@@ -6,13 +6,23 @@ import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceColumnDefinition;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
 import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 
 /**
  * Build time (exec-maven-plugin, process-classes): writes the CRD of {@link JvmDiagnostics} with
  * fabric8's crd-generator. The generator sorts printer columns by jsonPath (AGE READY INJECTED
- * TARGET); kubectl users read TARGET INJECTED READY AGE, so the columns are put in that order.
+ * TARGET); kubectl users read TARGET INJECTED READY AGE, so the columns are put in that order. The
+ * CRD is stamped with the hash of its spec ({@link CrdSchema#ANNOTATION}), and the hash is written
+ * into the classes (the jar) too, so the operator can tell whether the served CRD is its own.
+ *
+ * <p>Arguments: the CRD's directory (default target/crds), the classes directory (default
+ * target/classes).
  */
 public final class CrdGen {
   /** kubectl get jvmdiag: NAME, then these. */
@@ -22,6 +32,8 @@ public final class CrdGen {
 
   public static void main(String[] args) {
     File out = new File(args.length > 0 ? args[0] : "target/crds");
+    File classes = new File(args.length > 1 ? args[1] : "target/classes");
+    String[] hash = new String[1];
     if (!out.isDirectory() && !out.mkdirs())
       throw new IllegalStateException("cannot create " + out);
     CRDPostProcessor columns =
@@ -43,6 +55,11 @@ public final class CrdGen {
                 }
                 cols.sort(Comparator.comparingInt(c -> COLUMNS.indexOf(c.getName())));
               }
+              // after the columns: they are part of what the hash covers
+              hash[0] = CrdSchema.hash(d.getSpec());
+              if (d.getMetadata().getAnnotations() == null)
+                d.getMetadata().setAnnotations(new LinkedHashMap<>());
+              d.getMetadata().getAnnotations().put(CrdSchema.ANNOTATION, hash[0]);
             }
             return crd;
           }
@@ -55,5 +72,13 @@ public final class CrdGen {
             .withPostProcessor(columns)
             .generate();
     if (n != 1) throw new IllegalStateException("expected one CRD, generated " + n);
+    if (hash[0] == null) throw new IllegalStateException("the CRD was not hashed");
+    Path resource = classes.toPath().resolve(CrdSchema.RESOURCE);
+    try {
+      Files.createDirectories(resource.getParent());
+      Files.writeString(resource, hash[0] + "\n");
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + resource, e);
+    }
   }
 }

@@ -2,6 +2,7 @@ package dev.diagnostics.jvm.operator.api;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyDescription;
+import io.fabric8.generator.annotation.Size;
 import io.fabric8.kubernetes.api.model.Condition;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,6 +10,13 @@ import java.util.List;
 /** Conditions with observedGeneration, and the pods that did not get the injection and why. */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public class JvmDiagnosticsStatus {
+  /**
+   * At most this many entries in podsMissingInjection (the first by pod name); the number of the
+   * others is podsMissingInjectionTruncated. A workload of thousands of pods that the webhook
+   * missed would otherwise write a status of hundreds of kilobytes at every pass.
+   */
+  public static final int MAX_PODS_MISSING_INJECTION = 50;
+
   @JsonPropertyDescription("The generation of the spec this status describes.")
   public Long observedGeneration;
 
@@ -27,13 +35,47 @@ public class JvmDiagnosticsStatus {
   @JsonPropertyDescription("Existing pods carrying the current injection.")
   public Integer injectedPods;
 
-  @JsonPropertyDescription("Pods of the target without the current injection, and why.")
+  @JsonPropertyDescription(
+      "Pods of the target without the current injection, and why: the first 50 by pod name "
+          + "(podsMissingInjectionTruncated counts the others).")
+  @Size(max = MAX_PODS_MISSING_INJECTION)
   public List<PodMissingInjection> podsMissingInjection = new ArrayList<>();
+
+  @JsonPropertyDescription(
+      "How many further pods lack the current injection beyond the 50 podsMissingInjection lists; "
+          + "absent when it lists them all.")
+  public Integer podsMissingInjectionTruncated;
 
   @JsonPropertyDescription(
       "When the operator last restarted the target so the webhook could inject pods it had missed; "
           + "kept here so that any replica that leads spaces those restarts (at most once per configuration, a minute apart).")
   public String lastHealTime;
+
+  @JsonPropertyDescription(
+      "When the operator last wrote the target's pod template in a way that restarts its pods (a new "
+          + "configuration or a heal); kept here so that a replica that becomes leader counts it in the "
+          + "cluster-wide rollout limit.")
+  public String lastRolloutTime;
+
+  /**
+   * Sets podsMissingInjection to the first {@link #MAX_PODS_MISSING_INJECTION} of {@code missing}
+   * (sorted by pod name) and podsMissingInjectionTruncated to the number of the others (null:
+   * none).
+   */
+  public void reportMissing(List<PodMissingInjection> missing) {
+    podsMissingInjection = listed(missing);
+    int rest = missing.size() - podsMissingInjection.size();
+    podsMissingInjectionTruncated = rest > 0 ? rest : null;
+  }
+
+  /**
+   * The entries of {@code missing} the status lists: its first {@link #MAX_PODS_MISSING_INJECTION}.
+   */
+  public static List<PodMissingInjection> listed(List<PodMissingInjection> missing) {
+    return missing.size() <= MAX_PODS_MISSING_INJECTION
+        ? missing
+        : List.copyOf(missing.subList(0, MAX_PODS_MISSING_INJECTION));
+  }
 
   /** One pod that is not (fully) injected. */
   public static class PodMissingInjection {

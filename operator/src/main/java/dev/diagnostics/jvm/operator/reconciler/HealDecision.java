@@ -2,6 +2,7 @@ package dev.diagnostics.jvm.operator.reconciler;
 
 import static dev.diagnostics.jvm.operator.Contract.CONFIG_HASH;
 
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsStatus;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsStatus.PodMissingInjection;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.time.Duration;
@@ -59,7 +60,11 @@ record HealDecision(String healTo, List<String> stillMissing, Duration requeue) 
         reported == null
             ? Set.of()
             : reported.stream().map(m -> m.name).collect(Collectors.toSet());
-    boolean reportedAll = named.containsAll(missed);
+    // the status lists only the first entries by name and counts the others: reported means every
+    // missed pod among those it lists is named, and the status has been written with the list
+    boolean reportedAll =
+        named.containsAll(missed(JvmDiagnosticsStatus.listed(missing)))
+            && (missed.isEmpty() || !named.isEmpty());
     Duration requeue = !missed.isEmpty() && !reportedAll ? REPORT_FIRST : null;
     if (current.startsWith(hash + ".")) {
       // healed once for this hash: pods made from the healed template and still missed mean the

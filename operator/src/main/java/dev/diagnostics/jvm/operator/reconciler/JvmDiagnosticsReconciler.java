@@ -25,9 +25,11 @@ import io.javaoperatorsdk.operator.processing.event.source.EventSource;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * Reconciles one JvmDiagnostics: the PrometheusRule is a dependent (while its CRD is served and
@@ -75,6 +77,7 @@ public class JvmDiagnosticsReconciler
 
   @Override
   public UpdateControl<JvmDiagnostics> reconcile(JvmDiagnostics r, Context<JvmDiagnostics> ctx) {
+    limiter.seedOnce(() -> recordedRollouts(ctx));
     InjectionConfig config =
         InjectionConfig.of(r.getSpec(), settings.agentImage(), settings.allowedJvmOptions());
     TargetInjection.Outcome target = targets.reconcile(r, ctx, config, Instant.now());
@@ -149,10 +152,30 @@ public class JvmDiagnosticsReconciler
   }
 
   /**
+   * The rollouts the cluster records: status.lastRolloutTime of every resource in the cache (synced
+   * before the first reconcile), whichever replica wrote it.
+   */
+  static List<Instant> recordedRollouts(Context<JvmDiagnostics> ctx) {
+    return ctx.getPrimaryCache()
+        .list()
+        .map(x -> x.getStatus() == null ? null : x.getStatus().lastRolloutTime)
+        .filter(t -> t != null && !t.isEmpty())
+        .flatMap(t -> {
+          try {
+            return Stream.of(Instant.parse(t));
+          } catch (DateTimeParseException e) {
+            return Stream.empty();
+          }
+        })
+        .toList();
+  }
+
+  /**
    * Gives up the marker (a rollout, so within the limit); the PrometheusRule goes with its owner.
    */
   @Override
   public DeleteControl cleanup(JvmDiagnostics r, Context<JvmDiagnostics> ctx) {
+    limiter.seedOnce(() -> recordedRollouts(ctx));
     Target target =
         Target.get(ctx.getClient(), r.getMetadata().getNamespace(), r.getSpec().targetRef);
     // only our own label: another JvmDiagnostics may have taken over the target
@@ -165,6 +188,7 @@ public class JvmDiagnosticsReconciler
       PodTemplateMarker.remove(ctx.getClient(), target);
     }
     missingMetric.remove(ResourceID.fromResource(r));
+    targets.forget(r);
     return DeleteControl.defaultDelete();
   }
 }

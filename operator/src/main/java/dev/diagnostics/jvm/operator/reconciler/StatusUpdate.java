@@ -27,8 +27,9 @@ final class StatusUpdate {
     st.desiredPods = target.desiredPods();
     st.injectedPods = target.injectedPods();
     st.injected = st.injectedPods + "/" + st.desiredPods;
-    st.podsMissingInjection = target.missing();
+    st.reportMissing(target.missing());
     st.lastHealTime = target.lastHealTime();
+    st.lastRolloutTime = target.lastRolloutTime();
     List<Condition> conds =
         new ArrayList<>(List.of(target.targetFound(), target.injected(), alertsReady));
     conds.add(ready(c, conds));

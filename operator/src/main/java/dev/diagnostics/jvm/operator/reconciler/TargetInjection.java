@@ -9,6 +9,8 @@ import io.javaoperatorsdk.operator.api.reconciler.Context;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 
 /**
@@ -23,6 +25,7 @@ final class TargetInjection {
    *
    * @param healed the pods a heal restarted the target for (empty: no heal)
    * @param lastHealTime status.lastHealTime after this pass
+   * @param lastRolloutTime status.lastRolloutTime after this pass
    */
   record Outcome(
       Condition targetFound,
@@ -32,11 +35,19 @@ final class TargetInjection {
       List<PodMissingInjection> missing,
       Duration requeue,
       List<String> healed,
-      String lastHealTime) {}
+      String lastHealTime,
+      String lastRolloutTime) {}
 
   private final RolloutLimiter limiter;
   private final OperatorRollout operator;
   private final List<String> excludedNamespaces;
+
+  /**
+   * This replica's own last rollout per resource (namespace/name): a pass that starts from a cached
+   * resource older than the status written with the rollout must not drop status.lastRolloutTime,
+   * which the next leader's rollout limit reads.
+   */
+  private final Map<String, Instant> rolledOut = new ConcurrentHashMap<>();
 
   /**
    * excludedNamespaces: where the webhook injects nothing, so the operator writes nothing either.
@@ -53,6 +64,9 @@ final class TargetInjection {
     var spec = r.getSpec();
     String ns = r.getMetadata().getNamespace();
     String lastHeal = r.getStatus() == null ? null : r.getStatus().lastHealTime;
+    String key = ns + "/" + r.getMetadata().getName();
+    String lastRollout =
+        latest(r.getStatus() == null ? null : r.getStatus().lastRolloutTime, rolledOut.get(key));
     Conditions.Builder c = Conditions.builder(r);
 
     Target target = Watches.target(ctx, ns, spec.targetRef);
@@ -83,7 +97,8 @@ final class TargetInjection {
                   + " operator's own): the webhook never mutates pods here, so the operator writes nothing into "
                   + spec.targetRef
                   + " and restarts nothing; put the workload and this resource in an application namespace"),
-          lastHeal);
+          lastHeal,
+          lastRollout);
     }
     JvmDiagnostics owner = TargetOwner.of(r, Watches.sameTarget(ctx, r));
     if (owner != r) {
@@ -99,13 +114,15 @@ final class TargetInjection {
       return notWritten(
           c.of(Conditions.TARGET_FOUND, false, "TargetOwnedByAnother", msg),
           c.of(Conditions.INJECTED, false, "TargetOwnedByAnother", "not injected by this resource"),
-          lastHeal);
+          lastHeal,
+          lastRollout);
     }
     if (target == null)
       return notWritten(
           found,
           c.of(Conditions.INJECTED, false, "TargetNotFound", "no target, no pods to inject"),
-          lastHeal);
+          lastHeal,
+          lastRollout);
 
     PodTemplateMarker marker =
         PodTemplateMarker.desired(r.getMetadata().getName(), spec.rollout, config, target);
@@ -113,8 +130,13 @@ final class TargetInjection {
     boolean writes = marker.needsWrite(target);
     OperatorRollout.Wait waiting = writes ? operator.waitFor(ctx.getClient(), now) : null;
     boolean throttled = waiting == null && writes && !limiter.tryAcquire("config");
-    if (waiting == null && !throttled)
+    if (waiting == null && !throttled) {
       marker.apply(ctx.getClient(), target); // a no-op when the template carries it already
+      if (writes) {
+        lastRollout = now.toString();
+        rolledOut.put(key, now);
+      }
+    }
     Duration requeue =
         throttled ? limiter.untilNext() : waiting != null ? OperatorRollout.REQUEUE : null;
 
@@ -162,6 +184,8 @@ final class TargetInjection {
             .apply(ctx.getClient(), Target.get(ctx.getClient(), ns, spec.targetRef));
         healed = HealDecision.missed(report.missing());
         lastHeal = now.toString();
+        lastRollout = lastHeal;
+        rolledOut.put(key, now);
       } else {
         requeue = limiter.untilNext();
       }
@@ -174,12 +198,31 @@ final class TargetInjection {
         report.missing(),
         requeue,
         healed,
-        lastHeal);
+        lastHeal,
+        lastRollout);
+  }
+
+  /** The resource is gone: its own last rollout is no longer needed. */
+  void forget(JvmDiagnostics r) {
+    rolledOut.remove(r.getMetadata().getNamespace() + "/" + r.getMetadata().getName());
+  }
+
+  /** The later of the status's time (RFC 3339, maybe unreadable) and this replica's own. */
+  static String latest(String recorded, Instant own) {
+    if (own == null) return recorded;
+    try {
+      if (recorded != null && !Instant.parse(recorded).isBefore(own)) return recorded;
+    } catch (java.time.format.DateTimeParseException e) {
+      // unreadable: ours is the one to keep
+    }
+    return own.toString();
   }
 
   /** Nothing written into the target, no pods counted. */
-  private static Outcome notWritten(Condition targetFound, Condition injected, String lastHeal) {
-    return new Outcome(targetFound, injected, 0, 0, List.of(), null, List.of(), lastHeal);
+  private static Outcome notWritten(
+      Condition targetFound, Condition injected, String lastHeal, String lastRollout) {
+    return new Outcome(
+        targetFound, injected, 0, 0, List.of(), null, List.of(), lastHeal, lastRollout);
   }
 
   /** The Injected condition's variants. */

@@ -19,4 +19,25 @@ class CrdUpToDateTest {
         .as("crds/%s is stale: run `make operator-crd` and commit it", FILE)
         .isEqualTo(Files.readString(generated));
   }
+
+  @Test
+  void theApiServerCapsTheListOfPodsMissingTheInjection() throws Exception {
+    var crd =
+        new io.fabric8.kubernetes.client.utils.KubernetesSerialization()
+            .unmarshal(
+                Files.readString(Path.of(System.getProperty("crds.dir", "../crds"), FILE)),
+                io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition.class);
+    var status =
+        crd.getSpec()
+            .getVersions()
+            .get(0)
+            .getSchema()
+            .getOpenAPIV3Schema()
+            .getProperties()
+            .get("status")
+            .getProperties();
+    assertThat(status.get("podsMissingInjection").getMaxItems())
+        .isEqualTo((long) JvmDiagnosticsStatus.MAX_PODS_MISSING_INJECTION);
+    assertThat(status.get("podsMissingInjectionTruncated").getType()).isEqualTo("integer");
+  }
 }

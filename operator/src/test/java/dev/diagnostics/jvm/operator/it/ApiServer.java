@@ -75,6 +75,12 @@ public final class ApiServer {
     return adminConfig;
   }
 
+  /** The admin kubeconfig as YAML, for a process of its own (the jar's subcommands). */
+  public static synchronized String kubeconfigYaml() {
+    adminConfig();
+    return server.getKubeConfigYaml();
+  }
+
   public static KubernetesClient admin() {
     return client(adminConfig());
   }

@@ -105,6 +105,9 @@ public final class ChartRbac {
                 CHART.toString(),
                 "--namespace",
                 NAMESPACE,
+                // the chart's kubeVersion is checked against this, not a cluster's
+                "--kube-version",
+                ApiServer.VERSION,
                 "--show-only",
                 TEMPLATE)
             .redirectErrorStream(false)

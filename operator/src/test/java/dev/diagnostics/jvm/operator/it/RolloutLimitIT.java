@@ -211,6 +211,81 @@ class RolloutLimitIT {
     }
   }
 
+  /**
+   * A leader change inside a window: the previous leader used up the limit, so the new one (another
+   * instance, nothing of the first in memory) writes nothing more until that window has passed,
+   * because it reads the rollouts back from the resources' status.lastRolloutTime.
+   */
+  @Test
+  void aNewLeaderKeepsToTheWindowThePreviousOneUsedUp() throws Exception {
+    String ns = ApiServer.namespace(admin, "rollout-leader-change");
+    int limit = 3;
+    Duration window = Duration.ofSeconds(20);
+    workloads(ns, 5);
+    ReconcilerSettings rs =
+        new ReconcilerSettings(
+            "jvmdiag/agent:it", List.of(), Set.of(ns), limit, null, List.of(), window);
+    try {
+      long seen;
+      try (OperatorApp first = reconciler(ns, rs)) {
+        resources(ns, limit);
+        await(
+            "the first leader rolled out " + limit + " workloads",
+            Duration.ofSeconds(30),
+            () -> rolledOut(ns, 5) == limit);
+        seen = System.nanoTime();
+        await(
+            "their status records the rollouts",
+            Duration.ofSeconds(30),
+            () ->
+                admin.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems().stream()
+                        .filter(r -> r.getStatus() != null && r.getStatus().lastRolloutTime != null)
+                        .count()
+                    == limit);
+      }
+      try (OperatorApp second = reconciler(ns, rs)) {
+        IntStream.range(limit, 5)
+            .forEach(i ->
+                admin
+                    .resource(
+                        ApiServer.yaml(
+                            admin,
+                            JvmDiagnostics.class,
+                            """
+                            apiVersion: jvm.diagnostics.dev/v1alpha1
+                            kind: JvmDiagnostics
+                            metadata: {name: w%d, namespace: %s}
+                            spec: {targetRef: {kind: Deployment, name: w%d}}
+                            """
+                                .formatted(i, ns, i)))
+                    .create());
+        await(
+            "the new leader says both new resources wait for the limit",
+            Duration.ofSeconds(15),
+            () -> throttled(ns).size() == 5 - limit);
+        // until the previous leader's window is over (less slack for the watch), nothing more
+        long until = seen + window.toNanos() - Duration.ofSeconds(3).toNanos();
+        long waited = 0;
+        while (System.nanoTime() < until) {
+          assertThat(rolledOut(ns, 5))
+              .as("rolled out %.1f s after the first leader's writes", waited / 1e9)
+              .isEqualTo(limit);
+          Thread.sleep(250);
+          waited = System.nanoTime() - seen;
+        }
+        await(
+            "the new leader rolls the other two once the window has passed",
+            Duration.ofSeconds(20),
+            () -> rolledOut(ns, 5) == 5);
+        System.out.printf(
+            "leader change: the new leader's first write %.1f s after the previous leader's (window %d s)%n",
+            (System.nanoTime() - seen) / 1e9, window.toSeconds());
+      }
+    } finally {
+      forget(ns);
+    }
+  }
+
   static final int RESOURCES = 200;
   static final int LIMIT = 70;
   static final Duration WINDOW = Duration.ofSeconds(5);

@@ -84,4 +84,30 @@ class HealDecisionTest {
                 NOW))
         .isEqualTo(HealDecision.NONE);
   }
+
+  @Test
+  void aStatusThatListsOnlyTheFirstFiftyStillLetsTheHealGo() {
+    List<PodMissingInjection> many =
+        java.util.stream.IntStream.range(0, 80)
+            .mapToObj(
+                i -> new PodMissingInjection(String.format("cart-%03d", i), "WebhookUnavailable"))
+            .toList();
+    List<PodMissingInjection> listed =
+        dev.diagnostics.jvm.operator.api.JvmDiagnosticsStatus.listed(many);
+    assertThat(listed).hasSize(50);
+    assertThat(
+            HealDecision.decide(HASH, HASH, many, listed, List.of(missed), true, null, NOW)
+                .healTo())
+        .as("the 30 pods the status only counts do not hold the heal back")
+        .isEqualTo(HASH + ".1");
+    assertThat(
+            HealDecision.decide(
+                    HASH, HASH, many, listed.subList(0, 49), List.of(missed), true, null, NOW)
+                .healTo())
+        .as("a listed pod not yet named: report first")
+        .isNull();
+    assertThat(
+            HealDecision.decide(HASH, HASH, many, null, List.of(missed), true, null, NOW).healTo())
+        .isNull();
+  }
 }

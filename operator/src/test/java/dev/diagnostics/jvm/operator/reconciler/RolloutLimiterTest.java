@@ -81,4 +81,53 @@ class RolloutLimiterTest {
     for (int i = 0; i < 1000; i++) assertThat(l.tryAcquire("config")).isTrue();
     assertThat(l.untilNext()).isZero();
   }
+
+  /**
+   * A new leader: the rollouts the cluster records (another replica's, wall-clock times) count as
+   * its own, so the window the previous leader used up stays used up.
+   */
+  @Test
+  void aNewLeaderCountsTheRolloutsTheClusterRecords() {
+    now.set(Duration.ofHours(5).toNanos()); // nanoTime has no relation to the wall clock
+    java.time.Instant wall = java.time.Instant.parse("2026-01-02T12:00:00Z");
+    RolloutLimiter l = perMinute(3);
+    l.seed(
+        List.of(
+            wall.minusSeconds(50), // in the window: free again in 10 s
+            wall.minusSeconds(20),
+            wall.minusSeconds(5),
+            wall.minusSeconds(61), // before the window
+            wall.plusSeconds(2)), // another replica's clock a little ahead: now
+        wall);
+    assertThat(l.tryAcquire("config")).as("4 of 3 in the window already").isFalse();
+    // the oldest two must leave before there is a place: the 2nd oldest, 40 s from now
+    assertThat(l.untilNext()).isEqualTo(Duration.ofSeconds(40));
+    now.addAndGet(Duration.ofSeconds(10).toNanos());
+    assertThat(l.tryAcquire("config")).as("3 left in the window").isFalse();
+    now.addAndGet(Duration.ofSeconds(30).toNanos());
+    assertThat(l.tryAcquire("config")).as("2 left in the window").isTrue();
+    assertThat(l.tryAcquire("config")).isFalse();
+  }
+
+  @Test
+  void seededOnceBeforeTheFirstDecisionThenItCountsItsOwn() {
+    RolloutLimiter l = perMinute(2);
+    java.util.concurrent.atomic.AtomicInteger asked =
+        new java.util.concurrent.atomic.AtomicInteger();
+    l.seedOnce(() -> {
+      asked.incrementAndGet();
+      return List.of(java.time.Instant.now().minusSeconds(1));
+    });
+    l.seedOnce(() -> {
+      asked.incrementAndGet();
+      return List.of(java.time.Instant.now(), java.time.Instant.now());
+    });
+    assertThat(asked).hasValue(1);
+    assertThat(l.tryAcquire("config")).isTrue();
+    assertThat(l.tryAcquire("config")).as("1 recorded + 1 own").isFalse();
+    RolloutLimiter none = perMinute(0);
+    none.seedOnce(() -> {
+      throw new AssertionError("no limit: nothing to read");
+    });
+  }
 }

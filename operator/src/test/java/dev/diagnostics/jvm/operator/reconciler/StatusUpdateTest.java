@@ -32,7 +32,8 @@ class StatusUpdateTest {
         missing,
         null,
         List.of(),
-        "2026-01-02T12:00:00Z");
+        "2026-01-02T12:00:00Z",
+        "2026-01-02T12:00:30Z");
   }
 
   @Test
@@ -52,6 +53,9 @@ class StatusUpdateTest {
     assertThat(st.lastHealTime)
         .as("the heal bookkeeping is carried in the status")
         .isEqualTo("2026-01-02T12:00:00Z");
+    assertThat(st.lastRolloutTime)
+        .as("so is the last rollout, for a new leader's rollout limit")
+        .isEqualTo("2026-01-02T12:00:30Z");
   }
 
   @Test
@@ -90,5 +94,40 @@ class StatusUpdateTest {
             next.of(Conditions.ALERTS_READY, true, "NoAlerts", "none"));
     assertThat(StatusUpdate.transitions(r, again.conditions)).isEmpty();
     assertThat(StatusUpdate.patch(r, again).isNoUpdate()).isTrue();
+  }
+
+  @Test
+  void listsTheFirstFiftyMissingPodsByNameAndCountsTheRest() {
+    List<PodMissingInjection> many =
+        java.util.stream.IntStream.range(0, 73)
+            .mapToObj(i -> new PodMissingInjection(String.format("cart-%03d", i), "NotRolledOut"))
+            .toList();
+    Condition injected = c.of(Conditions.INJECTED, false, "RollingOut", "73 of 75");
+    Condition alerts = c.of(Conditions.ALERTS_READY, true, "NoAlerts", "none");
+    JvmDiagnosticsStatus st = StatusUpdate.of(r, outcome(injected, many), alerts);
+    assertThat(st.podsMissingInjection).hasSize(JvmDiagnosticsStatus.MAX_PODS_MISSING_INJECTION);
+    assertThat(st.podsMissingInjection.get(0).name).isEqualTo("cart-000");
+    assertThat(st.podsMissingInjection.get(49).name).isEqualTo("cart-049");
+    assertThat(st.podsMissingInjectionTruncated).isEqualTo(23);
+
+    JvmDiagnosticsStatus fifty = StatusUpdate.of(r, outcome(injected, many.subList(0, 50)), alerts);
+    assertThat(fifty.podsMissingInjection).hasSize(50);
+    assertThat(fifty.podsMissingInjectionTruncated).as("absent when all are listed").isNull();
+    assertThat(new io.fabric8.kubernetes.client.utils.KubernetesSerialization().asJson(fifty))
+        .doesNotContain("podsMissingInjectionTruncated");
+  }
+
+  @Test
+  void aPassFromAStaleResourceKeepsThisReplicasLastRollout() {
+    java.time.Instant own = java.time.Instant.parse("2026-01-02T12:00:30Z");
+    assertThat(TargetInjection.latest(null, own)).isEqualTo("2026-01-02T12:00:30Z");
+    assertThat(TargetInjection.latest("2026-01-02T12:00:00Z", own))
+        .isEqualTo("2026-01-02T12:00:30Z");
+    assertThat(TargetInjection.latest("2026-01-02T12:01:00Z", own))
+        .as("a later one in the status (another replica's)")
+        .isEqualTo("2026-01-02T12:01:00Z");
+    assertThat(TargetInjection.latest("2026-01-02T12:00:00Z", null))
+        .isEqualTo("2026-01-02T12:00:00Z");
+    assertThat(TargetInjection.latest("garbage", own)).isEqualTo("2026-01-02T12:00:30Z");
   }
 }
