@@ -99,7 +99,7 @@ impl Settings {
             pod: get("JVMDIAG_POD_NAME"),
             container,
             jvmdiagnostics: get("JVMDIAG_JVMDIAGNOSTICS"),
-            max_vm_operations: cfg.cli.max_vm_operations as usize,
+            max_vm_operations: cfg.max_vm_operations() as usize,
             limits: limits.clamp(&cfg.caps()),
             limits_invalid,
         }
