@@ -66,7 +66,7 @@ struct Agent {
     disc: Discovery,
     stats: AgentStats,
     /// Standalone `--jvm-limits`: (text in the `jvm` label, limits), first match wins.
-    jvm_limits: Vec<(String, crate::kube::limits::Limits)>,
+    jvm_limits: Vec<(String, jvmdiag_inspect::jvm_limits::Limits)>,
     /// The on-demand starter probe (None: off, or it could not load).
     starters: Option<crate::starters::Starters>,
 }
@@ -92,12 +92,7 @@ impl Mode for Agent {
                     match stats.kube.as_mut() {
                         Some(k) => k.offer(f),
                         None => {
-                            let limits = self
-                                .jvm_limits
-                                .iter()
-                                .find(|(m, _)| f.name.contains(m.as_str()))
-                                .map(|(_, l)| *l)
-                                .unwrap_or_default();
+                            let limits = crate::limits::for_jvm(&self.jvm_limits, &f.name);
                             mgr.add_limited(f, None, limits)
                         }
                     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Arg, ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser};
 
 use crate::collector::{compilation, monitors, threads, vmops, Settings, REGISTRY};
-use crate::kube::limits::{Caps, Limits};
+use jvmdiag_inspect::jvm_limits::{Caps, Limits};
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -161,14 +161,7 @@ impl Config {
 
     /// `--jvm-limits` as (text, limits); refused items are logged.
     pub fn jvm_limits(&self) -> Vec<(String, Limits)> {
-        self.cli
-            .jvm_limits
-            .iter()
-            .map(|rule| {
-                let (m, text) = rule.split_once(':').unwrap_or((rule.as_str(), ""));
-                (m.to_string(), Limits::from_text(text, "--jvm-limits").0)
-            })
-            .collect()
+        crate::limits::rules(&self.cli.jvm_limits)
     }
 }
 

@@ -2,8 +2,8 @@
 //! DESIGN.md "Operator ↔ webhook ↔ agent"). Pure: a container reference (from
 //! /proc/PID/cgroup) and the pod table in, a decision out.
 use jvmdiag_inspect::cgroup::ContainerRef;
+use jvmdiag_inspect::jvm_limits::Limits;
 
-use super::limits::Limits;
 use super::table::{PodMeta, PodTable};
 use crate::collector::REGISTRY;
 

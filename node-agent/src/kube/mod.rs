@@ -9,7 +9,6 @@
 //! up again at every poll. If the API server is unreachable the last known table is kept
 //! (tracing goes on) and `jvmdiag_agent_kube_api_up` is 0; the watch retries with backoff.
 pub mod attribution;
-pub mod limits;
 pub mod table;
 mod watch;
 

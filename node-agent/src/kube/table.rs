@@ -3,9 +3,8 @@
 //! a few hundred kilobytes, not the API objects' megabytes).
 use std::collections::HashMap;
 
+use jvmdiag_inspect::jvm_limits::{self, Limits};
 use k8s_openapi::api::core::v1::Pod;
-
-use super::limits::Limits;
 
 pub const INJECT_LABEL: &str = "jvm.diagnostics.dev/inject";
 pub const INJECTED: &str = "jvm.diagnostics.dev/injected";
@@ -27,7 +26,7 @@ pub struct PodMeta {
     pub collectors: Option<Vec<String>>,
     /// `jvm.diagnostics.dev/containers`: the containers the webhook injected.
     pub containers: Option<Vec<String>>,
-    /// `jvm.diagnostics.dev/limits`, parsed (src/kube/limits.rs); default when absent.
+    /// `jvm.diagnostics.dev/limits`, parsed (`jvmdiag_inspect::jvm_limits`); default when absent.
     pub limits: Limits,
     /// Items of that annotation refused (logged once, when the pod is first seen so).
     pub limits_invalid: u64,
@@ -45,7 +44,7 @@ impl PodMeta {
         let uid = md.uid.clone()?;
         let ann = md.annotations.as_ref();
         let a = |k: &str| ann.and_then(|m| m.get(k)).map(|s| s.as_str());
-        let parsed = a(LIMITS).map(super::limits::parse).unwrap_or_default();
+        let parsed = a(LIMITS).map(jvm_limits::parse).unwrap_or_default();
         let mut container_ids = Vec::new();
         if let Some(st) = &p.status {
             let all = [
