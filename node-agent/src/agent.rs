@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::attach::{self, AttachManager};
 use crate::cli::Config;
-use crate::collector::{Collector, LoadConfig, REGISTRY};
+use crate::collector::{threads, Collector, LoadConfig, REGISTRY};
 use crate::discovery::Discovery;
 use crate::exposition;
 use crate::model::Family;
@@ -31,14 +31,9 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let limits_fd = limits_map.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
     let load_cfg = LoadConfig {
         max_jvms: cfg.cli.max_jvms,
-        max_thread_names: cfg.cli.max_thread_names,
-        max_vmop_names: cfg.cli.max_vm_operations,
-        max_methods: cfg.cli.max_methods,
-        method_staging: cfg.cli.method_staging_entries,
-        max_classes: cfg.cli.max_classes,
-        jvm_start_thread: cfg.cli.threads_jvm_start_thread,
         collector_bit: 0,
         jvm_limits: Some(std::sync::Arc::new(limits_fd)),
+        settings: cfg.settings.clone(),
     };
     let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
     let mut starters = None;
@@ -47,11 +42,8 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         let own = LoadConfig { collector_bit: r.bit(), ..load_cfg.clone() };
         collectors.push((r.load)(&own, traced.as_fd()).map_err(bpf_fatal)?);
         // The on-demand starter probe goes with thread starts (their bit, their rate).
-        if r.name == "threads" && !cfg.cli.threads_jvm_start_thread {
-            let settings = crate::starters::Settings {
-                threshold: cfg.cli.starter_threshold,
-                window: Duration::from_secs(cfg.cli.starter_window_seconds),
-            };
+        if r.name == "threads" && !cfg.settings.get(&threads::JVM_START_THREAD) {
+            let settings = crate::starters::Settings::from_flags(&cfg.settings);
             starters = crate::starters::load(&own, traced.as_fd(), settings);
         }
     }
@@ -74,7 +66,7 @@ struct Agent {
     disc: Discovery,
     stats: AgentStats,
     /// Standalone `--jvm-limits`: (text in the `jvm` label, limits), first match wins.
-    jvm_limits: Vec<(String, crate::kube::limits::Limits)>,
+    jvm_limits: Vec<(String, jvmdiag_inspect::jvm_limits::Limits)>,
     /// The on-demand starter probe (None: off, or it could not load).
     starters: Option<crate::starters::Starters>,
 }
@@ -100,12 +92,7 @@ impl Mode for Agent {
                     match stats.kube.as_mut() {
                         Some(k) => k.offer(f),
                         None => {
-                            let limits = self
-                                .jvm_limits
-                                .iter()
-                                .find(|(m, _)| f.name.contains(m.as_str()))
-                                .map(|(_, l)| *l)
-                                .unwrap_or_default();
+                            let limits = crate::limits::for_jvm(&self.jvm_limits, &f.name);
                             mgr.add_limited(f, None, limits)
                         }
                     }

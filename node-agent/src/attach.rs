@@ -29,10 +29,10 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 use crate::collector::{Collector, REGISTRY};
 use crate::discovery::{self, FileId, Found};
 use crate::file_identity::FileIdentity;
-use crate::kube::limits::{Caps, Limits};
 use crate::labels::JvmLabels;
 use crate::metrics::ProbeMode;
 use crate::skel::threads::types::jvm_limits;
+use jvmdiag_inspect::jvm_limits::{Caps, Limits};
 
 /// Slots of the per-JVM arrays (src/bpf/jvm.h); a `traced_pids` value holds the slot in
 /// its low SLOT_BITS and above them one bit per collector (`Registration::bit`).

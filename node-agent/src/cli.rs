@@ -1,13 +1,15 @@
-//! Command-line flags. Collector switches (`--collector.<name>`, `--no-collector.<name>`)
-//! are generated from the collector registry, so adding a collector adds its flags.
+//! Command-line flags. The agent-wide ones are `Cli`'s fields; the collectors' come from the
+//! collector registry: the switches (`--collector.<name>`, `--no-collector.<name>`) and the
+//! flags each collector declares (`Registration::flags`, read back from `Config::settings`),
+//! so adding a collector adds its flags.
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Arg, ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser};
 
-use crate::collector::REGISTRY;
-use crate::kube::limits::{Caps, Limits};
+use crate::collector::{compilation, monitors, threads, vmops, Settings, REGISTRY};
+use jvmdiag_inspect::jvm_limits::{Caps, Limits};
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -30,46 +32,12 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", default_value = "/sys/kernel/btf/vmlinux")]
     pub btf: PathBuf,
 
-    /// Distinct thread names counted per JVM (after folding digits); the rest count as "other".
-    #[arg(long, value_name = "K", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub max_thread_names: u32,
-
-    /// Distinct VM operation names counted per JVM; the rest count as "other".
-    #[arg(long, value_name = "K", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000))]
-    pub max_vm_operations: u32,
-
-    /// Most-compiled methods named per JVM in jvmdiag_method_compilations_total; the rest count as "other".
-    #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
-    pub max_methods: u32,
-
-    /// Entries of the compilation collector's staging table (methods compiled fewer times
-    /// than gives them their own counter; an LRU shared by every JVM, its evictions counted in
-    /// jvmdiag_agent_map_evictions_total). Hidden: for tests that need it small.
-    #[arg(long, value_name = "N", default_value_t = 16_384, hide = true, value_parser = clap::value_parser!(u32).range(16..=65_536))]
-    pub method_staging_entries: u32,
-
-    /// Monitor classes named per JVM (monitors collector); the rest count as "other".
-    #[arg(long, value_name = "K", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=500))]
-    pub max_classes: u32,
-
     /// Lower limits for the JVMs whose `jvm` label (main class or jar) contains TEXT, as the
     /// pod annotation jvm.diagnostics.dev/limits spells them: TEXT:maxThreadNames=3,maxMethods=5
     /// (repeatable; the first match wins; each value at most the --max-* flag). In Kubernetes
     /// mode the pod's annotation gives them; in the sidecar, JVMDIAG_LIMITS.
     #[arg(long, value_name = "TEXT:LIMITS")]
     pub jvm_limits: Vec<String>,
-
-    /// Count thread starts with a uprobe on JVM_StartThread instead of the USDT probe (no thread names; for JDKs built without probes).
-    #[arg(long)]
-    pub threads_jvm_start_thread: bool,
-
-    /// On-demand starter probe: a JVM starting threads faster than this (per second) gets JVM_StartThread attached for --starter-window-seconds, naming the starting threads in jvmdiag_thread_starts_by_starter_total; 0 turns it off. A pod's threadStartRate limit (its JvmDiagnostics alert threshold) or --jvm-limits TEXT:threadStartRate=N takes its place.
-    #[arg(long, value_name = "PER_SECOND", default_value_t = 50)]
-    pub starter_threshold: u32,
-
-    /// How long the on-demand starter probe stays attached to a JVM (seconds); it is attached to that JVM again at the earliest as long after.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub starter_window_seconds: u64,
 
     /// How often /proc is scanned for new JVMs and exits (milliseconds, at most 500).
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(10..=500))]
@@ -138,12 +106,14 @@ pub struct Cli {
     pub safepoint_log: PathBuf,
 }
 
-/// Parsed flags plus the collector switches.
+/// Parsed flags plus the collector switches and the collectors' own flags.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub cli: Cli,
     /// Enabled collector names, in registry order.
     pub collectors: Vec<&'static str>,
+    /// The flags the collectors declare, as given or their defaults (`collector::Settings`).
+    pub settings: Settings,
     /// Deprecated flags given (each mode logs them once the logger runs).
     pub deprecated: Vec<String>,
 }
@@ -173,25 +143,25 @@ impl Config {
             .unwrap_or(crate::attach::default_max_jvms_per_namespace(self.cli.max_jvms))
     }
 
-    /// The agent's own `--max-*`: the ceiling of every JVM's limits.
+    /// The agent's own `--max-*`: the ceiling of every JVM's limits (the threads, compilation
+    /// and monitors collectors' flags).
     pub fn caps(&self) -> Caps {
         Caps {
-            thread_names: self.cli.max_thread_names,
-            methods: self.cli.max_methods,
-            classes: self.cli.max_classes,
+            thread_names: self.settings.get(&threads::MAX_THREAD_NAMES),
+            methods: self.settings.get(&compilation::MAX_METHODS),
+            classes: self.settings.get(&monitors::MAX_CLASSES),
         }
+    }
+
+    /// `--max-vm-operations` (the vmOperations collector's flag; the safepoints collector and
+    /// the sidecar's safepoint log are bounded by it too).
+    pub fn max_vm_operations(&self) -> u32 {
+        self.settings.get(&vmops::MAX_VM_OPERATIONS)
     }
 
     /// `--jvm-limits` as (text, limits); refused items are logged.
     pub fn jvm_limits(&self) -> Vec<(String, Limits)> {
-        self.cli
-            .jvm_limits
-            .iter()
-            .map(|rule| {
-                let (m, text) = rule.split_once(':').unwrap_or((rule.as_str(), ""));
-                (m.to_string(), Limits::from_text(text, "--jvm-limits").0)
-            })
-            .collect()
+        crate::limits::rules(&self.cli.jvm_limits)
     }
 }
 
@@ -215,6 +185,9 @@ pub fn command() -> Command {
             off_arg = off_arg.alias(&*Box::leak(format!("no-collector.{old}").into_boxed_str()));
         }
         cmd = cmd.arg(on_arg).arg(off_arg);
+        for f in r.flags {
+            cmd = cmd.arg(f.arg());
+        }
     }
     cmd
 }
@@ -245,7 +218,8 @@ where
         .filter(|r| !m.get_flag(&format!("no-collector.{}", r.name)))
         .map(|r| r.name)
         .collect();
-    Ok(Config { cli, collectors, deprecated })
+    let settings = Settings::from_matches(&m);
+    Ok(Config { cli, collectors, settings, deprecated })
 }
 
 #[cfg(test)]
@@ -285,6 +259,87 @@ mod tests {
     #[test]
     fn poll_interval_is_bounded() {
         assert!(parse_from(["a", "--poll-interval-ms", "900"]).is_err());
+    }
+
+    /// Every flag a collector declares is in `--help` (unless hidden), is its value's default
+    /// when not given, takes the ends of its range and refuses what is past them.
+    #[test]
+    fn every_collectors_flags_are_in_help_and_parse_with_their_defaults() {
+        use crate::collector::Flag;
+        let help = command().render_long_help().to_string();
+        let defaults = parse_from(["a"]).unwrap();
+        let flags: Vec<Flag> = REGISTRY.iter().flat_map(|r| r.flags.iter().copied()).collect();
+        assert!(!flags.is_empty());
+        for f in &flags {
+            let long = format!("--{}", f.name());
+            match f {
+                Flag::U32(n) => {
+                    assert_eq!(help.contains(&long), !n.hide, "{long} in --help");
+                    assert_eq!(defaults.settings.get(*n), n.default, "{long}");
+                    for ok in [n.min, n.max] {
+                        let c = parse_from(["a".to_string(), format!("{long}={ok}")]).unwrap();
+                        assert_eq!(c.settings.get(*n), ok, "{long}={ok}");
+                    }
+                    let past = [n.min.checked_sub(1), n.max.checked_add(1)];
+                    for bad in past.into_iter().flatten() {
+                        assert!(parse_from(["a".to_string(), format!("{long}={bad}")]).is_err());
+                    }
+                }
+                Flag::U64(n) => {
+                    assert_eq!(help.contains(&long), !n.hide, "{long} in --help");
+                    assert_eq!(defaults.settings.get(*n), n.default, "{long}");
+                    let c = parse_from(["a".to_string(), format!("{long}={}", n.max)]).unwrap();
+                    assert_eq!(c.settings.get(*n), n.max, "{long}");
+                    let past = [n.min.checked_sub(1), n.max.checked_add(1)];
+                    for bad in past.into_iter().flatten() {
+                        assert!(parse_from(["a".to_string(), format!("{long}={bad}")]).is_err());
+                    }
+                }
+                Flag::Switch(s) => {
+                    assert!(help.contains(&long), "{long} in --help");
+                    assert!(!defaults.settings.get(*s), "{long} is off unless given");
+                    assert!(parse_from(["a", long.as_str()]).unwrap().settings.get(*s));
+                }
+            }
+        }
+        let cmd = command();
+        let mut names: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+        let all = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all, "a collector's flag is named like another flag");
+    }
+
+    /// The flags users, the chart (agent.maxThreadNames, agent.maxMethods), the operator's
+    /// sidecar arguments and the e2e scripts pass: names, defaults and ranges stay as they are.
+    #[test]
+    fn the_collectors_flags_keep_their_names_defaults_and_ranges() {
+        use crate::collector::Flag;
+        let want: &[(&str, u64, u64, u64)] = &[
+            ("max-thread-names", 50, 1, 10_000),
+            ("threads-jvm-start-thread", 0, 0, 1),
+            ("starter-threshold", 50, 0, u32::MAX as u64),
+            ("starter-window-seconds", 30, 1, 3600),
+            ("max-vm-operations", 64, 1, 1_000),
+            ("max-methods", 20, 1, 500),
+            ("method-staging-entries", 16_384, 16, 65_536),
+            ("max-classes", 20, 1, 500),
+        ];
+        let have: Vec<(&str, u64, u64, u64)> = REGISTRY
+            .iter()
+            .flat_map(|r| r.flags.iter())
+            .map(|f| match f {
+                Flag::U32(n) => (n.name, n.default.into(), n.min.into(), n.max.into()),
+                Flag::U64(n) => (n.name, n.default, n.min, n.max),
+                Flag::Switch(s) => (s.name, 0, 0, 1),
+            })
+            .collect();
+        assert_eq!(have, want);
+        let c =
+            parse_from(["a", "--max-thread-names", "7", "--max-methods=9", "--max-classes", "3"])
+                .unwrap();
+        assert_eq!(c.caps(), Caps { thread_names: 7, methods: 9, classes: 3 });
+        assert_eq!(parse_from(["a", "--max-vm-operations", "5"]).unwrap().max_vm_operations(), 5);
     }
 
     #[test]

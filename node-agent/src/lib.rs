@@ -16,6 +16,7 @@ pub mod file_identity;
 mod golden_test;
 pub mod kube;
 pub mod labels;
+pub mod limits;
 pub mod log;
 pub mod maps;
 pub mod metrics;

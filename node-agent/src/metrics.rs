@@ -354,6 +354,12 @@ pub static KUBE_LIMITS_INVALID: Desc = desc(
     Counter,
     &[],
 );
+pub static KUBE_ANNOTATION_REFUSALS: Desc = desc(
+    "jvmdiag_agent_kube_annotation_refusals_total",
+    "Values in pods' jvm.diagnostics.dev annotations refused, by annotation and reason (collectors, unknown_collector: a collector this agent does not have; the pod's known collectors are traced), counted once per pod and annotation value.",
+    Counter,
+    &["annotation", "reason"],
+);
 
 /// Every family, for checks and docs.
 pub static ALL: &[&Desc] = &[
@@ -413,6 +419,7 @@ pub static ALL: &[&Desc] = &[
     &KUBE_JVMS_PENDING,
     &KUBE_JVMS_SKIPPED,
     &KUBE_LIMITS_INVALID,
+    &KUBE_ANNOTATION_REFUSALS,
 ];
 
 /// A gauge family of one agent-wide sample without labels.

@@ -22,7 +22,7 @@ use libbpf_rs::Link;
 
 use crate::attach::{AttachManager, JvmState};
 use crate::collector::inflight::{self, Table};
-use crate::collector::{self, LoadConfig};
+use crate::collector::{self, threads, LoadConfig, Number};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Value};
@@ -52,12 +52,44 @@ const INFLIGHT: [Table; 2] = [
     },
 ];
 
+/// `--starter-threshold` (listed with the threads collector's flags).
+pub static THRESHOLD: Number<u32> = Number {
+    name: "starter-threshold",
+    value_name: "PER_SECOND",
+    default: 50,
+    min: 0,
+    max: u32::MAX,
+    hide: false,
+    help: "On-demand starter probe: a JVM starting threads faster than this (per second) gets JVM_StartThread attached for --starter-window-seconds, naming the starting threads in jvmdiag_thread_starts_by_starter_total; 0 turns it off. A pod's threadStartRate limit (its JvmDiagnostics alert threshold) or --jvm-limits TEXT:threadStartRate=N takes its place",
+};
+
+/// `--starter-window-seconds` (listed with the threads collector's flags).
+pub static WINDOW_SECONDS: Number<u64> = Number {
+    name: "starter-window-seconds",
+    value_name: "SECONDS",
+    default: 30,
+    min: 1,
+    max: 3600,
+    hide: false,
+    help: "How long the on-demand starter probe stays attached to a JVM (seconds); it is attached to that JVM again at the earliest as long after",
+};
+
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     /// Thread starts per second that attach the probe (0: never, unless the JVM's limits
     /// name a threshold).
     pub threshold: u32,
     pub window: Duration,
+}
+
+impl Settings {
+    /// From `--starter-threshold` and `--starter-window-seconds`.
+    pub fn from_flags(s: &collector::Settings) -> Settings {
+        Settings {
+            threshold: s.get(&THRESHOLD),
+            window: Duration::from_secs(s.get(&WINDOW_SECONDS)),
+        }
+    }
 }
 
 struct JvmStarters {
@@ -98,14 +130,13 @@ fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSk
         .open(collector::object_storage())
         .context("open starters.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("starters: no rodata")?;
+    let max_pairs = cfg.settings.get(&threads::MAX_THREAD_NAMES);
     ro.collector_bit = cfg.collector_bit;
-    ro.max_pairs = cfg.max_thread_names;
+    ro.max_pairs = max_pairs;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps
-        .starts_by_starter
-        .set_max_entries(collector::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_jvms, max_pairs))?;
     let shares = inflight::configure(
         [(&INFLIGHT[0], &mut open.maps.starting), (&INFLIGHT[1], &mut open.maps.started)],
         cfg.max_jvms,

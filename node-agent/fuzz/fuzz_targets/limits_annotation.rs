@@ -4,7 +4,7 @@
 //! looked at; the refusals are bounded (at most MAX_ITEMS + 1, each one short line of
 //! printable text, so a log line cannot be forged); every value kept is from 1 up and,
 //! clamped, never above the agent's own caps; the kernel words are what was clamped.
-use jvmdiag_agent::kube::limits::{self, Caps, MAX_ITEMS, MAX_TEXT};
+use jvmdiag_inspect::jvm_limits::{self as limits, Caps, MAX_ITEMS, MAX_TEXT};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -13,6 +13,7 @@ pub mod cgroup;
 pub mod elf;
 mod error;
 pub mod hsperfdata;
+pub mod jvm_limits;
 pub mod limits;
 pub mod options;
 pub mod procfs;

@@ -41,6 +41,11 @@ pub const ELF_MAX_STRTAB: u64 = 32 << 20;
 pub const ELF_MAX_NOTES: u64 = 4 << 20;
 /// Length of a symbol name (C++ mangled names get long).
 pub const ELF_MAX_NAME: usize = 64 << 10;
+/// The per-JVM limits text (`jvm.diagnostics.dev/limits`, `JVMDIAG_LIMITS`): the operator
+/// writes ~45 bytes.
+pub const JVM_LIMITS_MAX_BYTES: usize = 512;
+/// Items looked at in one limits text.
+pub const JVM_LIMITS_MAX_ITEMS: usize = 16;
 /// One line of the safepoint log.
 pub const SAFEPOINT_LINE_MAX: usize = 64 << 10;
 /// Entries returned by [`crate::root::ProcRoot::list_dir`] callers should pass at most this.

@@ -20,7 +20,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use super::inflight::{self, Table};
-use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use super::{Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{Family, Hist, Value};
@@ -74,6 +74,30 @@ const INFLIGHT: [Table; 2] = [
     },
 ];
 
+/// `--max-methods`: methods named per JVM (a JVM's own `maxMethods` may lower it).
+pub static MAX_METHODS: Number<u32> = Number {
+    name: "max-methods",
+    value_name: "K",
+    default: 20,
+    min: 1,
+    max: 500,
+    hide: false,
+    help: "Most-compiled methods named per JVM in jvmdiag_method_compilations_total; the rest count as \"other\"",
+};
+
+/// `--method-staging-entries`: the method_seen staging table (an LRU shared by every JVM).
+pub static METHOD_STAGING_ENTRIES: Number<u32> = Number {
+    name: "method-staging-entries",
+    value_name: "N",
+    default: 16_384,
+    min: 16,
+    max: 65_536,
+    hide: true,
+    help: "Entries of the compilation collector's staging table (methods compiled fewer times than gives them their own counter; an LRU shared by every JVM, its evictions counted in jvmdiag_agent_map_evictions_total). Hidden: for tests that need it small",
+};
+
+pub const FLAGS: &[Flag] = &[Flag::U32(&MAX_METHODS), Flag::U32(&METHOD_STAGING_ENTRIES)];
+
 pub struct Compilation {
     skel: CompilationSkel<'static>,
     max_methods: usize,
@@ -87,7 +111,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let mut open = CompilationSkelBuilder::default()
         .open(super::object_storage())
         .context("open compilation.bpf.o")?;
-    let hot_budget = cfg.max_methods.saturating_mul(8).clamp(256, 4096);
+    let max_methods = cfg.settings.get(&MAX_METHODS);
+    let hot_budget = max_methods.saturating_mul(8).clamp(256, 4096);
     let ro = open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?;
     ro.collector_bit = cfg.collector_bit;
     ro.max_compilers = MAX_COMPILERS;
@@ -102,7 +127,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps
         .method_hot
         .set_max_entries(cfg.max_jvms.clamp(1, consts::MAX_JVMS).saturating_mul(hot_budget))?;
-    open.maps.method_seen.set_max_entries(cfg.method_staging.max(1))?;
+    open.maps.method_seen.set_max_entries(cfg.settings.get(&METHOD_STAGING_ENTRIES).max(1))?;
     open.maps.heap_usage.set_max_entries(super::table_size(cfg.max_jvms, MAX_HEAPS))?;
     let shares = inflight::configure(
         [
@@ -115,7 +140,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let skel = open.load().context("load compilation.bpf.o")?;
     Ok(Box::new(Compilation {
         skel,
-        max_methods: cfg.max_methods as usize,
+        max_methods: max_methods as usize,
         layouts: RefCell::new(Vec::new()),
         evictions: RefCell::new(staging::Evictions::default()),
     }))

@@ -22,7 +22,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::inflight::{self, Table};
 use super::parking;
-use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use super::{threads, Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Hist, Value};
@@ -63,6 +63,19 @@ unsafe impl plain::Plain for name_key {}
 unsafe impl plain::Plain for mon_thread_key {}
 unsafe impl plain::Plain for mon_wait {}
 
+/// `--max-classes`: monitor classes named per JVM (a JVM's own `maxClasses` may lower it).
+pub static MAX_CLASSES: Number<u32> = Number {
+    name: "max-classes",
+    value_name: "K",
+    default: 20,
+    min: 1,
+    max: 500,
+    hide: false,
+    help: "Monitor classes named per JVM (monitors collector); the rest count as \"other\"",
+};
+
+pub const FLAGS: &[Flag] = &[Flag::U32(&MAX_CLASSES)];
+
 pub struct Monitors {
     skel: MonitorsSkel<'static>,
     /// host tgid -> (slot, whether the JVM runs with the flag), read once per JVM.
@@ -74,19 +87,20 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
         .open(super::object_storage())
         .context("open monitors.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?;
+    let max_classes = cfg.settings.get(&MAX_CLASSES);
+    let max_thread_names = cfg.settings.get(&threads::MAX_THREAD_NAMES);
     ro.collector_bit = cfg.collector_bit;
-    ro.max_names = cfg.max_classes;
-    ro.max_thread_names = cfg.max_thread_names;
+    ro.max_names = max_classes;
+    ro.max_thread_names = max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
-    open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_classes))?;
+    open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, max_classes))?;
     // The named (class, thread) pairs and one "other" thread per class (max_classes + "other").
-    let pairs =
-        super::table_size(cfg.max_jvms, cfg.max_thread_names.saturating_add(cfg.max_classes));
+    let pairs = super::table_size(cfg.max_jvms, max_thread_names.saturating_add(max_classes));
     open.maps.mon_threads.set_max_entries(pairs)?;
     // Object.wait: the classes waited on, bounded like mon_stats' but counted apart, so waits
     // never take a contended class's name; the pairs as mon_threads.
-    open.maps.wait_classes.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_classes))?;
+    open.maps.wait_classes.set_max_entries(super::table_size(cfg.max_jvms, max_classes))?;
     open.maps.mon_waits.set_max_entries(pairs)?;
     let m = &mut open.maps;
     let shares = inflight::configure(

@@ -9,7 +9,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::inflight::{self, Table};
-use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use super::{threads, Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Value};
@@ -53,13 +53,14 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
         .open(super::object_storage())
         .context("open parking.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("parking: no rodata")?;
+    let max_names = cfg.settings.get(&threads::MAX_THREAD_NAMES);
     ro.collector_bit = cfg.collector_bit;
-    ro.max_names = cfg.max_thread_names;
+    ro.max_names = max_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     probe::prepare_uprobes(open.open_object_mut());
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
-    open.maps.park_counts.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
-    open.maps.park_names.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    open.maps.park_counts.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
+    open.maps.park_names.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     let shares = inflight::configure([(&INFLIGHT[0], &mut open.maps.park_inflight)], cfg.max_jvms)?;
     open.maps.rodata_data.as_deref_mut().context("parking: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load parking.bpf.o")?;

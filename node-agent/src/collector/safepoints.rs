@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::MapCore;
 
-use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use super::{vmops, Attached, Collector, Health, LoadConfig, ProbeMode};
 use crate::maps;
 use crate::metrics;
 use crate::model::Family;
@@ -40,14 +40,15 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
         .open(super::object_storage())
         .context("open safepoints.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("safepoints: no rodata")?;
+    let max_names = cfg.settings.get(&vmops::MAX_VM_OPERATIONS);
     ro.collector_bit = cfg.collector_bit;
-    ro.max_names = cfg.max_vmop_names;
+    ro.max_names = max_names;
     // HotSpot on Linux counts these in ns (os::elapsed_frequency() == 1e9).
     ro.ticks_per_sec = 1_000_000_000;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps.sp_pause.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_vmop_names))?;
-    open.maps.sp_sync.set_max_entries(super::table_size(cfg.max_jvms, cfg.max_vmop_names))?;
+    open.maps.sp_pause.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
+    open.maps.sp_sync.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     let skel = open.load().context("load safepoints.bpf.o")?;
     Ok(Box::new(Safepoints { skel, vtables: Default::default() }))
 }

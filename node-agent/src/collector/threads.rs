@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
-use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use super::{Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode, Switch};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Value};
@@ -14,6 +14,35 @@ use crate::skel::consts;
 use crate::skel::threads::types::{name_hkey, name_text};
 use crate::skel::threads::{ThreadsSkel, ThreadsSkelBuilder};
 use crate::{probe, symbols};
+
+/// `--max-thread-names`: the per-JVM budget of every table keyed by a thread name (this
+/// collector's, and vmOperations' requesters, monitors' waiting threads, parking's threads,
+/// the starter probe's pairs); a JVM's own `maxThreadNames` may lower it (`Config::caps`).
+pub static MAX_THREAD_NAMES: Number<u32> = Number {
+    name: "max-thread-names",
+    value_name: "K",
+    default: 50,
+    min: 1,
+    max: 10_000,
+    hide: false,
+    help:
+        "Distinct thread names counted per JVM (after folding digits); the rest count as \"other\"",
+};
+
+/// `--threads-jvm-start-thread`: count starts at `JVM_StartThread` (no names).
+pub static JVM_START_THREAD: Switch = Switch {
+    name: "threads-jvm-start-thread",
+    help: "Count thread starts with a uprobe on JVM_StartThread instead of the USDT probe (no thread names; for JDKs built without probes)",
+};
+
+/// This collector's flags; the on-demand starter probe's go with it (it is loaded with the
+/// threads collector, on its bit, and reads its counts).
+pub const FLAGS: &[Flag] = &[
+    Flag::U32(&MAX_THREAD_NAMES),
+    Flag::Switch(&JVM_START_THREAD),
+    Flag::U32(&crate::starters::THRESHOLD),
+    Flag::U64(&crate::starters::WINDOW_SECONDS),
+];
 
 const PROBES: [&str; 3] = super::probe_names([
     (consts::THREADS_PROBE_START, "thread__start"),
@@ -81,22 +110,19 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
         .open(super::object_storage())
         .context("open threads.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("threads: no rodata")?;
+    let max_names = cfg.settings.get(&MAX_THREAD_NAMES);
     ro.collector_bit = cfg.collector_bit;
-    ro.max_names = cfg.max_thread_names;
+    ro.max_names = max_names;
     for (slot, name) in ro.hidden_hashes.iter_mut().zip(HIDDEN) {
         *slot = fnv1a_folded(name);
     }
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
-    open.maps
-        .threads_counts
-        .set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
-    open.maps
-        .threads_names
-        .set_max_entries(super::table_size(cfg.max_jvms, cfg.max_thread_names))?;
+    open.maps.threads_counts.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
+    open.maps.threads_names.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     let skel = open.load().context("load threads.bpf.o")?;
-    Ok(Box::new(Threads { skel, jvm_start_thread: cfg.jvm_start_thread }))
+    Ok(Box::new(Threads { skel, jvm_start_thread: cfg.settings.get(&JVM_START_THREAD) }))
 }
 
 impl Collector for Threads {

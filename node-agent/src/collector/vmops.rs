@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::MapCore;
 
-use super::{Attached, Collector, Health, LoadConfig, ProbeMode};
+use super::{threads, Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode};
 use crate::maps;
 use crate::maps::decode;
 use crate::metrics;
@@ -28,6 +28,20 @@ const PROBES: [&str; 5] = super::probe_names([
     (consts::VMOPS_PROBE_REQUEST, "vmops__request"),
 ]);
 
+/// `--max-vm-operations`: VM operation names per JVM, in this collector's tables and the
+/// safepoints collector's (and the sidecar's, from the safepoint log: `Config::max_vm_operations`).
+pub static MAX_VM_OPERATIONS: Number<u32> = Number {
+    name: "max-vm-operations",
+    value_name: "K",
+    default: 64,
+    min: 1,
+    max: 1_000,
+    hide: false,
+    help: "Distinct VM operation names counted per JVM; the rest count as \"other\"",
+};
+
+pub const FLAGS: &[Flag] = &[Flag::U32(&MAX_VM_OPERATIONS)];
+
 pub struct Vmops {
     skel: VmopsSkel<'static>,
     vtables: symbols::VtableNames,
@@ -37,21 +51,23 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let mut open =
         VmopsSkelBuilder::default().open(super::object_storage()).context("open vmops.bpf.o")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("vmops: no rodata")?;
+    let max_names = cfg.settings.get(&MAX_VM_OPERATIONS);
+    let max_requesters = cfg.settings.get(&threads::MAX_THREAD_NAMES);
     ro.collector_bit = cfg.collector_bit;
-    ro.max_names = cfg.max_vmop_names;
-    ro.max_requesters = cfg.max_thread_names;
+    ro.max_names = max_names;
+    ro.max_requesters = max_requesters;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     // Twice the budget: each name may appear at and not at a safepoint.
     open.maps
         .vmops_hist
-        .set_max_entries(super::table_size(cfg.max_jvms, cfg.max_vmop_names.saturating_mul(2)))?;
+        .set_max_entries(super::table_size(cfg.max_jvms, max_names.saturating_mul(2)))?;
     // Per JVM: the named (operation, requester) pairs, then at most max_names operations
     // requested by "other", then ("other", "other").
     open.maps.vmop_requests.set_max_entries(super::table_size(
         cfg.max_jvms,
-        cfg.max_thread_names.saturating_add(cfg.max_vmop_names),
+        max_requesters.saturating_add(max_names),
     ))?;
     let skel = open.load().context("load vmops.bpf.o")?;
     Ok(Box::new(Vmops { skel, vtables: Default::default() }))

@@ -1,9 +1,11 @@
 //! Which pod and container a JVM runs in, and whether to trace it (the operator's contract:
 //! docs/contracts.md "Operator ↔ webhook ↔ agent"). Pure: a container reference (from
 //! /proc/PID/cgroup) and the pod table in, a decision out.
-use jvmdiag_inspect::cgroup::ContainerRef;
+use std::collections::BTreeSet;
 
-use super::limits::Limits;
+use jvmdiag_inspect::cgroup::ContainerRef;
+use jvmdiag_inspect::jvm_limits::Limits;
+
 use super::table::{PodMeta, PodTable};
 use crate::collector::REGISTRY;
 
@@ -51,9 +53,24 @@ impl Decision {
 }
 
 /// The collectors the annotation's list names (`Registration::annotation`); unknown names
-/// are ignored.
+/// are left out here, and counted and logged when the pod is seen ([`unknown_collectors`],
+/// `PodTable::apply`).
 pub fn collectors(names: &[String]) -> Vec<&'static str> {
     REGISTRY.iter().filter(|r| names.iter().any(|n| n == r.annotation)).map(|r| r.name).collect()
+}
+
+/// The names in the annotation's list that no registered collector has, each once.
+pub fn unknown_collectors(names: &[String]) -> BTreeSet<&str> {
+    names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !REGISTRY.iter().any(|r| r.annotation == *n))
+        .collect()
+}
+
+/// The registered collectors' annotation names, for a log line.
+pub fn known_collectors() -> String {
+    REGISTRY.iter().map(|r| r.annotation).collect::<Vec<_>>().join(",")
 }
 
 fn labels(p: &PodMeta, container: &str) -> PodLabels {

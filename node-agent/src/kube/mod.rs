@@ -9,7 +9,6 @@
 //! up again at every poll. If the API server is unreachable the last known table is kept
 //! (tracing goes on) and `jvmdiag_agent_kube_api_up` is 0; the watch retries with backoff.
 pub mod attribution;
-pub mod limits;
 pub mod table;
 mod watch;
 
@@ -239,6 +238,11 @@ impl Attributor {
         for (why, n) in &self.skipped_total {
             skipped.agent(vec![("reason", why.to_string())], Value::Counter(*n));
         }
+        let mut refused = metrics::KUBE_ANNOTATION_REFUSALS.family();
+        refused.agent(
+            vec![("annotation", "collectors".into()), ("reason", "unknown_collector".into())],
+            Value::Counter(sh.table.collectors_unknown),
+        );
         vec![
             gauge(&metrics::KUBE_API_UP, if sh.api_up { 1.0 } else { 0.0 }),
             gauge(&metrics::KUBE_PODS, sh.table.pod_count() as f64),
@@ -248,6 +252,7 @@ impl Attributor {
             counter(&metrics::KUBE_LIMITS_INVALID, sh.table.limits_invalid),
             pending,
             skipped,
+            refused,
         ]
     }
 }
@@ -337,6 +342,26 @@ mod tests {
             "parked time: Object.wait from monitors, parks from parking"
         );
         assert_eq!(slots(&fams[1]), [Some(1), None], "blocked time: monitors only");
+    }
+
+    #[test]
+    fn unknown_collector_names_are_exported_as_refusals() {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        shared.lock().unwrap().table.collectors_unknown = 3;
+        let fams = Attributor::with_shared(shared, false).families();
+        let f = fams.iter().find(|f| f.name == metrics::KUBE_ANNOTATION_REFUSALS.name).unwrap();
+        assert_eq!(f.samples.len(), 1);
+        let s = &f.samples[0];
+        assert_eq!(
+            (&s.labels[..], &s.value),
+            (
+                &[
+                    ("annotation", "collectors".to_string()),
+                    ("reason", "unknown_collector".to_string())
+                ][..],
+                &Value::Counter(3)
+            )
+        );
     }
 
     #[test]

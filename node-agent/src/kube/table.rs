@@ -3,9 +3,8 @@
 //! a few hundred kilobytes, not the API objects' megabytes).
 use std::collections::HashMap;
 
+use jvmdiag_inspect::jvm_limits::{self, Limits};
 use k8s_openapi::api::core::v1::Pod;
-
-use super::limits::Limits;
 
 pub const INJECT_LABEL: &str = "jvm.diagnostics.dev/inject";
 pub const INJECTED: &str = "jvm.diagnostics.dev/injected";
@@ -27,7 +26,7 @@ pub struct PodMeta {
     pub collectors: Option<Vec<String>>,
     /// `jvm.diagnostics.dev/containers`: the containers the webhook injected.
     pub containers: Option<Vec<String>>,
-    /// `jvm.diagnostics.dev/limits`, parsed (src/kube/limits.rs); default when absent.
+    /// `jvm.diagnostics.dev/limits`, parsed (`jvmdiag_inspect::jvm_limits`); default when absent.
     pub limits: Limits,
     /// Items of that annotation refused (logged once, when the pod is first seen so).
     pub limits_invalid: u64,
@@ -45,7 +44,7 @@ impl PodMeta {
         let uid = md.uid.clone()?;
         let ann = md.annotations.as_ref();
         let a = |k: &str| ann.and_then(|m| m.get(k)).map(|s| s.as_str());
-        let parsed = a(LIMITS).map(super::limits::parse).unwrap_or_default();
+        let parsed = a(LIMITS).map(jvm_limits::parse).unwrap_or_default();
         let mut container_ids = Vec::new();
         if let Some(st) = &p.status {
             let all = [
@@ -92,6 +91,29 @@ pub struct PodTable {
     pub generation: u64,
     /// Items of pods' `jvm.diagnostics.dev/limits` refused, counted once per pod and text.
     pub limits_invalid: u64,
+    /// Names in pods' `jvm.diagnostics.dev/collectors` that no registered collector has,
+    /// counted (and logged) once per pod and annotation value.
+    pub collectors_unknown: u64,
+    /// The collectors annotation of each pod whose unknown names were counted, so a pod is
+    /// reported again only when its annotation changes (kept across a re-list).
+    collectors_reported: HashMap<String, Vec<String>>,
+}
+
+/// Unknown collector names shown in one log line, and characters shown of each.
+const SHOWN_NAMES: usize = 8;
+const SHOWN_CHARS: usize = 64;
+
+/// A name from a pod's annotation, shortened and printable for a log line.
+fn shown(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .take(SHOWN_CHARS)
+        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+        .collect();
+    if name.chars().nth(SHOWN_CHARS).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 impl PodTable {
@@ -99,13 +121,14 @@ impl PodTable {
         if self.pods.get(&p.uid) == Some(&p) {
             return; // status churn that attribution does not see
         }
+        self.refuse_unknown_collectors(&p);
         let old_invalid = self.pods.get(&p.uid).map(|o| (o.limits, o.limits_invalid));
         if p.limits_invalid > 0 && old_invalid != Some((p.limits, p.limits_invalid)) {
             self.limits_invalid += p.limits_invalid;
             tracing::warn!(namespace = %p.namespace, pod = %p.name, invalid = p.limits_invalid,
                 "{LIMITS}: items ignored (not key=number from 1 up, given twice, or too long); the agent's own limits apply to them");
         }
-        self.remove(&p.uid.clone());
+        self.unindex(&p.uid.clone());
         for (id, _) in &p.container_ids {
             self.by_container.insert(id.clone(), p.uid.clone());
         }
@@ -113,7 +136,36 @@ impl PodTable {
         self.generation += 1;
     }
 
+    /// Counts and logs the names of the pod's collectors annotation that this agent has no
+    /// collector for, once per pod and annotation value; the known ones are traced.
+    fn refuse_unknown_collectors(&mut self, p: &PodMeta) {
+        let Some(names) = &p.collectors else { return };
+        let unknown = super::attribution::unknown_collectors(names);
+        if unknown.is_empty() || self.collectors_reported.get(&p.uid) == Some(names) {
+            return;
+        }
+        self.collectors_unknown += unknown.len() as u64;
+        let mut listed: Vec<String> = unknown.iter().take(SHOWN_NAMES).map(|n| shown(n)).collect();
+        if unknown.len() > SHOWN_NAMES {
+            listed.push(format!("… ({} in all)", unknown.len()));
+        }
+        tracing::warn!(
+            namespace = %p.namespace,
+            pod = %p.name,
+            unknown = %listed.join(","),
+            known = %super::attribution::known_collectors(),
+            "{COLLECTORS}: collectors this agent does not have are not traced, counted in jvmdiag_agent_kube_annotation_refusals_total{{annotation=\"collectors\",reason=\"unknown_collector\"}}; the pod's known collectors are"
+        );
+        self.collectors_reported.insert(p.uid.clone(), names.clone());
+    }
+
+    /// A pod deleted.
     pub fn remove(&mut self, uid: &str) {
+        self.collectors_reported.remove(uid);
+        self.unindex(uid);
+    }
+
+    fn unindex(&mut self, uid: &str) {
         if let Some(old) = self.pods.remove(uid) {
             for (id, _) in &old.container_ids {
                 if self.by_container.get(id).map(String::as_str) == Some(uid) {
@@ -127,7 +179,17 @@ impl PodTable {
     /// Replaces everything (a re-list after the watch was lost): pods deleted meanwhile go.
     pub fn replace(&mut self, pods: Vec<PodMeta>) {
         let (gen, invalid) = (self.generation, self.limits_invalid);
-        *self = PodTable { limits_invalid: invalid, ..PodTable::default() };
+        let unknown = self.collectors_unknown;
+        // The pods listed again keep what was reported of them; the others are gone.
+        let mut reported = std::mem::take(&mut self.collectors_reported);
+        let listed: std::collections::HashSet<&str> = pods.iter().map(|p| p.uid.as_str()).collect();
+        reported.retain(|uid, _| listed.contains(uid.as_str()));
+        *self = PodTable {
+            limits_invalid: invalid,
+            collectors_unknown: unknown,
+            collectors_reported: reported,
+            ..PodTable::default()
+        };
         for p in pods {
             self.apply(p);
         }
@@ -147,5 +209,95 @@ impl PodTable {
 
     pub fn pod_count(&self) -> usize {
         self.pods.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    fn pod(uid: &str, collectors: &str) -> PodMeta {
+        PodMeta {
+            uid: uid.into(),
+            namespace: "shop".into(),
+            name: format!("checkout-{uid}"),
+            resource: "checkout".into(),
+            injected: true,
+            collectors: Some(list(collectors)),
+            containers: None,
+            limits: Limits::default(),
+            limits_invalid: 0,
+            container_ids: vec![],
+        }
+    }
+
+    /// What `f` logs, as the plain fmt layer writes it.
+    fn logs(f: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let w = buf.clone();
+        let sub = tracing_subscriber::fmt().with_writer(move || w.clone()).finish();
+        tracing::subscriber::with_default(sub, f);
+        let out = buf.0.lock().unwrap().clone();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn unknown_collector_names_are_counted_and_logged_once_per_pod() {
+        let mut t = PodTable::default();
+        let out = logs(|| {
+            t.apply(pod("a", "threads,futureThing,parking,futureThing,other"));
+            assert_eq!(t.collectors_unknown, 2, "each unknown name once");
+            let mut churn = pod("a", "threads,futureThing,parking,futureThing,other");
+            churn.container_ids = vec![("0123".into(), "app".into())];
+            t.apply(churn.clone());
+            t.replace(vec![churn]);
+            assert_eq!(t.collectors_unknown, 2, "the same pod and annotation: not again");
+            t.apply(pod("b", "threads,vmOperations,monitors"));
+            assert_eq!(t.collectors_unknown, 2, "only known names");
+            t.apply(pod("c", "bogus"));
+            t.apply(pod("c", "bogus,more"));
+            assert_eq!(t.collectors_unknown, 5, "another pod, then its annotation changed");
+            t.remove("c");
+            t.apply(pod("c", "bogus,more"));
+            assert_eq!(t.collectors_unknown, 7, "a pod deleted and seen again");
+        });
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4, "{out}");
+        let known = "known=threads,safepoints,vmOperations,compilation,monitors,parking";
+        assert!(
+            lines[0].contains("WARN")
+                && lines[0].contains("namespace=shop pod=checkout-a")
+                && lines[0].contains("unknown=futureThing,other")
+                && lines[0].contains(known),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[2].contains("pod=checkout-c") && lines[2].contains("unknown=bogus,more"));
+        let c = pod("c", "bogus,more");
+        let trace = super::super::attribution::collectors(c.collectors.as_deref().unwrap());
+        assert!(trace.is_empty(), "unknown names trace nothing: {trace:?}");
+    }
+
+    #[test]
+    fn a_hostile_collectors_annotation_makes_one_short_log_line() {
+        let mut t = PodTable::default();
+        let names: Vec<String> = (0..5000).map(|i| format!("x{i}\n{}", "y".repeat(100))).collect();
+        let out = logs(|| t.apply(pod("a", &names.join(","))));
+        assert_eq!(t.collectors_unknown, 5000);
+        assert_eq!(out.lines().count(), 1, "{out}");
+        assert!(out.len() < 1500 && out.contains("(5000 in all)"), "{out}");
     }
 }

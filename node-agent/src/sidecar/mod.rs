@@ -33,6 +33,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use jvmdiag_inspect::jvm_limits::Limits;
+
 use crate::cli::Config;
 use crate::exposition;
 use crate::labels::{JvmLabels, Scope};
@@ -62,7 +64,7 @@ pub struct Settings {
     /// passes those it has flags for), lowered by `JVMDIAG_LIMITS` (the pod annotation's text,
     /// parsed as the agent parses the annotation). The sidecar names no threads, methods or
     /// monitor classes today (hsperfdata has none): these bound any it will.
-    pub limits: crate::kube::limits::Limits,
+    pub limits: Limits,
     /// Items of `JVMDIAG_LIMITS` refused (logged).
     pub limits_invalid: u64,
 }
@@ -81,12 +83,12 @@ impl Settings {
             }
         }
         let (limits, limits_invalid) = match env("JVMDIAG_LIMITS") {
-            Some(text) => crate::kube::limits::Limits::from_text(&text, "JVMDIAG_LIMITS"),
+            Some(text) => crate::limits::from_text(&text, "JVMDIAG_LIMITS"),
             None => Default::default(),
         };
         // Absent from JVMDIAG_LIMITS: the flags' values.
         let caps = cfg.caps();
-        let limits = crate::kube::limits::Limits {
+        let limits = Limits {
             thread_names: limits.thread_names.or(Some(caps.thread_names)),
             methods: limits.methods.or(Some(caps.methods)),
             classes: limits.classes.or(Some(caps.classes)),
@@ -99,7 +101,7 @@ impl Settings {
             pod: get("JVMDIAG_POD_NAME"),
             container,
             jvmdiagnostics: get("JVMDIAG_JVMDIAGNOSTICS"),
-            max_vm_operations: cfg.cli.max_vm_operations as usize,
+            max_vm_operations: cfg.max_vm_operations() as usize,
             limits: limits.clamp(&cfg.caps()),
             limits_invalid,
         }

@@ -1,19 +1,21 @@
-//! Per-JVM limits: the pod annotation `jvm.diagnostics.dev/limits`
+//! Per-JVM limits text: the pod annotation `jvm.diagnostics.dev/limits`
 //! (`maxThreadNames=50,maxMethods=20,maxClasses=20`, only the enabled collectors' names;
 //! `threadStartRate=N`, the threshold of the on-demand starter probe, where one is set), the
-//! sidecar's `JVMDIAG_LIMITS` (the same text) and standalone `--jvm-limits TEXT:LIMITS`.
+//! sidecar's `JVMDIAG_LIMITS` (the same text) and the text after `TEXT:` of standalone
+//! `--jvm-limits TEXT:LIMITS`.
 //!
 //! The text comes from whoever can write a pod's annotations, so it is parsed strictly and
 //! boundedly: at most [`MAX_TEXT`] bytes and [`MAX_ITEMS`] items; unknown keys are ignored
 //! (a newer operator may name limits this agent does not have); a value must be a decimal
 //! number from 1 up, and a key given twice keeps its first value. Anything else is an
-//! invalid item: counted, reported, never fatal. Values above the agent's own `--max-*` are
-//! clamped to them ([`Limits::clamp`]): the kernel tables are sized for the agent's values.
+//! invalid item: described in [`Parsed::invalid`] (short, printable), never an error. Values
+//! above the agent's own `--max-*` are clamped to them ([`Limits::clamp`]): the kernel tables
+//! are sized for the agent's values.
 
-/// Longest limits text looked at (the operator writes ~45 bytes).
-pub const MAX_TEXT: usize = 512;
-/// Most items looked at.
-pub const MAX_ITEMS: usize = 16;
+pub use crate::limits::{JVM_LIMITS_MAX_BYTES as MAX_TEXT, JVM_LIMITS_MAX_ITEMS as MAX_ITEMS};
+
+/// Characters of a refused value quoted in its description.
+const SHOWN_CHARS: usize = 32;
 
 /// One JVM's limits; `None`: the agent's own value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,8 +27,8 @@ pub struct Limits {
     /// `maxClasses`: monitor classes named (monitors collector).
     pub classes: Option<u32>,
     /// `threadStartRate`: thread starts per second above which the on-demand starter probe
-    /// is attached (src/starters.rs); the resource's `threadStartRate` alert threshold. Not a
-    /// table size, so never clamped.
+    /// is attached; the resource's `threadStartRate` alert threshold. Not a table size, so
+    /// never clamped.
     pub thread_start_rate: Option<u32>,
 }
 
@@ -49,8 +51,8 @@ pub struct Caps {
 /// A value from a container, shortened and printable for a log line.
 fn shown(s: &str) -> String {
     let mut out: String =
-        s.chars().take(32).map(|c| if c.is_ascii_graphic() { c } else { '?' }).collect();
-    if s.chars().count() > 32 {
+        s.chars().take(SHOWN_CHARS).map(|c| if c.is_ascii_graphic() { c } else { '?' }).collect();
+    if s.chars().nth(SHOWN_CHARS).is_some() {
         out.push('…');
     }
     out
@@ -63,6 +65,7 @@ fn value(v: &str) -> Option<u32> {
     v.parse::<u32>().ok().filter(|n| *n >= 1)
 }
 
+/// Parses a limits text; never fails: what it refuses is in [`Parsed::invalid`].
 pub fn parse(text: &str) -> Parsed {
     let mut p = Parsed::default();
     if text.len() > MAX_TEXT {
@@ -113,19 +116,10 @@ impl Limits {
     pub fn words(&self) -> [u32; 3] {
         [self.thread_names.unwrap_or(0), self.methods.unwrap_or(0), self.classes.unwrap_or(0)]
     }
-
-    /// Limits from a `jvm.diagnostics.dev/limits`-shaped text, logging refused items
-    /// (`what` names the source); returns the number refused too.
-    pub fn from_text(text: &str, what: &str) -> (Limits, u64) {
-        let p = parse(text);
-        if !p.invalid.is_empty() {
-            tracing::warn!(source = what, invalid = %p.invalid.join("; "), "limits: items ignored");
-        }
-        (p.limits, p.invalid.len() as u64)
-    }
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
