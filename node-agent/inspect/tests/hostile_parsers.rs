@@ -364,7 +364,9 @@ fn elf_sparse_512_mib_file_refused_from_its_headers_before_any_table_is_read() {
     let (symtab, strtab) = (section_header(&e, ".symtab"), section_header(&e, ".strtab"));
     let notes = section_header(&e, ".note.stapsdt");
     let len: u64 = 512 << 20;
-    let cases: [(&str, Box<dyn Fn(&mut Vec<u8>)>, &str); 3] = [
+    /// An edit of the ELF headers.
+    type Edit<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
+    let cases: [(&str, Edit<'_>, &str); 3] = [
         (
             "symbols",
             Box::new(|b: &mut Vec<u8>| put_u64(b, symtab + 32, 500 << 20)),
