@@ -30,11 +30,6 @@ use crate::skel::compilation::types::{comp_stats, heap_value, seen_count};
 use crate::skel::compilation::{CompilationSkel, CompilationSkelBuilder};
 use crate::skel::consts;
 
-// SAFETY: plain C structs of integers (generated from src/bpf/compilation.h).
-unsafe impl plain::Plain for comp_stats {}
-unsafe impl plain::Plain for heap_value {}
-unsafe impl plain::Plain for seen_count {}
-
 const PROBES: [&str; 6] = super::probe_names([
     (consts::COMP_PROBE_BEGIN, "method__compile__begin"),
     (consts::COMP_PROBE_END, "method__compile__end"),

@@ -55,12 +55,6 @@ const INFLIGHT: [Table; 2] = [
     },
 ];
 
-// SAFETY: plain C structs of integers (generated from src/bpf/monitors.h).
-unsafe impl plain::Plain for mon_stat {}
-unsafe impl plain::Plain for name_key {}
-unsafe impl plain::Plain for mon_thread_key {}
-unsafe impl plain::Plain for mon_wait {}
-
 pub struct Monitors {
     skel: MonitorsSkel<'static>,
     /// host tgid -> (slot, whether the JVM runs with the flag), read once per JVM.
