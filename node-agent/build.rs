@@ -10,6 +10,7 @@
 //! part generates from; JVMDIAG_HISTOGRAM_BOUNDS=/path overrides, e.g. in an image build):
 //! `hist_bounds.h` (HIST_BOUNDS, for the shapes in jvm.h), `hist_slot.bpf.h` (the probes'
 //! bucket function) and `hist_bounds.rs` (the exposition's `le` values).
+use std::collections::{BTreeMap, BTreeSet};
 use std::env;
 use std::fs;
 use std::path::PathBuf;
@@ -55,7 +56,8 @@ fn main() {
         .collect();
     sources.sort();
     // skels.rs: one `pub mod <collector>` per .bpf.c, included by src/skel.rs, so a new
-    // collector needs no edit there.
+    // collector needs no edit there; each with the `plain::Plain` impls of its map shapes.
+    let header_structs = header_structs();
     let mut mods = String::new();
     for src in sources {
         let stem =
@@ -79,8 +81,11 @@ fn main() {
             ])
             .build_and_generate(&skel)
             .unwrap_or_else(|e| panic!("building {}: {e:#}", src.display()));
+        let generated =
+            fs::read_to_string(&skel).unwrap_or_else(|e| panic!("reading {}: {e}", skel.display()));
         mods.push_str(&format!(
-            "pub mod {stem} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{stem}.skel.rs\"));\n}}\n"
+            "pub mod {stem} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{stem}.skel.rs\"));\n{}}}\n",
+            plain_impls(&generated, &header_structs)
         ));
     }
     fs::write(out.join("consts.rs"), header_consts()).expect("write consts.rs");
@@ -154,6 +159,151 @@ fn integer_literal(s: &str) -> Option<(u64, bool)> {
         None => digits.parse().ok()?,
     };
     Some((value, wide))
+}
+
+/// The `unsafe impl plain::Plain` of one skeleton (appended to its module in skels.rs), so
+/// the agent can decode map keys and values from bytes: one for each struct of the shared
+/// headers (`struct NAME {` in src/bpf/*.h, e.g. `name_key`, `hist`, `mon_stat`) that the
+/// skeleton's generated `types` has and that is plain old data.
+///
+/// libbpf-cargo writes each C struct as a `#[repr(C)]` struct with one `pub name: type,`
+/// per line and its padding as explicit `__pad_N: [u8; N]` fields; C `_Bool` becomes
+/// `MaybeUninit<bool>`, enums newtypes, pointers `*mut`. A struct is plain old data when
+/// every field is an integer, an array of them, or another such struct of the same
+/// `types`: any byte pattern is then a valid value. Anything else (a pointer, a bool, an
+/// enum, a union, a line not of that shape) leaves the struct without the impl, so code
+/// that decodes it does not compile. Each impl comes with a compile-time check that the
+/// struct's size is the sum of its fields' (no padding the compiler added), for it and
+/// every struct inside it.
+fn plain_impls(skel: &str, header_structs: &BTreeSet<String>) -> String {
+    let structs = repr_c_structs(skel);
+    let mut out = String::new();
+    let mut checked = BTreeSet::new();
+    for name in header_structs {
+        if !is_pod(name, &structs, 0) {
+            continue;
+        }
+        out.push_str(&format!("    unsafe impl plain::Plain for types::{name} {{}}\n"));
+        let mut todo = vec![name.clone()];
+        while let Some(s) = todo.pop() {
+            if !checked.insert(s.clone()) {
+                continue;
+            }
+            let fields = structs.get(&s).and_then(Option::as_ref).expect("checked POD above");
+            let sum: Vec<String> =
+                fields.iter().map(|t| format!("std::mem::size_of::<{}>()", qualified(t))).collect();
+            let sum = if sum.is_empty() { "0".to_string() } else { sum.join(" + ") };
+            out.push_str(&format!(
+                "    const _: () = assert!(std::mem::size_of::<types::{s}>() == {sum});\n"
+            ));
+            todo.extend(fields.iter().map(|t| element(t).to_string()).filter(|t| !is_integer(t)));
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!(
+        "    // SAFETY (every impl below): a #[repr(C)] struct of integers, integer arrays and\n    \
+         // such structs only, without padding the compiler added (asserted): every byte\n    \
+         // pattern is a value.\n{out}"
+    )
+}
+
+/// The `#[repr(C)] pub struct NAME { … }` of a skeleton's `types` module: name -> the types of
+/// its fields, or None for a struct whose body is not only `pub name: type,` lines.
+fn repr_c_structs(skel: &str) -> BTreeMap<String, Option<Vec<String>>> {
+    let mut structs = BTreeMap::new();
+    let mut lines = skel.lines();
+    let Some(indent) = lines.by_ref().find_map(|l| l.strip_suffix("pub mod types {")) else {
+        return structs;
+    };
+    let end = format!("{indent}}}");
+    let mut lines = lines.take_while(|l| *l != end).map(str::trim);
+    while let Some(line) = lines.next() {
+        if line != "#[repr(C)]" {
+            continue;
+        }
+        let Some(name) = lines
+            .next()
+            .and_then(|l| l.strip_prefix("pub struct "))
+            .and_then(|l| l.strip_suffix(" {"))
+        else {
+            continue;
+        };
+        let mut fields = Some(Vec::new());
+        for l in lines.by_ref() {
+            if l == "}" {
+                break;
+            }
+            let ty = l
+                .strip_prefix("pub ")
+                .and_then(|l| l.strip_suffix(','))
+                .and_then(|l| l.split_once(": "))
+                .map(|(_, t)| t.to_string());
+            match (ty, fields.as_mut()) {
+                (Some(t), Some(f)) => f.push(t),
+                _ => fields = None,
+            }
+        }
+        structs.insert(name.to_string(), fields);
+    }
+    structs
+}
+
+fn is_integer(t: &str) -> bool {
+    matches!(t, "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "u64" | "i64" | "u128" | "i128")
+}
+
+/// `[T; N]` (nested too) -> T; any other type as it is.
+fn element(t: &str) -> &str {
+    match t.strip_prefix('[').and_then(|t| t.strip_suffix(']')).and_then(|t| t.rsplit_once("; ")) {
+        Some((elem, n)) if n.parse::<usize>().is_ok() => element(elem),
+        _ => t,
+    }
+}
+
+/// Whether `t` is an integer, an array of plain-old-data, or a struct of `structs` whose
+/// fields all are.
+fn is_pod(t: &str, structs: &BTreeMap<String, Option<Vec<String>>>, depth: u32) -> bool {
+    let t = element(t);
+    if is_integer(t) {
+        return true;
+    }
+    // C structs cannot contain themselves; the bound only keeps a malformed input finite.
+    depth < 32
+        && structs
+            .get(t)
+            .and_then(Option::as_ref)
+            .is_some_and(|f| f.iter().all(|f| is_pod(f, structs, depth + 1)))
+}
+
+/// A field type as seen from the skeleton's module: struct names are in `types`.
+fn qualified(t: &str) -> String {
+    match t.strip_prefix('[').and_then(|t| t.strip_suffix(']')).and_then(|t| t.rsplit_once("; ")) {
+        Some((elem, n)) => format!("[{}; {n}]", qualified(elem)),
+        None if is_integer(t) => t.to_string(),
+        None => format!("types::{t}"),
+    }
+}
+
+/// The names of the structs the shared headers (src/bpf/*.h) define: the shapes of the maps
+/// the agent reads.
+fn header_structs() -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for h in fs::read_dir("src/bpf").expect("src/bpf").filter_map(|e| e.ok().map(|e| e.path())) {
+        if h.extension().is_none_or(|x| x != "h") {
+            continue;
+        }
+        let text = fs::read_to_string(&h).unwrap_or_else(|e| panic!("{}: {e}", h.display()));
+        for line in text.lines() {
+            if let Some(name) =
+                line.trim().strip_prefix("struct ").and_then(|l| l.strip_suffix(" {"))
+            {
+                names.insert(name.trim().to_string());
+            }
+        }
+    }
+    names
 }
 
 /// One bound of monitoring/histogram-bounds.txt: its `le` text and its value in ns.

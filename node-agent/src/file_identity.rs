@@ -20,10 +20,6 @@ use crate::skel::consts::KDEV_MINOR_BITS;
 use crate::skel::file_identity::types::mapped_file;
 use crate::skel::file_identity::{FileIdentitySkel, FileIdentitySkelBuilder};
 
-// SAFETY: generated from struct mapped_file (src/bpf/file_identity.h): #[repr(C)], integer
-// fields only, no padding, every bit pattern valid.
-unsafe impl plain::Plain for mapped_file {}
-
 pub struct FileIdentity {
     skel: FileIdentitySkel<'static>,
 }

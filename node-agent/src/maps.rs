@@ -13,12 +13,6 @@ use crate::skel::consts;
 use crate::skel::shapes::types::{hist, name_key, vtable_name};
 use crate::symbols::VtableNames;
 
-// SAFETY (all four): plain C structs of integers and integer arrays (generated with
-// #[repr(C)] from the BPF headers), valid for any bit pattern.
-unsafe impl plain::Plain for name_key {}
-unsafe impl plain::Plain for vtable_name {}
-unsafe impl plain::Plain for hist {}
-
 /// A map entry's bytes decoded as `T` (None: shorter than `T`, which a map of that type
 /// never returns).
 pub fn decode<T: plain::Plain + Default>(bytes: &[u8]) -> Option<T> {

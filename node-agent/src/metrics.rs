@@ -2,24 +2,9 @@
 //! type and labels beyond the common per-JVM ones (namespace, pod, container, jvm, …),
 //! defined once. Names follow the metrics contract (docs/contracts.md, docs/metrics.md);
 //! a family is built from here (`Desc::family`), never from a literal name elsewhere.
-use crate::model::{Family, Kind};
-
-/// What a family is: name (counters with `_total`), one-sentence help, type, labels.
-#[derive(Debug)]
-pub struct Desc {
-    pub name: &'static str,
-    pub help: &'static str,
-    pub kind: Kind,
-    /// Label names of its samples beyond the JVM's common labels, in order.
-    pub labels: &'static [&'static str],
-}
-
-impl Desc {
-    /// An empty family of this description.
-    pub fn family(&'static self) -> Family {
-        Family::of(self)
-    }
-}
+// A catalog entry's type is the model's (a family is built from it), named here too.
+pub use crate::model::Desc;
+use crate::model::{Family, Kind, Value};
 
 const fn desc(
     name: &'static str,
@@ -426,7 +411,7 @@ pub static ALL: &[&Desc] = &[
 pub fn gauge(d: &'static Desc, v: f64) -> Family {
     debug_assert_eq!(d.kind, Kind::Gauge, "{}", d.name);
     let mut f = d.family();
-    f.agent(vec![], crate::model::Value::Gauge(v));
+    f.agent(vec![], Value::Gauge(v));
     f
 }
 
@@ -434,7 +419,7 @@ pub fn gauge(d: &'static Desc, v: f64) -> Family {
 pub fn counter(d: &'static Desc, v: u64) -> Family {
     debug_assert_eq!(d.kind, Kind::Counter, "{}", d.name);
     let mut f = d.family();
-    f.agent(vec![], crate::model::Value::Counter(v));
+    f.agent(vec![], Value::Counter(v));
     f
 }
 

@@ -12,6 +12,24 @@ pub enum Kind {
     Histogram,
 }
 
+/// What a family is: name (counters with `_total`), one-sentence help, type, labels. The
+/// agent's families are described once, in the catalog (src/metrics.rs).
+#[derive(Debug)]
+pub struct Desc {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub kind: Kind,
+    /// Label names of its samples beyond the JVM's common labels, in order.
+    pub labels: &'static [&'static str],
+}
+
+impl Desc {
+    /// An empty family of this description.
+    pub fn family(&'static self) -> Family {
+        Family::of(self)
+    }
+}
+
 /// A histogram read from a kernel map: per-bucket counts (last = +Inf), sum in ns.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Hist {
@@ -97,7 +115,7 @@ pub struct Family {
 
 impl Family {
     /// An empty family of a catalog entry (src/metrics.rs).
-    pub fn of(d: &'static crate::metrics::Desc) -> Self {
+    pub fn of(d: &'static Desc) -> Self {
         Family { name: d.name, help: d.help, kind: d.kind, labels: d.labels, samples: Vec::new() }
     }
     pub fn jvm(&mut self, slot: u32, labels: Vec<(&'static str, String)>, value: Value) {

@@ -31,9 +31,6 @@ use crate::skel::consts;
 use crate::skel::starters::types::starter_key;
 use crate::skel::starters::{StartersSkel, StartersSkelBuilder};
 
-// SAFETY: a plain C struct of integers and chars (generated from src/bpf/starters.h).
-unsafe impl plain::Plain for starter_key {}
-
 /// How often each JVM's start rate is computed.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// Threads in JVM_StartThread, and new threads not yet started (src/bpf/starters.h).

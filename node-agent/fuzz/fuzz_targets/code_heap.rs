@@ -4,9 +4,7 @@
 //! most 4 KiB of each is read). Never panics, never reads past the code (slices only);
 //! a decoded layout comes from the bytes it names (the pattern is really there); a decode
 //! is a function of the bytes.
-use jvmdiag_agent::collector::compilation::code_heap::{
-    decode_allocated_capacity, decode_pool_heap,
-};
+use jvmdiag_inspect::code_heap::{decode_allocated_capacity, decode_pool_heap};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,8 +5,8 @@
 //! the container. Never panics; at most OPTIONS_FILES_MAX files are read and
 //! OPTIONS_MAX_TOKENS options kept; the decision is exactly "the last of the flag's spellings
 //! wins".
-use jvmdiag_agent::collector::monitors::{jvm_options, monitor_probes_enabled};
 use jvmdiag_inspect::limits::{OPTIONS_FILES_MAX, OPTIONS_MAX_TOKENS};
+use jvmdiag_inspect::options::{jvm_options, monitor_probes_enabled};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

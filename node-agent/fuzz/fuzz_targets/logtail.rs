@@ -1,19 +1,15 @@
 #![no_main]
-//! The sidecar's log tail (src/sidecar/logtail.rs) reads a file the JVM's container writes,
-//! in reads of any size: the line splitter must give the same lines whatever the chunk
+//! The sidecar's log tail reads a file the JVM's container writes, in reads of any size: its
+//! line splitter (jvmdiag_inspect::log_lines) must give the same lines whatever the chunk
 //! boundaries, never hold more than `SAFEPOINT_LINE_MAX` bytes of a line, and count every
 //! line longer than that exactly once (complete or not). Checked against a one-pass model
 //! of the whole input. Byte 0xFF followed by n expands to n KiB without a newline, so the
 //! 64 KiB line limit is reached by short inputs too; the rest of the bytes are the file.
 //! Also the archives' ordering key (`uptime_decoration` of a first line): never panics,
 //! never NaN or negative.
-#[allow(dead_code)]
-#[path = "../../src/sidecar/logtail.rs"]
-mod logtail;
-
 use jvmdiag_inspect::limits::SAFEPOINT_LINE_MAX;
+use jvmdiag_inspect::log_lines::{uptime_decoration, LineCounts, LineSplitter};
 use libfuzzer_sys::fuzz_target;
-use logtail::{LineSplitter, TailStats};
 
 /// Bounded file size after expansion.
 const FILE_MAX: usize = 512 << 10;
@@ -66,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
         x
     };
     let mut s = LineSplitter::new();
-    let mut stats = TailStats::default();
+    let mut stats = LineCounts::default();
     let mut got = Vec::new();
     let mut rest = &file[..];
     while !rest.is_empty() {
@@ -94,7 +90,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(s.pending(), pending);
 
     if let Some(first) = file.split(|&b| b == b'\n').next() {
-        if let Some(t) = logtail::uptime_decoration(&String::from_utf8_lossy(first)) {
+        if let Some(t) = uptime_decoration(&String::from_utf8_lossy(first)) {
             assert!(!t.is_nan() && t >= 0.0, "uptime {t}");
         }
     }

@@ -10,11 +10,13 @@
 
 mod bytes;
 pub mod cgroup;
+pub mod code_heap;
 pub mod elf;
 mod error;
 pub mod hsperfdata;
 pub mod jvm_limits;
 pub mod limits;
+pub mod log_lines;
 pub mod options;
 pub mod procfs;
 pub mod root;

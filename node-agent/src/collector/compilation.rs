@@ -15,6 +15,7 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use jvmdiag_inspect::code_heap::{decode_allocated_capacity, decode_pool_heap};
 use jvmdiag_inspect::elf;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
@@ -28,11 +29,6 @@ use crate::probe;
 use crate::skel::compilation::types::{comp_stats, heap_value, seen_count};
 use crate::skel::compilation::{CompilationSkel, CompilationSkelBuilder};
 use crate::skel::consts;
-
-// SAFETY: plain C structs of integers (generated from src/bpf/compilation.h).
-unsafe impl plain::Plain for comp_stats {}
-unsafe impl plain::Plain for heap_value {}
-unsafe impl plain::Plain for seen_count {}
 
 const PROBES: [&str; 6] = super::probe_names([
     (consts::COMP_PROBE_BEGIN, "method__compile__begin"),
@@ -192,9 +188,8 @@ fn code_heap_layout(f: &std::fs::File, syms: &[elf::Symbol]) -> Option<code_heap
         syms.iter().find(|s| s.name == name).cloned()
     };
     let (alloc, pool) = (by(SYM_ALLOCATED)?, by(SYM_POOL)?);
-    let (log2, next, free) = code_heap::decode_allocated_capacity(&function_code(f, &alloc)?)?;
-    let pool_heap =
-        code_heap::decode_pool_heap(&function_code(f, &pool)?, pool.value, alloc.value)?;
+    let (log2, next, free) = decode_allocated_capacity(&function_code(f, &alloc)?)?;
+    let pool_heap = decode_pool_heap(&function_code(f, &pool)?, pool.value, alloc.value)?;
     Some(code_heap::Layout { pool_heap, log2, next, free })
 }
 

@@ -20,10 +20,6 @@ use crate::model::{Family, Value};
 use crate::skel::consts;
 use crate::skel::shapes::types::{inflight_key, inflight_lost_key};
 
-// SAFETY: plain C structs of integers (generated from src/bpf/jvm.h).
-unsafe impl plain::Plain for inflight_key {}
-unsafe impl plain::Plain for inflight_lost_key {}
-
 /// One JVM may hold at most this fraction of a table (1 / SHARE_DIVISOR), at least its
 /// per-JVM size: a JVM with a large pool of waiting threads is measured whole, and a hostile
 /// one leaves three quarters of the table to the others.

@@ -12,10 +12,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use jvmdiag_inspect::limits::{
-    CMDLINE_MAX_BYTES, OPTIONS_FILES_MAX, OPTIONS_FILE_MAX_BYTES, OPTIONS_MAX_TOKENS,
-};
-use jvmdiag_inspect::options;
+use jvmdiag_inspect::limits::{CMDLINE_MAX_BYTES, OPTIONS_FILE_MAX_BYTES};
+use jvmdiag_inspect::options::{jvm_options, monitor_probes_enabled};
 use jvmdiag_inspect::root::{read_host_file, ProcRoot};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
@@ -56,12 +54,6 @@ const INFLIGHT: [Table; 2] = [
         max: consts::WAIT_INFLIGHT_MAX,
     },
 ];
-
-// SAFETY: plain C structs of integers (generated from src/bpf/monitors.h).
-unsafe impl plain::Plain for mon_stat {}
-unsafe impl plain::Plain for name_key {}
-unsafe impl plain::Plain for mon_thread_key {}
-unsafe impl plain::Plain for mon_wait {}
 
 /// `--max-classes`: monitor classes named per JVM (a JVM's own `maxClasses` may lower it).
 pub static MAX_CLASSES: Number<u32> = Number {
@@ -110,123 +102,6 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load monitors.bpf.o")?;
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
-}
-
-/// Whether `-XX:+DTraceMonitorProbes` is in effect for these JVM options, in the order the
-/// JVM reads them ([`jvm_options`]; the last spelling wins). `-XX:+ExtendedDTraceProbes`
-/// turns it on too.
-pub fn monitor_probes_enabled<'a>(options: impl IntoIterator<Item = &'a str>) -> bool {
-    let mut on = false;
-    for o in options {
-        match o {
-            "-XX:+DTraceMonitorProbes" | "-XX:+ExtendedDTraceProbes" => on = true,
-            "-XX:-DTraceMonitorProbes" => on = false,
-            _ => {}
-        }
-    }
-    on
-}
-
-/// Reads an options file a JVM names (`@argfile`, `-XX:VMOptionsFile=`, `-XX:Flags=`), by the
-/// path as the JVM sees it; `None` when it cannot be read.
-pub type ReadOptionsFile<'r> = dyn FnMut(&str) -> Option<Vec<u8>> + 'r;
-
-/// The JVM options of a process, in the order HotSpot applies them: the `-XX:Flags=` file
-/// (each of its words is an option without `-XX:`), `JAVA_TOOL_OPTIONS`, the launcher's
-/// options (`JDK_JAVA_OPTIONS`, then the command line up to the main class or jar: application
-/// arguments after it are not JVM options), with each `@argfile` and the
-/// `-XX:VMOptionsFile=` file expanded in place, then `_JAVA_OPTIONS`. At most
-/// [`OPTIONS_FILES_MAX`] files are read (through `read`) and [`OPTIONS_MAX_TOKENS`] options
-/// kept; an `@argfile` inside a file is not expanded (nor does the launcher), nor are any after
-/// `--disable-@files`; `@@x` is the literal argument `@x`.
-pub fn jvm_options(environ: &[u8], cmdline: &[u8], read: &mut ReadOptionsFile<'_>) -> Vec<String> {
-    let env: HashMap<&[u8], &[u8]> = environ
-        .split(|&b| b == 0)
-        .filter_map(|kv| kv.iter().position(|&b| b == b'=').map(|i| (&kv[..i], &kv[i + 1..])))
-        .collect();
-    let var = |name: &[u8]| -> Vec<String> {
-        env.get(name)
-            .map(|v| {
-                String::from_utf8_lossy(v)
-                    .split_whitespace()
-                    .take(OPTIONS_MAX_TOKENS)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut files = 0usize;
-    let mut read_words = |path: &str, prefix: &str| -> Vec<String> {
-        if files >= OPTIONS_FILES_MAX {
-            return Vec::new();
-        }
-        files += 1;
-        read(path)
-            .map(|t| {
-                options::words(&t, OPTIONS_MAX_TOKENS)
-                    .into_iter()
-                    .map(|w| format!("{prefix}{w}"))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let tool = var(b"JAVA_TOOL_OPTIONS");
-    let java = var(b"_JAVA_OPTIONS");
-    // The launcher's words: JDK_JAVA_OPTIONS, then argv[1..], each @argfile replaced by its words.
-    let mut launcher_words: Vec<String> = Vec::new();
-    let mut expand = true;
-    let argv = cmdline
-        .split(|&b| b == 0)
-        .skip(1)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned());
-    for w in var(b"JDK_JAVA_OPTIONS").into_iter().chain(argv) {
-        if launcher_words.len() >= OPTIONS_MAX_TOKENS {
-            break;
-        }
-        if w == "--disable-@files" {
-            expand = false;
-        }
-        match w.strip_prefix('@') {
-            Some(rest) if rest.starts_with('@') => launcher_words.push(rest.to_string()),
-            Some(path) if expand && !path.is_empty() => launcher_words.extend(read_words(path, "")),
-            _ => launcher_words.push(w),
-        }
-    }
-    let mut launcher = Vec::new();
-    let mut words = launcher_words.into_iter();
-    while let Some(a) = words.next() {
-        if !a.starts_with('-') || a == "-jar" || a == "-m" || a == "--module" {
-            break;
-        }
-        let takes_value = matches!(
-            a.as_str(),
-            "-cp" | "-classpath" | "--class-path" | "-p" | "--module-path" | "--add-modules"
-        );
-        if let Some(path) = a.strip_prefix("-XX:VMOptionsFile=") {
-            let inner = read_words(path, "");
-            launcher.push(a);
-            launcher.extend(inner);
-        } else {
-            launcher.push(a);
-        }
-        if takes_value {
-            words.next();
-        }
-    }
-    let flags_file = tool
-        .iter()
-        .chain(&launcher)
-        .chain(&java)
-        .filter_map(|o| o.strip_prefix("-XX:Flags="))
-        .next_back()
-        .map(str::to_string);
-    let mut out = flags_file.map(|f| read_words(&f, "-XX:")).unwrap_or_default();
-    out.extend(tool);
-    out.extend(launcher);
-    out.extend(java);
-    out.truncate(OPTIONS_MAX_TOKENS);
-    out
 }
 
 /// Reads an options file of process `pid` as the JVM does: an absolute path inside its root, a
@@ -452,96 +327,6 @@ pub fn wait_families(waits: &[(Vec<u8>, Vec<u8>)]) -> [Family; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn opts_with(environ: &str, cmdline: &str, files: &[(&str, &str)]) -> bool {
-        let mut read =
-            |p: &str| files.iter().find(|(n, _)| *n == p).map(|(_, t)| t.as_bytes().to_vec());
-        let o = jvm_options(
-            environ.replace(' ', "\0").replace('|', " ").as_bytes(),
-            cmdline.replace(' ', "\0").as_bytes(),
-            &mut read,
-        );
-        monitor_probes_enabled(o.iter().map(String::as_str))
-    }
-
-    fn opts(environ: &str, cmdline: &str) -> bool {
-        opts_with(environ, cmdline, &[])
-    }
-
-    #[test]
-    fn the_flag_comes_from_the_environment_and_the_launcher_the_last_one_wins() {
-        assert!(opts("JAVA_TOOL_OPTIONS=-Xmx1g|-XX:+DTraceMonitorProbes", "java Main"));
-        assert!(opts("JDK_JAVA_OPTIONS=-XX:+DTraceMonitorProbes", "java -cp x Main"));
-        assert!(opts("", "java -XX:+DTraceMonitorProbes -cp a.jar Main"));
-        assert!(opts("", "java -XX:+ExtendedDTraceProbes -jar a.jar"));
-        assert!(!opts(
-            "JAVA_TOOL_OPTIONS=-XX:+DTraceMonitorProbes",
-            "java -XX:-DTraceMonitorProbes Main"
-        ));
-        assert!(
-            !opts("", "java Main -XX:+DTraceMonitorProbes"),
-            "an application argument is not a JVM option"
-        );
-        assert!(!opts("", "java -jar app.jar -XX:+DTraceMonitorProbes"));
-        assert!(!opts("OTHER=-XX:+DTraceMonitorProbes", "java Main"));
-        assert!(!opts("", ""));
-        // _JAVA_OPTIONS comes after the command line.
-        assert!(opts(
-            "_JAVA_OPTIONS=-XX:+DTraceMonitorProbes",
-            "java -XX:-DTraceMonitorProbes Main"
-        ));
-        assert!(!opts(
-            "_JAVA_OPTIONS=-XX:-DTraceMonitorProbes",
-            "java -XX:+DTraceMonitorProbes Main"
-        ));
-    }
-
-    #[test]
-    fn the_flag_comes_from_argfiles_and_options_files_in_place() {
-        let files = [
-            ("app.args", "# JVM options\n-Xmx1g -XX:+DTraceMonitorProbes\n-cp app.jar Main -XX:-DTraceMonitorProbes"),
-            ("/etc/jvm/off.args", "-XX:-DTraceMonitorProbes"),
-            ("vm.options", "-Xss1m\n-XX:+DTraceMonitorProbes"),
-            ("/flags", "+DTraceMonitorProbes\n"),
-            ("flags.off", "-DTraceMonitorProbes"),
-            ("nested.args", "@app.args"),
-        ];
-        let on = |env: &str, cmd: &str| opts_with(env, cmd, &files);
-        assert!(on("", "java @app.args"), "an @argfile's options, up to its main class");
-        assert!(
-            on("", "java @app.args @/etc/jvm/off.args"),
-            "after the main class: an application argument, not read"
-        );
-        assert!(
-            !on("", "java -XX:+DTraceMonitorProbes @/etc/jvm/off.args Main"),
-            "in place: the later one wins"
-        );
-        assert!(!on("", "java --disable-@files @app.args Main"));
-        assert!(!on("", "java @@app.args"), "@@ is a literal argument");
-        assert!(!on("", "java @nested.args Main"), "argfiles do not nest");
-        assert!(!on("", "java @missing.args Main"));
-        assert!(on("JDK_JAVA_OPTIONS=@app.args", "java Main"));
-        assert!(on("", "java -XX:VMOptionsFile=vm.options -cp x Main"));
-        assert!(!on("", "java -XX:VMOptionsFile=vm.options -XX:-DTraceMonitorProbes Main"));
-        // -XX:Flags= is read before every other source, from wherever it is named.
-        assert!(on("", "java -XX:Flags=/flags Main"));
-        assert!(on("JAVA_TOOL_OPTIONS=-XX:Flags=/flags", "java Main"));
-        assert!(!on("", "java -XX:Flags=/flags -XX:-DTraceMonitorProbes Main"));
-        assert!(on("", "java -XX:Flags=flags.off -XX:+DTraceMonitorProbes Main"));
-        assert!(!on("", "java -XX:Flags=flags.off Main"));
-    }
-
-    #[test]
-    fn options_files_read_are_bounded() {
-        let mut reads = 0;
-        let cmd = format!("java{}\0Main", "\0@a".repeat(100));
-        let opts = jvm_options(b"", cmd.as_bytes(), &mut |_| {
-            reads += 1;
-            Some(b"-Xmx1g".to_vec())
-        });
-        assert_eq!(reads, OPTIONS_FILES_MAX);
-        assert_eq!(opts.len(), OPTIONS_FILES_MAX);
-    }
 
     #[test]
     fn class_names_are_spelled_as_in_java() {

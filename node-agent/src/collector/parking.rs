@@ -35,11 +35,6 @@ const INFLIGHT: [Table; 1] = [Table {
     max: consts::PARK_INFLIGHT_MAX,
 }];
 
-// SAFETY: plain C structs of integers (generated from src/bpf/parking.h).
-unsafe impl plain::Plain for park_key {}
-unsafe impl plain::Plain for park_count {}
-unsafe impl plain::Plain for park_name {}
-
 fn slot_of(k: &[u8]) -> Option<u32> {
     decode::<park_key>(k).map(|k| k.slot)
 }

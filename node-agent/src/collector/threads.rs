@@ -89,12 +89,6 @@ pub fn fnv1a_folded(name: &str) -> u64 {
     }
 }
 
-// SAFETY: plain C structs of integers (generated from src/bpf/threads.h).
-unsafe impl plain::Plain for name_hkey {}
-unsafe impl plain::Plain for name_text {}
-// SAFETY: as above (common.bpf.h's struct jvm_limits, the same in every skeleton).
-unsafe impl plain::Plain for crate::skel::threads::types::jvm_limits {}
-
 /// The slot of a threads_counts / threads_names key.
 fn slot_of(k: &[u8]) -> Option<u32> {
     decode::<name_hkey>(k).map(|k| k.slot)

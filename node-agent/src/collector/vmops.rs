@@ -17,9 +17,6 @@ use crate::skel::vmops::types::vmop_req_key;
 use crate::skel::vmops::{VmopsSkel, VmopsSkelBuilder};
 use crate::{probe, symbols};
 
-// SAFETY: a plain C struct of integers and chars (generated from src/bpf/vmops.h).
-unsafe impl plain::Plain for vmop_req_key {}
-
 const PROBES: [&str; 5] = super::probe_names([
     (consts::VMOPS_PROBE_BEGIN, "vmops__begin"),
     (consts::VMOPS_PROBE_END, "vmops__end"),

@@ -15,15 +15,17 @@
 //! log file often gets the same number.
 //!
 //! The directory is shared with the application container (untrusted): files are opened
-//! through [`ProcRoot`] (no symlink leads outside the volume), lines longer than
-//! `SAFEPOINT_LINE_MAX` are skipped, the listing is bounded.
+//! through [`ProcRoot`] (no symlink leads outside the volume), lines are cut by
+//! [`LineSplitter`] (those longer than `SAFEPOINT_LINE_MAX` are skipped), the listing is
+//! bounded.
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use jvmdiag_inspect::limits::{DIR_MAX_ENTRIES, SAFEPOINT_LINE_MAX};
+use jvmdiag_inspect::limits::DIR_MAX_ENTRIES;
+use jvmdiag_inspect::log_lines::{uptime_decoration, LineCounts, LineSplitter};
 use jvmdiag_inspect::root::ProcRoot;
 
 /// Largest log file opened (the operator's flag asks for 10 MiB files).
@@ -63,66 +65,6 @@ struct Open {
     dev: u64,
     offset: u64,
     lines: LineSplitter,
-}
-
-/// Cuts the bytes read, in chunks of any size, into complete lines: what is left after the
-/// last newline waits for the next chunk; a line longer than `SAFEPOINT_LINE_MAX` is
-/// dropped whole (counted in `too_long`) without holding more than the limit in memory.
-/// Whatever the chunk boundaries, the same lines come out (the `logtail` fuzz target).
-#[derive(Debug, Default)]
-pub struct LineSplitter {
-    /// Bytes of an incomplete last line (at most `SAFEPOINT_LINE_MAX`).
-    partial: Vec<u8>,
-    /// Inside a line longer than the limit: drop bytes until the next newline.
-    skipping: bool,
-}
-
-impl LineSplitter {
-    pub fn new() -> LineSplitter {
-        LineSplitter::default()
-    }
-
-    /// Bytes of an incomplete line held (a file ending without a newline: a torn write).
-    pub fn pending(&self) -> usize {
-        self.partial.len()
-    }
-
-    /// Forgets a partial line (the file was truncated: start over).
-    pub fn reset(&mut self) {
-        self.partial.clear();
-        self.skipping = false;
-    }
-
-    /// Hands every line completed by `chunk` to `sink` (invalid UTF-8 replaced).
-    pub fn feed(&mut self, chunk: &[u8], stats: &mut TailStats, sink: &mut dyn FnMut(&str)) {
-        let mut rest = chunk;
-        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-            let (head, tail) = rest.split_at(nl);
-            rest = &tail[1..];
-            if self.skipping {
-                self.skipping = false;
-                self.partial.clear();
-                continue;
-            }
-            if self.partial.len() + head.len() > SAFEPOINT_LINE_MAX {
-                stats.too_long += 1;
-            } else {
-                self.partial.extend_from_slice(head);
-                stats.lines += 1;
-                sink(&String::from_utf8_lossy(&self.partial));
-            }
-            self.partial.clear();
-        }
-        if !self.skipping {
-            if self.partial.len() + rest.len() > SAFEPOINT_LINE_MAX {
-                stats.too_long += 1;
-                self.partial.clear();
-                self.skipping = true;
-            } else {
-                self.partial.extend_from_slice(rest);
-            }
-        }
-    }
 }
 
 pub struct LogTail {
@@ -265,29 +207,6 @@ fn open(root: &ProcRoot, name: &str) -> Option<Open> {
     Some(Open { file, ino: m.ino(), dev: m.dev(), offset: 0, lines: LineSplitter::new() })
 }
 
-/// `[12.345s]`, `[12345ms]` or `[12345ns]` among a line's leading decorations, in seconds.
-pub fn uptime_decoration(line: &str) -> Option<f64> {
-    let mut rest = line;
-    while let Some(r) = rest.strip_prefix('[') {
-        let (d, tail) = r.split_once(']')?;
-        rest = tail;
-        let d = d.trim();
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-        if let Some(v) = d.strip_suffix("ns").filter(|v| digits(v)) {
-            return v.parse::<f64>().ok().map(|v| v / 1e9);
-        }
-        if let Some(v) = d.strip_suffix("ms").filter(|v| digits(v)) {
-            return v.parse::<f64>().ok().map(|v| v / 1e3);
-        }
-        if let Some((a, b)) = d.strip_suffix('s').and_then(|v| v.split_once('.')) {
-            if digits(a) && digits(b) {
-                return d[..d.len() - 1].parse().ok();
-            }
-        }
-    }
-    None
-}
-
 /// Reads from the offset to the end; hands over complete lines, keeps the fragment.
 fn drain(o: &mut Open, stats: &mut TailStats, sink: &mut dyn FnMut(&str)) {
     let len = match o.file.metadata() {
@@ -318,13 +237,17 @@ fn drain(o: &mut Open, stats: &mut TailStats, sink: &mut dyn FnMut(&str)) {
             }
         };
         o.offset += n as u64;
-        o.lines.feed(&buf[..n], stats, sink);
+        let mut counts = LineCounts::default();
+        o.lines.feed(&buf[..n], &mut counts, sink);
+        stats.lines += counts.lines;
+        stats.too_long += counts.too_long;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jvmdiag_inspect::limits::SAFEPOINT_LINE_MAX;
     use std::io::Write;
 
     fn tmpdir(tag: &str) -> PathBuf {
