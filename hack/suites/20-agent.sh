@@ -39,6 +39,11 @@ nice cargo test -p jvmdiag-agent --test serve_slow_client 2>&1 | tee "$OUT/serve
 read -r p f < <(count_cargo "$OUT/serve-test.log"); add "$p" "$f"
 [ "$p" -gt 0 ] || add 0 1
 
+log "the CRD's spec.collectors names are the agent's collectors (tests/contract_collectors.rs)"
+nice cargo test -p jvmdiag-agent --test contract_collectors 2>&1 | tee "$OUT/contract-test.log" | grep -E '^test |test result' || true
+read -r p f < <(count_cargo "$OUT/contract-test.log"); add "$p" "$f"
+[ "$p" -gt 0 ] || add 0 1
+
 log "golden /metrics through promtool and the contract checker"
 if promtool check metrics < tests/golden/standalone.prom \
    && python3 "$CONTRACT_TOOL" tests/golden/standalone.prom; then
