@@ -22,7 +22,7 @@ use libbpf_rs::Link;
 
 use crate::attach::{AttachManager, JvmState};
 use crate::collector::inflight::{self, Table};
-use crate::collector::{self, threads, LoadConfig, Number};
+use crate::collector::{self, threads, LoadConfig};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Value};
@@ -49,28 +49,6 @@ const INFLIGHT: [Table; 2] = [
     },
 ];
 
-/// `--starter-threshold` (listed with the threads collector's flags).
-pub static THRESHOLD: Number<u32> = Number {
-    name: "starter-threshold",
-    value_name: "PER_SECOND",
-    default: 50,
-    min: 0,
-    max: u32::MAX,
-    hide: false,
-    help: "On-demand starter probe: a JVM starting threads faster than this (per second) gets JVM_StartThread attached for --starter-window-seconds, naming the starting threads in jvmdiag_thread_starts_by_starter_total; 0 turns it off. A pod's threadStartRate limit (its JvmDiagnostics alert threshold) or --jvm-limits TEXT:threadStartRate=N takes its place",
-};
-
-/// `--starter-window-seconds` (listed with the threads collector's flags).
-pub static WINDOW_SECONDS: Number<u64> = Number {
-    name: "starter-window-seconds",
-    value_name: "SECONDS",
-    default: 30,
-    min: 1,
-    max: 3600,
-    hide: false,
-    help: "How long the on-demand starter probe stays attached to a JVM (seconds); it is attached to that JVM again at the earliest as long after",
-};
-
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     /// Thread starts per second that attach the probe (0: never, unless the JVM's limits
@@ -80,11 +58,11 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// From `--starter-threshold` and `--starter-window-seconds`.
+    /// From `--starter-threshold` and `--starter-window-seconds` (the threads collector's).
     pub fn from_flags(s: &collector::Settings) -> Settings {
         Settings {
-            threshold: s.get(&THRESHOLD),
-            window: Duration::from_secs(s.get(&WINDOW_SECONDS)),
+            threshold: s.get(&threads::STARTER_THRESHOLD),
+            window: Duration::from_secs(s.get(&threads::STARTER_WINDOW_SECONDS)),
         }
     }
 }

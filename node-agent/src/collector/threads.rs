@@ -35,13 +35,35 @@ pub static JVM_START_THREAD: Switch = Switch {
     help: "Count thread starts with a uprobe on JVM_StartThread instead of the USDT probe (no thread names; for JDKs built without probes)",
 };
 
+/// `--starter-threshold`: the on-demand starter probe's rate trigger (src/starters.rs).
+pub static STARTER_THRESHOLD: Number<u32> = Number {
+    name: "starter-threshold",
+    value_name: "PER_SECOND",
+    default: 50,
+    min: 0,
+    max: u32::MAX,
+    hide: false,
+    help: "On-demand starter probe: a JVM starting threads faster than this (per second) gets JVM_StartThread attached for --starter-window-seconds, naming the starting threads in jvmdiag_thread_starts_by_starter_total; 0 turns it off. A pod's threadStartRate limit (its JvmDiagnostics alert threshold) or --jvm-limits TEXT:threadStartRate=N takes its place",
+};
+
+/// `--starter-window-seconds`: how long the starter probe stays attached (src/starters.rs).
+pub static STARTER_WINDOW_SECONDS: Number<u64> = Number {
+    name: "starter-window-seconds",
+    value_name: "SECONDS",
+    default: 30,
+    min: 1,
+    max: 3600,
+    hide: false,
+    help: "How long the on-demand starter probe stays attached to a JVM (seconds); it is attached to that JVM again at the earliest as long after",
+};
+
 /// This collector's flags; the on-demand starter probe's go with it (it is loaded with the
 /// threads collector, on its bit, and reads its counts).
 pub const FLAGS: &[Flag] = &[
     Flag::U32(&MAX_THREAD_NAMES),
     Flag::Switch(&JVM_START_THREAD),
-    Flag::U32(&crate::starters::THRESHOLD),
-    Flag::U64(&crate::starters::WINDOW_SECONDS),
+    Flag::U32(&STARTER_THRESHOLD),
+    Flag::U64(&STARTER_WINDOW_SECONDS),
 ];
 
 const PROBES: [&str; 3] = super::probe_names([
