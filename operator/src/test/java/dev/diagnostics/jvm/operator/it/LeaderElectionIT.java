@@ -150,6 +150,11 @@ class LeaderElectionIT {
                 """
                     .formatted(name, ns, name, name)))
         .create();
+    resource(ns, name);
+  }
+
+  /** A JvmDiagnostics of that name targeting the Deployment of the same name, rolled by hand. */
+  static void resource(String ns, String name) {
     admin
         .resource(
             ApiServer.yaml(
@@ -364,21 +369,7 @@ class LeaderElectionIT {
                   .build())
           .create();
     // the pods' resource, in the webhook's cache before the first cut
-    admin
-        .resource(
-            ApiServer.yaml(
-                admin,
-                JvmDiagnostics.class,
-                """
-                apiVersion: jvm.diagnostics.dev/v1alpha1
-                kind: JvmDiagnostics
-                metadata: {name: shop, namespace: %s}
-                spec:
-                  targetRef: {kind: Deployment, name: shop}
-                  rollout: Manual
-                """
-                    .formatted(ns)))
-        .create();
+    resource(ns, "shop");
 
     // renew deadline 3 s; each cut lasts 8 s
     LeaderElection le =
