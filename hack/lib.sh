@@ -39,6 +39,38 @@ count_surefire() {  # Maven: "Tests run: 10, Failures: 1, Errors: 0, Skipped: 2"
 # A suite ends by calling: suite_result NAME PASSED FAILED
 suite_result() { echo "suite $1: $2 passed, $3 failed"; }
 
+# --- machine set-up --------------------------------------------------------------------------------
+# apt_ensure PKG...: installs the Debian packages not installed yet (root only; apt-get update at
+# most every 12 h). The apt lock is held only while installing, so a set-up step may call it too.
+apt_ensure() {
+  local p missing=()
+  for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  [ "$(id -u)" -eq 0 ] || die "need root to install: ${missing[*]} (run: sudo make setup)"
+  log "installing Debian packages: ${missing[*]}"
+  (
+    exec 9>/tmp/jvmdiag-apt.lock; flock 9
+    stamp="$JVMDIAG_CACHE/apt-updated"
+    if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +720 2>/dev/null)" ]; then
+      apt-get update -qq && touch "$stamp"
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  )
+}
+# pinned_venv DIR REQUIREMENT...: a Python venv at DIR with exactly these pip requirements,
+# made again when they change (recorded in DIR/.ok). Callers hold their own lock.
+pinned_venv() {
+  local venv="$1"; shift
+  local want="$*"
+  if [ ! -f "$venv/.ok" ] || [ "$(cat "$venv/.ok")" != "$want" ]; then
+    log "creating $venv ($want)"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "$@"
+    echo "$want" > "$venv/.ok"
+  fi
+}
+
 # --- the local cluster (hack/cluster/) -----------------------------------------------------------
 # CLUSTER_INDEX selects an instance (0 = the developer's cluster, 1 = the test suite's), so
 # `make test` can run its own cluster next to a developer's without touching it: every

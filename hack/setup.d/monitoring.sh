@@ -8,13 +8,7 @@ set -euo pipefail
 venv="$JVMDIAG_CACHE/venv-monitoring"
 want="PyYAML==6.0.2"
 exec 7>"$JVMDIAG_CACHE/monitoring-setup.lock"; flock 7
-if [ ! -f "$venv/.ok" ] || [ "$(cat "$venv/.ok")" != "$want" ]; then
-  log "creating $venv ($want)"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check $want
-  echo "$want" > "$venv/.ok"
-fi
+pinned_venv "$venv" "$want"
 dash="$REPO_ROOT/dashboards"
 if [ -f "$dash/package-lock.json" ] && ! cmp -s "$dash/package-lock.json" "$dash/node_modules/.jvmdiag-installed" 2>/dev/null; then
   log "npm ci in dashboards/ (@grafana/schema, typescript)"
