@@ -19,6 +19,7 @@ import time
 
 from harness import (
     bpf_objects_of,
+    bpftool,
     kill_leftovers,
     log,
     map_entries,
@@ -26,6 +27,7 @@ from harness import (
     run,
     samples,
     scrape,
+    stop,
     summary,
     wait_file,
     wait_serving,
@@ -404,8 +406,10 @@ def mount_wrap(kind, jdk, marker, classes, ctl, per_name):
 def test_shared_jdk_counted_once(port, jdk):
     """JVMs of one JDK through separate overlay and bind mounts (as the containers of one
     image map it) plus one from the JDK's own path, and one whose /mnt/jdk holds a different
-    libjvm.so: every JVM is counted exactly (its own hsperfdata), the shared file is attached
-    once (one libjvm file, the links of one JVM), the different file once more."""
+    libjvm.so: every JVM is counted exactly (its own hsperfdata), though the probes of all but
+    the last sit on one real file: each JVM has its own links (pid-filtered, the same number
+    for each JVM of the shared JDK), so no JVM's events are counted by another's links; the
+    agent names two libjvm files (the shared JDK's and the different one)."""
     per_name = 600
     classes = os.path.join(WORK, "classes-shared")
     compile_workloads(jdk, classes)
@@ -459,13 +463,14 @@ def test_shared_jdk_counted_once(port, jdk):
             problems.append(
                 f"jvmdiag_agent_libjvm_files = {files}, expected 2 (the shared JDK's and the different one)"
             )
-        shared_links = link_counts[0][1]
-        if shared_links == 0 or any(n != shared_links for t, n in link_counts if t != "different"):
+        per_jvm = link_counts[0][1]
+        shared = [n for t, n in link_counts if t != "different"]
+        if per_jvm == 0 or shared != [per_jvm * (i + 1) for i in range(len(shared))]:
             problems.append(
-                f"links after each JVM of the shared JDK: {link_counts} (expected one set for all); "
+                f"links after each JVM of the shared JDK: {link_counts} (expected {per_jvm} more per JVM); "
                 f"links by program: {programs}"
             )
-        if link_counts[-1][1] <= shared_links:
+        if link_counts[-1][1] <= shared[-1]:
             problems.append(f"the different libjvm.so got no links of its own: {link_counts}")
         before = {tag: snapshot(port, pid)[:2] for tag, _, pid, _ in started}
         for _, _, _, d in started:
@@ -894,6 +899,77 @@ def always_on_links(agent_pid):
     return len(kept), dict(sorted(collections.Counter(names).items()))
 
 
+def program_runs(agent_pid):
+    """Runs of the BPF programs behind the agent's links (kernel.bpf_stats_enabled)."""
+    progs = {
+        l["prog_id"] for l in bpftool("link", "show") if l["id"] in set(agent_link_ids(agent_pid))
+    }
+    return sum(p.get("run_cnt", 0) for p in bpftool("prog", "show") if p["id"] in progs)
+
+
+def test_untraced_neighbour_pays_nothing(jdk):
+    """A JVM nobody asked to trace, of the same JDK (the same libjvm.so file) as a traced one,
+    starts 20,000 threads (each joined: an Object.wait each, with -XX:+DTraceMonitorProbes):
+    the agent's programs do not run for it (the kernel's run counts), because its probes are
+    in the traced process alone. Probes on the file for every process would run ~40,000 times."""
+    port = e2e_port(18)
+    agent = start_agent(port, "--match-jvm", "Tiny")
+    classes = os.path.join(WORK, "classes-neighbour")
+    compile_workloads(jdk, classes)
+    subprocess.run(
+        [
+            f"{jdk}/bin/javac",
+            "-d",
+            classes,
+            f"{WORKLOADS}/ThreadStorm.java",
+            f"{WORKLOADS}/BenchStart.java",
+        ],
+        check=True,
+    )
+    traced = subprocess.Popen(
+        [f"{jdk}/bin/java", "-cp", classes, "Tiny", "600000"], stdout=subprocess.DEVNULL
+    )
+    procs.append(traced)
+    wait_attached(port, traced.pid, timeout=30)
+    time.sleep(1)  # its start-up (3 threads, compilations) is over
+    stats = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    open("/proc/sys/kernel/bpf_stats_enabled", "w").write("1")
+    try:
+        before = program_runs(agent.pid)
+        neighbour = subprocess.run(
+            [
+                f"{jdk}/bin/java",
+                "-XX:+DTraceMonitorProbes",
+                "-cp",
+                classes,
+                "ThreadStorm",
+                "20000",
+                "10",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        runs = program_runs(agent.pid) - before
+    finally:
+        open("/proc/sys/kernel/bpf_stats_enabled", "w").write(stats)
+    problems = []
+    if neighbour.returncode != 0:
+        problems.append(f"the neighbour failed: {neighbour.stderr[-300:]}")
+    log(f"neighbour: 20,000 thread starts; the agent's programs ran {runs} times meanwhile")
+    # The traced JVM idles meanwhile (a stray compilation or GC may still count a few).
+    if runs > 200:
+        problems.append(f"the agent's programs ran {runs} times while only an untraced JVM worked")
+    text = scrape(port)
+    if not agent_view(text, traced.pid)["attached"]:
+        problems.append("the traced JVM is no longer traced")
+    if any(l.get("jvm") == "ThreadStorm" for _, l, _ in samples(text)):
+        problems.append("the untraced neighbour has series")
+    stop(traced)
+    stop(agent)
+    return problems
+
+
 def test_churn(jdk):
     port = e2e_port(1)
     agent = start_agent(port, "--match-jvm", "Tiny")
@@ -1168,6 +1244,11 @@ def main():
             JDK25,
         )
         run("churn_leaves_no_links_or_map_entries", test_churn, JDK17)
+        run(
+            "untraced_neighbour_of_the_same_jdk_pays_nothing",
+            test_untraced_neighbour_pays_nothing,
+            JDK17,
+        )
         run(
             "perf_event_uprobes_without_cap_sys_admin_are_named",
             lambda: test_perf_event_uprobes_need_sys_admin(jdk_nostapsdt(JDK25)),

@@ -202,6 +202,7 @@ fn scrape(
     report.jvms_seen = mgr.seen;
     report.libjvm_files = mgr.files() as u64;
     report.links = (mgr.links() + starters.map_or(0, |s| s.links())) as u64;
+    report.attach_seconds = mgr.attach_time.as_secs_f64();
     report.proc_unreadable = stats.proc_unreadable;
     report.failures = mgr.failures.clone();
     report.last_scrape_seconds = previous.map(|d| d.as_secs_f64());

@@ -1,20 +1,22 @@
-//! Attach manager: per-JVM state, one set of links per distinct libjvm.so file.
+//! Attach manager: per-JVM state, and each traced JVM's own links.
 //!
-//! JVMs are grouped by the (device, inode) of their libjvm.so as the kernel's uprobes see
-//! it (`file_identity`: the real file under an overlay or bind mount, so every container of
-//! one image shares one group); each distinct file is attached once for every process
-//! (pid -1), and the BPF programs count only processes
-//! in `traced_pids` (host tgid -> slot and the collectors it wants, `traced_pids_value`).
-//! A JVM's entry is added when it is found and removed when it exits; its series are
-//! exposed once more, then its map entries and slot are released, and the links go with
-//! the last JVM using the file.
+//! Every link carries the JVM's pid (libbpf's pid-filtered uprobe_multi links), so the kernel
+//! installs breakpoints in the traced processes alone. A uprobe lives on the file, and every
+//! container built on one JDK layer maps the same real file: probes attached for every process
+//! (pid -1) would make each of them trap on every thread start, park and contended enter, traced
+//! or not. Only the collectors the JVM's pod asked for are attached; the BPF programs still
+//! count only processes in `traced_pids` (host tgid -> slot and the collectors it wants,
+//! `traced_pids_value`). A JVM's entry is added when it is found; when it exits its links go
+//! at once, its series are exposed once more, then its map entries and slot are released.
+//! The identity of the real file behind its libjvm.so (`file_identity`: the file under an
+//! overlay or bind mount) names the JDK build it runs (`jvmdiag_agent_libjvm_files`).
 //!
 //! The container's libjvm.so path is untrusted: it is opened inside the process's root
 //! (`ProcRoot::open_file`, no escape through symlinks), the real file behind it must be the
 //! one the mapping names (its (dev, inode) the mapping's where the kernel cannot say), and
 //! libbpf gets `/proc/self/fd/N` — the very file the JVM maps. The check is made again after
 //! the attach: a container that copied its libjvm.so up into its own layer since the JVM
-//! mapped it would otherwise put the group's probes on a file no other container maps.
+//! mapped it would otherwise have its probes on a file the JVM does not run.
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -26,7 +28,7 @@ use jvmdiag_inspect::limits::{ELF_MAX_BYTES, HSPERFDATA_MAX_BYTES};
 use jvmdiag_inspect::root::ProcRoot;
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
-use crate::collector::{Collector, REGISTRY};
+use crate::collector::{Collector, Target, REGISTRY};
 use crate::discovery::{self, FileId, Found};
 use crate::file_identity::FileIdentity;
 use crate::labels::JvmLabels;
@@ -79,7 +81,7 @@ pub enum JvmState {
 
 pub struct Jvm {
     pub found: Found,
-    /// Its libjvm.so as the kernel sees it: the key of its attach group.
+    /// Its libjvm.so as the kernel sees it (the real file under overlays and bind mounts).
     pub file: FileId,
     pub slot: u32,
     pub labels: JvmLabels,
@@ -94,19 +96,13 @@ pub struct Jvm {
     pub limits: Limits,
     pidfd: Option<OwnedFd>,
     attached_at: Instant,
-}
-
-struct Group {
+    /// Its probes (pid-filtered); dropped, hence detached, as soon as it exits.
     links: Vec<Link>,
-    users: usize,
-    mode: ProbeMode,
-    failed: Vec<&'static str>,
 }
 
 pub struct AttachManager {
     pub collectors: Vec<Box<dyn Collector>>,
     traced_pids: MapHandle,
-    groups: HashMap<FileId, Group>,
     /// Names a mapping's real file; None where the kernel cannot (then `maps` identities).
     identity: Option<FileIdentity>,
     pub jvms: BTreeMap<u32, Jvm>,
@@ -123,6 +119,8 @@ pub struct AttachManager {
     pub match_jvm: Option<String>,
     /// JVMs attached since start.
     pub seen: u64,
+    /// Time spent in `attach_jvm` since start (jvmdiag_agent_attach_seconds_total).
+    pub attach_time: Duration,
     /// The per-slot limits every collector object reuses (common.bpf.h `jvm_limits`).
     jvm_limits: Option<MapHandle>,
     /// The agent's own `--max-*`: the ceiling of every JVM's limits.
@@ -176,7 +174,6 @@ impl AttachManager {
         AttachManager {
             collectors,
             traced_pids,
-            groups: HashMap::new(),
             identity: match FileIdentity::load() {
                 Ok(fi) => Some(fi),
                 Err(e) => {
@@ -196,6 +193,7 @@ impl AttachManager {
             host,
             match_jvm: None,
             seen: 0,
+            attach_time: Duration::ZERO,
             jvm_limits: None,
             caps: None,
         }
@@ -207,10 +205,12 @@ impl AttachManager {
     }
 
     pub fn links(&self) -> usize {
-        self.groups.values().map(|g| g.links.len()).sum()
+        self.jvms.values().map(|j| j.links.len()).sum()
     }
+    /// Distinct libjvm.so files (real files) the live JVMs run.
     pub fn files(&self) -> usize {
-        self.groups.len()
+        let live = self.jvms.values().filter(|j| j.state == JvmState::Live);
+        live.map(|j| j.file).collect::<HashSet<_>>().len()
     }
     pub fn live(&self) -> usize {
         self.jvms.values().filter(|j| j.state == JvmState::Live).count()
@@ -264,27 +264,24 @@ impl AttachManager {
             Ok(file) => file,
             Err(reason) => return self.fail(pid, start, reason, ""),
         };
-        if !self.groups.contains_key(&file) {
-            let attached = self.attach_file(&found, file);
-            release_freed_heap();
-            match attached {
-                Ok((g, failed)) => {
-                    // Some collectors could not attach: counted, the others trace.
-                    for (c, reason) in failed {
-                        *self.failures.entry((reason.into(), c.into())).or_default() += 1;
-                    }
-                    self.groups.insert(file, g);
-                }
-                Err((reason, collector)) => return self.fail(pid, start, reason, &collector),
-            }
-        }
         let pidfd = pidfd_open(pid);
         // The pidfd names one process: it must be the one discovery read (a pid reused since
         // would otherwise be traced with the labels of the JVM found before).
         if pidfd.is_none() || !discovery::alive(pid, start) {
             // Gone already (or no pidfd support): do not trace what we cannot see exit.
-            self.release_group(file);
             return self.fail(pid, start, "exited_before_attach", "");
+        }
+        let t0 = Instant::now();
+        let attached = self.attach_jvm(&found, file, wanted);
+        release_freed_heap();
+        self.attach_time += t0.elapsed();
+        let (links, mode, failed) = match attached {
+            Ok(a) => a,
+            Err((reason, collector)) => return self.fail(pid, start, reason, &collector),
+        };
+        // Some collectors could not attach: counted, the others trace.
+        for (c, reason) in &failed {
+            *self.failures.entry(((*reason).into(), (*c).into())).or_default() += 1;
         }
         let limits = match &self.caps {
             Some(c) => limits.clamp(c),
@@ -300,15 +297,12 @@ impl AttachManager {
             self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY)
         {
             tracing::warn!(pid, error = %e, "traced_pids update failed");
-            self.release_group(file);
-            return self.fail(pid, start, "map_error", "");
+            return self.fail(pid, start, "map_error", ""); // drops (detaches) the links
         }
         self.free_slots.pop();
         self.seen += 1;
-        let group = self.groups.get_mut(&file).expect("group inserted above");
-        group.users += 1;
-        let probe_mode = Some(group.mode);
-        let missing = group.failed.clone();
+        let probe_mode = Some(mode);
+        let missing = failed.iter().map(|(c, _)| *c).collect();
         let labels = JvmLabels::standalone(&self.host, pid, &found.name);
         self.jvms.insert(
             pid,
@@ -324,6 +318,7 @@ impl AttachManager {
                 limits,
                 pidfd,
                 attached_at: Instant::now(),
+                links,
             },
         );
     }
@@ -348,14 +343,16 @@ impl AttachManager {
         }
     }
 
-    /// Attaches every collector to one libjvm.so file, `file` as the kernel sees it.
-    /// Err((reason, collector)); Ok also lists the collectors that could not attach, with
-    /// their failure reason.
-    fn attach_file(
+    /// Attaches the collectors a JVM wants (None: every loaded one) to its libjvm.so,
+    /// `file_id` as the kernel sees it, in its process alone. Err((reason, collector)); Ok
+    /// holds the links, the probe mode and the collectors that could not attach, with their
+    /// failure reason.
+    fn attach_jvm(
         &mut self,
         found: &Found,
         file_id: FileId,
-    ) -> std::result::Result<(Group, Vec<FailedCollector>), (&'static str, String)> {
+        wanted: Option<&[&str]>,
+    ) -> std::result::Result<Attachment, (&'static str, String)> {
         let root = ProcRoot::open(found.pid).map_err(|_| ("no_access", String::new()))?;
         let file = root.open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES).map_err(|e| {
             if e.raw_os_error() == Some(libc::ENOENT) {
@@ -380,12 +377,14 @@ impl AttachManager {
         }
         let before = changed_stamp(&file);
         let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let target = Target { binary: &binary, pid: found.pid as i32 };
         let mut links = Vec::new();
         let mut mode = ProbeMode::Usdt;
         let mut failed = Vec::new();
         let guard = crate::sigbus::Guard::take();
-        for c in &self.collectors {
-            match c.attach(&binary) {
+        let wanted_here = |c: &dyn Collector| wanted.is_none_or(|w| w.contains(&c.name()));
+        for c in self.collectors.iter().filter(|c| wanted_here(c.as_ref())) {
+            match c.attach(&target) {
                 Ok(a) => {
                     links.extend(a.links);
                     mode = mode.max(a.mode);
@@ -419,8 +418,7 @@ impl AttachManager {
             // No USDT notes and no symbols: the JVM falls back to hsperfdata (or to nothing).
             mode = ProbeMode::Hsperfdata;
         }
-        let names = failed.iter().map(|(c, _)| *c).collect();
-        Ok((Group { links, users: 0, mode, failed: names }, failed))
+        Ok((links, mode, failed))
     }
 
     /// Err(identity_mismatch) unless the real file behind `file` is `want` (Ok where the kernel
@@ -450,7 +448,7 @@ impl AttachManager {
     pub fn attach_to_process(
         &mut self,
         pid: u32,
-        attach: impl FnOnce(&Path) -> Result<Vec<Link>>,
+        attach: impl FnOnce(&Target<'_>) -> Result<Vec<Link>>,
     ) -> Result<Vec<Link>> {
         let j = self
             .jvms
@@ -468,7 +466,7 @@ impl AttachManager {
         let before = changed_stamp(&file);
         let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         let guard = crate::sigbus::Guard::take();
-        let links = attach(&binary);
+        let links = attach(&Target { binary: &binary, pid: pid as i32 });
         let faults = guard.faults();
         drop(guard);
         let links = links?;
@@ -491,12 +489,6 @@ impl AttachManager {
         }
     }
 
-    fn release_group(&mut self, id: FileId) {
-        if self.groups.get(&id).map(|g| g.users == 0).unwrap_or(false) {
-            self.groups.remove(&id); // drops the links: detached
-        }
-    }
-
     /// Notices exits (pidfd readable): stops counting at once, keeps the series.
     pub fn reap(&mut self) {
         let now = Instant::now();
@@ -511,6 +503,7 @@ impl AttachManager {
             if let Some(j) = self.jvms.get_mut(&pid) {
                 j.state = JvmState::Exited { at: now, reported: false };
                 j.pidfd = None;
+                j.links.clear(); // detached: nothing of this process fires any more
             }
         }
         // Failed pids that are gone can be forgotten.
@@ -564,10 +557,6 @@ impl AttachManager {
                 m.update(&j.slot.to_ne_bytes(), &limits_value(&Limits::default()), MapFlags::ANY);
         }
         self.free_slots.push(j.slot);
-        if let Some(g) = self.groups.get_mut(&j.file) {
-            g.users = g.users.saturating_sub(1);
-        }
-        self.release_group(j.file);
     }
 
     /// Reads a live JVM's hsperfdata (inside its root): threads live and version info.
@@ -638,8 +627,10 @@ fn release_freed_heap() {
     }
 }
 
-/// (collector, attach failure reason) of a collector that could not attach to a file.
+/// (collector, attach failure reason) of a collector that could not attach to a JVM.
 type FailedCollector = (&'static str, &'static str);
+/// A JVM's links, its probe mode and the collectors that could not attach.
+type Attachment = (Vec<Link>, ProbeMode, Vec<FailedCollector>);
 
 #[cfg(test)]
 mod tests {

@@ -125,6 +125,7 @@ fn fixture() -> String {
         jvms_seen: 7,
         libjvm_files: 2,
         links: 14,
+        attach_seconds: 0.25,
         proc_unreadable: 1,
         failures,
         last_scrape_seconds: Some(0.0015),

@@ -134,12 +134,22 @@ pub static AGENT_JVMS_SEEN: Desc =
     desc("jvmdiag_agent_jvms_seen_total", "JVMs attached since the agent started.", Counter, &[]);
 pub static AGENT_LIBJVM_FILES: Desc = desc(
     "jvmdiag_agent_libjvm_files",
-    "Distinct libjvm.so files the probes are attached to.",
+    "Distinct libjvm.so files (JDK builds) the traced JVMs run.",
     Gauge,
     &[],
 );
-pub static AGENT_BPF_LINKS: Desc =
-    desc("jvmdiag_agent_bpf_links", "BPF links (attached probes) the agent holds.", Gauge, &[]);
+pub static AGENT_BPF_LINKS: Desc = desc(
+    "jvmdiag_agent_bpf_links",
+    "BPF links (attached probes) the agent holds: each traced JVM has its own.",
+    Gauge,
+    &[],
+);
+pub static AGENT_ATTACH_SECONDS: Desc = desc(
+    "jvmdiag_agent_attach_seconds_total",
+    "Time spent attaching JVMs: opening and checking each one's libjvm.so and making its links.",
+    Counter,
+    &[],
+);
 pub static AGENT_PROC_UNREADABLE: Desc = desc(
     "jvmdiag_agent_proc_unreadable_total",
     "Processes whose /proc entries could not be read during discovery.",
@@ -370,6 +380,7 @@ pub static ALL: &[&Desc] = &[
     &AGENT_JVMS_SEEN,
     &AGENT_LIBJVM_FILES,
     &AGENT_BPF_LINKS,
+    &AGENT_ATTACH_SECONDS,
     &AGENT_PROC_UNREADABLE,
     &AGENT_ATTACH_FAILURES,
     &AGENT_COLLECTOR_DURATION,

@@ -21,8 +21,41 @@ pub fn check(cfg: &Config) -> Result<(), Fatal> {
     privileges()?;
     btf(&cfg.cli.btf)?;
     memlock()?;
+    open_files(cfg.cli.max_jvms);
     proc_readable()?;
     Ok(())
+}
+
+/// File descriptors a traced JVM holds in the agent: its BPF links (one per probe, at most
+/// ~16 with every collector) and its pidfd, with room to spare.
+const FDS_PER_JVM: u64 = 24;
+
+/// Each traced JVM holds its own links, each a file descriptor: raises the soft
+/// RLIMIT_NOFILE to the hard one (no privilege needed), and warns when even that cannot hold
+/// `--max-jvms` JVMs (the JVMs past it fail to attach, counted by reason).
+fn open_files(max_jvms: u32) {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: valid out pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        // SAFETY: valid pointer to an initialised rlimit; soft <= hard needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim = raised;
+        }
+    }
+    let need = u64::from(max_jvms) * FDS_PER_JVM + 256;
+    if lim.rlim_cur != libc::RLIM_INFINITY && lim.rlim_cur < need {
+        tracing::warn!(
+            limit = lim.rlim_cur,
+            need,
+            "RLIMIT_NOFILE is below what --max-jvms needs ({FDS_PER_JVM} per JVM for its probes): \
+             raise the hard limit (LimitNOFILE in systemd; the container runtime's default is \
+             usually 1048576) or lower --max-jvms"
+        );
+    }
 }
 
 fn effective_caps() -> u64 {

@@ -6,7 +6,31 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use libbpf_rs::{Link, UprobeOpts};
 
-/// A uprobe on `sym` (a `.symtab` name libbpf resolves) with a cookie: a uprobe_multi link
+/// Where a collector's probes go: one process's libjvm.so. The links carry the pid, so the
+/// kernel puts breakpoints in that process alone: another process mapping the same file
+/// (a neighbour built on the same JDK layer, traced or not) never traps on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// The libjvm.so as `/proc/self/fd/N` (opened inside the process's root and checked).
+    pub binary: &'a Path,
+    /// The process (host pid).
+    pub pid: i32,
+}
+
+impl Target<'_> {
+    /// A USDT probe of this process's libjvm.so (libbpf: a uprobe_multi link per probe).
+    pub fn usdt(
+        &self,
+        p: &libbpf_rs::ProgramMut<'_>,
+        provider: &str,
+        name: &str,
+    ) -> libbpf_rs::Result<Link> {
+        p.attach_usdt(self.pid, self.binary, provider, name)
+    }
+}
+
+/// A uprobe on `sym` (a `.symtab` name libbpf resolves) in `target`'s process, with a cookie:
+/// a uprobe_multi link
 /// where the kernel has them, else a perf event.
 ///
 /// Why: since Linux 6.16 (and stable backports, "perf: Require CAP_SYS_ADMIN for uprobes")
@@ -15,23 +39,12 @@ use libbpf_rs::{Link, UprobeOpts};
 /// attach already uses. The chart grants exactly those, without CAP_SYS_ADMIN.
 pub fn uprobe_sym(
     p: &libbpf_rs::ProgramMut<'_>,
-    binary: &Path,
+    target: &Target<'_>,
     sym: &str,
     ret: bool,
     cookie: u64,
 ) -> Result<Link> {
-    uprobe_sym_pid(p, -1, binary, sym, ret, cookie)
-}
-
-/// [`uprobe_sym`] firing only in process `pid` (-1: every process).
-pub fn uprobe_sym_pid(
-    p: &libbpf_rs::ProgramMut<'_>,
-    pid: i32,
-    binary: &Path,
-    sym: &str,
-    ret: bool,
-    cookie: u64,
-) -> Result<Link> {
+    let (pid, binary) = (target.pid, target.binary);
     let kind = if ret { "uretprobe" } else { "uprobe" };
     if uprobe_multi() {
         let opts = libbpf_rs::UprobeMultiOpts {
@@ -116,6 +129,28 @@ fn kernel_at_least(release: &str, want: (u32, u32)) -> bool {
     let mut it =
         release.trim().split(|c: char| !c.is_ascii_digit()).map(|x| x.parse::<u32>().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= want
+}
+
+/// Sites a HotSpot USDT probe has in one libjvm.so (one in the JDKs seen, 11–25; two is
+/// headroom for a compiler that duplicates one).
+const SITES_PER_USDT_PROBE: u32 = 2;
+
+/// Before load: sizes libbpf's USDT spec table (`__bpf_usdt_specs`, usdt.bpf.h) for
+/// `usdt_probes` probes in each of `max_jvms` JVMs. Each JVM's links are its own, and libbpf
+/// shares a spec only within one link, so the table holds a spec per probe site per JVM; its
+/// default (256) would refuse the 65th JVM of a four-probe collector.
+pub fn size_usdt_specs(
+    obj: &mut libbpf_rs::OpenObject,
+    max_jvms: u32,
+    usdt_probes: u32,
+) -> Result<()> {
+    let want = max_jvms.max(1).saturating_mul(usdt_probes).saturating_mul(SITES_PER_USDT_PROBE);
+    for mut m in obj.maps_mut() {
+        if m.name() == "__bpf_usdt_specs" {
+            m.set_max_entries(want).context("size __bpf_usdt_specs")?;
+        }
+    }
+    Ok(())
 }
 
 /// Before load: the uprobe programs of an object become uprobe_multi programs when

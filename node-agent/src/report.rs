@@ -33,6 +33,7 @@ pub struct AgentReport {
     pub jvms_seen: u64,
     pub libjvm_files: u64,
     pub links: u64,
+    pub attach_seconds: f64,
     pub proc_unreadable: u64,
     /// (reason, collector) -> count
     pub failures: BTreeMap<(String, String), u64>,
@@ -120,6 +121,11 @@ pub fn agent_families(r: &AgentReport) -> Vec<Family> {
         counter(&metrics::AGENT_JVMS_SEEN, r.jvms_seen),
         gauge(&metrics::AGENT_LIBJVM_FILES, r.libjvm_files as f64),
         gauge(&metrics::AGENT_BPF_LINKS, r.links as f64),
+        {
+            let mut f = metrics::AGENT_ATTACH_SECONDS.family();
+            f.agent(vec![], Value::CounterF(r.attach_seconds));
+            f
+        },
         counter(&metrics::AGENT_PROC_UNREADABLE, r.proc_unreadable),
         fails,
         dur,

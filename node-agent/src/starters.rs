@@ -225,19 +225,11 @@ impl Starters {
     /// sched_process_fork if no window holds it yet.
     fn attach(&mut self, mgr: &mut AttachManager, pid: u32) -> Result<Vec<Link>> {
         let p = &self.skel.progs;
-        let links = mgr.attach_to_process(pid, |binary| {
-            let start = p
-                .starter_thread_start
-                .attach_usdt(pid as i32, binary, "hotspot", "thread__start")
+        let links = mgr.attach_to_process(pid, |target| {
+            let start = target
+                .usdt(&p.starter_thread_start, "hotspot", "thread__start")
                 .context("USDT hotspot:thread__start")?;
-            let enter = probe::uprobe_sym_pid(
-                &p.starter_enter,
-                pid as i32,
-                binary,
-                "JVM_StartThread",
-                false,
-                0,
-            )?;
+            let enter = probe::uprobe_sym(&p.starter_enter, target, "JVM_StartThread", false, 0)?;
             Ok(vec![start, enter])
         })?;
         if self.fork.is_none() {

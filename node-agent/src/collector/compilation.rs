@@ -21,7 +21,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags};
 
 use super::inflight::{self, Table};
-use super::{Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode};
+use super::{Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode, Target};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{Family, Hist, Value};
@@ -103,6 +103,9 @@ pub struct Compilation {
     evictions: RefCell<staging::Evictions>,
 }
 
+/// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
+const USDT_PROBES: u32 = 2;
+
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open = CompilationSkelBuilder::default()
         .open(super::object_storage())
@@ -118,6 +121,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
+    probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     open.maps.comp_stats.set_max_entries(super::table_size(cfg.max_jvms, MAX_COMPILERS))?;
     // No "other" entry: a method beyond the JVM's budget stays in method_seen.
     open.maps
@@ -142,18 +146,23 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     }))
 }
 
-fn uprobe(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str, ret: bool) -> Result<Link> {
-    uprobe_cookie(p, binary, sym, ret, 0)
+fn uprobe(
+    p: &libbpf_rs::ProgramMut<'_>,
+    target: &Target<'_>,
+    sym: &str,
+    ret: bool,
+) -> Result<Link> {
+    uprobe_cookie(p, target, sym, ret, 0)
 }
 
 fn uprobe_cookie(
     p: &libbpf_rs::ProgramMut<'_>,
-    binary: &Path,
+    target: &Target<'_>,
     sym: &str,
     ret: bool,
     cookie: u64,
 ) -> Result<Link> {
-    probe::uprobe_sym(p, binary, sym, ret, cookie)
+    probe::uprobe_sym(p, target, sym, ret, cookie)
 }
 
 /// The first function in `.symtab` whose mangled name starts with `prefix` (no `.cold`
@@ -198,7 +207,8 @@ impl Collector for Compilation {
         "compilation"
     }
 
-    fn attach(&self, binary: &Path) -> Result<Attached> {
+    fn attach(&self, target: &Target<'_>) -> Result<Attached> {
+        let binary = target.binary;
         let p = &self.skel.progs;
         let (file, syms) = match read_elf(binary) {
             Ok((f, s)) => (Some(f), s),
@@ -206,8 +216,8 @@ impl Collector for Compilation {
         };
         let mut links = Vec::new();
         let mode = match (
-            p.compile_begin.attach_usdt(-1, binary, "hotspot", "method__compile__begin"),
-            p.compile_end.attach_usdt(-1, binary, "hotspot", "method__compile__end"),
+            target.usdt(&p.compile_begin, "hotspot", "method__compile__begin"),
+            target.usdt(&p.compile_end, "hotspot", "method__compile__end"),
         ) {
             (Ok(b), Ok(e)) => {
                 links.extend([b, e]);
@@ -218,8 +228,8 @@ impl Collector for Compilation {
                     return Err(b.err().map(anyhow::Error::from).unwrap_or_else(|| anyhow::anyhow!("no USDT method__compile__end"))
                         .context("no USDT hotspot:method__compile__* and no CompileBroker::invoke_compiler_on_method in .symtab"));
                 };
-                links.push(uprobe(&p.invoke_compiler, binary, &sym, false)?);
-                links.push(uprobe(&p.invoke_compiler_ret, binary, &sym, true)?);
+                links.push(uprobe(&p.invoke_compiler, target, &sym, false)?);
+                links.push(uprobe(&p.invoke_compiler_ret, target, &sym, true)?);
                 ProbeMode::Uprobe
             }
         };
@@ -231,7 +241,7 @@ impl Collector for Compilation {
             }
         };
         if let Some(sym) = find_symbol(&syms, SYM_FULL) {
-            extra(uprobe(&p.codemem_full, binary, &sym, false), &mut links);
+            extra(uprobe(&p.codemem_full, target, &sym, false), &mut links);
         }
         if let Some(sym) = find_symbol(&syms, SYM_POOL) {
             let cookie = match file.as_ref().and_then(|f| code_heap_layout(f, &syms)) {
@@ -252,8 +262,8 @@ impl Collector for Compilation {
                     0
                 }
             };
-            let pair = uprobe_cookie(&p.pool_usage, binary, &sym, false, cookie)
-                .and_then(|a| Ok([a, uprobe(&p.pool_usage_ret, binary, &sym, true)?]));
+            let pair = uprobe_cookie(&p.pool_usage, target, &sym, false, cookie)
+                .and_then(|a| Ok([a, uprobe(&p.pool_usage_ret, target, &sym, true)?]));
             match pair {
                 Ok(ls) => links.extend(ls),
                 Err(e) => extra(Err(e), &mut links),

@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::os::fd::BorrowedFd;
-use std::path::Path;
 
 use anyhow::Result;
 use clap::{Arg, ArgAction, ArgMatches};
@@ -204,7 +203,9 @@ pub(crate) fn jvm_limits_of<M: libbpf_rs::MapCore>(map: &M, slot: u32) -> Option
     Some([l.thread_names, l.methods, l.classes])
 }
 
-/// The links of one collector on one libjvm.so file (dropping them detaches).
+pub use crate::probe::Target;
+
+/// The links of one collector in one JVM (dropping them detaches).
 pub struct Attached {
     pub links: Vec<Link>,
     pub mode: ProbeMode,
@@ -212,9 +213,9 @@ pub struct Attached {
 
 pub trait Collector {
     fn name(&self) -> &'static str;
-    /// Attaches to the libjvm.so at `binary` (a /proc/self/fd path) for every process
-    /// (pid -1); the kernel side filters by `traced_pids`.
-    fn attach(&self, binary: &Path) -> Result<Attached>;
+    /// Attaches to one JVM: its libjvm.so, in its process alone (the kernel side also
+    /// filters by `traced_pids`, which holds the slot and the collectors it wants).
+    fn attach(&self, target: &Target<'_>) -> Result<Attached>;
     /// Reads the kernel maps into families (per-JVM samples carry the slot).
     fn collect(&self, out: &mut Vec<Family>) -> Result<()>;
     /// Drops every map entry of a JVM slot (the JVM is gone and was reported).

@@ -20,7 +20,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::inflight::{self, Table};
 use super::parking;
-use super::{threads, Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode};
+use super::{threads, Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode, Target};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Hist, Value};
@@ -74,6 +74,9 @@ pub struct Monitors {
     flags: Mutex<HashMap<u32, (u32, bool)>>,
 }
 
+/// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
+const USDT_PROBES: u32 = 4;
+
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open = MonitorsSkelBuilder::default()
         .open(super::object_storage())
@@ -85,6 +88,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.max_names = max_classes;
     ro.max_thread_names = max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    crate::probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, max_classes))?;
     // The named (class, thread) pairs and one "other" thread per class (max_classes + "other").
@@ -169,7 +173,8 @@ impl Collector for Monitors {
         "monitors"
     }
 
-    fn attach(&self, binary: &Path) -> Result<Attached> {
+    fn attach(&self, target: &Target<'_>) -> Result<Attached> {
+        let binary = target.binary;
         let p = &self.skel.progs;
         let probes = [
             (&p.monitor_enter, "monitor__contended__enter"),
@@ -180,8 +185,7 @@ impl Collector for Monitors {
         let usdt: Result<Vec<_>> = probes
             .into_iter()
             .map(|(prog, name)| {
-                prog.attach_usdt(-1, binary, "hotspot", name)
-                    .with_context(|| format!("USDT hotspot:{name}"))
+                target.usdt(prog, "hotspot", name).with_context(|| format!("USDT hotspot:{name}"))
             })
             .collect();
         match usdt {

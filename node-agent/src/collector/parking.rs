@@ -2,14 +2,13 @@
 //! (src/bpf/parking.bpf.c, USDT `hotspot:thread__park__begin` / `__end`; no JVM flag), the
 //! `via="park"` series of the parked families; the monitors collector adds Object.wait's.
 use std::os::fd::BorrowedFd;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::inflight::{self, Table};
-use super::{threads, Attached, Collector, Health, LoadConfig, ProbeMode};
+use super::{threads, Attached, Collector, Health, LoadConfig, ProbeMode, Target};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Value};
@@ -43,6 +42,9 @@ pub struct Parking {
     skel: ParkingSkel<'static>,
 }
 
+/// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
+const USDT_PROBES: u32 = 2;
+
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open = ParkingSkelBuilder::default()
         .open(super::object_storage())
@@ -53,6 +55,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.max_names = max_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     probe::prepare_uprobes(open.open_object_mut());
+    probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.park_counts.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     open.maps.park_names.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
@@ -67,26 +70,25 @@ impl Collector for Parking {
         "parking"
     }
 
-    fn attach(&self, binary: &Path) -> Result<Attached> {
+    fn attach(&self, target: &Target<'_>) -> Result<Attached> {
         let p = &self.skel.progs;
-        let usdt = p
-            .park_begin
-            .attach_usdt(-1, binary, "hotspot", "thread__park__begin")
+        let usdt = target
+            .usdt(&p.park_begin, "hotspot", "thread__park__begin")
             .context("USDT hotspot:thread__park__begin")
             .and_then(|b| {
                 Ok(vec![
                     b,
-                    p.park_end
-                        .attach_usdt(-1, binary, "hotspot", "thread__park__end")
+                    target
+                        .usdt(&p.park_end, "hotspot", "thread__park__end")
                         .context("USDT hotspot:thread__park__end")?,
                 ])
             });
         match usdt {
             Ok(links) => Ok(Attached { links, mode: ProbeMode::Usdt }),
             Err(e) => {
-                let begin = probe::uprobe_sym(&p.park_begin_sym, binary, SYM_PARK, false, 0)
+                let begin = probe::uprobe_sym(&p.park_begin_sym, target, SYM_PARK, false, 0)
                     .map_err(|u| e.context(format!("and {u:#}")))?;
-                let end = probe::uprobe_sym(&p.park_end_sym, binary, SYM_PARK, true, 0)?;
+                let end = probe::uprobe_sym(&p.park_end_sym, target, SYM_PARK, true, 0)?;
                 Ok(Attached { links: vec![begin, end], mode: ProbeMode::Uprobe })
             }
         }

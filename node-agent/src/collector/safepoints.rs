@@ -3,13 +3,12 @@
 //! interval HotSpot adds to sun.rt.safepointTime; the time to safepoint is what it adds to
 //! sun.rt.safepointSyncTime.
 use std::os::fd::BorrowedFd;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::MapCore;
 
-use super::{vmops, Attached, Collector, Health, LoadConfig, ProbeMode};
+use super::{vmops, Attached, Collector, Health, LoadConfig, ProbeMode, Target};
 use crate::maps;
 use crate::metrics;
 use crate::model::Family;
@@ -35,6 +34,9 @@ pub struct Safepoints {
     vtables: symbols::VtableNames,
 }
 
+/// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
+const USDT_PROBES: u32 = 3;
+
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open = SafepointsSkelBuilder::default()
         .open(super::object_storage())
@@ -47,14 +49,19 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.ticks_per_sec = 1_000_000_000;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     probe::prepare_uprobes(open.open_object_mut());
+    probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     open.maps.sp_pause.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     open.maps.sp_sync.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     let skel = open.load().context("load safepoints.bpf.o")?;
     Ok(Box::new(Safepoints { skel, vtables: Default::default() }))
 }
 
-fn uprobe(p: &libbpf_rs::ProgramMut<'_>, binary: &Path, sym: &str) -> Result<libbpf_rs::Link> {
-    probe::uprobe_sym(p, binary, sym, false, 0)
+fn uprobe(
+    p: &libbpf_rs::ProgramMut<'_>,
+    target: &Target<'_>,
+    sym: &str,
+) -> Result<libbpf_rs::Link> {
+    probe::uprobe_sym(p, target, sym, false, 0)
 }
 
 impl Collector for Safepoints {
@@ -62,17 +69,17 @@ impl Collector for Safepoints {
         "safepoints"
     }
 
-    fn attach(&self, binary: &Path) -> Result<Attached> {
+    fn attach(&self, target: &Target<'_>) -> Result<Attached> {
+        let binary = target.binary;
         let p = &self.skel.progs;
-        let usdt = p
-            .safepoint_begin
-            .attach_usdt(-1, binary, "hs_private", "safepoint__begin")
+        let usdt = target
+            .usdt(&p.safepoint_begin, "hs_private", "safepoint__begin")
             .context("USDT hs_private:safepoint__begin")
             .and_then(|b| {
                 Ok(vec![
                     b,
-                    p.safepoint_vmop
-                        .attach_usdt(-1, binary, "hotspot", "vmops__begin")
+                    target
+                        .usdt(&p.safepoint_vmop, "hotspot", "vmops__begin")
                         .context("USDT hotspot:vmops__begin")?,
                 ])
             });
@@ -89,14 +96,14 @@ impl Collector for Safepoints {
                 let links = vec![
                     probe::uprobe_sym(
                         &p.safepoint_begin_sym,
-                        binary,
+                        target,
                         symbols::SYM_SP_BEGIN,
                         false,
                         0,
                     )?,
                     probe::uprobe_sym(
                         &p.safepoint_vmop_sym,
-                        binary,
+                        target,
                         symbols::SYM_EVALUATE,
                         false,
                         cookie,
@@ -109,8 +116,8 @@ impl Collector for Safepoints {
         // safepoint ourselves (documented in docs/agent.md). The mode stays what named
         // the safepoint (USDT or symbols).
         match (
-            uprobe(&p.safepoint_synchronized, binary, SYNC_SYM),
-            uprobe(&p.safepoint_end, binary, END_SYM),
+            uprobe(&p.safepoint_synchronized, target, SYNC_SYM),
+            uprobe(&p.safepoint_end, target, END_SYM),
         ) {
             (Ok(s), Ok(e)) => links.extend([s, e]),
             (s, e) => {
@@ -127,11 +134,11 @@ impl Collector for Safepoints {
                     links.push(s);
                 }
                 links.push(if mode == ProbeMode::Usdt {
-                    p.safepoint_end_usdt
-                        .attach_usdt(-1, binary, "hs_private", "safepoint__end")
+                    target
+                        .usdt(&p.safepoint_end_usdt, "hs_private", "safepoint__end")
                         .context("USDT hs_private:safepoint__end")?
                 } else {
-                    probe::uprobe_sym(&p.safepoint_end_sym, binary, symbols::SYM_SP_END, false, 0)?
+                    probe::uprobe_sym(&p.safepoint_end_sym, target, symbols::SYM_SP_END, false, 0)?
                 });
             }
         }

@@ -1,12 +1,11 @@
 //! Thread starts per JVM and folded thread name (src/bpf/threads.bpf.c).
 use std::os::fd::BorrowedFd;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
-use super::{Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode, Switch};
+use super::{Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode, Switch, Target};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Value};
@@ -121,6 +120,9 @@ pub struct Threads {
     jvm_start_thread: bool,
 }
 
+/// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
+const USDT_PROBES: u32 = 1;
+
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open = ThreadsSkelBuilder::default()
         .open(super::object_storage())
@@ -135,6 +137,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
+    probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     open.maps.threads_counts.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     open.maps.threads_names.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     let skel = open.load().context("load threads.bpf.o")?;
@@ -146,23 +149,19 @@ impl Collector for Threads {
         "threads"
     }
 
-    fn attach(&self, binary: &Path) -> Result<Attached> {
+    fn attach(&self, target: &Target<'_>) -> Result<Attached> {
+        let binary = target.binary;
         if self.jvm_start_thread {
             let l = probe::uprobe_sym(
                 &self.skel.progs.jvm_start_thread,
-                binary,
+                target,
                 "JVM_StartThread",
                 false,
                 0,
             )?;
             return Ok(Attached { links: vec![l], mode: ProbeMode::Uprobe });
         }
-        let usdt = match self.skel.progs.thread_start.attach_usdt(
-            -1,
-            binary,
-            "hotspot",
-            "thread__start",
-        ) {
+        let usdt = match target.usdt(&self.skel.progs.thread_start, "hotspot", "thread__start") {
             Ok(l) => return Ok(Attached { links: vec![l], mode: ProbeMode::Usdt }),
             Err(e) => anyhow::Error::from(e).context("USDT hotspot:thread__start"),
         };
@@ -183,7 +182,7 @@ impl Collector for Threads {
         let cookie = u64::from(size) << 32 | u64::from(delta as u32);
         let l = probe::uprobe_sym(
             &self.skel.progs.native_thread_name,
-            binary,
+            target,
             SYM_SET_NAME,
             false,
             cookie,

@@ -1,13 +1,12 @@
 //! VM operation durations per JVM, operation name and at_safepoint, and requests per
 //! operation and requesting thread (src/bpf/vmops.bpf.c).
 use std::os::fd::BorrowedFd;
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::MapCore;
 
-use super::{threads, Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode};
+use super::{threads, Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode, Target};
 use crate::maps;
 use crate::maps::decode;
 use crate::metrics;
@@ -44,6 +43,9 @@ pub struct Vmops {
     vtables: symbols::VtableNames,
 }
 
+/// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
+const USDT_PROBES: u32 = 3;
+
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open =
         VmopsSkelBuilder::default().open(super::object_storage()).context("open vmops.bpf.o")?;
@@ -56,6 +58,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     open.maps.traced_pids.reuse_fd(traced_pids)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
+    probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     // Twice the budget: each name may appear at and not at a safepoint.
     open.maps
         .vmops_hist
@@ -75,24 +78,24 @@ impl Collector for Vmops {
         "vmOperations"
     }
 
-    fn attach(&self, binary: &Path) -> Result<Attached> {
+    fn attach(&self, target: &Target<'_>) -> Result<Attached> {
+        let binary = target.binary;
         let p = &self.skel.progs;
-        let usdt = p
-            .vmop_begin
-            .attach_usdt(-1, binary, "hotspot", "vmops__begin")
+        let usdt = target
+            .usdt(&p.vmop_begin, "hotspot", "vmops__begin")
             .context("USDT hotspot:vmops__begin")
             .and_then(|b| {
                 Ok(vec![
                     b,
-                    p.vmop_end
-                        .attach_usdt(-1, binary, "hotspot", "vmops__end")
+                    target
+                        .usdt(&p.vmop_end, "hotspot", "vmops__end")
                         .context("USDT hotspot:vmops__end")?,
                 ])
             });
         let usdt = match usdt {
             Ok(mut links) => {
                 // The requester: only where the JDK has the probe (never guessed without it).
-                match p.vmop_request.attach_usdt(-1, binary, "hotspot", "vmops__request") {
+                match target.usdt(&p.vmop_request, "hotspot", "vmops__request") {
                     Ok(l) => links.push(l),
                     Err(e) => {
                         tracing::warn!(binary = %binary.display(), collector = "vmOperations", error = format!("{e:#}"), "no requester of VM operations: USDT hotspot:vmops__request")
@@ -110,10 +113,10 @@ impl Collector for Vmops {
         };
         let cookie = symbols::vtable_cookie(file, &eval)?;
         let links = vec![
-            probe::uprobe_sym(&p.vmop_sp_begin, binary, symbols::SYM_SP_BEGIN, false, 0)?,
-            probe::uprobe_sym(&p.vmop_sp_end, binary, symbols::SYM_SP_END, false, 0)?,
-            probe::uprobe_sym(&p.vmop_begin_sym, binary, symbols::SYM_EVALUATE, false, cookie)?,
-            probe::uprobe_sym(&p.vmop_end_sym, binary, symbols::SYM_EVALUATE, true, 0)?,
+            probe::uprobe_sym(&p.vmop_sp_begin, target, symbols::SYM_SP_BEGIN, false, 0)?,
+            probe::uprobe_sym(&p.vmop_sp_end, target, symbols::SYM_SP_END, false, 0)?,
+            probe::uprobe_sym(&p.vmop_begin_sym, target, symbols::SYM_EVALUATE, false, cookie)?,
+            probe::uprobe_sym(&p.vmop_end_sym, target, symbols::SYM_EVALUATE, true, 0)?,
         ];
         Ok(Attached { links, mode: ProbeMode::Uprobe })
     }
