@@ -246,6 +246,36 @@ operator_alive() { local p; p=$(operator_pid); [ -n "$p" ] && kill -0 "$p" 2>/de
 
 # --- benchmarks (hack/bench.d/) ---------------------------------------------------------------
 # Sets AGENT: BENCH_AGENT (an agent binary to measure) or the release build of node-agent/.
+# busy_pct: how busy the machine was over the last second, in % of all its cores (/proc/stat:
+# everything but idle and iowait).
+busy_pct() {
+  local a b
+  a=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat); sleep 1
+  b=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat)
+  awk -v a="$a" -v b="$b" 'BEGIN {split(a, x, " "); split(b, y, " "); d = (y[1] - x[1]) + (y[2] - x[2]); printf "%.0f\n", (d > 0 ? 100 * (y[1] - x[1]) / d : 0)}'
+}
+
+# bench_wait_quiet LOG: before a measured run, waits (up to 60 s) until the machine is quiet:
+# busy at most BENCH_MAX_BUSY % (default 15) over a second while the bench itself runs nothing
+# but idle JVMs. Appends "busy% quiet|busy" to LOG; bench_quiet_report refuses the report when
+# a run started on a busy machine, so a figure is never the machine's state.
+bench_wait_quiet() {
+  local b=100 max="${BENCH_MAX_BUSY:-15}"
+  for _ in $(seq 60); do b=$(busy_pct); [ "$b" -le "$max" ] && { echo "$b quiet" >>"$1"; return 0; }; done
+  echo "$b busy" >>"$1"; log "the machine is busy (${b} % of its cores for 60 s): this run's figure will not be reported"
+}
+
+# bench_quiet_report LOG: prints the machine's load and how busy it was before the runs; returns
+# 1 (and says why) when any run started on a busy machine.
+bench_quiet_report() {
+  [ -s "$1" ] || return 0
+  echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); busy before each run: $(awk '{print $1}' "$1" | sort -n | awk '{v[NR] = $1} END {printf "median %s %%, max %s %% (limit '"${BENCH_MAX_BUSY:-15}"' %%), %d runs", v[int((NR + 1) / 2)], v[NR], NR}')"
+  if grep -q ' busy$' "$1"; then
+    echo "REFUSED: $(grep -c ' busy$' "$1") run(s) started while something else kept the machine busy; run again on a quiet machine (BENCH_MAX_BUSY sets the limit)"
+    return 1
+  fi
+}
+
 bench_agent() {
   if [ -n "${BENCH_AGENT:-}" ]; then
     AGENT="$BENCH_AGENT"; [ -x "$AGENT" ] || die "BENCH_AGENT=$AGENT is not an executable"

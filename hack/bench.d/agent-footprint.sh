@@ -8,7 +8,9 @@
 # the memory of the BPF maps it holds (memlock from /proc/AGENT/fdinfo, each map once: what
 # `bpftool map show` prints) and their sum, the entries in its maps, and the same two figures
 # as the agent reports them itself (jvmdiag_agent_resident_memory_bytes,
-# jvmdiag_agent_bpf_map_memory_bytes). Each N is skipped, saying so, when MemAvailable is below
+# jvmdiag_agent_bpf_map_memory_bytes), the BPF links it holds (each traced JVM has its own,
+# pid-filtered) and the time it spent attaching them (jvmdiag_agent_attach_seconds_total, in all
+# and per JVM). Each N is skipped, saying so, when MemAvailable is below
 # N x 24 MiB + 2 GiB (a JVM here takes ~15 MiB of its own).
 #
 # Knobs: BENCH_FOOTPRINT_JVMS ("1 50 500"), BENCH_JDK ($JDK17), BENCH_AGENT (a built agent).
@@ -53,13 +55,13 @@ mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
 # Small JVMs: what matters here is the agent, so each JVM is kept near its floor.
 JAVA_FLAGS=(-Xmx16m -Xss256k -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:ReservedCodeCacheSize=8m)
 
-printf '%s\n' "N max_jvms attached peak_rss_kib rss_kib bpf_maps_bytes map_entries reported_rss_bytes reported_bpf_maps_bytes" > "$WORK/footprint.txt"
+printf '%s\n' "N max_jvms attached peak_rss_kib rss_kib bpf_maps_bytes map_entries reported_rss_bytes reported_bpf_maps_bytes links attach_seconds" > "$WORK/footprint.txt"
 for n in "${COUNTS[@]}"; do
   avail=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
   need=$(( n * 24 * 1024 + 2 * 1024 * 1024 ))
   if [ "$avail" -lt "$need" ]; then
     log "footprint: skipping $n JVMs: MemAvailable $((avail / 1024)) MiB < $((need / 1024)) MiB"
-    echo "$n - skipped - - - - - -" >> "$WORK/footprint.txt"; continue
+    echo "$n - skipped - - - - - - - -" >> "$WORK/footprint.txt"; continue
   fi
   dir="$WORK/run-$n"; mkdir -p "$dir"
   # The agent's default --max-jvms (256) up to 256 JVMs; above, the next power of two, as a
@@ -93,7 +95,7 @@ for n in "${COUNTS[@]}"; do
   map_memlock "$AGENT_PID" > "$dir/maps-memlock.txt"
   maps=$(awk '{s += $2} END {print s + 0}' "$dir/maps-memlock.txt")
   entries=$(sum_metric "$dir/m.prom" jvmdiag_agent_map_entries)
-  echo "$n $slots $(metric "$dir/m.prom" jvmdiag_agent_jvms_attached) $hwm $rss $maps $entries $(metric "$dir/m.prom" jvmdiag_agent_resident_memory_bytes) $(metric "$dir/m.prom" jvmdiag_agent_bpf_map_memory_bytes)" >> "$WORK/footprint.txt"
+  echo "$n $slots $(metric "$dir/m.prom" jvmdiag_agent_jvms_attached) $hwm $rss $maps $entries $(metric "$dir/m.prom" jvmdiag_agent_resident_memory_bytes) $(metric "$dir/m.prom" jvmdiag_agent_bpf_map_memory_bytes) $(metric "$dir/m.prom" jvmdiag_agent_bpf_links) $(awk '$1 == "jvmdiag_agent_attach_seconds_total" {print $2; exit}' "$dir/m.prom")" >> "$WORK/footprint.txt"
   # The maps by size, named (bpftool), at this N.
   while read -r id bytes; do
     echo "$bytes $(bpftool map show id "$id" 2>/dev/null | head -n1 | awk '{for (i = 1; i <= NF; i++) if ($i == "name") print $(i + 1)}')"
@@ -103,12 +105,12 @@ done
 
 echo
 echo "agent footprint by traced JVMs (JDK $("$JDK/bin/java" -version 2>&1 | awk -F'"' 'NR == 1 {print $2}'), $(nproc) cores, kernel $(uname -r))"
-printf '%6s %9s %9s %14s %9s %15s %15s %12s\n' JVMs max-jvms attached "peak RSS MiB" "RSS MiB" "BPF maps MiB" "RSS+maps MiB" "map entries"
-while read -r n slots att hwm rss maps entries rep_rss rep_maps; do
+printf '%6s %9s %9s %14s %9s %15s %15s %12s %7s %16s\n' JVMs max-jvms attached "peak RSS MiB" "RSS MiB" "BPF maps MiB" "RSS+maps MiB" "map entries" links "attach s (/JVM)"
+while read -r n slots att hwm rss maps entries rep_rss rep_maps links attach_s; do
   [ "$n" = N ] && continue
   if [ "$att" = skipped ]; then printf '%6s %9s\n' "$n" skipped; continue; fi
-  printf '%6s %9s %9s %14s %9s %15s %15s %12s\n' "$n" "$slots" "$att" "$(mib $((hwm * 1024)))" "$(mib $((rss * 1024)))" "$(mib "$maps")" \
-    "$(mib $((hwm * 1024 + maps)))" "$entries"
+  printf '%6s %9s %9s %14s %9s %15s %15s %12s %7s %16s\n' "$n" "$slots" "$att" "$(mib $((hwm * 1024)))" "$(mib $((rss * 1024)))" "$(mib "$maps")" \
+    "$(mib $((hwm * 1024 + maps)))" "$entries" "$links" "$(awk -v t="$attach_s" -v n="$att" 'BEGIN {printf "%.2f (%.1f ms)", t, n ? 1000 * t / n : 0}')"
   echo "        the agent's own gauges: resident $(mib "$rep_rss") MiB, BPF maps $(mib "$rep_maps") MiB"
 done < "$WORK/footprint.txt"
 last=$(awk '$3 != "skipped" && $1 != "N" {n = $1} END {print n}' "$WORK/footprint.txt")

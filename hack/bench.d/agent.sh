@@ -17,12 +17,22 @@
 # (--starter-window-seconds 3600) outlasts the storm, and the probe must have named the starter
 # of every thread the storm started.
 #
+# Untraced neighbour (BENCH_NEIGHBOUR=1, the default): each storm in a JVM the agent does not
+# trace, beside an idle JVM it does (e2e/workloads/IdleJvm.java), both from their own overlay
+# mount of the same JDK files, as two pods of one image where one has a JvmDiagnostics; baseline
+# = the same idle JVM, no agent. The storm's slowdown must be within noise (goal <= 0.5 %): the
+# agent's probes sit in the traced process alone.
+#
+# Before every run the bench waits until the machine is quiet (hack/lib.sh bench_wait_quiet:
+# at most BENCH_MAX_BUSY %, default 15, of the cores busy over a second); it prints the load and
+# refuses to report when a run had to start on a busy machine.
+#
 # Shared-JDK scenario (BENCH_SHARED, e.g. "0 1 8"): a thread storm beside N idle JVMs of the
 # same JDK, every JVM (the storm too) run through its own overlay mount of the JDK, as
 # containers of one image are; baseline and agent alternate with the same idle JVMs running.
 # The storm's slowdown and its counted thread starts must not depend on N.
 #
-# Knobs: BENCH_ROUNDS (10), BENCH_THREADS (100000), BENCH_SAFEPOINT_ROUNDS (300), BENCH_JDK ($JDK17),
+# Knobs: BENCH_NEIGHBOUR (1), BENCH_MAX_BUSY (15), BENCH_ROUNDS (10), BENCH_THREADS (100000), BENCH_SAFEPOINT_ROUNDS (300), BENCH_JDK ($JDK17),
 # BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent starters xlog jfr asyncprof"),
 # BENCH_IDLE_MS (1000), BENCH_WARM_THREADS (500), BENCH_SHARED ("0 1 8"; "" skips the scenario, as do BENCH_WORKLOADS
 # without ThreadStorm and BENCH_CONFIGS without agent), BENCH_AGENT (an agent
@@ -40,6 +50,7 @@ IDLE_MS="${BENCH_IDLE_MS:-1000}"
 WARM="${BENCH_WARM_THREADS:-500}"
 BPF_STATS="${BENCH_BPF_STATS:-0}"
 SHARED="${BENCH_SHARED-0 1 8}"
+NEIGHBOUR="${BENCH_NEIGHBOUR:-1}"
 LISTEN=127.0.0.1:19470
 [ "$(id -u)" -eq 0 ] || die "the agent benchmark needs root (eBPF, overlay mounts)"
 WORK="$JVMDIAG_CACHE/bench/agent"
@@ -75,7 +86,7 @@ if [[ " ${CONFIGS[*]} " == *" asyncprof "* ]]; then
   AP_LIB="$WORK/linux-x64/libasyncProfiler.so"
 fi
 
-"$JDK/bin/javac" -d "$WORK/classes" "$JVMDIAG_WORKLOADS"/{ThreadStorm,SafepointStorm,BenchStart}.java
+"$JDK/bin/javac" -d "$WORK/classes" "$JVMDIAG_WORKLOADS"/{ThreadStorm,SafepointStorm,BenchStart,IdleJvm}.java
 
 # Processes this script started; all of them are stopped, and every mount removed, on any exit
 # (end, error, Ctrl-C).
@@ -163,12 +174,16 @@ prog_stats() {
 run() {
   local scen=$1 r=$2 wl=$3 cfg=$4 java=$5; shift 5
   local args opts=() expected=-
+  bench_wait_quiet "$WORK/quiet.txt"
   if [ "$wl" = ThreadStorm ]; then args="$THREADS"; expected=$((THREADS + 4)); else args="$SP_ROUNDS"; fi
   case "$cfg" in
     baseline) ;;
     agent)  # the always-on probes only: the starter probe never attaches
       start_agent "$wl" --starter-threshold 0
       [ $# -eq 0 ] || wait_attached "$@" ;;
+    neighbour)  # the agent traces the idle JVM (IdleJvm) only, not this one
+      start_agent IdleJvm --starter-threshold 0
+      wait_attached "$@" ;;
     starters)  # the starter probe attaches when the warm-up passes the default 50/s, for longer than the storm
       start_agent "$wl" --starter-window-seconds 3600 ;;
     xlog)
@@ -250,6 +265,15 @@ run() {
     [ "$BPF_STATS" != 1 ] || prog_stats "$AGENT_PID" | sed "s/^/$scen $wl $r $cfg /" >>"$WORK/bpf-stats.txt"
     echo "$scen $(awk '/VmHWM/ {print $2}' /proc/$AGENT_PID/status) $(awk '{print $14 + $15}' /proc/$AGENT_PID/stat) $(awk '/^(VmRSS|RssAnon|RssFile):/ {printf "%s ", $2}' /proc/$AGENT_PID/status)$(bpf_memlock "$AGENT_PID")" >> "$WORK/agent-usage.txt"
     stop_agent
+  elif [ "$cfg" = neighbour ]; then
+    local m="$WORK/last-metrics.txt"
+    scrape "$m" || : >"$m"
+    # Its probe hits (the traced idle JVM's, none of the storm's) and the agent's programs' runs.
+    hits=$(awk '/^jvmdiag_agent_probe_events_total\{/ {s += $NF} END {print s + 0}' "$m")
+    links=$(awk '/^jvmdiag_agent_bpf_links / {print $2 + 0}' "$m")
+    [ "$BPF_STATS" != 1 ] || prog_stats "$AGENT_PID" | sed "s/^/$scen $wl $r $cfg /" >>"$WORK/bpf-stats.txt"
+    grep -q "pid=\"$pid\"" "$m" && die "the agent traced the untraced neighbour ($pid)"
+    stop_agent
   fi
   local rel=(); local x
   for x in "$ready" "$go" "$att"; do if [ -n "$x" ]; then rel+=($(( (x - t0) / 1000 ))); else rel+=(-); fi; done
@@ -268,16 +292,38 @@ for wl in "${WORKLOADS[@]}"; do
   done
 done
 
+JDK_REAL="$(readlink -f "$JDK")"
+mount_jdk() {  # mount_jdk NAME -> the merged directory of an overlay mount of the JDK
+  local d="$WORK/mnt/$1"; mkdir -p "$d/upper" "$d/work" "$d/merged"
+  mount -t overlay overlay -o "lowerdir=$JDK_REAL,upperdir=$d/upper,workdir=$d/work" "$d/merged"
+  echo "$d/merged"
+}
+
+# Untraced neighbour: each storm untraced, beside a traced idle JVM of the same JDK files.
+if [ "$NEIGHBOUR" = 1 ] && [[ " ${CONFIGS[*]} " == *" agent "* ]]; then
+  NB_JAVA="$(mount_jdk neighbour)/bin/java"
+  TRACED_JAVA="$(mount_jdk traced)/bin/java"
+  "$TRACED_JAVA" -Xmx64m -cp "$WORK/classes" IdleJvm >"$WORK/traced.out" 2>&1 </dev/null &
+  traced=$!; JVM_PIDS+=("$traced")
+  for _ in $(seq 600); do grep -q '^READY' "$WORK/traced.out" && break; sleep 0.1; done
+  grep -q '^READY' "$WORK/traced.out" || die "the traced idle JVM did not start: $(cat "$WORK/traced.out")"
+  log "untraced neighbour: storms from $NB_JAVA beside a traced idle JVM ($traced) from $TRACED_JAVA"
+  CFGS=(baseline neighbour)
+  for wl in "${WORKLOADS[@]}"; do
+    for r in $(seq "$ROUNDS"); do
+      for i in 0 1; do
+        run neighbour "$r" "$wl" "${CFGS[$(( (i + r) % 2 ))]}" "$NB_JAVA" "$traced"
+        sleep 1
+      done
+    done
+  done
+  stop_jvms
+fi
+
 # Shared JDK: the storm and N idle JVMs, each from its own overlay mount of the same JDK files.
 # (a thread-storm scenario about the agent: run when both are selected)
 if [ ${#SHARED_NS[@]} -gt 0 ] && [[ " ${WORKLOADS[*]} " == *" ThreadStorm "* && " ${CONFIGS[*]} " == *" agent "* ]]; then
-  JDK_REAL="$(readlink -f "$JDK")"
   max=0; for k in "${SHARED_NS[@]}"; do [ "$k" -le "$max" ] || max=$k; done
-  mount_jdk() {  # mount_jdk NAME -> the merged directory
-    local d="$WORK/mnt/$1"; mkdir -p "$d/upper" "$d/work" "$d/merged"
-    mount -t overlay overlay -o "lowerdir=$JDK_REAL,upperdir=$d/upper,workdir=$d/work" "$d/merged"
-    echo "$d/merged"
-  }
   STORM_JAVA="$(mount_jdk storm)/bin/java"
   IDLE_DIRS=(); for i in $(seq "$max"); do IDLE_DIRS+=("$(mount_jdk "idle$i")"); done
   log "shared JDK: $((max + 1)) overlay mounts of $JDK_REAL under $WORK/mnt"
@@ -306,6 +352,7 @@ if [ ${#SHARED_NS[@]} -gt 0 ] && [[ " ${WORKLOADS[*]} " == *" ThreadStorm "* && 
   done
 fi
 
+bench_quiet_report "$WORK/quiet.txt" || exit 1
 HZ=$(getconf CLK_TCK)
 python3 - "$WORK" "$HZ" "$THREADS" "$SP_ROUNDS" "$ROUNDS" "$JDK" "$IDLE_MS" <<'PY'
 import os, statistics, sys
@@ -368,6 +415,18 @@ if any(x["cfg"] == "agent" for x in att):
                 print(f"| {scen} | {wl} | {cfg} | {spread([x['ready'] for x in rs], ms)} | {spread(a, ms) if a else '-'} | "
                       f"{spread([x['go'] for x in rs], ms)} | {spread([x['pre_cpu'] for x in rs], ms)} | "
                       f"{spread([x['wait_cpu'] for x in rs], ms)} ({med(per_s):.0f} ms/s) |")
+
+nb = [x for x in rows if x["scen"] == "neighbour"]
+if nb:
+    print(f"\nUntraced neighbour: each storm in a JVM the agent does not trace, beside an idle JVM it traces, both from their own"
+          f" overlay mount of {jdk}; baseline = the same idle JVM, no agent (goal: within noise, <= 0.5 %)")
+    print("| workload | baseline median | beside the agent: wall slowdown median (min..max) | process CPU median (min..max) | agent probe hits (the traced JVM's) | BPF links |")
+    print("|---|---|---|---|---|---|")
+    for wl in dict.fromkeys(x["wl"] for x in nb):
+        rs = [x for x in nb if x["wl"] == wl]
+        ag = [x for x in rs if x["cfg"] == "neighbour"]
+        print(f"| {wl} | {med([x['wall'] for x in rs if x['cfg'] == 'baseline']):.0f} ms | {spread(paired(rs, 'neighbour', 'wall'), pct)} | "
+              f"{spread(paired(rs, 'neighbour', 'cpu'), pct)} | {', '.join(sorted(set(x['hits'] for x in ag)))} | {', '.join(sorted(set(x['links'] for x in ag)))} |")
 
 shared = [x for x in rows if x["scen"].startswith("shared-")]
 if shared:
