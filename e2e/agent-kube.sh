@@ -14,7 +14,9 @@
 # pod's threshold of the on-demand starter probe is its resource's threadStartRate, the probe
 # attached to the pods storming past theirs counts by (thread name, starter) exactly what their
 # starters started, then detaches, and the pod storming below its own threshold gets none; the
-# pod without the annotation is not traced; a deleted pod's series are shown once more, then gone.
+# pod without the annotation is not traced and, though its JVM maps the same libjvm.so, none of the
+# agent's programs runs for its 2,000 thread starts (kernel run counts); a deleted pod's series are
+# shown once more, then gone.
 # Sidecar mode: a JvmDiagnostics with `collection: Sidecar` per JDK; the webhook adds the
 # unprivileged jvmdiag-sidecar (this tree's agent binary, image built here) and the shared
 # /tmp volume; its /metrics, scraped through the pod IP, carries the contract's labels and
@@ -536,6 +538,31 @@ plain=$(kc get pods -l app=plain -o jsonpath='{.items[0].metadata.name}')
 if [ -z "$plain" ]; then bad "pod without the annotation exists"
 elif scrape | grep -q "pod=\"$plain\""; then bad "pod without the annotation ($plain) not traced"
 else ok "pod without the annotation ($plain) not traced"; fi
+# ...and pays nothing: its JVM maps the same libjvm.so file as the traced pods of its image, but
+# the agent's probes sit in the traced processes alone. It starts 2,000 threads (a burst, through
+# its request file) while the traced pods idle: the agent's BPF programs run not once for it (the
+# kernel's run counts, kernel.bpf_stats_enabled for the burst only); probes on the file for every
+# process would run at least once per thread start.
+prog_runs() {  # the summed run counts of the BPF programs the agent holds (fdinfo of its program fds)
+  local f
+  for f in /proc/"$AGENT_PID"/fdinfo/*; do awk '/^prog_id:/ {id = $2} /^run_cnt:/ {n = $2} END {if (id != "" && n != "") print id, n}' "$f" 2>/dev/null; done \
+    | sort -u -k1,1 | awk '{s += $2} END {print s + 0}'
+}
+ppid=$(pgrep -f "SafepointBurst 40 5 20 3000 /tmp/burst-$MARK-plain\$" | head -n1)
+if [ -n "$plain" ] && [ -n "$ppid" ]; then
+  stats_was=$(sysctl -n kernel.bpf_stats_enabled); sysctl -qw kernel.bpf_stats_enabled=1
+  jcmd_counters "$plain" >"$WORK/plain0"; r0=$(prog_runs)
+  echo "2000 0" >"/proc/$ppid/root/tmp/burst-$MARK-plain"
+  # shellcheck disable=SC2317 # called by until_ok
+  burst_done() { kc logs "$plain" -c app 2>/dev/null | grep -q '^BURST 2000 0'; }
+  until_ok 60 "$plain: its burst of 2,000 threads" burst_done
+  r1=$(prog_runs); jcmd_counters "$plain" >"$WORK/plain1"
+  sysctl -qw kernel.bpf_stats_enabled="$stats_was"
+  dj=$(( $(sed -n 's/^java.threads.started=//p' "$WORK/plain1") - $(sed -n 's/^java.threads.started=//p' "$WORK/plain0") ))
+  if [ "$dj" -ge 2000 ] && [ $((r1 - r0)) -le 50 ]; then
+    ok "pod without the annotation ($plain) pays nothing: it started $dj threads, the agent's programs ran $((r1 - r0)) times meanwhile"
+  else bad "pod without the annotation ($plain): no probe fires in it" "jcmd java.threads.started +$dj (want >= 2000); the agent's BPF programs ran $((r1 - r0)) times"; fi
+else bad "pod without the annotation: its JVM on the host" "pod '$plain', pid '$ppid'"; fi
 
 # Delete the pod of jdk17b: the kubelet stops its JVM; one more scrape shows it, the next does not.
 pod=$(kc get pods -l app=jdk17b -o jsonpath='{.items[0].metadata.name}')
