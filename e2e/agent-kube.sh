@@ -532,8 +532,8 @@ for pod in "${WINDOW[@]}"; do
   else bad "$pod: maxThreadNames: 3 bounds its thread names, the rest in other" "annotation \"$ann\", names: $(tr '\n' ' ' <<<"$names"), other +$other_d in the window; unbounded ${control:-none} shows $control_names of the $BURST_NAMES burst names"; fi
 done
 files=$(scrape | awk '$1 == "jvmdiag_agent_libjvm_files" {print $2 + 0}')
-if [ "$files" = 2 ]; then ok "agent: 2 libjvm.so files attached (one per JDK image) for ${#PODS[@]} instrumented pods"
-else bad "agent: one attachment per JDK image" "jvmdiag_agent_libjvm_files=$files"; fi
+if [ "$files" = 2 ]; then ok "agent: its traced JVMs run 2 libjvm.so files (one per JDK image): ${#PODS[@]} instrumented pods"
+else bad "agent: one libjvm.so file per JDK image" "jvmdiag_agent_libjvm_files=$files"; fi
 plain=$(kc get pods -l app=plain -o jsonpath='{.items[0].metadata.name}')
 if [ -z "$plain" ]; then bad "pod without the annotation exists"
 elif scrape | grep -q "pod=\"$plain\""; then bad "pod without the annotation ($plain) not traced"
