@@ -107,9 +107,21 @@ def folded(name):
     return re.sub(r"[0-9]+", "N", comm)
 
 
-def start_agent(*extra):
+def start_agent(*extra, object_wait=True):
+    """The agent under test; with --monitors-object-wait (off by default in the agent) unless
+    object_wait=False, since most tests here check Object.wait."""
+    wait = ["--monitors-object-wait"] if object_wait else []
     p = subprocess.Popen(
-        [AGENT, "--standalone", "--listen", f"127.0.0.1:{PORT}", "--exit-after", "900", *extra],
+        [
+            AGENT,
+            "--standalone",
+            "--listen",
+            f"127.0.0.1:{PORT}",
+            "--exit-after",
+            "900",
+            *wait,
+            *extra,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=open(os.path.join(WORK, "agent.log"), "a"),
     )
@@ -326,12 +338,12 @@ def test_monitors(jdk, tag):
     return problems
 
 
-def restart_shared_agent(*args):
+def restart_shared_agent(*args, object_wait=True):
     """Replaces the agent the tests share by one started with ARGS."""
     global shared_agent
     if shared_agent is not None:
         stop(shared_agent)
-    shared_agent = start_agent(*args)
+    shared_agent = start_agent(*args, object_wait=object_wait)
 
 
 def limited_run(jdk, limits, tag, threads, rounds, agent_args=None):
@@ -627,6 +639,31 @@ def test_object_wait_no_flag(jdk, tag):
         problems.append(f"object_wait series without the flag: {sorted(agent)}")
     if unavailable != [("monitors", "no_DTraceMonitorProbes", 1.0)]:
         problems.append(f"JVM without the flag: jvmdiag_agent_collector_unavailable {unavailable}")
+    return problems
+
+
+def test_object_wait_off_by_default(jdk, tag):
+    """The agent's default (no --monitors-object-wait): the same pools, with the JVM flag, show no
+    object_wait series (the wait probes are not attached, so no wait traps), while JFR saw their
+    waits and the JVM's monitors are traced (not reported unavailable)."""
+    restart_shared_agent(object_wait=False)
+    try:
+        pid, text, agent, jfr, own = wait_run(jdk, f"default-{tag}")
+    finally:
+        restart_shared_agent()
+    jn = sum(n for n, _ in jfr.values())
+    unavailable = [
+        l for n, l, _ in samples(text, pid) if n == "jvmdiag_agent_collector_unavailable"
+    ]
+    info = [l for n, l, _ in samples(text, pid) if n == "jvmdiag_jvm_info"]
+    log(f"  {tag} agent default: object_wait series {sorted(agent)}, JFR {jn} waits")
+    problems = []
+    if agent:
+        problems.append(f"object_wait series without --monitors-object-wait: {sorted(agent)}")
+    if jn < 20 or not info:
+        problems.append(f"the run proves nothing: JFR {jn} waits, traced: {bool(info)}")
+    if unavailable:
+        problems.append(f"monitors reported unavailable: {unavailable}")
     return problems
 
 
@@ -1030,7 +1067,7 @@ def spread(ratios):
     return f"{statistics.median(r):.3f} ({r[0]:.3f} .. {r[-1]:.3f})"
 
 
-def storm_bench(jdk, label, main, args, unit, jvm_opts=(), seconds=4, rounds=2):
+def storm_bench(jdk, label, main, args, unit, jvm_opts=(), seconds=4, rounds=2, object_wait=True):
     """A storm (MAIN ARGS... SECONDS, printing "ops <events per second>") without and with the
     agent, alternated round by round (order rotated); the ratio of each round against its own
     baseline. JVM_OPTS in both (the wait storm runs with -XX:+DTraceMonitorProbes in both: what
@@ -1055,7 +1092,7 @@ def storm_bench(jdk, label, main, args, unit, jvm_opts=(), seconds=4, rounds=2):
         return int(re.search(r"ops (\d+)", r.stdout).group(1))
 
     def traced():
-        a = start_agent("--match-jvm", main)
+        a = start_agent("--match-jvm", main, object_wait=object_wait)
         try:
             return once()
         finally:
@@ -1092,18 +1129,21 @@ def park_bench(jdk, seconds=4, rounds=2, threads=4):
     )
 
 
-def wait_bench(jdk, seconds=4, rounds=2, pairs=2):
+def wait_bench(jdk, seconds=4, rounds=2, pairs=2, object_wait=False):
     """Wait storm: PAIRS pairs of threads handing a turn back and forth with notify and
-    Object.wait on a monitor of their own; waits per second, the flag on in both."""
+    Object.wait on a monitor of their own; waits per second, the flag on in both; the agent
+    as it runs by default, or with --monitors-object-wait (object_wait=True)."""
+    how = "--monitors-object-wait" if object_wait else "the agent's default, Object.wait not timed"
     return storm_bench(
         jdk,
-        f"wait storm ({pairs} pairs, notify + Object.wait, -XX:+DTraceMonitorProbes)",
+        f"wait storm ({pairs} pairs, notify + Object.wait, -XX:+DTraceMonitorProbes; {how})",
         "WaitPool",
         ["--bench", pairs],
         "waits/s",
         ["-XX:+DTraceMonitorProbes"],
         seconds,
         rounds,
+        object_wait,
     )
 
 
@@ -1181,6 +1221,10 @@ def main():
             )
             run("park_storm_cost_with_and_without_agent", park_bench, JDKS[0], secs, rounds)
             run("wait_storm_cost_with_and_without_agent", wait_bench, JDKS[0], secs, rounds)
+            run(
+                "wait_storm_cost_with_monitors_object_wait",
+                lambda: wait_bench(JDKS[0], secs, rounds, object_wait=True),
+            )
             for hold in os.environ.get("LOCKS_BENCH_HOLD_US", "10").split():
                 run(
                     f"lock_storm_cost_of_the_flag_and_the_agent_hold_{hold}us",
@@ -1219,6 +1263,12 @@ def main():
                 run(f"virtual_threads_monitors_{tag}", test_virtual_monitors, jdk, tag, feature)
                 run(f"virtual_threads_object_wait_{tag}", test_virtual_wait, jdk, tag, feature)
         run("object_wait_without_the_flag_no_series", test_object_wait_no_flag, JDKS[0], "first")
+        run(
+            "object_wait_off_in_the_agent_by_default",
+            test_object_wait_off_by_default,
+            JDKS[0],
+            "first",
+        )
         # Without USDT notes (the copy agent_standalone.py makes): parking by uprobes on
         # Parker::park, the same counts.
         for j in JDKS:

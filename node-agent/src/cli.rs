@@ -324,6 +324,7 @@ mod tests {
             ("max-methods", 20, 1, 500),
             ("method-staging-entries", 16_384, 16, 65_536),
             ("max-classes", 20, 1, 500),
+            ("monitors-object-wait", 0, 0, 1),
         ];
         let have: Vec<(&str, u64, u64, u64)> = REGISTRY
             .iter()

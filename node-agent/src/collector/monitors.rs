@@ -20,7 +20,9 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::inflight::{self, Table};
 use super::parking;
-use super::{threads, Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode, Target};
+use super::{
+    threads, Attached, Collector, Flag, Health, LoadConfig, Number, ProbeMode, Switch, Target,
+};
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{c_name, Family, Hist, Value};
@@ -66,12 +68,22 @@ pub static MAX_CLASSES: Number<u32> = Number {
     help: "Monitor classes named per JVM (monitors collector); the rest count as \"other\"",
 };
 
-pub const FLAGS: &[Flag] = &[Flag::U32(&MAX_CLASSES)];
+/// `--monitors-object-wait`: also time `Object.wait`. Off by default: it costs two more traps per
+/// wait in every traced JVM with the flag, about 4.5 µs each, which halves a wait storm's
+/// throughput (docs/performance.md); contended enters cost nothing unless contended.
+pub static OBJECT_WAIT: Switch = Switch {
+    name: "monitors-object-wait",
+    help: "Also time Object.wait (monitors collector; the via=\"object_wait\" parked series): two more probes per wait, about 4.5 µs each, which halves a wait storm's throughput; off by default",
+};
+
+pub const FLAGS: &[Flag] = &[Flag::U32(&MAX_CLASSES), Flag::Switch(&OBJECT_WAIT)];
 
 pub struct Monitors {
     skel: MonitorsSkel<'static>,
     /// host tgid -> (slot, whether the JVM runs with the flag), read once per JVM.
     flags: Mutex<HashMap<u32, (u32, bool)>>,
+    /// `--monitors-object-wait`: the wait probes are attached too.
+    object_wait: bool,
 }
 
 /// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
@@ -105,7 +117,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     )?;
     open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?.inflight_share = shares;
     let skel = open.load().context("load monitors.bpf.o")?;
-    Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()) }))
+    let object_wait = cfg.settings.get(&OBJECT_WAIT);
+    Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()), object_wait }))
 }
 
 /// Reads an options file of process `pid` as the JVM does: an absolute path inside its root, a
@@ -182,8 +195,11 @@ impl Collector for Monitors {
             (&p.monitor_wait, "monitor__wait"),
             (&p.monitor_waited, "monitor__waited"),
         ];
+        // Without --monitors-object-wait the wait probes are not attached: no trap per wait.
+        let wanted = if self.object_wait { 4 } else { 2 };
         let usdt: Result<Vec<_>> = probes
             .into_iter()
+            .take(wanted)
             .map(|(prog, name)| {
                 target.usdt(prog, "hotspot", name).with_context(|| format!("USDT hotspot:{name}"))
             })
