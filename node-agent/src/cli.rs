@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Arg, ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser};
 
 use crate::collector::{compilation, monitors, threads, vmops, Settings, REGISTRY};
+use crate::slots;
 use jvmdiag_inspect::jvm_limits::{Caps, Limits};
 
 #[derive(Parser, Debug, Clone)]
@@ -26,6 +27,18 @@ pub struct Cli {
     /// Address to serve /metrics and /healthz on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
+
+    /// A second address that serves only /healthz, for the kubelet's probes, with connection
+    /// slots of its own (16 at once, 4 per peer address): clients holding every connection
+    /// --listen allows cannot fail the probes. /healthz stays on --listen too.
+    #[arg(long, value_name = "ADDR")]
+    pub probe_listen: Option<SocketAddr>,
+
+    /// Most connections open at once from one peer address on --listen (64 in all); more are
+    /// closed at accept, counted as
+    /// jvmdiag_agent_http_connections_refused_total{listener="metrics",reason="per_peer"}.
+    #[arg(long, value_name = "N", default_value_t = slots::DEFAULT_PER_PEER, value_parser = clap::value_parser!(u32).range(1..=slots::MAX_CONNECTIONS as i64))]
+    pub max_connections_per_peer: u32,
 
     /// Kernel BTF, checked at start-up as the sign of a BPF-capable kernel (CONFIG_DEBUG_INFO_BTF);
     /// the agent refuses to start without it. The programs carry no CO-RE relocations.
@@ -342,12 +355,31 @@ mod tests {
         assert_eq!(parse_from(["a", "--max-vm-operations", "5"]).unwrap().max_vm_operations(), 5);
     }
 
+    /// The chart passes these by name (`--probe-listen`, `--max-connections-per-peer`): names,
+    /// defaults and ranges stay as they are.
+    #[test]
+    fn the_http_flags_keep_their_names_defaults_and_ranges() {
+        let c = parse_from(["a"]).unwrap();
+        assert_eq!((c.cli.probe_listen, c.cli.max_connections_per_peer), (None, 8));
+        let c =
+            parse_from(["a", "--probe-listen=0.0.0.0:9465", "--max-connections-per-peer", "64"])
+                .unwrap();
+        assert_eq!(c.cli.probe_listen, Some("0.0.0.0:9465".parse().unwrap()));
+        assert_eq!(c.cli.max_connections_per_peer, 64);
+        for bad in ["0", "65"] {
+            let e = parse_from(["a", "--max-connections-per-peer", bad]).unwrap_err().to_string();
+            assert!(e.contains("--max-connections-per-peer"), "{e}");
+        }
+    }
+
     #[test]
     fn help_documents_every_flag() {
         let help = command().render_long_help().to_string();
         for f in [
             "--standalone",
             "--listen",
+            "--probe-listen",
+            "--max-connections-per-peer",
             "--btf",
             "--max-thread-names",
             "--collector.threads",

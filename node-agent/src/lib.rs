@@ -3,7 +3,7 @@
 //!
 //! A scrape goes one way: kernel maps → `maps` (decoded with the generated types) →
 //! `collector` (families from the `metrics` catalog) → `exposition`; `perfdata` maps what
-//! hsperfdata has for the fallback and the sidecar; `serve` is the one main loop.
+//! hsperfdata has for the fallback and the sidecar; `serve` is the one main loop and its HTTP server (`slots`: its connection limits).
 pub mod agent;
 pub mod attach;
 pub mod cli;
@@ -29,6 +29,7 @@ pub mod serve;
 pub mod sidecar;
 pub mod sigbus;
 pub mod skel;
+pub mod slots;
 pub mod starters;
 pub mod symbols;
 

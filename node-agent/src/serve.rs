@@ -4,23 +4,32 @@
 //! and a scrape never run at the same time, so a mode's state needs no lock. HTTP is served
 //! by hyper on a thread of its own (a current-thread tokio runtime): every connection is its
 //! own task, so a client that connects and never sends, sends half a request, or never reads
-//! its response stalls neither the loop nor other scrapes nor `/healthz`. The loop hands
-//! each scrape a snapshot (the rendered text, shared by the scrapes that asked at the same
-//! time, never copied: the Prometheus text form is sent as slices of it with the few lines
-//! that differ, [`exposition::prometheus_text_chunks`]); writing it to a client is the HTTP
-//! thread's job, bounded by timeouts:
+//! its response stalls neither the loop nor other scrapes nor `/healthz`.
 //!
-//! - request headers within [`HEADER_TIMEOUT`] (hyper's `header_read_timeout`);
-//! - a whole connection at most [`CONNECTION_TIMEOUT`] (so a response nobody reads is
-//!   dropped; keep-alive scrapers just reconnect);
-//! - at most [`MAX_CONNECTIONS`] at once (more are closed at accept, counted in the log);
-//! - a snapshot within [`RENDER_TIMEOUT`], else 503.
+//! The loop hands each scrape a snapshot (the rendered text, shared by the scrapes that asked at
+//! the same time, never copied: the Prometheus text form is sent as slices of it with the few
+//! lines that differ, [`exposition::prometheus_text_chunks`]); writing it to a client is the
+//! HTTP thread's job.
 //!
-//! `/healthz` is answered by the HTTP thread: 200 while the loop has turned within
-//! [`LOOP_STALE`], else 503 (a wedged loop fails the liveness probe).
-use std::collections::VecDeque;
+//! **Listeners and their bounds.** Any pod of the node can connect, so no client may take
+//! what the others need:
+//!
+//! - `--listen` serves `/metrics`, `/healthz` and `/`, at most [`MAX_CONNECTIONS`] connections
+//!   at once and `--max-connections-per-peer` of them from one peer address;
+//! - `--probe-listen` (optional) serves only `/healthz`, with slots of its own
+//!   ([`PROBE_MAX_CONNECTIONS`], [`PROBE_MAX_PER_PEER`] per address): clients holding every
+//!   slot of `--listen` cannot fail the kubelet's probes;
+//! - a connection over a cap is closed at accept and counted by listener and reason
+//!   (`jvmdiag_agent_http_connections_refused_total`, which the loop adds to every page);
+//! - request headers within [`HEADER_TIMEOUT`] (hyper's `header_read_timeout`), a whole
+//!   connection at most [`CONNECTION_TIMEOUT`] (so a response nobody reads is dropped;
+//!   keep-alive scrapers just reconnect), a snapshot within [`RENDER_TIMEOUT`], else 503.
+//!
+//! `/healthz` is 200 while the loop has turned within [`LOOP_STALE`], else 503 (a wedged loop
+//! fails the liveness probe). Both listeners are served by the one HTTP thread, so a wedged HTTP thread fails it too.
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -28,10 +37,15 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use hyper::body::{Bytes, Frame, SizeHint};
+use hyper::header;
 
 use crate::cli::Config;
 use crate::exposition;
+use crate::metrics;
+use crate::model::Value;
 use crate::preflight::Fatal;
+use crate::slots::{Refusal, Slots};
+pub use crate::slots::{MAX_CONNECTIONS, PROBE_MAX_CONNECTIONS, PROBE_MAX_PER_PEER};
 
 pub trait Mode {
     /// What `/` answers before the endpoint list.
@@ -40,24 +54,104 @@ pub trait Mode {
     /// be missed between scrapes.
     fn poll(&mut self);
     /// The whole /metrics page (OpenMetrics text); `previous` is how long the previous
-    /// scrape took (`jvmdiag_agent_scrape_duration_seconds`).
+    /// render took (`jvmdiag_agent_scrape_duration_seconds`).
     fn scrape(&mut self, previous: Option<Duration>) -> String;
 }
 
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub const RENDER_TIMEOUT: Duration = Duration::from_secs(10);
-pub const MAX_CONNECTIONS: usize = 64;
 pub const LOOP_STALE: Duration = Duration::from_secs(15);
 
-/// Listens on `--listen` (the error names the flag).
-pub fn listen(cfg: &Config) -> Result<TcpListener, Fatal> {
-    TcpListener::bind(cfg.cli.listen).map_err(|e| {
-        Fatal(format!(
-            "cannot listen on {} ({e}): choose a free address with --listen",
-            cfg.cli.listen
-        ))
+/// The bound sockets: `--listen` and, if given, `--probe-listen`.
+#[derive(Debug)]
+pub struct Listeners {
+    pub metrics: TcpListener,
+    pub probe: Option<TcpListener>,
+}
+
+/// Listens on `--listen` and `--probe-listen` (an error names the flag).
+pub fn listen(cfg: &Config) -> Result<Listeners, Fatal> {
+    let metrics = bind(cfg.cli.listen, "--listen")?;
+    let probe = cfg.cli.probe_listen.map(|a| bind(a, "--probe-listen")).transpose()?;
+    Ok(Listeners { metrics, probe })
+}
+
+fn bind(addr: SocketAddr, flag: &str) -> Result<TcpListener, Fatal> {
+    TcpListener::bind(addr).map_err(|e| {
+        Fatal(format!("cannot listen on {addr} ({e}): choose a free address with {flag}"))
     })
+}
+
+/// Which listener a connection came in on (the `listener` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listener {
+    /// `--listen`: `/metrics`, `/healthz`, `/`.
+    Metrics,
+    /// `--probe-listen`: `/healthz` only.
+    Probe,
+}
+
+impl Listener {
+    fn as_str(self) -> &'static str {
+        match self {
+            Listener::Metrics => "metrics",
+            Listener::Probe => "probe",
+        }
+    }
+}
+
+/// Connections closed at accept, by listener and reason.
+#[derive(Debug, Default)]
+struct Refused {
+    metrics_per_peer: AtomicU64,
+    metrics_total: AtomicU64,
+    probe_per_peer: AtomicU64,
+    probe_total: AtomicU64,
+}
+
+impl Refused {
+    fn counter(&self, l: Listener, r: Refusal) -> &AtomicU64 {
+        match (l, r) {
+            (Listener::Metrics, Refusal::PerPeer) => &self.metrics_per_peer,
+            (Listener::Metrics, Refusal::Total) => &self.metrics_total,
+            (Listener::Probe, Refusal::PerPeer) => &self.probe_per_peer,
+            (Listener::Probe, Refusal::Total) => &self.probe_total,
+        }
+    }
+
+    /// Counts one; the new count.
+    fn add(&self, l: Listener, r: Refusal) -> u64 {
+        self.counter(l, r).fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// `jvmdiag_agent_http_connections_refused_total`, rendered (with its `# EOF`); the probe
+    /// listener's series only when there is one.
+    fn rendered(&self, probe: bool) -> String {
+        let mut f = metrics::AGENT_HTTP_CONNECTIONS_REFUSED.family();
+        let listeners: &[Listener] =
+            if probe { &[Listener::Metrics, Listener::Probe] } else { &[Listener::Metrics] };
+        for &l in listeners {
+            for r in [Refusal::PerPeer, Refusal::Total] {
+                f.agent(
+                    vec![("listener", l.as_str().into()), ("reason", r.as_str().into())],
+                    Value::Counter(self.counter(l, r).load(Ordering::Relaxed)),
+                );
+            }
+        }
+        exposition::render(vec![f], &HashMap::new())
+    }
+}
+
+/// `page` (OpenMetrics text) with the families of `more` (rendered, with its own `# EOF`)
+/// before its `# EOF`. Appending moves only the `# EOF` line, never the page.
+fn add_families(page: &mut String, more: &str) {
+    const EOF: &str = "# EOF\n";
+    let more = more.strip_suffix(EOF).unwrap_or(more);
+    match page.strip_suffix(EOF).map(str::len) {
+        Some(at) => page.insert_str(at, more),
+        None => page.push_str(more),
+    }
 }
 
 /// A scrape waiting for the loop's next snapshot.
@@ -70,6 +164,9 @@ struct Shared {
     alive_ms: AtomicU64,
     scrapes: mpsc::Sender<Reply>,
     banner: &'static str,
+    refused: Refused,
+    /// `--probe-listen` is given.
+    probe: bool,
 }
 
 impl Shared {
@@ -80,15 +177,18 @@ impl Shared {
 }
 
 /// Runs `mode` until killed (or `--exit-after`).
-pub fn run(cfg: &Config, listener: TcpListener, mode: &mut dyn Mode) -> Result<(), Fatal> {
+pub fn run(cfg: &Config, listeners: Listeners, mode: &mut dyn Mode) -> Result<(), Fatal> {
     let (tx, rx) = mpsc::channel::<Reply>();
     let shared = Arc::new(Shared {
         started: Instant::now(),
         alive_ms: AtomicU64::new(0),
         scrapes: tx,
         banner: mode.banner(),
+        refused: Refused::default(),
+        probe: listeners.probe.is_some(),
     });
-    spawn_http(listener, shared.clone())?;
+    let per_peer = cfg.cli.max_connections_per_peer as usize;
+    spawn_http(listeners, shared.clone(), per_peer)?;
     let started = Instant::now();
     let mut next_poll = Instant::now();
     let mut last_scrape: Option<Duration> = None;
@@ -108,7 +208,9 @@ pub fn run(cfg: &Config, listener: TcpListener, mode: &mut dyn Mode) -> Result<(
                 let mut waiting = vec![first];
                 waiting.extend(rx.try_iter());
                 let t0 = Instant::now();
-                let text = Bytes::from(mode.scrape(last_scrape));
+                let mut page = mode.scrape(last_scrape);
+                add_families(&mut page, &shared.refused.rendered(shared.probe));
+                let text = Bytes::from(page);
                 last_scrape = Some(t0.elapsed());
                 for w in waiting {
                     let _ = w.send(text.clone()); // the client may have given up
@@ -122,8 +224,15 @@ pub fn run(cfg: &Config, listener: TcpListener, mode: &mut dyn Mode) -> Result<(
     }
 }
 
-fn spawn_http(listener: TcpListener, shared: Arc<Shared>) -> Result<(), Fatal> {
-    listener.set_nonblocking(true).map_err(|e| Fatal(format!("--listen socket: {e}")))?;
+fn spawn_http(listeners: Listeners, shared: Arc<Shared>, per_peer: usize) -> Result<(), Fatal> {
+    let Listeners { metrics, probe } = listeners;
+    metrics.set_nonblocking(true).map_err(|e| Fatal(format!("--listen socket: {e}")))?;
+    if let Some(p) = &probe {
+        p.set_nonblocking(true).map_err(|e| Fatal(format!("--probe-listen socket: {e}")))?;
+        if let Ok(a) = p.local_addr() {
+            tracing::info!("serving http://{a}/healthz for probes (--probe-listen)");
+        }
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -131,20 +240,27 @@ fn spawn_http(listener: TcpListener, shared: Arc<Shared>) -> Result<(), Fatal> {
         .map_err(|e| Fatal(format!("HTTP server runtime: {e}")))?;
     std::thread::Builder::new()
         .name("http".into())
-        .spawn(move || rt.block_on(accept_loop(listener, shared)))
+        .spawn(move || {
+            rt.block_on(async move {
+                if let Some(p) = probe {
+                    let slots = Slots::new(PROBE_MAX_CONNECTIONS, PROBE_MAX_PER_PEER);
+                    tokio::spawn(accept_loop(p, shared.clone(), Listener::Probe, slots));
+                }
+                let slots = Slots::new(MAX_CONNECTIONS, per_peer);
+                accept_loop(metrics, shared, Listener::Metrics, slots).await
+            })
+        })
         .map_err(|e| Fatal(format!("HTTP server thread: {e}")))?;
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, which: Listener, slots: Slots) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
-        Err(e) => return tracing::error!("HTTP server: {e}"),
+        Err(e) => return tracing::error!("HTTP server ({} listener): {e}", which.as_str()),
     };
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let mut refused: u64 = 0;
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {
                 // EMFILE and the like: back off instead of spinning.
@@ -153,29 +269,35 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            refused += 1;
-            if refused.is_power_of_two() {
-                tracing::warn!(
-                    refused,
-                    "HTTP: more than {MAX_CONNECTIONS} connections at once; closing new ones"
-                );
+        let slot = match slots.admit(peer.ip()) {
+            Ok(s) => s,
+            Err(why) => {
+                let refused = shared.refused.add(which, why);
+                if refused.is_power_of_two() {
+                    tracing::warn!(
+                        listener = which.as_str(),
+                        reason = why.as_str(),
+                        refused,
+                        %peer,
+                        "HTTP: connection closed at accept (per_peer: its address holds its share of connections; total: every slot is taken)"
+                    );
+                }
+                continue; // dropping the stream closes it
             }
-            continue; // dropping the stream closes it
         };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         tokio::task::spawn(async move {
             let svc = hyper::service::service_fn(move |req| {
                 let shared = shared.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(req, &shared).await) }
+                async move { Ok::<_, Infallible>(handle(req, &shared, which).await) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
             let _ = tokio::time::timeout(CONNECTION_TIMEOUT, conn).await;
-            drop(permit);
+            drop(slot);
         });
     }
 }
@@ -203,50 +325,84 @@ impl hyper::body::Body for Body {
     }
 }
 
-fn text(status: u16, content_type: &'static str, body: String) -> hyper::Response<Body> {
-    chunks(status, content_type, vec![Bytes::from(body)])
-}
+const PLAIN: &str = "text/plain; charset=utf-8";
 
-fn chunks(status: u16, content_type: &'static str, body: Vec<Bytes>) -> hyper::Response<Body> {
+fn text(status: u16, body: String) -> hyper::Response<Body> {
     hyper::Response::builder()
         .status(status)
-        .header("Content-Type", content_type)
-        .body(Body(body.into()))
+        .header(header::CONTENT_TYPE, PLAIN)
+        .body(Body(VecDeque::from([Bytes::from(body)])))
         .expect("a valid static response")
 }
 
 async fn handle(
     req: hyper::Request<hyper::body::Incoming>,
     shared: &Shared,
+    which: Listener,
 ) -> hyper::Response<Body> {
-    const PLAIN: &str = "text/plain; charset=utf-8";
-    match req.uri().path() {
-        "/metrics" => {
-            let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok());
-            let ct = exposition::negotiate(accept);
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            if shared.scrapes.send(tx).is_err() {
-                return text(503, PLAIN, "the agent is stopping\n".into());
-            }
-            match tokio::time::timeout(RENDER_TIMEOUT, rx).await {
-                Ok(Ok(om)) => {
-                    let body = if ct == exposition::PROMETHEUS_TEXT {
-                        exposition::prometheus_text_chunks(&om)
-                    } else {
-                        vec![om]
-                    };
-                    chunks(200, ct, body)
-                }
-                _ => text(503, PLAIN, "the collection loop did not answer in time\n".into()),
-            }
+    match (which, req.uri().path()) {
+        (_, "/healthz") if shared.loop_alive() => text(200, "ok\n".into()),
+        (_, "/healthz") => {
+            text(503, format!("the collection loop has not run for {}s\n", LOOP_STALE.as_secs()))
         }
-        "/healthz" if shared.loop_alive() => text(200, PLAIN, "ok\n".into()),
-        "/healthz" => text(
-            503,
-            PLAIN,
-            format!("the collection loop has not run for {}s\n", LOOP_STALE.as_secs()),
-        ),
-        "/" => text(200, PLAIN, format!("{}: /metrics /healthz\n", shared.banner)),
-        _ => text(404, PLAIN, "not found\n".into()),
+        (Listener::Metrics, "/metrics") => metrics_page(&req, shared).await,
+        (Listener::Metrics, "/") => text(200, format!("{}: /metrics /healthz\n", shared.banner)),
+        _ => text(404, "not found\n".into()),
+    }
+}
+
+async fn metrics_page(
+    req: &hyper::Request<hyper::body::Incoming>,
+    shared: &Shared,
+) -> hyper::Response<Body> {
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let ct = exposition::negotiate(accept);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if shared.scrapes.send(tx).is_err() {
+        return text(503, "the agent is stopping\n".into());
+    }
+    let Ok(Ok(om)) = tokio::time::timeout(RENDER_TIMEOUT, rx).await else {
+        return text(503, "the collection loop did not answer in time\n".into());
+    };
+    let body = if ct == exposition::PROMETHEUS_TEXT {
+        exposition::prometheus_text_chunks(&om)
+    } else {
+        vec![om]
+    };
+    hyper::Response::builder()
+        .status(200)
+        .header(header::CONTENT_TYPE, ct)
+        .body(Body(body.into()))
+        .expect("a valid response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_servers_families_go_before_the_pages_eof() {
+        let refused = Refused::default();
+        refused.add(Listener::Metrics, Refusal::PerPeer);
+        refused.add(Listener::Metrics, Refusal::PerPeer);
+        refused.add(Listener::Probe, Refusal::Total);
+        let mut page = "# TYPE x gauge\nx 1\n# EOF\n".to_string();
+        add_families(&mut page, &refused.rendered(true));
+        let name = "jvmdiag_agent_http_connections_refused_total";
+        assert!(
+            page.starts_with("# TYPE x gauge\nx 1\n# HELP jvmdiag_agent_http_connections_refused ")
+        );
+        assert!(page.ends_with("\n# EOF\n") && page.matches("# EOF").count() == 1, "{page}");
+        for (labels, n) in [
+            ("listener=\"metrics\",reason=\"per_peer\"", 2),
+            ("listener=\"metrics\",reason=\"total\"", 0),
+            ("listener=\"probe\",reason=\"per_peer\"", 0),
+            ("listener=\"probe\",reason=\"total\"", 1),
+        ] {
+            assert!(page.contains(&format!("{name}{{{labels}}} {n}\n")), "{labels} {n}:\n{page}");
+        }
+        let without_probe = refused.rendered(false);
+        assert!(!without_probe.contains("listener=\"probe\""), "{without_probe}");
+        assert_eq!(without_probe.matches(name).count(), 2, "{without_probe}");
     }
 }
