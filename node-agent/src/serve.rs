@@ -6,10 +6,12 @@
 //! own task, so a client that connects and never sends, sends half a request, or never reads
 //! its response stalls neither the loop nor other scrapes nor `/healthz`.
 //!
-//! The loop hands each scrape a snapshot (the rendered text, shared by the scrapes that asked at
-//! the same time, never copied: the Prometheus text form is sent as slices of it with the few
-//! lines that differ, [`exposition::prometheus_text_chunks`]); writing it to a client is the
-//! HTTP thread's job.
+//! **Snapshots.** The loop renders a page at most once per [`FRESH`], however many scrapers
+//! ask: a scrape within [`FRESH`] of the end of the last render gets that render's
+//! [`Snapshot`] (the loop drops it once stale, so no page is held between scrapes). The page
+//! reports the duration of the render before it (`jvmdiag_agent_scrape_duration_seconds`).
+//! A snapshot is never copied: the Prometheus text form is sent as slices of it with the few
+//! lines that differ ([`exposition::prometheus_text_chunks`]), made once per snapshot.
 //!
 //! **Listeners and their bounds.** Any pod of the node can connect, so no client may take
 //! what the others need:
@@ -32,7 +34,7 @@ use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -62,6 +64,8 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub const RENDER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const LOOP_STALE: Duration = Duration::from_secs(15);
+/// A page rendered this recently is served again rather than rendered anew.
+pub const FRESH: Duration = Duration::from_secs(1);
 
 /// The bound sockets: `--listen` and, if given, `--probe-listen`.
 #[derive(Debug)]
@@ -81,6 +85,29 @@ fn bind(addr: SocketAddr, flag: &str) -> Result<TcpListener, Fatal> {
     TcpListener::bind(addr).map_err(|e| {
         Fatal(format!("cannot listen on {addr} ({e}): choose a free address with {flag}"))
     })
+}
+
+/// One rendered page and the forms it is sent in, each made at most once.
+pub struct Snapshot {
+    /// The OpenMetrics page as rendered.
+    om: Bytes,
+    /// The Prometheus text form: slices of `om` and the lines that differ.
+    prom: OnceLock<Vec<Bytes>>,
+}
+
+impl Snapshot {
+    fn new(om: Bytes) -> Snapshot {
+        Snapshot { om, prom: OnceLock::new() }
+    }
+
+    /// The page in the content type `ct` ([`exposition::negotiate`]), as chunks.
+    fn chunks(&self, ct: &str) -> Vec<Bytes> {
+        if ct == exposition::PROMETHEUS_TEXT {
+            self.prom.get_or_init(|| exposition::prometheus_text_chunks(&self.om)).clone()
+        } else {
+            vec![self.om.clone()]
+        }
+    }
 }
 
 /// Which listener a connection came in on (the `listener` label).
@@ -155,7 +182,7 @@ fn add_families(page: &mut String, more: &str) {
 }
 
 /// A scrape waiting for the loop's next snapshot.
-type Reply = tokio::sync::oneshot::Sender<Bytes>;
+type Reply = tokio::sync::oneshot::Sender<Arc<Snapshot>>;
 
 /// What the HTTP thread shares with the loop.
 struct Shared {
@@ -164,6 +191,8 @@ struct Shared {
     alive_ms: AtomicU64,
     scrapes: mpsc::Sender<Reply>,
     banner: &'static str,
+    /// The last snapshot and when its render ended, while it is fresh.
+    latest: Mutex<Option<(Instant, Arc<Snapshot>)>>,
     refused: Refused,
     /// `--probe-listen` is given.
     probe: bool,
@@ -173,6 +202,20 @@ impl Shared {
     fn loop_alive(&self) -> bool {
         let last = Duration::from_millis(self.alive_ms.load(Ordering::Relaxed));
         self.started.elapsed().saturating_sub(last) < LOOP_STALE
+    }
+
+    /// The latest snapshot if it is fresh; a stale one is dropped (its page freed once the
+    /// responses still sending it are done).
+    fn fresh(&self) -> Option<Arc<Snapshot>> {
+        let mut latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        match latest.as_ref() {
+            Some((at, s)) if at.elapsed() < FRESH => Some(s.clone()),
+            Some(_) => {
+                *latest = None;
+                None
+            }
+            None => None,
+        }
     }
 }
 
@@ -184,6 +227,7 @@ pub fn run(cfg: &Config, listeners: Listeners, mode: &mut dyn Mode) -> Result<()
         alive_ms: AtomicU64::new(0),
         scrapes: tx,
         banner: mode.banner(),
+        latest: Mutex::new(None),
         refused: Refused::default(),
         probe: listeners.probe.is_some(),
     });
@@ -191,7 +235,7 @@ pub fn run(cfg: &Config, listeners: Listeners, mode: &mut dyn Mode) -> Result<()
     spawn_http(listeners, shared.clone(), per_peer)?;
     let started = Instant::now();
     let mut next_poll = Instant::now();
-    let mut last_scrape: Option<Duration> = None;
+    let mut last_render: Option<Duration> = None;
     loop {
         let now = Instant::now();
         shared.alive_ms.store(shared.started.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -202,18 +246,28 @@ pub fn run(cfg: &Config, listeners: Listeners, mode: &mut dyn Mode) -> Result<()
             mode.poll();
             next_poll = now + cfg.poll_interval();
         }
+        let _ = shared.fresh(); // drops a stale page between scrapes
         match rx.recv_timeout(next_poll.saturating_duration_since(Instant::now())) {
             Ok(first) => {
-                // Every scrape that asked meanwhile shares this snapshot.
+                // Every scrape that asked meanwhile shares this snapshot, and so does every
+                // scrape until it is stale.
                 let mut waiting = vec![first];
                 waiting.extend(rx.try_iter());
-                let t0 = Instant::now();
-                let mut page = mode.scrape(last_scrape);
-                add_families(&mut page, &shared.refused.rendered(shared.probe));
-                let text = Bytes::from(page);
-                last_scrape = Some(t0.elapsed());
+                let snap = match shared.fresh() {
+                    Some(s) => s,
+                    None => {
+                        let t0 = Instant::now();
+                        let mut page = mode.scrape(last_render);
+                        add_families(&mut page, &shared.refused.rendered(shared.probe));
+                        let snap = Arc::new(Snapshot::new(Bytes::from(page)));
+                        last_render = Some(t0.elapsed());
+                        let mut latest = shared.latest.lock().unwrap_or_else(|e| e.into_inner());
+                        *latest = Some((Instant::now(), snap.clone()));
+                        snap
+                    }
+                };
                 for w in waiting {
-                    let _ = w.send(text.clone()); // the client may have given up
+                    let _ = w.send(snap.clone()); // the client may have given up
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -357,23 +411,25 @@ async fn metrics_page(
 ) -> hyper::Response<Body> {
     let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let ct = exposition::negotiate(accept);
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    if shared.scrapes.send(tx).is_err() {
-        return text(503, "the agent is stopping\n".into());
-    }
-    let Ok(Ok(om)) = tokio::time::timeout(RENDER_TIMEOUT, rx).await else {
+    let Some(snap) = snapshot(shared).await else {
         return text(503, "the collection loop did not answer in time\n".into());
-    };
-    let body = if ct == exposition::PROMETHEUS_TEXT {
-        exposition::prometheus_text_chunks(&om)
-    } else {
-        vec![om]
     };
     hyper::Response::builder()
         .status(200)
         .header(header::CONTENT_TYPE, ct)
-        .body(Body(body.into()))
+        .body(Body(snap.chunks(ct).into()))
         .expect("a valid response")
+}
+
+/// The fresh snapshot, or the one the loop renders next (None: the loop is gone or did not
+/// answer within [`RENDER_TIMEOUT`]).
+async fn snapshot(shared: &Shared) -> Option<Arc<Snapshot>> {
+    if let Some(s) = shared.fresh() {
+        return Some(s);
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    shared.scrapes.send(tx).ok()?;
+    tokio::time::timeout(RENDER_TIMEOUT, rx).await.ok()?.ok()
 }
 
 #[cfg(test)]

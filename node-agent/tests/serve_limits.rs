@@ -1,30 +1,46 @@
-//! No client of the agent's HTTP server can take what the others need: the real server
-//! (src/serve.rs) on loopback, real sockets, a stand-in mode. Distinct peers are distinct
-//! loopback addresses (127.0.0.2 against 127.0.0.1: loopback has the whole 127/8). No
-//! privileges needed.
+//! No client of the agent's HTTP server can take what the others need, and many scrapers cost
+//! one render: the real server (src/serve.rs) on loopback, real sockets, a stand-in mode that
+//! counts its renders. Distinct peers are distinct loopback addresses (127.0.0.2 against
+//! 127.0.0.1: loopback has the whole 127/8). No privileges needed.
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use jvmdiag_agent::cli;
 use jvmdiag_agent::serve::{self, Mode};
 
-/// A small page.
-struct Page;
+/// A page of counters and gauges (so the Prometheus text form differs from OpenMetrics), about
+/// 200 KB, numbered by render.
+struct Counting {
+    renders: Arc<AtomicU64>,
+    previous: Arc<Mutex<Vec<Option<Duration>>>>,
+}
 
-impl Mode for Page {
+impl Mode for Counting {
     fn banner(&self) -> &'static str {
         "test"
     }
     fn poll(&mut self) {}
-    fn scrape(&mut self, _previous: Option<Duration>) -> String {
-        "# TYPE filler gauge\nfiller 1\n# EOF\n".into()
+    fn scrape(&mut self, previous: Option<Duration>) -> String {
+        let n = self.renders.fetch_add(1, Ordering::SeqCst) + 1;
+        self.previous.lock().unwrap().push(previous);
+        let mut page = String::from("# HELP test_renders Renders.\n# TYPE test_renders counter\n");
+        page.push_str(&format!("test_renders_total {n}\n# TYPE filler gauge\n"));
+        for i in 0..8000 {
+            page.push_str(&format!("filler{{i=\"{i}\"}} 1\n"));
+        }
+        page.push_str("# EOF\n");
+        page
     }
 }
 
 struct Agent {
     metrics: SocketAddr,
     probe: Option<SocketAddr>,
+    renders: Arc<AtomicU64>,
+    previous: Arc<Mutex<Vec<Option<Duration>>>>,
 }
 
 fn start(extra: &[&str]) -> Agent {
@@ -43,8 +59,11 @@ fn start(extra: &[&str]) -> Agent {
     let listeners = serve::listen(&cfg).unwrap();
     let metrics = listeners.metrics.local_addr().unwrap();
     let probe = listeners.probe.as_ref().map(|p| p.local_addr().unwrap());
-    std::thread::spawn(move || serve::run(&cfg, listeners, &mut Page).unwrap());
-    Agent { metrics, probe }
+    let renders = Arc::new(AtomicU64::new(0));
+    let previous = Arc::new(Mutex::new(Vec::new()));
+    let mut mode = Counting { renders: renders.clone(), previous: previous.clone() };
+    std::thread::spawn(move || serve::run(&cfg, listeners, &mut mode).unwrap());
+    Agent { metrics, probe, renders, previous }
 }
 
 /// A connection from `src` (a loopback address) to `to`.
@@ -228,4 +247,37 @@ fn the_ninth_connection_from_one_address_is_closed_at_accept_and_counted() {
     // The ninth, and any retry above before the server saw the eighth close.
     assert!(refused(&page, "metrics", "per_peer") >= 1);
     assert!(!page.contains("listener=\"probe\""), "no probe listener, no probe series");
+}
+
+#[test]
+fn twenty_scrapes_within_a_second_render_once() {
+    let a = start(&[]);
+    let t0 = Instant::now();
+    let pages: Vec<String> = (0..20)
+        .map(|i| {
+            // Both formats: forms of one snapshot.
+            let accept = ["Accept: application/openmetrics-text; version=1.0.0", "Accept: */*"];
+            let r = get(a.metrics, "/metrics", &[accept[i % 2]]);
+            assert_eq!(r.status, 200);
+            r.text()
+        })
+        .collect();
+    let took = t0.elapsed();
+    let renders = a.renders.load(Ordering::SeqCst);
+    // Within a second: one render. A machine so loaded that 20 loopback requests take longer
+    // may render once more per second taken, never once per scrape.
+    assert!(
+        renders >= 1 && renders <= 1 + took.as_secs(),
+        "{renders} renders for 20 scrapes in {took:?}"
+    );
+    if renders == 1 {
+        assert!(pages.iter().all(|p| p.contains("test_renders_total 1\n")), "one snapshot");
+    }
+    std::thread::sleep(serve::FRESH + Duration::from_millis(100));
+    let page = get(a.metrics, "/metrics", &[]).text();
+    assert_eq!(a.renders.load(Ordering::SeqCst), renders + 1, "a stale snapshot is rendered anew");
+    assert!(page.contains(&format!("test_renders_total {}\n", renders + 1)));
+    let previous = a.previous.lock().unwrap().clone();
+    assert_eq!(previous.first(), Some(&None), "the first render has no previous duration");
+    assert!(previous[1..].iter().all(Option::is_some), "each later render has its predecessor's");
 }
