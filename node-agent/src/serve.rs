@@ -11,7 +11,10 @@
 //! [`Snapshot`] (the loop drops it once stale, so no page is held between scrapes). The page
 //! reports the duration of the render before it (`jvmdiag_agent_scrape_duration_seconds`).
 //! A snapshot is never copied: the Prometheus text form is sent as slices of it with the few
-//! lines that differ ([`exposition::prometheus_text_chunks`]), made once per snapshot.
+//! lines that differ ([`exposition::prometheus_text_chunks`]), made once per snapshot; the
+//! gzip forms (for a request whose Accept-Encoding takes gzip, [`accepts_gzip`]) are
+//! compressed once per snapshot and form, on tokio's blocking pool rather than the HTTP
+//! thread, and shared by every scraper of that snapshot.
 //!
 //! **Listeners and their bounds.** Any pod of the node can connect, so no client may take
 //! what the others need:
@@ -31,6 +34,7 @@
 //! fails the liveness probe). Both listeners are served by the one HTTP thread, so a wedged HTTP thread fails it too.
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
+use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -93,11 +97,19 @@ pub struct Snapshot {
     om: Bytes,
     /// The Prometheus text form: slices of `om` and the lines that differ.
     prom: OnceLock<Vec<Bytes>>,
+    /// gzip of each form (None: compression failed; sent uncompressed).
+    gzip_om: tokio::sync::OnceCell<Option<Bytes>>,
+    gzip_prom: tokio::sync::OnceCell<Option<Bytes>>,
 }
 
 impl Snapshot {
     fn new(om: Bytes) -> Snapshot {
-        Snapshot { om, prom: OnceLock::new() }
+        Snapshot {
+            om,
+            prom: OnceLock::new(),
+            gzip_om: tokio::sync::OnceCell::new(),
+            gzip_prom: tokio::sync::OnceCell::new(),
+        }
     }
 
     /// The page in the content type `ct` ([`exposition::negotiate`]), as chunks.
@@ -107,6 +119,71 @@ impl Snapshot {
         } else {
             vec![self.om.clone()]
         }
+    }
+
+    /// The page in `ct`, gzipped: the first scraper to ask compresses it off the HTTP thread,
+    /// the others wait for that and share it.
+    async fn gzipped(&self, ct: &str) -> Option<Bytes> {
+        let cell = if ct == exposition::PROMETHEUS_TEXT { &self.gzip_prom } else { &self.gzip_om };
+        cell.get_or_init(|| async {
+            let parts = self.chunks(ct);
+            tokio::task::spawn_blocking(move || gzip(&parts)).await.ok()
+        })
+        .await
+        .clone()
+    }
+}
+
+/// `parts` as one gzip stream. Fastest level: a page of repeated metric names compresses
+/// about tenfold even so, and its time is the scrape's.
+pub fn gzip(parts: &[Bytes]) -> Bytes {
+    let len: usize = parts.iter().map(Bytes::len).sum();
+    let mut z = flate2::write::GzEncoder::new(
+        Vec::with_capacity(len / 8 + 64),
+        flate2::Compression::fast(),
+    );
+    for p in parts {
+        z.write_all(p).expect("writing to a Vec cannot fail");
+    }
+    Bytes::from(z.finish().expect("writing to a Vec cannot fail"))
+}
+
+/// Whether a request's `Accept-Encoding` values (RFC 9110 §12.5.3) take gzip: `gzip` (or
+/// `x-gzip`) with a weight above 0, else `*` with a weight above 0. An explicit `gzip;q=0`
+/// refuses it even beside `*`; a weight that is not a qvalue counts as 0; no header, or only
+/// other codings, means no gzip.
+pub fn accepts_gzip<'a>(values: impl IntoIterator<Item = &'a str>) -> bool {
+    let (mut gzip, mut any): (Option<bool>, Option<bool>) = (None, None);
+    for item in values.into_iter().flat_map(|v| v.split(',')) {
+        let mut params = item.split(';');
+        let coding = params.next().unwrap_or("").trim();
+        let weight = params.find_map(|p| {
+            let (k, v) = p.split_once('=')?;
+            k.trim().eq_ignore_ascii_case("q").then(|| v.trim())
+        });
+        let takes = weight.is_none_or(qvalue_above_zero);
+        let slot = if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+            &mut gzip
+        } else if coding == "*" {
+            &mut any
+        } else {
+            continue;
+        };
+        *slot = Some(slot.unwrap_or(false) || takes);
+    }
+    gzip.or(any).unwrap_or(false)
+}
+
+/// A qvalue (`0`, `0.5`, `1.000`: "0" or "1", then a dot and at most three digits) above 0.
+fn qvalue_above_zero(v: &str) -> bool {
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    match int {
+        "1" => frac.bytes().all(|b| b == b'0'),
+        "0" => frac.bytes().any(|b| b != b'0'),
+        _ => false,
     }
 }
 
@@ -290,6 +367,8 @@ fn spawn_http(listeners: Listeners, shared: Arc<Shared>, per_peer: usize) -> Res
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
+        // gzip of a snapshot.
+        .max_blocking_threads(4)
         .build()
         .map_err(|e| Fatal(format!("HTTP server runtime: {e}")))?;
     std::thread::Builder::new()
@@ -409,16 +488,28 @@ async fn metrics_page(
     req: &hyper::Request<hyper::body::Incoming>,
     shared: &Shared,
 ) -> hyper::Response<Body> {
-    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let headers = req.headers();
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let ct = exposition::negotiate(accept);
+    let gzip = accepts_gzip(
+        headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()),
+    );
     let Some(snap) = snapshot(shared).await else {
         return text(503, "the collection loop did not answer in time\n".into());
     };
-    hyper::Response::builder()
+    let mut r = hyper::Response::builder()
         .status(200)
         .header(header::CONTENT_TYPE, ct)
-        .body(Body(snap.chunks(ct).into()))
-        .expect("a valid response")
+        .header(header::VARY, "accept-encoding");
+    let zipped = if gzip { snap.gzipped(ct).await } else { None };
+    let body = match zipped {
+        Some(z) => {
+            r = r.header(header::CONTENT_ENCODING, "gzip");
+            vec![z]
+        }
+        None => snap.chunks(ct),
+    };
+    r.body(Body(body.into())).expect("a valid response")
 }
 
 /// The fresh snapshot, or the one the loop renders next (None: the loop is gone or did not
@@ -435,6 +526,48 @@ async fn snapshot(shared: &Shared) -> Option<Arc<Snapshot>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gzip_is_taken_when_accept_encoding_weighs_it_above_zero() {
+        let takes = |v: &[&str]| accepts_gzip(v.iter().copied());
+        // What Prometheus and curl --compressed send.
+        assert!(takes(&["gzip"]));
+        assert!(takes(&["deflate, gzip"]));
+        assert!(takes(&["gzip, deflate, br, zstd"]));
+        assert!(takes(&["GZip;Q=0.5"]));
+        assert!(takes(&["x-gzip"]));
+        assert!(takes(&["gzip ; q=1.000"]));
+        assert!(takes(&["gzip;q=0.001"]));
+        assert!(takes(&["*"]));
+        assert!(takes(&["identity;q=1, *;q=0.1"]));
+        assert!(takes(&["br", "gzip"]), "several headers are one list");
+        // Not taken.
+        assert!(!takes(&[]), "no header: identity");
+        assert!(!takes(&[""]));
+        assert!(!takes(&["identity"]));
+        assert!(!takes(&["br, deflate"]));
+        assert!(!takes(&["gzip;q=0"]));
+        assert!(!takes(&["gzip;q=0.000"]));
+        assert!(!takes(&["gzip;q=0, *"]), "an explicit refusal beats *");
+        assert!(!takes(&["*;q=0"]));
+        assert!(!takes(&["gzips"]));
+        // Weights that are not qvalues count as 0.
+        for q in ["1.5", "2", "-1", "0.0001", "abc", "", "1.01", "+1", "inf", "0,5"] {
+            assert!(!takes(&[&format!("gzip;q={q}")]), "q={q}");
+        }
+        assert!(takes(&["gzip;level=9"]), "other parameters are not weights");
+    }
+
+    #[test]
+    fn a_gzipped_page_decodes_to_the_chunks_it_was_made_of() {
+        use std::io::Read;
+        let parts = vec![Bytes::from("# TYPE a gauge\n"), Bytes::from("a 1\n".repeat(1000))];
+        let z = gzip(&parts);
+        assert!(z.len() < 200, "repetition compresses: {} bytes", z.len());
+        let mut out = String::new();
+        flate2::read::GzDecoder::new(&z[..]).read_to_string(&mut out).unwrap();
+        assert_eq!(out.as_bytes(), parts.concat());
+    }
 
     #[test]
     fn the_servers_families_go_before_the_pages_eof() {

@@ -281,3 +281,50 @@ fn twenty_scrapes_within_a_second_render_once() {
     assert_eq!(previous.first(), Some(&None), "the first render has no previous duration");
     assert!(previous[1..].iter().all(Option::is_some), "each later render has its predecessor's");
 }
+
+#[test]
+fn a_gzip_scrape_decodes_to_the_same_text_as_a_plain_one() {
+    let a = start(&[]);
+    for accept in ["Accept: application/openmetrics-text; version=1.0.0", "Accept: text/plain"] {
+        // Both within one snapshot (retried if a render fell between them).
+        let mut tries = 0;
+        let (plain, zipped) = loop {
+            tries += 1;
+            assert!(tries <= 10, "a render between every two scrapes");
+            let plain = get(a.metrics, "/metrics", &[accept]);
+            let rendered = a.renders.load(Ordering::SeqCst);
+            let zipped = get(a.metrics, "/metrics", &[accept, "Accept-Encoding: gzip"]);
+            if a.renders.load(Ordering::SeqCst) == rendered {
+                break (plain, zipped);
+            }
+        };
+        assert_eq!((plain.status, zipped.status), (200, 200));
+        assert_eq!(plain.header("content-encoding"), None);
+        assert_eq!(zipped.header("content-encoding"), Some("gzip"));
+        for r in [&plain, &zipped] {
+            assert_eq!(
+                r.header("vary").map(str::to_ascii_lowercase).as_deref(),
+                Some("accept-encoding")
+            );
+        }
+        assert_eq!(zipped.header("content-type"), plain.header("content-type"));
+        assert!(
+            zipped.body.len() * 5 < plain.body.len(),
+            "{} vs {}",
+            zipped.body.len(),
+            plain.body.len()
+        );
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&zipped.body[..]).read_to_string(&mut text).unwrap();
+        assert_eq!(text, plain.text(), "{accept}");
+    }
+    for refused in
+        ["Accept-Encoding: gzip;q=0", "Accept-Encoding: br", "Accept-Encoding: gzip;q=0, *"]
+    {
+        let r = get(a.metrics, "/metrics", &[refused]);
+        assert_eq!(r.header("content-encoding"), None, "{refused}");
+        assert!(r.text().contains("\nfiller{i=\"7999\"} 1\n"), "{refused}: plain text");
+    }
+    let r = get(a.metrics, "/metrics", &["Accept-Encoding: br;q=1, *;q=0.5"]);
+    assert_eq!(r.header("content-encoding"), Some("gzip"), "* takes gzip");
+}
