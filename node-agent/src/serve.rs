@@ -30,12 +30,14 @@
 //!   connection at most [`CONNECTION_TIMEOUT`] (so a response nobody reads is dropped;
 //!   keep-alive scrapers just reconnect), a snapshot within [`RENDER_TIMEOUT`], else 503.
 //!
-//! `/healthz` is 200 while the loop has turned within [`LOOP_STALE`], else 503 (a wedged loop
-//! fails the liveness probe). Both listeners are served by the one HTTP thread, so a wedged HTTP thread fails it too.
+//! `/metrics` may need a Kubernetes bearer token (`--metrics-auth kubernetes`, src/auth.rs),
+//! checked before the loop is asked for anything. `/healthz` never does: it is 200 while the
+//! loop has turned within [`LOOP_STALE`], else 503 (a wedged loop fails the liveness probe).
+//! Both listeners are served by the one HTTP thread, so a wedged HTTP thread fails it too.
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::io::Write as _;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -45,6 +47,7 @@ use std::time::{Duration, Instant};
 use hyper::body::{Bytes, Frame, SizeHint};
 use hyper::header;
 
+use crate::auth::{self, Authorizer};
 use crate::cli::Config;
 use crate::exposition;
 use crate::metrics;
@@ -273,6 +276,8 @@ struct Shared {
     refused: Refused,
     /// `--probe-listen` is given.
     probe: bool,
+    /// `--metrics-auth kubernetes`.
+    auth: Option<Authorizer>,
 }
 
 impl Shared {
@@ -307,6 +312,7 @@ pub fn run(cfg: &Config, listeners: Listeners, mode: &mut dyn Mode) -> Result<()
         latest: Mutex::new(None),
         refused: Refused::default(),
         probe: listeners.probe.is_some(),
+        auth: Authorizer::from_config(cfg)?,
     });
     let per_peer = cfg.cli.max_connections_per_peer as usize;
     spawn_http(listeners, shared.clone(), per_peer)?;
@@ -364,10 +370,15 @@ fn spawn_http(listeners: Listeners, shared: Arc<Shared>, per_peer: usize) -> Res
             tracing::info!("serving http://{a}/healthz for probes (--probe-listen)");
         }
     }
+    if shared.auth.is_some() {
+        tracing::info!(
+            "/metrics needs a bearer token allowed to get /metrics (--metrics-auth kubernetes)"
+        );
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
-        // gzip of a snapshot.
+        // gzip of a snapshot, the API client's name lookups.
         .max_blocking_threads(4)
         .build()
         .map_err(|e| Fatal(format!("HTTP server runtime: {e}")))?;
@@ -423,7 +434,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, which: Listener
         tokio::task::spawn(async move {
             let svc = hyper::service::service_fn(move |req| {
                 let shared = shared.clone();
-                async move { Ok::<_, Infallible>(handle(req, &shared, which).await) }
+                async move { Ok::<_, Infallible>(handle(req, &shared, which, peer.ip()).await) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
@@ -472,13 +483,14 @@ async fn handle(
     req: hyper::Request<hyper::body::Incoming>,
     shared: &Shared,
     which: Listener,
+    peer: IpAddr,
 ) -> hyper::Response<Body> {
     match (which, req.uri().path()) {
         (_, "/healthz") if shared.loop_alive() => text(200, "ok\n".into()),
         (_, "/healthz") => {
             text(503, format!("the collection loop has not run for {}s\n", LOOP_STALE.as_secs()))
         }
-        (Listener::Metrics, "/metrics") => metrics_page(&req, shared).await,
+        (Listener::Metrics, "/metrics") => metrics_page(&req, shared, peer).await,
         (Listener::Metrics, "/") => text(200, format!("{}: /metrics /healthz\n", shared.banner)),
         _ => text(404, "not found\n".into()),
     }
@@ -487,8 +499,15 @@ async fn handle(
 async fn metrics_page(
     req: &hyper::Request<hyper::body::Incoming>,
     shared: &Shared,
+    peer: IpAddr,
 ) -> hyper::Response<Body> {
     let headers = req.headers();
+    if let Some(a) = &shared.auth {
+        let given = headers.get_all(header::AUTHORIZATION).iter().map(|v| v.as_bytes());
+        if let Some(refused) = refusal(a.check(peer, given).await) {
+            return refused;
+        }
+    }
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let ct = exposition::negotiate(accept);
     let gzip = accepts_gzip(
@@ -510,6 +529,28 @@ async fn metrics_page(
         None => snap.chunks(ct),
     };
     r.body(Body(body.into())).expect("a valid response")
+}
+
+/// The answer to a request `--metrics-auth` refuses (None: allowed).
+fn refusal(outcome: auth::Outcome) -> Option<hyper::Response<Body>> {
+    let (status, why) = match outcome {
+        auth::Outcome::Allowed => return None,
+        auth::Outcome::Unauthenticated => {
+            (401, "unauthorized: send a bearer token the Kubernetes API authenticates")
+        }
+        auth::Outcome::Forbidden => (403, "forbidden: the token's user may not get /metrics"),
+        auth::Outcome::Busy => (429, "too many token reviews in flight from this address"),
+        auth::Outcome::Unavailable => (503, "the Kubernetes API did not review the token"),
+    };
+    let mut r = text(status, format!("{why}\n"));
+    if status == 401 {
+        // RFC 6750: what a client without a (valid) token should send.
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer realm=\"jvmdiag-agent\""),
+        );
+    }
+    Some(r)
 }
 
 /// The fresh snapshot, or the one the loop renders next (None: the loop is gone or did not
