@@ -108,7 +108,23 @@ STARTER_THRESHOLD=50 STARTER_WINDOW=15
 "$AGENT" --node-name "$NODE_NAME" --kubeconfig "$KUBECONFIG_ADMIN" --listen "127.0.0.1:$PORT" \
   --starter-threshold "$STARTER_THRESHOLD" --starter-window-seconds "$STARTER_WINDOW" >"$WORK/agent.log" 2>&1 &
 AGENT_PID=$!
-scrape() { curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics"; }
+# The agent renders /metrics at most once a second: a scrape within a second of the end of the
+# last render gets that render's page (src/serve.rs, FRESH). The checks compare a page with what
+# happened before its scrape, so each scrape waits until the previous page is stale.
+fresh_wait() {
+  local last left
+  last=$(cat "$WORK/last-scrape" 2>/dev/null) || last=0
+  left=$((last + 1100000 - ${EPOCHREALTIME/[.,]/}))
+  if [ "$left" -gt 0 ]; then sleep "$((left / 1000000)).$(printf '%06d' $((left % 1000000)))"; fi
+}
+scraped() { echo "${EPOCHREALTIME/[.,]/}" >"$WORK/last-scrape"; }
+scrape() {
+  local rc=0
+  fresh_wait
+  curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics" || rc=$?
+  scraped
+  return "$rc"
+}
 
 MARK="e2e-$$"
 deploy() {  # name version injected(0/1) [pod securityContext [replicas]]
@@ -225,7 +241,9 @@ stable() {
   local a b i
   for i in 1 2 3 4 5; do
     a=$(jcmd_counters "$1")
+    fresh_wait
     curl -fsS --max-time 10 "$2" >"$3" 2>/dev/null
+    scraped
     b=$(jcmd_counters "$1")
     [ -n "$a" ] && [ "$(grep -E '^(sun.rt.safepoints|sun.rt.safepointTime|java.threads.started)=' <<<"$a")" = "$(grep -E '^(sun.rt.safepoints|sun.rt.safepointTime|java.threads.started)=' <<<"$b")" ] && { echo "$a" >"$WORK/jcmd"; return 0; }
     sleep 1

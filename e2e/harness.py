@@ -28,8 +28,21 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
+# The agent renders /metrics at most once a second: a scrape within a second of the end of the
+# last render gets that render's page (src/serve.rs, FRESH). A test compares a page with what
+# happened before its scrape, so each scrape of a port waits until the page of the previous one
+# is stale, and every page a test reads was rendered after its request.
+FRESH = 1.1
+_last_scrape = {}  # port -> time.monotonic() at the end of its last scrape
+
+
 def scrape(port):
-    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    wait = _last_scrape[port] + FRESH - time.monotonic() if port in _last_scrape else 0
+    if wait > 0:
+        time.sleep(wait)
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    _last_scrape[port] = time.monotonic()
+    return text
 
 
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")

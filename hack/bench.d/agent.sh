@@ -242,7 +242,11 @@ run() {
   res=$(tail -n1 "$out")
   [ "$(wc -w <<<"$res")" -eq 5 ] || die "$wl ($cfg): unexpected output: $res"
   if is_agent "$cfg"; then
-    local m="$WORK/last-metrics.txt"
+    local m="$WORK/last-metrics.txt" left
+    # The agent serves a page again to scrapes within a second of its render (src/serve.rs,
+    # FRESH); the last poll's came before the go, so from 1.1 s after the go the page is new.
+    left=$((go + 1100000 - ${EPOCHREALTIME/[.,]/}))
+    if [ "$left" -gt 0 ]; then sleep "$((left / 1000000)).$(printf '%06d' $((left % 1000000)))"; fi
     scrape "$m" || : >"$m"
     if [ "$wl" = ThreadStorm ]; then
       # Nothing lost, nothing multiplied: the storm's own thread starts (pool-N-thread-N and the

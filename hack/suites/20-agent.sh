@@ -39,6 +39,11 @@ nice cargo test -p jvmdiag-agent --test serve_slow_client 2>&1 | tee "$OUT/serve
 read -r p f < <(count_cargo "$OUT/serve-test.log"); add "$p" "$f"
 [ "$p" -gt 0 ] || add 0 1
 
+log "HTTP server: no client takes what others need; one render a second, gzip (tests/serve_limits.rs)"
+nice cargo test -p jvmdiag-agent --test serve_limits 2>&1 | tee "$OUT/serve-limits-test.log" | grep -E '^test |test result' || true
+read -r p f < <(count_cargo "$OUT/serve-limits-test.log"); add "$p" "$f"
+[ "$p" -gt 0 ] || add 0 1
+
 log "the CRD's collector names are the agent's; no import cycle in src/ (tests/contract_collectors.rs, module_layering.rs)"
 nice cargo test -p jvmdiag-agent --test contract_collectors --test module_layering 2>&1 | tee "$OUT/contract-test.log" | grep -E '^test |test result' || true
 read -r p f < <(count_cargo "$OUT/contract-test.log"); add "$p" "$f"

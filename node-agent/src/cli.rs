@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Arg, ArgAction, ArgMatches, Command, CommandFactory, FromArgMatches, Parser};
 
 use crate::collector::{compilation, monitors, threads, vmops, Settings, REGISTRY};
+use crate::slots;
 use jvmdiag_inspect::jvm_limits::{Caps, Limits};
 
 #[derive(Parser, Debug, Clone)]
@@ -26,6 +27,26 @@ pub struct Cli {
     /// Address to serve /metrics and /healthz on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
+
+    /// A second address that serves only /healthz, for the kubelet's probes, with connection
+    /// slots of its own (16 at once, 4 per peer address): clients holding every connection
+    /// --listen allows cannot fail the probes. /healthz stays on --listen too.
+    #[arg(long, value_name = "ADDR")]
+    pub probe_listen: Option<SocketAddr>,
+
+    /// Most connections open at once from one peer address on --listen (64 in all); more are
+    /// closed at accept, counted as
+    /// jvmdiag_agent_http_connections_refused_total{listener="metrics",reason="per_peer"}.
+    #[arg(long, value_name = "N", default_value_t = slots::DEFAULT_PER_PEER, value_parser = clap::value_parser!(u32).range(1..=slots::MAX_CONNECTIONS as i64))]
+    pub max_connections_per_peer: u32,
+
+    /// Who may read /metrics: none (whoever can connect), or kubernetes: a request needs
+    /// `Authorization: Bearer TOKEN`, which a TokenReview must authenticate and a
+    /// SubjectAccessReview allow to `get` the non-resource URL /metrics (as kube-rbac-proxy and
+    /// the kubelet check; needs Kubernetes mode and RBAC to create both reviews). /healthz
+    /// never needs it.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = MetricsAuth::None)]
+    pub metrics_auth: MetricsAuth,
 
     /// Kernel BTF, checked at start-up as the sign of a BPF-capable kernel (CONFIG_DEBUG_INFO_BTF);
     /// the agent refuses to start without it. The programs carry no CO-RE relocations.
@@ -104,6 +125,16 @@ pub struct Cli {
         help_heading = "Sidecar"
     )]
     pub safepoint_log: PathBuf,
+}
+
+/// `--metrics-auth`: who may read /metrics.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsAuth {
+    /// Whoever can connect.
+    None,
+    /// A bearer token the Kubernetes API authenticates (TokenReview) and authorizes for `get`
+    /// on /metrics (SubjectAccessReview).
+    Kubernetes,
 }
 
 /// Parsed flags plus the collector switches and the collectors' own flags.
@@ -213,6 +244,13 @@ where
     }
     let m: ArgMatches = command().try_get_matches_from(args)?;
     let cli = Cli::from_arg_matches(&m)?;
+    if cli.metrics_auth == MetricsAuth::Kubernetes && cli.node_name.is_none() {
+        // Checked here, not with clap's `requires`: its message would name only --node-name.
+        return Err(command().error(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "--metrics-auth kubernetes checks tokens with the Kubernetes API, so it needs Kubernetes mode: add --node-name NODE, or use --metrics-auth none",
+        ));
+    }
     let collectors = REGISTRY
         .iter()
         .filter(|r| !m.get_flag(&format!("no-collector.{}", r.name)))
@@ -343,12 +381,61 @@ mod tests {
         assert_eq!(parse_from(["a", "--max-vm-operations", "5"]).unwrap().max_vm_operations(), 5);
     }
 
+    /// The chart passes these by name (`--probe-listen`, `--max-connections-per-peer`,
+    /// `--metrics-auth`): names, defaults and ranges stay as they are.
+    #[test]
+    fn the_http_flags_keep_their_names_defaults_and_ranges() {
+        let c = parse_from(["a"]).unwrap();
+        assert_eq!(
+            (c.cli.probe_listen, c.cli.max_connections_per_peer, c.cli.metrics_auth),
+            (None, 8, MetricsAuth::None)
+        );
+        let c = parse_from([
+            "a",
+            "--probe-listen=0.0.0.0:9465",
+            "--max-connections-per-peer",
+            "64",
+            "--node-name=n1",
+            "--metrics-auth=kubernetes",
+        ])
+        .unwrap();
+        assert_eq!(c.cli.probe_listen, Some("0.0.0.0:9465".parse().unwrap()));
+        assert_eq!(
+            (c.cli.max_connections_per_peer, c.cli.metrics_auth),
+            (64, MetricsAuth::Kubernetes)
+        );
+        for bad in ["0", "65"] {
+            let e = parse_from(["a", "--max-connections-per-peer", bad]).unwrap_err().to_string();
+            assert!(e.contains("--max-connections-per-peer"), "{e}");
+        }
+        assert!(parse_from(["a", "--metrics-auth", "basic"]).is_err());
+    }
+
+    #[test]
+    fn metrics_auth_kubernetes_outside_kubernetes_mode_is_an_error_naming_the_flag() {
+        for args in [
+            &["a", "--metrics-auth", "kubernetes"][..],
+            &["a", "--standalone", "--metrics-auth=kubernetes"],
+        ] {
+            let e = parse_from(args).unwrap_err();
+            let msg = e.to_string();
+            assert!(
+                msg.contains("--metrics-auth kubernetes") && msg.contains("--node-name"),
+                "{msg}"
+            );
+            assert_ne!(e.exit_code(), 0);
+        }
+    }
+
     #[test]
     fn help_documents_every_flag() {
         let help = command().render_long_help().to_string();
         for f in [
             "--standalone",
             "--listen",
+            "--probe-listen",
+            "--max-connections-per-peer",
+            "--metrics-auth",
             "--btf",
             "--max-thread-names",
             "--collector.threads",

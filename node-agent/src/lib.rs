@@ -3,9 +3,11 @@
 //!
 //! A scrape goes one way: kernel maps → `maps` (decoded with the generated types) →
 //! `collector` (families from the `metrics` catalog) → `exposition`; `perfdata` maps what
-//! hsperfdata has for the fallback and the sidecar; `serve` is the one main loop.
+//! hsperfdata has for the fallback and the sidecar; `serve` is the one main loop and its HTTP
+//! server (`slots`: its connection limits, `auth`: the authorization of `/metrics`).
 pub mod agent;
 pub mod attach;
+pub mod auth;
 pub mod cli;
 pub mod collector;
 pub mod discovery;
@@ -29,6 +31,7 @@ pub mod serve;
 pub mod sidecar;
 pub mod sigbus;
 pub mod skel;
+pub mod slots;
 pub mod starters;
 pub mod symbols;
 

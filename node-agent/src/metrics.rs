@@ -243,6 +243,12 @@ pub static AGENT_BPF_MAP_MEMORY: Desc = desc(
 );
 pub static AGENT_SCRAPE_DURATION: Desc =
     desc("jvmdiag_agent_scrape_duration_seconds", "Duration of the previous scrape.", Gauge, &[]);
+pub static AGENT_HTTP_CONNECTIONS_REFUSED: Desc = desc(
+    "jvmdiag_agent_http_connections_refused_total",
+    "HTTP connections closed at accept, by listener (metrics: --listen, probe: --probe-listen) and reason (per_peer: the peer address held its share, --max-connections-per-peer or 4 on the probe listener; total: every slot was taken).",
+    Counter,
+    &["listener", "reason"],
+);
 /// The reason of a JVM with neither probes nor hsperfdata (`-XX:-UsePerfData`): seen, nothing counted.
 pub const NO_PROBES_NO_HSPERFDATA: &str = "no_probes_no_hsperfdata";
 pub static AGENT_JVMS_UNTRACED: Desc = desc(
@@ -395,6 +401,7 @@ pub static ALL: &[&Desc] = &[
     &AGENT_JVM_MAP_EVICTIONS,
     &AGENT_MAP_ENTRIES,
     &AGENT_SCRAPE_DURATION,
+    &AGENT_HTTP_CONNECTIONS_REFUSED,
     &AGENT_RESIDENT_MEMORY,
     &AGENT_BPF_MAP_MEMORY,
     &AGENT_JVMS_UNTRACED,

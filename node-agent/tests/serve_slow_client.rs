@@ -39,10 +39,14 @@ fn start() -> (SocketAddr, Arc<AtomicU64>) {
         "20",
         "--exit-after",
         "120",
+        // The stalled clients and the checking one share 127.0.0.1: this test is about the
+        // timeouts, the per-peer share has tests/serve_limits.rs.
+        "--max-connections-per-peer",
+        "64",
     ])
     .unwrap();
     let listener = serve::listen(&cfg).unwrap();
-    let addr = listener.local_addr().unwrap();
+    let addr = listener.metrics.local_addr().unwrap();
     let polls = Arc::new(AtomicU64::new(0));
     let p = polls.clone();
     std::thread::spawn(move || {

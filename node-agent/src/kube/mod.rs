@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use ::kube::config::{KubeConfigOptions, Kubeconfig};
 use jvmdiag_inspect::cgroup::{self, ContainerRef};
 use jvmdiag_inspect::limits::CGROUP_MAX_BYTES;
 use jvmdiag_inspect::root::read_host_file;
@@ -29,6 +30,29 @@ use crate::metrics::{self, counter, gauge};
 use crate::model::{Family, Value};
 use crate::preflight::Fatal;
 use attribution::Decision;
+
+/// Reads `--kubeconfig` when given (a flag error names it); None: the client infers its
+/// configuration (the in-cluster service account, else $KUBECONFIG, else ~/.kube/config).
+pub fn read_kubeconfig(path: Option<&Path>) -> Result<Option<Kubeconfig>, Fatal> {
+    let Some(p) = path else { return Ok(None) };
+    Kubeconfig::read_from(p).map(Some).map_err(|e| {
+        Fatal(format!("--kubeconfig {}: cannot read it ({e}): pass a readable kubeconfig file, or omit the flag in a pod", p.display()))
+    })
+}
+
+/// An API client from [`read_kubeconfig`]'s answer. Call it on the runtime that will use the
+/// client (it starts the client's worker task there).
+pub async fn client(kc: Option<&Kubeconfig>) -> Result<::kube::Client, String> {
+    let config = match kc {
+        Some(kc) => {
+            ::kube::Config::from_custom_kubeconfig(kc.clone(), &KubeConfigOptions::default())
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        None => ::kube::Config::infer().await.map_err(|e| e.to_string())?,
+    };
+    ::kube::Client::try_from(config).map_err(|e| e.to_string())
+}
 
 /// JVMs waiting for their pod; more are dropped (counted) rather than grow without bound.
 const MAX_PENDING: usize = 4096;

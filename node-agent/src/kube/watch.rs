@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ::kube::api::ListParams;
-use ::kube::config::{KubeConfigOptions, Kubeconfig};
+use ::kube::config::Kubeconfig;
 use ::kube::core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 use ::kube::runtime::watcher::{self, Event};
 use ::kube::runtime::WatchStreamExt;
@@ -27,12 +27,7 @@ pub fn spawn(
     kubeconfig: Option<PathBuf>,
     shared: Arc<Mutex<Shared>>,
 ) -> Result<(), Fatal> {
-    let kc = match &kubeconfig {
-        Some(p) => Some(Kubeconfig::read_from(p).map_err(|e| {
-            Fatal(format!("--kubeconfig {}: cannot read it ({e}): pass a readable kubeconfig file, or omit the flag in a pod", p.display()))
-        })?),
-        None => None,
-    };
+    let kc = super::read_kubeconfig(kubeconfig.as_deref())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -42,18 +37,6 @@ pub fn spawn(
         .spawn(move || rt.block_on(run(node, kc, shared)))
         .map_err(|e| Fatal(format!("cannot start the pod watch thread: {e}")))?;
     Ok(())
-}
-
-async fn client(kc: &Option<Kubeconfig>) -> Result<Client, String> {
-    let config = match kc {
-        Some(kc) => {
-            ::kube::Config::from_custom_kubeconfig(kc.clone(), &KubeConfigOptions::default())
-                .await
-                .map_err(|e| e.to_string())?
-        }
-        None => ::kube::Config::infer().await.map_err(|e| e.to_string())?,
-    };
-    Client::try_from(config).map_err(|e| e.to_string())
 }
 
 fn note_error(shared: &Mutex<Shared>, msg: String, last_log: &mut Option<Instant>) {
@@ -135,7 +118,7 @@ async fn resources(client: Client, shared: Arc<Mutex<Shared>>) {
 async fn run(node: String, kc: Option<Kubeconfig>, shared: Arc<Mutex<Shared>>) {
     let mut last_log = None;
     let client = loop {
-        match client(&kc).await {
+        match super::client(kc.as_ref()).await {
             Ok(c) => break c,
             Err(e) => {
                 note_error(&shared, format!("no API client: {e}"), &mut last_log);
