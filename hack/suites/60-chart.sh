@@ -85,6 +85,10 @@ schema_refuses "an unknown pull policy" "pullPolicy" --set agent.image.pullPolic
 schema_refuses "a release label with spaces" "serviceMonitor.release" --set 'serviceMonitor.release=a b'
 schema_refuses "a bad scrape interval" "podMonitor.interval" --set podMonitor.interval=often
 schema_refuses "a registry with a scheme" "imageRegistry" --set global.imageRegistry=https://registry.example.com
+schema_refuses "a privileged agent probe port" "agent.probePort" --set agent.probePort=80
+schema_refuses "the agent's probe port equal to its metrics port" "agent.probePort" --set agent.probePort=9464
+schema_refuses "a per-peer connection cap above the agent's 64" "agent.maxConnectionsPerPeer" --set agent.maxConnectionsPerPeer=65
+schema_refuses "agent.args without the probe listener" "--probe-listen" --set 'agent.args={--node-name=n}'
 
 # --- 4. helm-unittest --------------------------------------------------------------------------
 if "$HELM" unittest --color=false "$CHART" >"$WORK/unittest.log" 2>&1; then ut_rc=0; else ut_rc=$?; fi
@@ -148,7 +152,7 @@ extra=()
 # standalone mode, so the pod can still prove the privileges.
 if ! "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | grep -q -- '--node-name'; then
   echo "(agent has no --node-name yet: the DaemonSet runs it with --standalone)"
-  extra=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464}')
+  extra=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464,--probe-listen=0.0.0.0:9465}')
 fi
 # Through the node's registry: previous version from oci://, upgrade, agent-only upgrade,
 # uninstall, then this version installed fresh (e2e/chart_lifecycle.sh); the checks below run
