@@ -88,6 +88,10 @@ schema_refuses "a registry with a scheme" "imageRegistry" --set global.imageRegi
 schema_refuses "a privileged agent probe port" "agent.probePort" --set agent.probePort=80
 schema_refuses "the agent's probe port equal to its metrics port" "agent.probePort" --set agent.probePort=9464
 schema_refuses "a per-peer connection cap above the agent's 64" "agent.maxConnectionsPerPeer" --set agent.maxConnectionsPerPeer=65
+schema_refuses "a metrics reader of an unknown kind" "agent.metricsAuth.readerSubjects.0.kind" \
+  --set 'agent.metricsAuth.readerSubjects[0].kind=Robot' --set 'agent.metricsAuth.readerSubjects[0].name=r2'
+schema_refuses "a ServiceAccount metrics reader without its namespace" "agent.metricsAuth.readerSubjects.0" \
+  --set 'agent.metricsAuth.readerSubjects[0].kind=ServiceAccount' --set 'agent.metricsAuth.readerSubjects[0].name=prometheus'
 schema_refuses "agent.args without the probe listener" "--probe-listen" --set 'agent.args={--node-name=n}'
 
 # --- 4. helm-unittest --------------------------------------------------------------------------

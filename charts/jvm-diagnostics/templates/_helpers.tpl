@@ -295,3 +295,23 @@ agent would be restarted for ever.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+agent.metricsAuth: the name of the scraper's ServiceAccount and token Secret the chart creates,
+and the endpoint lines that make a ServiceMonitor/PodMonitor send that token (or the one in
+the Secret scrapeSecret names) as "Authorization: Bearer" (.: the root context).
+*/}}
+{{- define "jvm-diagnostics.agent.scraperName" -}}
+{{- printf "%s-metrics-scraper" (include "jvm-diagnostics.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- define "jvm-diagnostics.agent.monitorAuthorization" -}}
+{{- $ma := .Values.agent.metricsAuth }}
+{{- if and .Values.agent.enabled $ma.enabled }}
+# agent.metricsAuth: the agent wants a token allowed to get /metrics
+authorization:
+  type: Bearer
+  credentials:
+    name: {{ $ma.scrapeSecret.name | default (include "jvm-diagnostics.agent.scraperName" .) }}
+    key: {{ $ma.scrapeSecret.key }}
+{{- end }}
+{{- end }}
