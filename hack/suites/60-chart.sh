@@ -92,6 +92,7 @@ schema_refuses "a metrics reader of an unknown kind" "agent.metricsAuth.readerSu
   --set 'agent.metricsAuth.readerSubjects[0].kind=Robot' --set 'agent.metricsAuth.readerSubjects[0].name=r2'
 schema_refuses "a ServiceAccount metrics reader without its namespace" "agent.metricsAuth.readerSubjects.0" \
   --set 'agent.metricsAuth.readerSubjects[0].kind=ServiceAccount' --set 'agent.metricsAuth.readerSubjects[0].name=prometheus'
+schema_refuses "an agent NetworkPolicy without peers" "agent.networkPolicy.from" --set agent.networkPolicy.enabled=true
 schema_refuses "agent.args without the probe listener" "--probe-listen" --set 'agent.args={--node-name=n}'
 
 # --- 4. helm-unittest --------------------------------------------------------------------------
