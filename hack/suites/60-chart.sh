@@ -10,7 +10,9 @@
 #     chart versions with helm push; the previous version installed from oci://, upgraded with
 #     two injected workloads in place, the agent image upgraded alone, uninstalled, and the
 #     current version installed fresh: operator and agent pods Ready with the chart's own
-#     privileges, RBAC, metrics, the webhook's caBundle, and an uninstall that removes it all.
+#     privileges, RBAC, metrics, the webhook's caBundle; then the agent's metrics port held by a
+#     pod for 3 minutes and put behind a Kubernetes token (agent.metricsAuth), and an uninstall
+#     that removes it all.
 # Runs its own cluster instance (CLUSTER_INDEX=5), stopped on exit whatever happens.
 # CHART_INSTALL=0 skips step 6 (and the node).
 # shellcheck disable=SC2015 # `test && ok … || bad …`: ok always returns 0
@@ -159,6 +161,13 @@ if ! "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | g
   echo "(agent has no --node-name yet: the DaemonSet runs it with --standalone)"
   extra=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464,--probe-listen=0.0.0.0:9465}')
 fi
+# The flags the chart passes (--probe-listen always; the others with the values the lifecycle
+# sets): an agent without one exits at its start, and the install would only time out.
+noflag=()
+for f in --probe-listen --max-connections-per-peer --metrics-auth; do
+  "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | grep -q -- "$f" || noflag+=("$f")
+done
+if [ "${#noflag[@]}" -gt 0 ]; then bad "the agent has the flags the chart passes" "jvmdiag-agent --help names no ${noflag[*]}"; finish; fi
 # Through the node's registry: previous version from oci://, upgrade, agent-only upgrade,
 # uninstall, then this version installed fresh (e2e/chart_lifecycle.sh); the checks below run
 # against that last install.
@@ -225,6 +234,9 @@ for _ in $(seq 1 60); do
   [ -n "$ca" ] && break; sleep 1
 done
 [ -n "$ca" ] && ok "operator wrote the webhook caBundle" || bad "operator wrote the webhook caBundle"
+# The agent's metrics port held by a pod, then behind a token (e2e/chart_lifecycle.sh): last, as
+# it upgrades the release.
+agent_exposure
 if "$HELM" uninstall jd -n $ns --wait --timeout 120s >"$WORK/uninstall.log" 2>&1 \
    && ! kubectl get mutatingwebhookconfiguration jd-jvm-diagnostics-webhook >/dev/null 2>&1; then
   ok "helm uninstall removes everything, the webhook registration included"
