@@ -537,3 +537,240 @@ EOF
     bad "helm install --version $new_ver from oci://" "$(tail -n 3 "$WORK/install.log" | tr '\n' ' ')"
   fi
 }
+
+# --- the agent's metrics port: held by a pod, behind a token ----------------------------------
+# Run by hack/suites/60-chart.sh against the fresh install of step 7, after its own checks and
+# before its uninstall. `helm upgrade --reuse-values` turns on agent.metricsAuth (the
+# ServiceAccount lifecycle/metrics-reader bound to the reader role through readerSubjects, the
+# PodMonitor and its scraper token) and sets agent.maxConnectionsPerPeer=8; then, for 3 minutes, a
+# pod keeps 72 connections to the agent's metrics port (more than the agent's 64 in all) open,
+# sending nothing, and opens each one the agent closes again a second later, while
+#  - every 10 s the agent pod is Ready with no restart (its probes have their own port), and a
+#    scrape from the host with the reader's token succeeds (another peer than the pod); a local
+#    Prometheus, when installed, scrapes it every 5 s with the same token;
+#  - meanwhile: /metrics without a token is 401, with an unbound ServiceAccount's 403, with the
+#    reader's and with the chart's scraper token 200 and an exposition promtool accepts; the
+#    probe port serves /healthz without a token and nothing else.
+# About 4 minutes: the upgrade (the agent pod rolls), the holder's JVM start, the 3 minutes.
+EX_HOLD_S=180
+# ex_get URL [TOKEN]: the HTTP status of a GET (000: no answer within 5 s); the body in $WORK/ex.body
+ex_get() {
+  local h=()
+  [ -z "${2:-}" ] || h=(-H "Authorization: Bearer $2")
+  : >"$WORK/ex.body"
+  curl -sS -o "$WORK/ex.body" -w '%{http_code}' --max-time 5 "${h[@]}" "$1" 2>>"$WORK/ex.curl.err" || true
+}
+# ex_exposition: $WORK/ex.body is the agent's page (its own series, promtool's check when installed)
+ex_exposition() {
+  grep -q '^jvmdiag_agent_' "$WORK/ex.body" || return 1
+  ! command -v promtool >/dev/null || promtool check metrics <"$WORK/ex.body" >"$WORK/ex.promtool" 2>&1
+}
+ex_can() { kubectl auth can-i "$@" 2>/dev/null; }
+ex_agent_pod() {
+  kubectl -n $RELEASE_NS get pods -l app.kubernetes.io/component=agent \
+    -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 {print $1; exit}'
+}
+# ex_holder IP SECONDS: the ConfigMap and the pod that hold connections to IP:<agent port>
+ex_holder() {
+  cat <<EOF2
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: conn-holder, namespace: $LC_NS}
+data:
+  Hold.java: |
+    import java.io.IOException;
+    import java.io.InputStream;
+    import java.net.InetSocketAddress;
+    import java.net.Socket;
+    import java.net.SocketTimeoutException;
+    import java.util.concurrent.atomic.AtomicInteger;
+    import java.util.concurrent.atomic.AtomicLong;
+
+    // Keeps N connections to HOST:PORT open for SECONDS and sends nothing on them, as a client
+    // that takes a server's connections would; one the server closes is opened again a second
+    // later. Every 10 s: connects that succeeded (opened) and failed, connections the server
+    // closed within 2 s (closedAtOnce: refused at accept), connections open 2 s or more now
+    // (kept) and at most (maxKept).
+    public class Hold {
+      public static void main(String[] args) throws Exception {
+        InetSocketAddress to = new InetSocketAddress(args[0], Integer.parseInt(args[1]));
+        int n = Integer.parseInt(args[2]);
+        long t0 = System.nanoTime(), end = t0 + Long.parseLong(args[3]) * 1_000_000_000L;
+        AtomicLong opened = new AtomicLong(), failed = new AtomicLong(), closedAtOnce = new AtomicLong();
+        AtomicInteger kept = new AtomicInteger(), maxKept = new AtomicInteger();
+        for (int i = 0; i < n; i++) {
+          Thread.ofVirtual().start(() -> {
+            byte[] buf = new byte[4096];
+            while (System.nanoTime() < end) {
+              boolean connected = false, isKept = false;
+              try (Socket s = new Socket()) {
+                s.connect(to, 3000);
+                connected = true;
+                opened.incrementAndGet();
+                s.setSoTimeout(2000);
+                InputStream in = s.getInputStream();
+                while (System.nanoTime() < end) {
+                  try {
+                    if (in.read(buf) < 0) break;
+                  } catch (SocketTimeoutException e) {
+                    if (!isKept) {
+                      isKept = true;
+                      maxKept.accumulateAndGet(kept.incrementAndGet(), Math::max);
+                    }
+                  }
+                }
+              } catch (IOException e) {
+                if (!connected) failed.incrementAndGet();
+              } finally {
+                if (isKept) kept.decrementAndGet();
+                else if (connected) closedAtOnce.incrementAndGet();
+              }
+              try { Thread.sleep(1000); } catch (InterruptedException e) { return; }
+            }
+          });
+        }
+        System.out.printf("holding %d connections to %s for %s s%n", n, to, args[3]);
+        while (System.nanoTime() < end) {
+          Thread.sleep(10_000);
+          System.out.printf("hold t=%ds opened=%d failed=%d closedAtOnce=%d kept=%d maxKept=%d%n",
+              (System.nanoTime() - t0) / 1_000_000_000L, opened.get(), failed.get(), closedAtOnce.get(), kept.get(), maxKept.get());
+        }
+        System.exit(0);
+      }
+    }
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: conn-holder, namespace: $LC_NS, labels: {lifecycle: conn-holder}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  activeDeadlineSeconds: $(($2 + 120))
+  securityContext: {runAsUser: 65534, runAsGroup: 65534}
+  containers:
+  - name: hold
+    image: jvmdiag/jdk25-base:dev
+    imagePullPolicy: Never
+    command: [java, -Xmx32m, -XX:+UseSerialGC, -XX:TieredStopAtLevel=1, -XX:-UsePerfData, /src/Hold.java, "$1", "9464", "72", "$2"]
+    volumeMounts: [{name: src, mountPath: /src}]
+    resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
+  volumes: [{name: src, configMap: {name: conn-holder}}]
+EOF2
+}
+
+# ex_token_checks IP READER_TOKEN OTHER_TOKEN: agent.metricsAuth as a scraper meets it
+ex_token_checks() {
+  local ip="$1" reader="$2" other="$3" code scraper other_path asa=system:serviceaccount:$RELEASE_NS:jd-jvm-diagnostics-agent
+  code=$(ex_get "http://$ip:9464/metrics")
+  [ "$code" = 401 ] && ok "/metrics without a token: 401" || bad "/metrics without a token: 401" "HTTP $code: $(head -c 200 "$WORK/ex.body")"
+  code=$(ex_get "http://$ip:9464/metrics" "$other")
+  [ "$code" = 403 ] && ok "/metrics with the token of a ServiceAccount not bound to jd-jvm-diagnostics-metrics-reader: 403" \
+    || bad "/metrics with an unbound ServiceAccount's token: 403" "HTTP $code: $(head -c 200 "$WORK/ex.body")"
+  code=$(ex_get "http://$ip:9464/metrics" "$reader")
+  if [ "$code" = 200 ] && ex_exposition; then
+    ok "/metrics with the token of lifecycle/metrics-reader (agent.metricsAuth.readerSubjects): 200, $(grep -c '^jvmdiag_' "$WORK/ex.body") series$(command -v promtool >/dev/null && echo ', promtool check metrics passes')"
+  else bad "/metrics with the reader's token: 200 and a valid exposition" "HTTP $code; $(head -c 200 "$WORK/ex.body"); $(head -c 300 "$WORK/ex.promtool" 2>/dev/null)"; fi
+  scraper=""
+  for _ in $(seq 1 20); do
+    scraper=$(kubectl -n $RELEASE_NS get secret jd-jvm-diagnostics-metrics-scraper -o jsonpath='{.data.token}' 2>/dev/null | base64 -d 2>/dev/null)
+    [ -n "$scraper" ] && break; sleep 1
+  done
+  code=$(ex_get "http://$ip:9464/metrics" "$scraper")
+  [ -n "$scraper" ] && [ "$code" = 200 ] && ex_exposition \
+    && ok "/metrics with the token the chart's PodMonitor sends (Secret jd-jvm-diagnostics-metrics-scraper): 200" \
+    || bad "/metrics with the chart's scraper token: 200" "Secret token: ${scraper:+present}$([ -n "$scraper" ] || echo missing); HTTP $code"
+  code=$(ex_get "http://$ip:9465/healthz")
+  other_path=$(ex_get "http://$ip:9465/metrics" "$reader")
+  [ "$code" = 200 ] && [ "$other_path" != 200 ] \
+    && ok "the probe port answers /healthz without a token (200) and serves nothing else (/metrics: $other_path)" \
+    || bad "the probe port serves /healthz only, without a token" "/healthz: $code, /metrics: $other_path"
+  [ "$(ex_can create tokenreviews.authentication.k8s.io --as "$asa")" = yes ] && [ "$(ex_can create subjectaccessreviews.authorization.k8s.io --as "$asa")" = yes ] \
+    && [ "$(ex_can get /metrics --as "system:serviceaccount:$LC_NS:metrics-reader")" = yes ] && [ "$(ex_can get /metrics --as "system:serviceaccount:$LC_NS:not-a-reader")" = no ] \
+    && ok "RBAC: the agent creates TokenReviews and SubjectAccessReviews; get /metrics for the bound reader only" \
+    || bad "RBAC of agent.metricsAuth" "agent tokenreviews/subjectaccessreviews: $(ex_can create tokenreviews.authentication.k8s.io --as "$asa")/$(ex_can create subjectaccessreviews.authorization.k8s.io --as "$asa"); reader: $(ex_can get /metrics --as "system:serviceaccount:$LC_NS:metrics-reader")"
+}
+
+agent_exposure() {
+  local t0 ver apod ip rs0 args probes reader other code fails=0 samples=0 i st prom_url="" prom_dir=""
+  echo "--- the agent's metrics port: held by a pod for $EX_HOLD_S s, behind a Kubernetes token"
+  # shellcheck disable=SC2154 # extra: set by hack/suites/60-chart.sh
+  if [ "${#extra[@]}" -ne 0 ]; then echo "(skipped: the agent runs without its Kubernetes mode: ${extra[*]})"; return; fi
+  ver=$(sed -nE 's/^version: *"?([^" ]+)"?.*/\1/p' "$CHART/Chart.yaml")
+  kubectl -n $LC_NS create serviceaccount metrics-reader >/dev/null 2>&1
+  kubectl -n $LC_NS create serviceaccount not-a-reader >/dev/null 2>&1
+  t0=$(date +%s%N)
+  if "$HELM" upgrade jd "oci://$REG/charts/jvm-diagnostics" --version "$ver" --plain-http -n $RELEASE_NS --reuse-values \
+       --set agent.metricsAuth.enabled=true --set agent.maxConnectionsPerPeer=8 --set podMonitor.enabled=true \
+       --set 'agent.metricsAuth.readerSubjects[0].kind=ServiceAccount' --set 'agent.metricsAuth.readerSubjects[0].name=metrics-reader' \
+       --set "agent.metricsAuth.readerSubjects[0].namespace=$LC_NS" --wait --timeout 180s >"$WORK/ex-upgrade.log" 2>&1; then
+    ok "helm upgrade --reuse-values --set agent.metricsAuth.enabled=true,agent.maxConnectionsPerPeer=8,podMonitor.enabled=true --wait ($(lc_secs "$t0") s)"
+  else bad "helm upgrade with agent.metricsAuth.enabled=true" "$(tail -n 3 "$WORK/ex-upgrade.log" | tr '\n' ' ')"; lc_dump; return; fi
+  apod=$(ex_agent_pod)
+  ip=$(kubectl -n $RELEASE_NS get pod "$apod" -o jsonpath='{.status.podIP}' 2>/dev/null)
+  rs0=$(kubectl -n $RELEASE_NS get pod "$apod" -o jsonpath='{.status.containerStatuses[0].restartCount}' 2>/dev/null)
+  [ -n "$ip" ] || { bad "the agent pod after the upgrade" "pod '$apod' has no IP"; lc_dump; return; }
+  # The pod runs what the chart says: its own probe port, the cap, the token check.
+  args=$(kubectl -n $RELEASE_NS get pod "$apod" -o jsonpath='{.spec.containers[0].args}')
+  probes=$(kubectl -n $RELEASE_NS get pod "$apod" -o jsonpath='{.spec.containers[0].readinessProbe.httpGet.port} {.spec.containers[0].livenessProbe.httpGet.port}')
+  if [[ "$args" == *--probe-listen=0.0.0.0:9465* ]] && [[ "$args" == *--max-connections-per-peer=8* ]] \
+     && [[ "$args" == *--metrics-auth=kubernetes* ]] && [ "$probes" = "probes probes" ]; then
+    ok "agent pod $apod: --probe-listen=0.0.0.0:9465, --max-connections-per-peer=8, --metrics-auth=kubernetes; readiness and liveness on port probes"
+  else bad "agent pod runs with the chart's listener and auth flags" "args: $args; probe ports: $probes"; fi
+
+  # Prometheus from the host, with the reader's token (when installed), and the holder pod.
+  reader=$(kubectl -n $LC_NS create token metrics-reader --duration 10m 2>"$WORK/ex-token.err")
+  other=$(kubectl -n $LC_NS create token not-a-reader --duration 10m 2>>"$WORK/ex-token.err")
+  [ -n "$reader" ] && [ -n "$other" ] || { bad "kubectl create token for two ServiceAccounts" "$(tail -n 2 "$WORK/ex-token.err")"; return; }
+  printf '%s' "$reader" >"$WORK/ex-reader.token"
+  if command -v prometheus >/dev/null; then
+    local PROMETHEUS_URL=""
+    prom_dir="$WORK/ex-prom"
+    eval "$("$REPO_ROOT/monitoring/prom-up.sh" --dir "$prom_dir" --scrape "$ip:9464" --scrape-interval 5s \
+      --bearer-token-file "$WORK/ex-reader.token" --ttl $((EX_HOLD_S + 120)) 2>"$WORK/ex-prom.err" | grep '^PROMETHEUS_URL=')"
+    prom_url="${PROMETHEUS_URL:-}"
+    [ -n "$prom_url" ] || bad "a local Prometheus scraping the agent with the reader's token" "$(tail -n 3 "$WORK/ex-prom.err" | tr '\n' ' ')"
+  else echo "(no prometheus on this host: the scrapes from the host are curl's only)"; fi
+  ex_holder "$ip" $((EX_HOLD_S + 10)) | kubectl apply -f - >"$WORK/ex-holder.log" 2>&1
+  local holding=""
+  for _ in $(seq 1 90); do
+    holding=$(kubectl -n $LC_NS logs conn-holder 2>/dev/null | grep -m1 '^holding') && [ -n "$holding" ] && break; sleep 1
+  done
+  if [ -z "$holding" ]; then
+    bad "a pod holding connections to the agent's metrics port" "$(cat "$WORK/ex-holder.log") $(kubectl -n $LC_NS get pod conn-holder 2>&1 | tail -n 1) $(kubectl -n $LC_NS logs conn-holder 2>&1 | tail -n 3)"
+    ex_token_checks "$ip" "$reader" "$other"
+  else
+    # Every 10 s for EX_HOLD_S: the agent pod Ready without a restart, a scrape from the host
+    # with the reader's token answered 200 with the agent's series. Meanwhile, once: the token checks.
+    t0=$(date +%s)
+    for i in $(seq 1 $((EX_HOLD_S / 10))); do
+      sleep $((t0 + 10 * i - $(date +%s) > 0 ? t0 + 10 * i - $(date +%s) : 0))
+      st=$(kubectl -n $RELEASE_NS get pod "$apod" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[0].restartCount}' 2>&1)
+      code=$(ex_get "http://$ip:9464/metrics" "$reader")
+      samples=$((samples + 1))
+      if [ "$st" != "True 0" ] || [ "$code" != 200 ] || ! grep -q '^jvmdiag_agent_' "$WORK/ex.body"; then
+        fails=$((fails + 1)); echo "  t=$((10 * i))s: agent Ready/restarts '$st' (restarts at the start: $rs0), scrape HTTP $code" >>"$WORK/ex-samples.txt"
+      fi
+      [ "$i" = 1 ] && ex_token_checks "$ip" "$reader" "$other"   # while the pod holds its connections
+    done
+    local last; last=$(kubectl -n $LC_NS logs conn-holder 2>/dev/null | grep '^hold t=' | tail -n 1)
+    if [ "$fails" = 0 ] && [ "$samples" = $((EX_HOLD_S / 10)) ]; then
+      ok "for $EX_HOLD_S s a pod kept 72 connections to the agent's metrics port open: the agent pod stayed Ready with no restart and $samples scrapes from the host, one every 10 s, all answered ($last)"
+    else bad "agent Ready, unrestarted and scraped while a pod holds 72 connections" "$fails of $samples samples failed: $(head -n 5 "$WORK/ex-samples.txt" 2>/dev/null | tr '\n' ';') holder: $last"; fi
+    local opened maxkept
+    opened=$(sed -nE 's/.* opened=([0-9]+) .*/\1/p' <<<"$last"); maxkept=$(sed -nE 's/.* maxKept=([0-9]+).*/\1/p' <<<"$last")
+    [ "${opened:-0}" -ge 72 ] && [ -n "$maxkept" ] && [ "$maxkept" -le 8 ] \
+      && ok "the pod's connections: $opened opened, at most $maxkept open 2 s or more at once (agent.maxConnectionsPerPeer 8; the rest closed at accept)" \
+      || bad "the agent keeps at most 8 of one pod's connections (agent.maxConnectionsPerPeer)" "holder: '$last'"
+  fi
+  if [ -n "$prom_url" ]; then
+    local q
+    q=$(curl -fsS "$prom_url/api/v1/query" --data-urlencode "query=min_over_time(up{job=\"jvmdiag\"}[${EX_HOLD_S}s]) * count_over_time(up{job=\"jvmdiag\"}[${EX_HOLD_S}s])" 2>&1 \
+      | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(int(float(r[0]["value"][1])) if r else 0)' 2>&1)
+    # one scrape every 5 s: all up, and no more than a few missing around the start
+    [ "${q:-0}" -ge $((EX_HOLD_S / 5 - 4)) ] 2>/dev/null \
+      && ok "Prometheus scraped the agent with the reader's token every 5 s for $EX_HOLD_S s: $q scrapes, every one up" \
+      || bad "Prometheus scraped the agent throughout (min_over_time(up) * count_over_time(up))" "$q (want >= $((EX_HOLD_S / 5 - 4)))"
+  fi
+  [ -z "$prom_dir" ] || "$REPO_ROOT/monitoring/prom-down.sh" "$prom_dir" >/dev/null 2>&1
+  kubectl -n $LC_NS delete pod/conn-holder configmap/conn-holder serviceaccount/metrics-reader serviceaccount/not-a-reader --wait=false >/dev/null 2>&1
+}

@@ -3,7 +3,10 @@
 #
 #   prom-up.sh [--dir DIR] --scrape HOST:PORT [--scrape ...] [--rules FILE ...]
 #              [--scrape-interval 5s] [--eval-interval 5s] [--metric-relabel FILE]
-#              [--alertmanager] [--ttl SECONDS]
+#              [--bearer-token-file FILE] [--alertmanager] [--ttl SECONDS]
+#
+# --bearer-token-file: scrape with "Authorization: Bearer <the file's content>", read at each
+# scrape (an agent with --metrics-auth=kubernetes).
 #
 # Prints shell assignments (eval-able): PROM_DIR, PROMETHEUS_URL and, with --alertmanager,
 # ALERTMANAGER_URL, WEBHOOK_URL, WEBHOOK_LOG (one JSON notification per line).
@@ -12,7 +15,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 . "$HERE/../hack/lib.sh"
-dir=""; scrape=(); rules=(); si=5s; ei=5s; relabel=""; am=0; ttl=3600
+dir=""; scrape=(); rules=(); si=5s; ei=5s; relabel=""; token=""; am=0; ttl=3600
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
@@ -21,14 +24,16 @@ while [ $# -gt 0 ]; do
     --scrape-interval) si=$2; shift 2 ;;
     --eval-interval) ei=$2; shift 2 ;;
     --metric-relabel) [ -f "$2" ] || die "prom-up.sh: --metric-relabel $2: no such file"; relabel=$(realpath "$2"); shift 2 ;;
+    --bearer-token-file) [ -f "$2" ] || die "prom-up.sh: --bearer-token-file $2: no such file"; token=$(realpath "$2"); shift 2 ;;
     --alertmanager) am=1; shift ;;
     --ttl) ttl=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) die "prom-up.sh: unknown argument '$1' (see --help)" ;;
   esac
 done
 [ ${#scrape[@]} -gt 0 ] || die "prom-up.sh: give at least one --scrape HOST:PORT (e.g. the agent's --listen address)"
-for b in prometheus prometheus-alertmanager; do
+bins=(prometheus); [ $am -eq 0 ] || bins+=(prometheus-alertmanager)
+for b in "${bins[@]}"; do
   command -v "$b" >/dev/null || die "$b not found: run make setup (Debian packages in hack/packages/monitoring.apt)"
 done
 [ -n "$dir" ] || dir=$(mktemp -d /tmp/jvmdiag-prom.XXXXXX)
@@ -49,6 +54,7 @@ prom_port=$(free_port)
   echo "scrape_configs:"
   echo "- job_name: jvmdiag"
   echo "  static_configs: [{targets: [$(printf "'%s'," "${scrape[@]}" | sed 's/,$//')]}]"
+  [ -z "$token" ] || echo "  authorization: {credentials_file: '$token'}"
   if [ -n "$relabel" ]; then echo "  metric_relabel_configs:"; sed 's/^/  /' "$relabel"; fi
 } >"$dir/prometheus.yml"
 promtool check config "$dir/prometheus.yml" >"$dir/promtool.log" 2>&1 || { cat "$dir/promtool.log" >&2; die "prom-up.sh: bad Prometheus config (see above)"; }

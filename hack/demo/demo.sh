@@ -147,7 +147,7 @@ args=(--set agent.allJvms=true --set 'agent.capabilities={BPF,PERFMON,SYS_PTRACE
 SELECTOR="namespace=\"$DEMO_NS\""
 if ! "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | grep -q -- '--node-name'; then
   say "(this agent build has no Kubernetes mode yet: it runs --standalone in its pod, series labelled by jvm/pid)"
-  args=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464}')
+  args=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464,--probe-listen=0.0.0.0:9465}')
   SELECTOR='jvm=~"tls-storm.jar|class-hoarder.jar|codecache-churn.jar|dhe-stall.jar"'
 fi
 kubectl create namespace "$NS" >/dev/null 2>&1 || true

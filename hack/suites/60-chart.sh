@@ -10,7 +10,9 @@
 #     chart versions with helm push; the previous version installed from oci://, upgraded with
 #     two injected workloads in place, the agent image upgraded alone, uninstalled, and the
 #     current version installed fresh: operator and agent pods Ready with the chart's own
-#     privileges, RBAC, metrics, the webhook's caBundle, and an uninstall that removes it all.
+#     privileges, RBAC, metrics, the webhook's caBundle; then the agent's metrics port held by a
+#     pod for 3 minutes and put behind a Kubernetes token (agent.metricsAuth), and an uninstall
+#     that removes it all.
 # Runs its own cluster instance (CLUSTER_INDEX=5), stopped on exit whatever happens.
 # CHART_INSTALL=0 skips step 6 (and the node).
 # shellcheck disable=SC2015 # `test && ok … || bad …`: ok always returns 0
@@ -85,6 +87,15 @@ schema_refuses "an unknown pull policy" "pullPolicy" --set agent.image.pullPolic
 schema_refuses "a release label with spaces" "serviceMonitor.release" --set 'serviceMonitor.release=a b'
 schema_refuses "a bad scrape interval" "podMonitor.interval" --set podMonitor.interval=often
 schema_refuses "a registry with a scheme" "imageRegistry" --set global.imageRegistry=https://registry.example.com
+schema_refuses "a privileged agent probe port" "agent.probePort" --set agent.probePort=80
+schema_refuses "the agent's probe port equal to its metrics port" "agent.probePort" --set agent.probePort=9464
+schema_refuses "a per-peer connection cap above the agent's 64" "agent.maxConnectionsPerPeer" --set agent.maxConnectionsPerPeer=65
+schema_refuses "a metrics reader of an unknown kind" "agent.metricsAuth.readerSubjects.0.kind" \
+  --set 'agent.metricsAuth.readerSubjects[0].kind=Robot' --set 'agent.metricsAuth.readerSubjects[0].name=r2'
+schema_refuses "a ServiceAccount metrics reader without its namespace" "agent.metricsAuth.readerSubjects.0" \
+  --set 'agent.metricsAuth.readerSubjects[0].kind=ServiceAccount' --set 'agent.metricsAuth.readerSubjects[0].name=prometheus'
+schema_refuses "an agent NetworkPolicy without peers" "agent.networkPolicy.from" --set agent.networkPolicy.enabled=true
+schema_refuses "agent.args without the probe listener" "--probe-listen" --set 'agent.args={--node-name=n}'
 
 # --- 4. helm-unittest --------------------------------------------------------------------------
 if "$HELM" unittest --color=false "$CHART" >"$WORK/unittest.log" 2>&1; then ut_rc=0; else ut_rc=$?; fi
@@ -148,8 +159,15 @@ extra=()
 # standalone mode, so the pod can still prove the privileges.
 if ! "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | grep -q -- '--node-name'; then
   echo "(agent has no --node-name yet: the DaemonSet runs it with --standalone)"
-  extra=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464}')
+  extra=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464,--probe-listen=0.0.0.0:9465}')
 fi
+# The flags the chart passes (--probe-listen always; the others with the values the lifecycle
+# sets): an agent without one exits at its start, and the install would only time out.
+noflag=()
+for f in --probe-listen --max-connections-per-peer --metrics-auth; do
+  "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | grep -q -- "$f" || noflag+=("$f")
+done
+if [ "${#noflag[@]}" -gt 0 ]; then bad "the agent has the flags the chart passes" "jvmdiag-agent --help names no ${noflag[*]}"; finish; fi
 # Through the node's registry: previous version from oci://, upgrade, agent-only upgrade,
 # uninstall, then this version installed fresh (e2e/chart_lifecycle.sh); the checks below run
 # against that last install.
@@ -216,6 +234,9 @@ for _ in $(seq 1 60); do
   [ -n "$ca" ] && break; sleep 1
 done
 [ -n "$ca" ] && ok "operator wrote the webhook caBundle" || bad "operator wrote the webhook caBundle"
+# The agent's metrics port held by a pod, then behind a token (e2e/chart_lifecycle.sh): last, as
+# it upgrades the release.
+agent_exposure
 if "$HELM" uninstall jd -n $ns --wait --timeout 120s >"$WORK/uninstall.log" 2>&1 \
    && ! kubectl get mutatingwebhookconfiguration jd-jvm-diagnostics-webhook >/dev/null 2>&1; then
   ok "helm uninstall removes everything, the webhook registration included"

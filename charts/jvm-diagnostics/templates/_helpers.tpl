@@ -277,3 +277,41 @@ the values, when both are set.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The agent's two listeners (.: agent values): the probe port is not the metrics port, and
+arguments given whole (agent.args) open the probe listener the kubelet's probes go to, or the
+agent would be restarted for ever.
+*/}}
+{{- define "jvm-diagnostics.agent.checkPorts" -}}
+{{- if eq (int .probePort) (int .port) }}
+{{- fail (printf "agent.probePort (%d) must differ from agent.port: the probes have a listener of their own" (int .probePort)) }}
+{{- end }}
+{{- if .args }}
+{{- $found := false }}
+{{- range .args }}{{ if hasPrefix "--probe-listen" (toString .) }}{{ $found = true }}{{ end }}{{ end }}
+{{- if not $found }}
+{{- fail (printf "agent.args replaces the agent's arguments: include --probe-listen=0.0.0.0:%d (agent.probePort), where the kubelet's probes go" (int .probePort)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+agent.metricsAuth: the name of the scraper's ServiceAccount and token Secret the chart creates,
+and the endpoint lines that make a ServiceMonitor/PodMonitor send that token (or the one in
+the Secret scrapeSecret names) as "Authorization: Bearer" (.: the root context).
+*/}}
+{{- define "jvm-diagnostics.agent.scraperName" -}}
+{{- printf "%s-metrics-scraper" (include "jvm-diagnostics.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- define "jvm-diagnostics.agent.monitorAuthorization" -}}
+{{- $ma := .Values.agent.metricsAuth }}
+{{- if and .Values.agent.enabled $ma.enabled }}
+# agent.metricsAuth: the agent wants a token allowed to get /metrics
+authorization:
+  type: Bearer
+  credentials:
+    name: {{ $ma.scrapeSecret.name | default (include "jvm-diagnostics.agent.scraperName" .) }}
+    key: {{ $ma.scrapeSecret.key }}
+{{- end }}
+{{- end }}
