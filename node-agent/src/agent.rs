@@ -53,7 +53,8 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
 
     let mut mgr = AttachManager::new(collectors, traced, host)
         .with_jvm_limits(limits_map, cfg.caps())
-        .with_max_jvms(cfg.cli.max_jvms);
+        .with_max_jvms(cfg.cli.max_jvms)
+        .with_capacity(cfg.capacity());
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
     let mut agent =
@@ -85,20 +86,26 @@ impl Mode for Agent {
         }
         mgr.reap();
         stats.fallback.poll(mgr);
-        match self.disc.poll(&mgr.known()) {
+        // JVMs refused for capacity first, when a slot was released: they waited longest.
+        let retried = mgr.retry_waiting();
+        let found = match self.disc.poll(&mgr.known()) {
             Ok(p) => {
                 stats.proc_unreadable += p.unreadable;
-                for f in p.found {
-                    match stats.kube.as_mut() {
-                        Some(k) => k.offer(f),
-                        None => {
-                            let limits = crate::limits::for_jvm(&self.jvm_limits, &f.name);
-                            mgr.add_limited(f, None, limits)
-                        }
-                    }
+                p.found
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "scanning /proc");
+                Vec::new()
+            }
+        };
+        for f in retried.into_iter().chain(found) {
+            match stats.kube.as_mut() {
+                Some(k) => k.offer(f),
+                None => {
+                    let limits = crate::limits::for_jvm(&self.jvm_limits, &f.name);
+                    mgr.try_add(f, None, limits, None);
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "scanning /proc"),
         }
         if let Some(k) = stats.kube.as_mut() {
             k.resolve(mgr);

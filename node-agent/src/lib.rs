@@ -6,6 +6,7 @@
 //! hsperfdata has for the fallback and the sidecar; `serve` is the one main loop.
 pub mod agent;
 pub mod attach;
+pub mod capacity;
 pub mod cli;
 pub mod collector;
 pub mod discovery;
