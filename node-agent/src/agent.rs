@@ -29,10 +29,14 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let traced = attach::create_traced_pids().map_err(bpf_fatal)?;
     let limits_map = attach::create_jvm_limits().map_err(bpf_fatal)?;
     let limits_fd = limits_map.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
+    let namespaces = attach::create_slot_namespace().map_err(bpf_fatal)?;
+    let namespaces_fd = namespaces.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
     let load_cfg = LoadConfig {
         max_jvms: cfg.cli.max_jvms,
         collector_bit: 0,
         jvm_limits: Some(std::sync::Arc::new(limits_fd)),
+        slot_namespace: Some(std::sync::Arc::new(namespaces_fd)),
+        max_jvms_per_namespace: cfg.max_jvms_per_namespace(),
         settings: cfg.settings.clone(),
     };
     let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
@@ -54,7 +58,8 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let mut mgr = AttachManager::new(collectors, traced, host)
         .with_jvm_limits(limits_map, cfg.caps())
         .with_max_jvms(cfg.cli.max_jvms)
-        .with_capacity(cfg.capacity());
+        .with_capacity(cfg.capacity())
+        .with_slot_namespace(namespaces);
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
     let mut agent =

@@ -26,12 +26,13 @@ use jvmdiag_inspect::limits::{ELF_MAX_BYTES, HSPERFDATA_MAX_BYTES};
 use jvmdiag_inspect::root::ProcRoot;
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
-use crate::capacity::{self, Refusal, Waiting};
+use crate::capacity::{self, NamespaceIds, Refusal, Waiting};
 use crate::collector::{Collector, REGISTRY};
 use crate::discovery::{self, FileId, Found};
 use crate::file_identity::FileIdentity;
 use crate::labels::JvmLabels;
 use crate::metrics::ProbeMode;
+use crate::skel::consts::NO_NAMESPACE;
 use crate::skel::threads::types::jvm_limits;
 use jvmdiag_inspect::jvm_limits::{Caps, Limits};
 
@@ -119,6 +120,10 @@ pub struct AttachManager {
     recheck: u8,
     /// Who may take a slot (`capacity::admit`): the namespace share and reserve.
     capacity: capacity::Rule,
+    /// Each slot's namespace id (Kubernetes mode), mirrored into `slot_namespace`.
+    namespace_ids: NamespaceIds,
+    /// The map every object with in-flight tables reuses (inflight.bpf.h `slot_namespace`).
+    slot_namespace: Option<MapHandle>,
     /// Why each pid in `failed` is not traced (jvmdiag_agent_jvms_untraced).
     pub untraced: HashMap<u32, String>,
     host: String,
@@ -151,6 +156,16 @@ pub fn create_jvm_limits() -> Result<MapHandle> {
     let size = std::mem::size_of::<jvm_limits>() as u32;
     MapHandle::create(MapType::Array, Some("jvm_limits"), 4, size, MAX_JVMS, &opts)
         .context("create the jvm_limits map")
+}
+
+/// The `slot_namespace` map every object with in-flight tables reuses (inflight.bpf.h).
+pub fn create_slot_namespace() -> Result<MapHandle> {
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    MapHandle::create(MapType::Array, Some("slot_namespace"), 4, 4, MAX_JVMS, &opts)
+        .context("create the slot_namespace map")
 }
 
 /// The kernel's value of a JVM's limits (0: the agent's own).
@@ -198,6 +213,8 @@ impl AttachManager {
             waiting: Waiting::default(),
             recheck: 0,
             capacity: capacity::Rule::for_slots(MAX_JVMS, default_max_jvms_per_namespace(MAX_JVMS)),
+            namespace_ids: NamespaceIds::new(MAX_JVMS),
+            slot_namespace: None,
             untraced: HashMap::new(),
             host,
             match_jvm: None,
@@ -259,6 +276,27 @@ impl AttachManager {
         self
     }
 
+    /// Gives the manager the `slot_namespace` map (`create_slot_namespace`) the objects with
+    /// in-flight tables reuse: it writes each slot's namespace id there.
+    pub fn with_slot_namespace(mut self, map: MapHandle) -> Self {
+        self.slot_namespace = Some(map);
+        self
+    }
+
+    /// The id of the namespace holding `slot` (NO_NAMESPACE: none, or standalone mode).
+    pub fn namespace_id(&self, slot: u32) -> u32 {
+        self.namespace_ids.of_slot(slot)
+    }
+
+    /// Writes a slot's namespace id into `slot_namespace` (NO_NAMESPACE clears it).
+    fn write_slot_namespace(&self, slot: u32, id: u32) {
+        if let Some(m) = &self.slot_namespace {
+            if let Err(e) = m.update(&slot.to_ne_bytes(), &id.to_ne_bytes(), MapFlags::ANY) {
+                tracing::warn!(slot, error = %e, "slot_namespace update failed: its namespace share does not apply");
+            }
+        }
+    }
+
     /// Refuses a JVM for capacity: it waits for a slot ([`AttachManager::retry_waiting`]),
     /// counted at its first refusal only.
     fn refuse_capacity(&mut self, found: &Found, refusal: Refusal, namespace: Option<&str>) {
@@ -268,7 +306,9 @@ impl AttachManager {
 
     /// Starts tracing a JVM found by discovery if the capacity rules let it take a slot
     /// (`capacity::admit`; `namespace`: its pod's, None in standalone mode), else it waits for
-    /// one and the refusal is returned.
+    /// one and the refusal is returned. In Kubernetes mode the slot gets its namespace's id
+    /// before the JVM's `traced_pids` entry, so its first begin in an in-flight table already
+    /// counts for its namespace.
     pub fn try_add(
         &mut self,
         found: Found,
@@ -288,8 +328,26 @@ impl AttachManager {
                 return Some(refusal);
             }
         }
+        // The slot add_limited takes is the last free one.
+        let slot = self.free_slots.last().copied().filter(|_| selected);
+        if let (Some(slot), Some(ns)) = (slot, namespace) {
+            let id = self.namespace_ids.assign(slot, ns).unwrap_or(NO_NAMESPACE);
+            self.write_slot_namespace(slot, id);
+        }
         self.add_limited(found, wanted, limits);
-        if self.jvms.contains_key(&pid) {
+        let taken = self.jvms.get(&pid).map(|j| j.slot);
+        if let (Some(slot), Some(ns)) = (slot, namespace) {
+            if taken != Some(slot) {
+                // Not traced (or in another slot): the slot is free again, without namespace.
+                self.namespace_ids.release(slot);
+                self.write_slot_namespace(slot, NO_NAMESPACE);
+                if let Some(other) = taken {
+                    let id = self.namespace_ids.assign(other, ns).unwrap_or(NO_NAMESPACE);
+                    self.write_slot_namespace(other, id);
+                }
+            }
+        }
+        if taken.is_some() {
             // Traced: no longer waiting, failed or untraced (a retried JVM).
             self.waiting.remove(pid);
             self.failed.remove(&pid);
@@ -655,9 +713,32 @@ impl AttachManager {
         self.release_group(j.file);
     }
 
-    /// A slot went back to `free_slots`: the waiting JVMs are offered it at the next poll.
-    fn slot_released(&mut self, _slot: u32) {
+    /// A slot went back to `free_slots` (the collectors forgot it, giving its in-flight units
+    /// back to its namespace): it leaves its namespace, and the waiting JVMs are offered it at
+    /// the next poll.
+    fn slot_released(&mut self, slot: u32) {
+        if let Some(id) = self.namespace_ids.release(slot) {
+            self.write_slot_namespace(slot, NO_NAMESPACE);
+            if !self.namespace_ids.in_use(id) {
+                // Its namespace's last slot: nothing counts for the id until it is given again.
+                for c in &self.collectors {
+                    if let Err(e) = c.forget_namespace(id) {
+                        tracing::warn!(
+                            namespace = id,
+                            collector = c.name(),
+                            error = format!("{e:#}"),
+                            "forgetting a namespace id"
+                        );
+                    }
+                }
+            }
+        }
         self.recheck = 2;
+    }
+
+    /// Does a namespace hold this id now (`namespace_id`)?
+    pub fn namespace_in_use(&self, id: u32) -> bool {
+        self.namespace_ids.in_use(id)
     }
 
     /// Reads a live JVM's hsperfdata (inside its root): threads live and version info.

@@ -14,7 +14,7 @@
 //!   they were refused. It is counted once, however often it is refused again.
 //!
 //! Standalone mode has no namespaces: only the node's bound applies, no reserve.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Why a JVM was refused a slot. Each is a capacity refusal: retried when a slot frees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,6 +233,68 @@ impl<T: Clone> Waiting<T> {
     }
 }
 
+/// Small ids for the namespaces that hold slots, written into the `slot_namespace` map so
+/// the in-flight tables can count entries per namespace (src/bpf/inflight.bpf.h): one id per
+/// namespace while it holds a slot, from 1 to `ids` (0 is "no namespace"). A namespace's id is
+/// freed with its last slot and reused last (first in, first out), so an id whose units a
+/// collector gives back late (the starter probe forgets a slot at the poll after its release)
+/// is not another namespace's by then while fewer namespaces hold slots than there are ids.
+pub struct NamespaceIds {
+    /// Namespace -> (id, slots holding it).
+    by_name: HashMap<String, (u32, u32)>,
+    /// Slot -> its namespace.
+    of_slot: HashMap<u32, String>,
+    free: VecDeque<u32>,
+}
+
+impl NamespaceIds {
+    /// Ids 1..=ids (as many as there are slots: every slot's namespace gets one).
+    pub fn new(ids: u32) -> NamespaceIds {
+        NamespaceIds { by_name: HashMap::new(), of_slot: HashMap::new(), free: (1..=ids).collect() }
+    }
+
+    /// Gives `slot` to `namespace`: its id (None: no id left, more namespaces than ids).
+    pub fn assign(&mut self, slot: u32, namespace: &str) -> Option<u32> {
+        self.release(slot);
+        let id = match self.by_name.get_mut(namespace) {
+            Some((id, n)) => {
+                *n += 1;
+                *id
+            }
+            None => {
+                let id = self.free.pop_front()?;
+                self.by_name.insert(namespace.to_string(), (id, 1));
+                id
+            }
+        };
+        self.of_slot.insert(slot, namespace.to_string());
+        Some(id)
+    }
+
+    /// Takes `slot` back; its namespace's id goes with the namespace's last slot.
+    pub fn release(&mut self, slot: u32) -> Option<u32> {
+        let ns = self.of_slot.remove(&slot)?;
+        let (id, n) = self.by_name.get_mut(&ns)?;
+        let id = *id;
+        *n -= 1;
+        if *n == 0 {
+            self.by_name.remove(&ns);
+            self.free.push_back(id);
+        }
+        Some(id)
+    }
+
+    /// Does a namespace hold this id now?
+    pub fn in_use(&self, id: u32) -> bool {
+        self.by_name.values().any(|(i, _)| *i == id)
+    }
+
+    /// The id of the namespace holding `slot` (0: none).
+    pub fn of_slot(&self, slot: u32) -> u32 {
+        self.of_slot.get(&slot).and_then(|ns| self.by_name.get(ns)).map_or(0, |(id, _)| *id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,5 +470,26 @@ mod tests {
         let held = HashMap::new();
         assert_eq!(pids(w.pick(RULE, 2, &held)), [30, 10]);
         assert_eq!(pids(w.pick(RULE, 9, &held)), [30, 10, 20]);
+    }
+
+    #[test]
+    fn a_namespace_keeps_its_id_while_it_holds_a_slot_and_freed_ids_come_back_last() {
+        let mut ids = NamespaceIds::new(3);
+        assert_eq!(ids.assign(0, "a"), Some(1));
+        assert_eq!(ids.assign(1, "a"), Some(1));
+        assert_eq!(ids.assign(2, "b"), Some(2));
+        assert_eq!((ids.of_slot(0), ids.of_slot(2), ids.of_slot(7)), (1, 2, 0));
+        assert_eq!(ids.release(0), Some(1));
+        assert_eq!(ids.of_slot(1), 1, "a still holds slot 1");
+        assert!(ids.in_use(1));
+        assert_eq!(ids.release(1), Some(1), "a's last slot: its id is freed");
+        assert!(!ids.in_use(1));
+        assert_eq!(ids.release(1), None, "released already");
+        assert_eq!(ids.assign(3, "c"), Some(3), "the id freed last is not reused first");
+        assert_eq!(ids.assign(4, "d"), Some(1));
+        assert_eq!(ids.assign(5, "e"), None, "more namespaces than ids");
+        assert_eq!(ids.assign(2, "c"), Some(3), "a slot given again leaves its namespace");
+        assert_eq!(ids.release(3), Some(3));
+        assert_eq!(ids.assign(6, "e"), Some(2), "b left with its slot: its id is free");
     }
 }
