@@ -117,23 +117,11 @@ def start_agent(*extra):
     return harness.wait_serving(PORT, p, os.path.join(WORK, "agent.log"))
 
 
-# Kubernetes mode without an API server: the kubeconfig names one that does not answer. The
-# agent retries the pod watch for ever and traces host JVMs with --all-jvms meanwhile, all in
-# the namespace "" (JVMs outside pods count as one namespace): enough for the namespace shares.
-NO_APISERVER_KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: none, cluster: {server: "http://127.0.0.1:9"}}]
-users: [{name: none, user: {}}]
-contexts: [{name: none, context: {cluster: none, user: none}}]
-current-context: none
-"""
-
-
 def start_kube_agent(*extra):
-    kubeconfig = os.path.join(WORK, "no-apiserver.kubeconfig")
-    open(kubeconfig, "w").write(NO_APISERVER_KUBECONFIG)
+    """The agent in Kubernetes mode without an API server (harness.kube_mode_without_apiserver):
+    the host's JVMs traced with --all-jvms, all in namespace ""."""
     p = subprocess.Popen(
-        [AGENT, "--node-name", "jvmdiag-e2e-no-node", "--kubeconfig", kubeconfig, "--all-jvms"]
+        [AGENT, *harness.kube_mode_without_apiserver(WORK)]
         + ["--listen", f"127.0.0.1:{PORT}", "--exit-after", "900", *extra],
         stdout=subprocess.DEVNULL,
         stderr=open(os.path.join(WORK, "agent.log"), "a"),

@@ -20,6 +20,7 @@ import time
 from harness import (
     bpf_objects_of,
     kill_leftovers,
+    kube_mode_without_apiserver,
     log,
     map_entries,
     procs,
@@ -144,12 +145,12 @@ def jdk_nostapsdt(jdk):
 AGENT_PIDS = {}  # port -> the agent's pid (the wrapper execs it)
 
 
-def start_agent(port, *extra, wrap=None):
+def start_agent(port, *extra, wrap=None, standalone=True):
     p = subprocess.Popen(
         [
             *(wrap or []),
             AGENT,
-            "--standalone",
+            *(["--standalone"] if standalone else []),
             "--listen",
             f"127.0.0.1:{port}",
             "--exit-after",
@@ -1084,6 +1085,64 @@ def test_refused_jvms_take_freed_slots(jdk):
     return problems
 
 
+def test_one_namespace_leaves_the_reserve(jdk):
+    """Kubernetes mode without an API server: the host's JVMs are traced with --all-jvms, all in
+    namespace "". With --max-jvms 8 the last free slot is the reserve, kept for namespaces that
+    hold none: of eight JVMs of that one namespace seven are traced and the eighth is refused
+    slots_reserved (counted once) and waits; when one of the seven exits, two slots are free and
+    the eighth is traced; the counter stays at 1."""
+    port = e2e_port(9)
+    agent = start_agent(
+        port,
+        *kube_mode_without_apiserver(WORK),
+        "--max-jvms",
+        "8",
+        "--match-jvm",
+        "SlotHolder",
+        "--poll-interval-ms",
+        "500",
+        standalone=False,
+    )
+    classes = os.path.join(WORK, "classes-17")
+    compile_workloads(jdk, classes)
+
+    def view():
+        text = scrape(port)
+        failed = agent_scalar(text, "jvmdiag_agent_attach_failures_total", reason="slots_reserved")
+        waiting = agent_scalar(text, "jvmdiag_agent_jvms_untraced", reason="slots_reserved")
+        attached = agent_scalar(text, "jvmdiag_agent_jvms_attached")
+        return int(attached or 0), int(failed or 0), int(waiting or 0)
+
+    def wait_view(what, want, timeout=60):
+        t = time.time() + timeout
+        while time.time() < t:
+            if view() == want:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"timed out waiting for {what}: (attached, failures, waiting) {view()}")
+
+    jvms = []
+    for i in range(8):
+        p = subprocess.Popen(
+            [f"{jdk}/bin/java", "-Xmx32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+            + ["-cp", classes, "SlotHolder"],
+            stdout=subprocess.DEVNULL,
+        )
+        procs.append(p)
+        jvms.append(p)
+        want = (i + 1, 0, 0) if i < 7 else (7, 1, 1)
+        wait_view(f"JVM {i + 1} of the namespace decided", want)
+    jvms[0].kill()
+    jvms[0].wait(30)
+    # Its exit shows at a scrape, then its slot is released: the eighth takes one of the two.
+    wait_view("the eighth JVM traced", (7, 1, 0))
+    log("  reserve: 7 of one namespace's 8 JVMs traced, the 8th refused slots_reserved, traced")
+    for p in jvms:
+        p.kill()
+    agent.terminate()
+    return []
+
+
 def test_perf_event_uprobes_need_sys_admin(jdk):
     """Kernels without uprobe_multi links (< 6.6; forced here with JVMDIAG_UPROBE_PERF_EVENT=1)
     attach uprobes as perf events, which Linux 6.16+ refuses without CAP_SYS_ADMIN: with the
@@ -1264,6 +1323,11 @@ def main():
         run(
             "jvms_refused_for_slots_are_traced_once_slots_free",
             test_refused_jvms_take_freed_slots,
+            JDK17,
+        )
+        run(
+            "jvms_refused_for_slots_one_namespace_leaves_the_reserve",
+            test_one_namespace_leaves_the_reserve,
             JDK17,
         )
         run(
