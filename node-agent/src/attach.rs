@@ -262,13 +262,6 @@ impl AttachManager {
         self.jvms.values().filter(|j| j.labels.namespace == namespace).count()
     }
 
-    /// Refuses a JVM found by discovery without attaching it: counted in
-    /// `jvmdiag_agent_attach_failures_total{reason}` and `jvmdiag_agent_jvms_untraced{reason}`,
-    /// not looked at again while that process lives.
-    pub fn refuse(&mut self, found: &Found, reason: &str) {
-        self.fail(found.pid, found.start, reason, "")
-    }
-
     /// The capacity rules (`--max-jvms-per-namespace` and the reserve), applied to JVMs with
     /// a namespace (Kubernetes mode).
     pub fn with_capacity(mut self, rule: capacity::Rule) -> Self {
