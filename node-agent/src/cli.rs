@@ -45,8 +45,8 @@ pub struct Cli {
 
     /// Most JVMs traced at once on this node (at most 1024); more are refused, counted as
     /// jvmdiag_agent_attach_failures_total{reason="slots_exhausted"}, and wait for a slot to
-    /// free. In Kubernetes mode the last sixteenth of the free slots (at least 1) only go to
-    /// namespaces holding none (slots_reserved for the others). The per-JVM kernel tables
+    /// free. In Kubernetes mode the last N/16 free slots (at least 1) only go to namespaces
+    /// holding none (slots_reserved for the others). The per-JVM kernel tables
     /// are sized for it, so it sets the agent's idle memory: set it to the node's pod capacity
     /// times the JVMs per pod (a kubelet runs at most 110 pods by default).
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=crate::attach::MAX_JVMS as i64))]
