@@ -129,6 +129,19 @@ def start_agent(*extra, object_wait=True):
     return harness.wait_serving(PORT, p, os.path.join(WORK, "agent.log"))
 
 
+def start_kube_agent(*extra):
+    """The agent in Kubernetes mode without an API server (harness.kube_mode_without_apiserver):
+    the host's JVMs traced with --all-jvms, all in namespace ""."""
+    p = subprocess.Popen(
+        [AGENT, *harness.kube_mode_without_apiserver(WORK)]
+        + ["--listen", f"127.0.0.1:{PORT}", "--exit-after", "900", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(WORK, "agent.log"), "a"),
+    )
+    procs.append(p)
+    return harness.wait_serving(PORT, p, os.path.join(WORK, "agent.log"))
+
+
 def wait_attached(pid, timeout=15):
     t = time.time() + timeout
     while time.time() < t:
@@ -162,10 +175,11 @@ def classes(jdk):
     return out
 
 
-def workload(jdk, tag, main, args, jvm_opts=(), files=()):
+def workload(jdk, tag, main, args, jvm_opts=(), files=(), attached=True):
     """Starts a workload JVM in its own directory CTL (also its working directory), with the
     options files given as (name relative to CTL, text); a name ending in "@link" is written
-    as a link to the file (as a ConfigMap volume presents it)."""
+    as a link to the file (as a ConfigMap volume presents it). Waits until the agent traces it
+    (its series, by pid: standalone mode) unless `attached` is False."""
     ctl = os.path.join(WORK, tag)
     shutil.rmtree(ctl, ignore_errors=True)
     os.makedirs(ctl)
@@ -185,7 +199,8 @@ def workload(jdk, tag, main, args, jvm_opts=(), files=()):
     )
     procs.append(p)
     wait_file(os.path.join(ctl, "ready"), 60, p)
-    wait_attached(p.pid)
+    if attached:
+        wait_attached(p.pid)
     return p, ctl
 
 
@@ -810,6 +825,155 @@ def test_inflight_share(jdk, tag, kind="park"):
     return problems
 
 
+def traced_slot(maps, pid):
+    """A JVM's slot if it is in traced_pids (the kernel's map, bpftool), else None."""
+    try:
+        return slot_of(maps, pid)
+    except RuntimeError:
+        return None
+
+
+def wait_traced(maps, pid, timeout=30):
+    """Waits until the agent traces pid (scraping meanwhile: a scrape releases the slots of the
+    JVMs that exited); its slot."""
+    t = time.time() + timeout
+    while time.time() < t:
+        slot = traced_slot(maps, pid)
+        if slot is not None:
+            return slot
+        scrape()
+        time.sleep(0.1)
+    raise RuntimeError(f"pid {pid} not in traced_pids")
+
+
+def agent_value(text, name, **want):
+    """The agent-wide sample of a family with these labels (0 when absent)."""
+    return sum(
+        v for n, l, v in samples(text) if n == name and all(l.get(k) == x for k, x in want.items())
+    )
+
+
+def test_inflight_namespace_share(jdk, tag):
+    """The JVMs of one namespace hold together at most the namespace's share of an in-flight
+    table, and the units of a released JVM go back to its namespace. Kubernetes mode without an
+    API server (host JVMs traced with --all-jvms, all in namespace ""), --max-jvms 8 and
+    --max-jvms-per-namespace 2: park_inflight holds 8 x 64 = 512 entries, one JVM's share is 128
+    (a quarter), the namespace's the part of the table its 2 of 8 slots are, 128. JVM A parks 100
+    holder threads: all in the table. JVM B parks 100 beside it: the namespace's entries (A's and
+    B's, holders and the JVMs' own parked threads) are then exactly 128, and B's holder calls
+    beyond its entries are refused `namespace_share` (not `jvm_share`: B holds far less than its
+    128), in the kernel's per-JVM counts (bpftool) and the agent-wide counter. A third JVM C is
+    refused a slot (namespace_share: the namespace holds 2) and waits; A is killed: once its slot
+    is released C is traced, and C's 90 holders all fit, because A's units went back to the
+    namespace (B's some 28 + C's 90 < 128; without them C would get none); the namespace's count
+    in the kernel equals its entries in the table throughout."""
+    global shared_agent
+    if shared_agent is not None:
+        stop(shared_agent)
+        shared_agent = None
+    table, n = "park_inflight", 100
+    agent = start_kube_agent(
+        "--max-jvms", "8", "--max-jvms-per-namespace", "2", "--match-jvm", "ParkHold"
+    )
+    maps = {**object_maps(agent.pid, "park_end"), **object_maps(agent.pid, "park_begin")}
+    problems = []
+
+    def ns_count():
+        # inflight_ns: u64 per (table, namespace id); park_inflight is table 0: keys 0..1024.
+        return sum(
+            int.from_bytes(v[:8], "little")
+            for k, v in map_dump(maps["inflight_ns"])
+            if int.from_bytes(k[:4], "little") < 1025
+        )
+
+    def lost_of(slot):
+        """(reason -> begins refused) of a slot in the kernel's inflight_lost (slot, table, reason)."""
+        out = {}
+        for k, v in map_dump(maps["inflight_lost"]):
+            if int.from_bytes(k[:4], "little") == slot and int.from_bytes(k[4:6], "little") == 0:
+                out[int.from_bytes(k[6:8], "little")] = int.from_bytes(v[:8], "little")
+        return out
+
+    def holders(pid, tids):
+        return [t for t in tids if comm(pid, t).startswith("holder-")]
+
+    def park(tag_, count):
+        p, ctl = workload(jdk, tag_, "ParkHold", [count, "park"], attached=False)
+        slot = wait_traced(maps, p.pid)
+        open(os.path.join(ctl, "go"), "w").close()
+        wait_file(os.path.join(ctl, "parked"), 60, p)
+        calls = int(open(os.path.join(ctl, "parked")).read().split()[1])
+        return p, ctl, slot, calls
+
+    a, actl, aslot, _ = park(f"ns-a-{tag}", n)
+    b, bctl, bslot, bcalls = park(f"ns-b-{tag}", n)
+    aheld, bheld = inflight_of(maps, table, aslot), inflight_of(maps, table, bslot)
+    aholders, bholders = holders(a.pid, aheld), holders(b.pid, bheld)
+    blost = lost_of(bslot)
+    text = scrape()
+    total = {
+        r: agent_value(
+            text, "jvmdiag_agent_inflight_lost_total", collector="parking", map=table, reason=r
+        )
+        for r in ("jvm_share", "namespace_share", "full")
+    }
+    log(
+        f"  {tag}: A holds {len(aheld)} entries ({len(aholders)} holders), B {len(bheld)} "
+        f"({len(bholders)} holders, {bcalls} holder calls); B lost {blost} (reason 2: "
+        f"namespace_share), agent-wide {total}; the namespace's count {ns_count()}"
+    )
+    if len(aholders) != n or len(aheld) + len(bheld) != 128:
+        problems.append(
+            f"A holds {len(aholders)} holders of {n}; A and B {len(aheld) + len(bheld)} entries, "
+            "not the namespace's share 128"
+        )
+    want = bcalls - len(bholders)
+    if blost != {2: want} or total != {"jvm_share": 0, "namespace_share": want, "full": 0}:
+        problems.append(f"B lost {blost}, agent-wide {total}: want {want} namespace_share")
+    if ns_count() != len(aheld) + len(bheld):
+        problems.append(f"the namespace's count {ns_count()} != its entries in the table")
+
+    # A third JVM of the namespace: no slot (its share is 2); it waits for one.
+    c, cctl = workload(jdk, f"ns-c-{tag}", "ParkHold", [90, "park"], attached=False)
+    t = time.time() + 30
+    while time.time() < t:
+        text = scrape()
+        if agent_value(text, "jvmdiag_agent_jvms_untraced", reason="namespace_share") == 1:
+            break
+        time.sleep(0.1)
+    refused = agent_value(text, "jvmdiag_agent_attach_failures_total", reason="namespace_share")
+    if refused != 1 or traced_slot(maps, c.pid) is not None:
+        problems.append(f"the third JVM: traced {traced_slot(maps, c.pid)}, failures {refused}")
+    a.kill()
+    a.wait(30)
+    cslot = wait_traced(maps, c.pid)
+    open(os.path.join(cctl, "go"), "w").close()
+    wait_file(os.path.join(cctl, "parked"), 60, c)
+    cheld, clost = holders(c.pid, inflight_of(maps, table, cslot)), lost_of(cslot)
+    text = scrape()
+    refused = agent_value(text, "jvmdiag_agent_attach_failures_total", reason="namespace_share")
+    waiting = agent_value(text, "jvmdiag_agent_jvms_untraced", reason="namespace_share")
+    entries = len(inflight_of(maps, table, bslot)) + len(inflight_of(maps, table, cslot))
+    log(
+        f"  {tag}: A killed; C traced in slot {cslot}, {len(cheld)} of its 90 holders in the "
+        f"table, lost {clost}; namespace_share failures {refused}, waiting {waiting}; the "
+        f"namespace's count {ns_count()}, its entries {entries}"
+    )
+    if len(cheld) != 90 or clost:
+        problems.append(f"C holds {len(cheld)} of 90, lost {clost}: A's units not given back")
+    if refused != 1 or waiting != 0:
+        problems.append(f"namespace_share: failures {refused} (want 1), waiting {waiting} (want 0)")
+    if ns_count() != entries:
+        problems.append(f"the namespace's count {ns_count()} != its entries {entries}")
+    for ctl in (bctl, cctl):
+        for f in ("release", "quit"):
+            open(os.path.join(ctl, f), "w").close()
+    b.wait(60)
+    c.wait(60)
+    stop(agent)
+    return problems
+
+
 VT_JFC = """<?xml version="1.0" encoding="UTF-8"?>
 <configuration version="2.0" label="jvmdiag-virtual-threads">
   <event name="jdk.JavaMonitorEnter"><setting name="enabled">true</setting><setting name="stackTrace">false</setting><setting name="threshold">0 ms</setting></event>
@@ -1288,6 +1452,12 @@ def main():
                 jdk,
                 os.path.basename(jdk.rstrip("/")),
             )
+        run(
+            f"park_table_namespace_share_and_units_back_{os.path.basename(JDKS[0].rstrip('/'))}",
+            test_inflight_namespace_share,
+            JDKS[0],
+            os.path.basename(JDKS[0].rstrip("/")),
+        )
         run(
             f"wait_table_share_hostile_jvm_loses_its_own_{os.path.basename(JDKS[-1].rstrip('/'))}",
             test_inflight_share,

@@ -21,6 +21,7 @@ from harness import (
     bpf_objects_of,
     bpftool,
     kill_leftovers,
+    kube_mode_without_apiserver,
     log,
     map_entries,
     procs,
@@ -146,12 +147,12 @@ def jdk_nostapsdt(jdk):
 AGENT_PIDS = {}  # port -> the agent's pid (the wrapper execs it)
 
 
-def start_agent(port, *extra, wrap=None):
+def start_agent(port, *extra, wrap=None, standalone=True):
     p = subprocess.Popen(
         [
             *(wrap or []),
             AGENT,
-            "--standalone",
+            *(["--standalone"] if standalone else []),
             "--listen",
             f"127.0.0.1:{port}",
             "--exit-after",
@@ -177,6 +178,7 @@ def compile_workloads(jdk, out):
             f"{src}/Storm.java",
             f"{src}/Tiny.java",
             f"{src}/HostileNames.java",
+            f"{src}/SlotHolder.java",
         ],
         check=True,
     )
@@ -1067,6 +1069,156 @@ def test_churn(jdk):
     return problems
 
 
+def test_refused_jvms_take_freed_slots(jdk):
+    """--max-jvms 8 and ten JVMs: eight are traced, the ninth and tenth are refused
+    slots_exhausted, counted once each, and wait. One traced JVM exits: once its slot is released
+    (the scrape after its exit showed its last values) the ninth, refused first, is traced within
+    two polls, the tenth still waits; another exits: the tenth is traced. The failures counter
+    stays at 2 (JVMs refused, not retries); jvms_untraced follows the JVMs still waiting."""
+    port, poll = e2e_port(8), 0.5
+    agent = start_agent(
+        port, "--max-jvms", "8", "--match-jvm", "SlotHolder", "--poll-interval-ms", "500"
+    )
+    classes = os.path.join(WORK, "classes-17")
+    compile_workloads(jdk, classes)
+    problems = []
+
+    def holder():
+        p = subprocess.Popen(
+            [f"{jdk}/bin/java", "-Xmx32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+            + ["-cp", classes, "SlotHolder"],
+            stdout=subprocess.DEVNULL,
+        )
+        procs.append(p)
+        return p
+
+    def traced(text, p):
+        return any(n == "jvmdiag_jvm_info" for n, _, _ in samples(text, p.pid))
+
+    def refusals(text):
+        failed = agent_scalar(text, "jvmdiag_agent_attach_failures_total", reason="slots_exhausted")
+        waiting = agent_scalar(text, "jvmdiag_agent_jvms_untraced", reason="slots_exhausted")
+        return int(failed or 0), int(waiting or 0)
+
+    def wait_until(what, cond, timeout=60):
+        t = time.time() + timeout
+        while time.time() < t:
+            text = scrape(port)
+            if cond(text):
+                return text
+            time.sleep(0.1)
+        raise RuntimeError(f"timed out waiting for {what}: {refusals(scrape(port))}")
+
+    jvms = []
+    for _ in range(8):  # one at a time: the first eight take the eight slots
+        jvms.append(holder())
+        wait_attached(port, jvms[-1].pid, timeout=60)
+    for i in (8, 9):  # then the ninth and the tenth, refused in this order
+        jvms.append(holder())
+        wait_until(f"JVM {i + 1} refused", lambda t, n=i - 7: refusals(t) == (n, n))
+    text = scrape(port)
+    if sum(traced(text, p) for p in jvms) != 8 or refusals(text) != (2, 2):
+        problems.append(
+            f"10 JVMs, 8 slots: {sum(traced(text, p) for p in jvms)} traced, "
+            f"(failures, waiting) {refusals(text)}"
+        )
+
+    def free_one(victim, newcomer):
+        """Kills `victim`; seconds from its slot's release to `newcomer` traced, measured from
+        the start of the scrape that showed the victim's last values (its release is at that
+        scrape's end) to the end of the first scrape that shows the newcomer traced."""
+        victim.kill()
+        victim.wait(30)
+        shown_at = None
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            t0 = time.time()
+            text = scrape(port)
+            if any(True for _ in samples(text, victim.pid)):
+                shown_at = t0  # still shown: this scrape may be its last, then released
+            elif traced(text, newcomer):
+                return time.time() - shown_at, text
+            time.sleep(0.05)
+        raise RuntimeError(f"pid {newcomer.pid} not traced after pid {victim.pid} exited")
+
+    dt9, text = free_one(jvms[0], jvms[8])
+    if traced(text, jvms[9]) or refusals(text) != (2, 1):
+        problems.append(
+            f"after one exit: tenth traced {traced(text, jvms[9])}, "
+            f"(failures, waiting) {refusals(text)} (want (2, 1))"
+        )
+    dt10, text = free_one(jvms[1], jvms[9])
+    if refusals(text) != (2, 0):
+        problems.append(f"after two exits: (failures, waiting) {refusals(text)} (want (2, 0))")
+    log(f"  slots: the ninth traced {dt9:.2f} s after its slot's release, the tenth {dt10:.2f} s")
+    # At most two polls, and the two scrapes around them.
+    for n, dt in (("ninth", dt9), ("tenth", dt10)):
+        if dt > 2 * poll + 0.5:
+            problems.append(f"the {n} JVM traced {dt:.2f} s after a slot freed (polls of {poll} s)")
+    for p in jvms:
+        p.kill()
+    agent.terminate()
+    return problems
+
+
+def test_one_namespace_leaves_the_reserve(jdk):
+    """Kubernetes mode without an API server: the host's JVMs are traced with --all-jvms, all in
+    namespace "". With --max-jvms 8 the last free slot is the reserve, kept for namespaces that
+    hold none: of eight JVMs of that one namespace seven are traced and the eighth is refused
+    slots_reserved (counted once) and waits; when one of the seven exits, two slots are free and
+    the eighth is traced; the counter stays at 1."""
+    port = e2e_port(9)
+    agent = start_agent(
+        port,
+        *kube_mode_without_apiserver(WORK),
+        "--max-jvms",
+        "8",
+        "--match-jvm",
+        "SlotHolder",
+        "--poll-interval-ms",
+        "500",
+        standalone=False,
+    )
+    classes = os.path.join(WORK, "classes-17")
+    compile_workloads(jdk, classes)
+
+    def view():
+        text = scrape(port)
+        failed = agent_scalar(text, "jvmdiag_agent_attach_failures_total", reason="slots_reserved")
+        waiting = agent_scalar(text, "jvmdiag_agent_jvms_untraced", reason="slots_reserved")
+        attached = agent_scalar(text, "jvmdiag_agent_jvms_attached")
+        return int(attached or 0), int(failed or 0), int(waiting or 0)
+
+    def wait_view(what, want, timeout=60):
+        t = time.time() + timeout
+        while time.time() < t:
+            if view() == want:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"timed out waiting for {what}: (attached, failures, waiting) {view()}")
+
+    jvms = []
+    for i in range(8):
+        p = subprocess.Popen(
+            [f"{jdk}/bin/java", "-Xmx32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+            + ["-cp", classes, "SlotHolder"],
+            stdout=subprocess.DEVNULL,
+        )
+        procs.append(p)
+        jvms.append(p)
+        want = (i + 1, 0, 0) if i < 7 else (7, 1, 1)
+        wait_view(f"JVM {i + 1} of the namespace decided", want)
+    jvms[0].kill()
+    jvms[0].wait(30)
+    # Its exit shows at a scrape, then its slot is released: the eighth takes one of the two.
+    wait_view("the eighth JVM traced", (7, 1, 0))
+    log("  reserve: 7 of one namespace's 8 JVMs traced, the 8th refused slots_reserved, traced")
+    for p in jvms:
+        p.kill()
+    agent.terminate()
+    return []
+
+
 def test_perf_event_uprobes_need_sys_admin(jdk):
     """Kernels without uprobe_multi links (< 6.6; forced here with JVMDIAG_UPROBE_PERF_EVENT=1)
     attach uprobes as perf events, which Linux 6.16+ refuses without CAP_SYS_ADMIN: with the
@@ -1247,6 +1399,16 @@ def main():
         run(
             "untraced_neighbour_of_the_same_jdk_pays_nothing",
             test_untraced_neighbour_pays_nothing,
+            JDK17,
+        )
+        run(
+            "jvms_refused_for_slots_are_traced_once_slots_free",
+            test_refused_jvms_take_freed_slots,
+            JDK17,
+        )
+        run(
+            "jvms_refused_for_slots_one_namespace_leaves_the_reserve",
+            test_one_namespace_leaves_the_reserve,
             JDK17,
         )
         run(

@@ -60,6 +60,28 @@ def samples(text, pid=None):
             yield m.group(1), labels, float(m.group(3))
 
 
+# Kubernetes mode without an API server: the kubeconfig names one that does not answer. The
+# agent retries the pod watch for ever and traces host JVMs with --all-jvms meanwhile, all in
+# the namespace "" (JVMs outside pods count as one namespace): enough to test what it does per
+# namespace (the shares, the reserve) without a cluster.
+NO_APISERVER_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: none, cluster: {server: "http://127.0.0.1:9"}}]
+users: [{name: none, user: {}}]
+contexts: [{name: none, context: {cluster: none, user: none}}]
+current-context: none
+"""
+
+
+def kube_mode_without_apiserver(work):
+    """The agent's flags for Kubernetes mode without an API server (the kubeconfig written into
+    `work`), tracing the host's JVMs with --all-jvms."""
+    path = os.path.join(work, "no-apiserver.kubeconfig")
+    with open(path, "w") as f:
+        f.write(NO_APISERVER_KUBECONFIG)
+    return ["--node-name", "jvmdiag-e2e-no-node", "--kubeconfig", path, "--all-jvms"]
+
+
 def wait_serving(port, proc, log_path, timeout=60):
     """Waits until the agent `proc` serves /metrics on `port`; loading its BPF objects takes
     seconds on a machine busy with other builds, hence the margin. Raises with the end of its

@@ -29,10 +29,14 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let traced = attach::create_traced_pids().map_err(bpf_fatal)?;
     let limits_map = attach::create_jvm_limits().map_err(bpf_fatal)?;
     let limits_fd = limits_map.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
+    let namespaces = attach::create_slot_namespace().map_err(bpf_fatal)?;
+    let namespaces_fd = namespaces.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
     let load_cfg = LoadConfig {
         max_jvms: cfg.cli.max_jvms,
         collector_bit: 0,
         jvm_limits: Some(std::sync::Arc::new(limits_fd)),
+        slot_namespace: Some(std::sync::Arc::new(namespaces_fd)),
+        max_jvms_per_namespace: cfg.max_jvms_per_namespace(),
         settings: cfg.settings.clone(),
     };
     let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
@@ -53,7 +57,9 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
 
     let mut mgr = AttachManager::new(collectors, traced, host)
         .with_jvm_limits(limits_map, cfg.caps())
-        .with_max_jvms(cfg.cli.max_jvms);
+        .with_max_jvms(cfg.cli.max_jvms)
+        .with_capacity(cfg.capacity())
+        .with_slot_namespace(namespaces);
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
     let mut agent =
@@ -85,20 +91,26 @@ impl Mode for Agent {
         }
         mgr.reap();
         stats.fallback.poll(mgr);
-        match self.disc.poll(&mgr.known()) {
+        // JVMs refused for capacity first, when a slot was released: they waited longest.
+        let retried = mgr.retry_waiting();
+        let found = match self.disc.poll(&mgr.known()) {
             Ok(p) => {
                 stats.proc_unreadable += p.unreadable;
-                for f in p.found {
-                    match stats.kube.as_mut() {
-                        Some(k) => k.offer(f),
-                        None => {
-                            let limits = crate::limits::for_jvm(&self.jvm_limits, &f.name);
-                            mgr.add_limited(f, None, limits)
-                        }
-                    }
+                p.found
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "scanning /proc");
+                Vec::new()
+            }
+        };
+        for f in retried.into_iter().chain(found) {
+            match stats.kube.as_mut() {
+                Some(k) => k.offer(f),
+                None => {
+                    let limits = crate::limits::for_jvm(&self.jvm_limits, &f.name);
+                    mgr.try_add(f, None, limits, None);
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "scanning /proc"),
         }
         if let Some(k) = stats.kube.as_mut() {
             k.resolve(mgr);

@@ -28,11 +28,13 @@ use jvmdiag_inspect::limits::{ELF_MAX_BYTES, HSPERFDATA_MAX_BYTES};
 use jvmdiag_inspect::root::ProcRoot;
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, MapType};
 
+use crate::capacity::{self, NamespaceIds, Refusal, Waiting};
 use crate::collector::{Collector, Target, REGISTRY};
 use crate::discovery::{self, FileId, Found};
 use crate::file_identity::FileIdentity;
 use crate::labels::JvmLabels;
 use crate::metrics::ProbeMode;
+use crate::skel::consts::NO_NAMESPACE;
 use crate::skel::threads::types::jvm_limits;
 use jvmdiag_inspect::jvm_limits::{Caps, Limits};
 
@@ -49,12 +51,6 @@ pub const fn default_max_jvms_per_namespace(slots: u32) -> u32 {
     } else {
         64
     }
-}
-
-/// The fair-share decision: may a namespace whose JVMs hold `held` slots (live ones and
-/// exited ones not released yet) take one more, with at most `per_namespace` each?
-pub fn namespace_share_allows(held: usize, per_namespace: u32) -> bool {
-    held < per_namespace as usize
 }
 
 /// The `traced_pids` value of a JVM in `slot` that wants these collectors (None: all).
@@ -110,8 +106,20 @@ pub struct AttachManager {
     /// Attach failures by reason (and collector where one failed alone).
     pub failures: BTreeMap<(String, String), u64>,
     /// Pids (and start times) that failed to attach or were not selected (not looked at
-    /// again while that process lives).
+    /// again by discovery while that process lives; those refused for capacity wait in
+    /// `waiting` for a slot).
     failed: HashMap<u32, u64>,
+    /// JVMs refused for capacity, offered the slots that free ([`AttachManager::retry_waiting`]).
+    waiting: Waiting<Found>,
+    /// Polls at which the waiting JVMs are offered the free slots: two after a release (the
+    /// second for a JVM that was offered one and did not take it after all), then none.
+    recheck: u8,
+    /// Who may take a slot (`capacity::admit`): the namespace share and reserve.
+    capacity: capacity::Rule,
+    /// Each slot's namespace id (Kubernetes mode), mirrored into `slot_namespace`.
+    namespace_ids: NamespaceIds,
+    /// The map every object with in-flight tables reuses (inflight.bpf.h `slot_namespace`).
+    slot_namespace: Option<MapHandle>,
     /// Why each pid in `failed` is not traced (jvmdiag_agent_jvms_untraced).
     pub untraced: HashMap<u32, String>,
     host: String,
@@ -146,6 +154,16 @@ pub fn create_jvm_limits() -> Result<MapHandle> {
     let size = std::mem::size_of::<jvm_limits>() as u32;
     MapHandle::create(MapType::Array, Some("jvm_limits"), 4, size, MAX_JVMS, &opts)
         .context("create the jvm_limits map")
+}
+
+/// The `slot_namespace` map every object with in-flight tables reuses (inflight.bpf.h).
+pub fn create_slot_namespace() -> Result<MapHandle> {
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    MapHandle::create(MapType::Array, Some("slot_namespace"), 4, 4, MAX_JVMS, &opts)
+        .context("create the slot_namespace map")
 }
 
 /// The kernel's value of a JVM's limits (0: the agent's own).
@@ -189,6 +207,11 @@ impl AttachManager {
             free_slots: (0..MAX_JVMS).rev().collect(),
             failures: BTreeMap::new(),
             failed: HashMap::new(),
+            waiting: Waiting::default(),
+            recheck: 0,
+            capacity: capacity::Rule::for_slots(MAX_JVMS, default_max_jvms_per_namespace(MAX_JVMS)),
+            namespace_ids: NamespaceIds::new(MAX_JVMS),
+            slot_namespace: None,
             untraced: HashMap::new(),
             host,
             match_jvm: None,
@@ -219,8 +242,17 @@ impl AttachManager {
         self.traced_pids.keys().count()
     }
 
+    /// Counts a failure in `jvmdiag_agent_attach_failures_total` (a capacity refusal once per
+    /// process: a waiting JVM refused again at a retry is not counted again) and names it in
+    /// `jvmdiag_agent_jvms_untraced` (the reason of its last refusal).
     fn fail(&mut self, pid: u32, start: u64, reason: &str, collector: &str) {
-        *self.failures.entry((reason.to_string(), collector.to_string())).or_default() += 1;
+        let capacity = Refusal::of_reason(reason).is_some();
+        if !(capacity && self.waiting.contains(pid, start)) {
+            *self.failures.entry((reason.to_string(), collector.to_string())).or_default() += 1;
+        }
+        if !capacity {
+            self.waiting.remove(pid); // failed otherwise at its retry: not retried again
+        }
         self.failed.insert(pid, start);
         self.untraced.insert(pid, reason.to_string());
     }
@@ -230,11 +262,114 @@ impl AttachManager {
         self.jvms.values().filter(|j| j.labels.namespace == namespace).count()
     }
 
-    /// Refuses a JVM found by discovery without attaching it: counted in
-    /// `jvmdiag_agent_attach_failures_total{reason}` and `jvmdiag_agent_jvms_untraced{reason}`,
-    /// not looked at again while that process lives (like `slots_exhausted`).
-    pub fn refuse(&mut self, found: &Found, reason: &str) {
-        self.fail(found.pid, found.start, reason, "")
+    /// The capacity rules (`--max-jvms-per-namespace` and the reserve), applied to JVMs with
+    /// a namespace (Kubernetes mode).
+    pub fn with_capacity(mut self, rule: capacity::Rule) -> Self {
+        self.capacity = rule;
+        self
+    }
+
+    /// Gives the manager the `slot_namespace` map (`create_slot_namespace`) the objects with
+    /// in-flight tables reuse: it writes each slot's namespace id there.
+    pub fn with_slot_namespace(mut self, map: MapHandle) -> Self {
+        self.slot_namespace = Some(map);
+        self
+    }
+
+    /// The id of the namespace holding `slot` (NO_NAMESPACE: none, or standalone mode).
+    pub fn namespace_id(&self, slot: u32) -> u32 {
+        self.namespace_ids.of_slot(slot)
+    }
+
+    /// Writes a slot's namespace id into `slot_namespace` (NO_NAMESPACE clears it).
+    fn write_slot_namespace(&self, slot: u32, id: u32) {
+        if let Some(m) = &self.slot_namespace {
+            if let Err(e) = m.update(&slot.to_ne_bytes(), &id.to_ne_bytes(), MapFlags::ANY) {
+                tracing::warn!(slot, error = %e, "slot_namespace update failed: its namespace share does not apply");
+            }
+        }
+    }
+
+    /// Refuses a JVM for capacity: it waits for a slot ([`AttachManager::retry_waiting`]),
+    /// counted at its first refusal only.
+    fn refuse_capacity(&mut self, found: &Found, refusal: Refusal, namespace: Option<&str>) {
+        self.fail(found.pid, found.start, refusal.reason(), ""); // counted unless waiting
+        self.waiting.refused(found.pid, found.start, namespace, found.clone());
+    }
+
+    /// Starts tracing a JVM found by discovery if the capacity rules let it take a slot
+    /// (`capacity::admit`; `namespace`: its pod's, None in standalone mode), else it waits for
+    /// one and the refusal is returned. In Kubernetes mode the slot gets its namespace's id
+    /// before the JVM's `traced_pids` entry, so its first begin in an in-flight table already
+    /// counts for its namespace.
+    pub fn try_add(
+        &mut self,
+        found: Found,
+        wanted: Option<&[&str]>,
+        limits: Limits,
+        namespace: Option<&str>,
+    ) -> Option<Refusal> {
+        let pid = found.pid;
+        if self.jvms.contains_key(&pid) {
+            return None;
+        }
+        let selected = self.match_jvm.as_ref().is_none_or(|m| found.name.contains(m.as_str()));
+        if selected {
+            let held = namespace.map(|ns| self.slots_held_by(ns));
+            if let Err(refusal) = capacity::admit(self.capacity, self.free_slots.len(), held) {
+                self.refuse_capacity(&found, refusal, namespace);
+                return Some(refusal);
+            }
+        }
+        // The slot add_limited takes is the last free one.
+        let slot = self.free_slots.last().copied().filter(|_| selected);
+        if let (Some(slot), Some(ns)) = (slot, namespace) {
+            let id = self.namespace_ids.assign(slot, ns).unwrap_or(NO_NAMESPACE);
+            self.write_slot_namespace(slot, id);
+        }
+        self.add_limited(found, wanted, limits);
+        let taken = self.jvms.get(&pid).map(|j| j.slot);
+        if let (Some(slot), Some(ns)) = (slot, namespace) {
+            if taken != Some(slot) {
+                // Not traced (or in another slot): the slot is free again, without namespace.
+                self.namespace_ids.release(slot);
+                self.write_slot_namespace(slot, NO_NAMESPACE);
+                if let Some(other) = taken {
+                    let id = self.namespace_ids.assign(other, ns).unwrap_or(NO_NAMESPACE);
+                    self.write_slot_namespace(other, id);
+                }
+            }
+        }
+        if taken.is_some() {
+            // Traced: no longer waiting, failed or untraced (a retried JVM).
+            self.waiting.remove(pid);
+            self.failed.remove(&pid);
+            self.untraced.remove(&pid);
+        }
+        None
+    }
+
+    /// The JVMs refused for capacity to offer the slots free now: only at the two polls after
+    /// a slot was released, and only those the rules let in (`Waiting::pick`: the namespaces
+    /// holding the fewest slots first, then the oldest refusal), so a retry costs no I/O but
+    /// the attach itself. The caller offers them again (`try_add`, or the Kubernetes
+    /// attributor, which decides their pod again); one refused again waits on, not counted
+    /// again.
+    pub fn retry_waiting(&mut self) -> Vec<Found> {
+        if self.recheck == 0 || self.waiting.is_empty() {
+            self.recheck = 0;
+            return Vec::new();
+        }
+        self.recheck -= 1;
+        let mut held: HashMap<String, usize> = HashMap::new();
+        for j in self.jvms.values() {
+            *held.entry(j.labels.namespace.clone()).or_default() += 1;
+        }
+        let offered = self.waiting.pick(self.capacity, self.free_slots.len(), &held);
+        if offered.is_empty() {
+            self.recheck = 0; // nobody may have the free slots: until the next release
+        }
+        offered.into_iter().map(|(_, f)| f).collect()
     }
 
     /// Starts tracing a JVM found by discovery with the collectors it wants (None: every
@@ -506,11 +641,11 @@ impl AttachManager {
                 j.links.clear(); // detached: nothing of this process fires any more
             }
         }
-        // Failed pids that are gone can be forgotten.
         // Failed pids that are gone (or reused by another process) are forgotten.
         self.failed.retain(|pid, start| discovery::alive(*pid, *start));
         let failed = &self.failed;
         self.untraced.retain(|pid, _| failed.contains_key(pid));
+        self.waiting.retain(|pid, start| failed.get(&pid) == Some(&start));
         // Exited JVMs nobody scraped for long are released anyway.
         let stale: Vec<u32> = self
             .jvms
@@ -557,6 +692,35 @@ impl AttachManager {
                 m.update(&j.slot.to_ne_bytes(), &limits_value(&Limits::default()), MapFlags::ANY);
         }
         self.free_slots.push(j.slot);
+        self.slot_released(j.slot);
+    }
+
+    /// A slot went back to `free_slots` (the collectors forgot it, giving its in-flight units
+    /// back to its namespace): it leaves its namespace, and the waiting JVMs are offered it at
+    /// the next poll.
+    fn slot_released(&mut self, slot: u32) {
+        if let Some(id) = self.namespace_ids.release(slot) {
+            self.write_slot_namespace(slot, NO_NAMESPACE);
+            if !self.namespace_ids.in_use(id) {
+                // Its namespace's last slot: nothing counts for the id until it is given again.
+                for c in &self.collectors {
+                    if let Err(e) = c.forget_namespace(id) {
+                        tracing::warn!(
+                            namespace = id,
+                            collector = c.name(),
+                            error = format!("{e:#}"),
+                            "forgetting a namespace id"
+                        );
+                    }
+                }
+            }
+        }
+        self.recheck = 2;
+    }
+
+    /// Does a namespace hold this id now (`namespace_id`)?
+    pub fn namespace_in_use(&self, id: u32) -> bool {
+        self.namespace_ids.in_use(id)
     }
 
     /// Reads a live JVM's hsperfdata (inside its root): threads live and version info.
@@ -655,10 +819,13 @@ mod tests {
         assert_eq!(default_max_jvms_per_namespace(MAX_JVMS), (MAX_JVMS / 4).max(64));
         assert_eq!(default_max_jvms_per_namespace(128), 64);
         assert_eq!(default_max_jvms_per_namespace(0), 64);
-        assert!(namespace_share_allows(0, 1));
-        assert!(namespace_share_allows(255, 256));
-        assert!(!namespace_share_allows(256, 256), "the 257th JVM of a namespace is refused");
-        assert!(!namespace_share_allows(1000, 256));
+        let rule = capacity::Rule::for_slots(MAX_JVMS, 256);
+        assert!(capacity::admit(rule, 100, Some(255)).is_ok());
+        assert_eq!(
+            capacity::admit(rule, 100, Some(256)),
+            Err(Refusal::NamespaceShare),
+            "the 257th JVM of a namespace is refused"
+        );
         // Four namespaces at their share leave nothing, but none of them can take more.
         let per = default_max_jvms_per_namespace(MAX_JVMS) as usize;
         assert!(4 * per >= MAX_JVMS as usize && per < MAX_JVMS as usize);

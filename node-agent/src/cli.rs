@@ -65,7 +65,9 @@ pub struct Cli {
     pub poll_interval_ms: u64,
 
     /// Most JVMs traced at once on this node (at most 1024); more are refused, counted as
-    /// jvmdiag_agent_attach_failures_total{reason="slots_exhausted"}. The per-JVM kernel tables
+    /// jvmdiag_agent_attach_failures_total{reason="slots_exhausted"}, and wait for a slot to
+    /// free. In Kubernetes mode the last N/16 free slots (at least 1) only go to namespaces
+    /// holding none (slots_reserved for the others). The per-JVM kernel tables
     /// are sized for it, so it sets the agent's idle memory: set it to the node's pod capacity
     /// times the JVMs per pod (a kubelet runs at most 110 pods by default).
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=crate::attach::MAX_JVMS as i64))]
@@ -73,7 +75,8 @@ pub struct Cli {
 
     /// Kubernetes mode: most JVMs traced at once per namespace (JVMs outside pods count as one
     /// namespace, ""); more are refused, counted as jvmdiag_agent_attach_failures_total{reason="namespace_share"}
-    /// and logged once per namespace. Default: a quarter of --max-jvms, at least 64.
+    /// and logged once per namespace, and wait for one of its slots to free. Default: a quarter
+    /// of --max-jvms, at least 64.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::attach::MAX_JVMS as i64))]
     pub max_jvms_per_namespace: Option<u32>,
 
@@ -172,6 +175,12 @@ impl Config {
         self.cli
             .max_jvms_per_namespace
             .unwrap_or(crate::attach::default_max_jvms_per_namespace(self.cli.max_jvms))
+    }
+
+    /// Who may take a JVM slot: `--max-jvms-per-namespace` and the reserve for namespaces
+    /// holding none (`capacity::Rule`; standalone mode has no namespaces, so neither applies).
+    pub fn capacity(&self) -> crate::capacity::Rule {
+        crate::capacity::Rule::for_slots(self.cli.max_jvms, self.max_jvms_per_namespace())
     }
 
     /// The agent's own `--max-*`: the ceiling of every JVM's limits (the threads, compilation

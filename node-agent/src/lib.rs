@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod attach;
 pub mod auth;
+pub mod capacity;
 pub mod cli;
 pub mod collector;
 pub mod discovery;

@@ -201,7 +201,7 @@ pub static AGENT_FILTERED_EVENTS: Desc = desc(
 );
 pub static AGENT_INFLIGHT_LOST: Desc = desc(
     "jvmdiag_agent_inflight_lost_total",
-    "Begins (a park, a contended enter, a compilation, a thread start) that found no room in their in-flight table, by table and reason (jvm_share: the JVM held its share, full: the table was full); their events are counted, their time or starter is not.",
+    "Begins (a park, a contended enter, a compilation, a thread start) that found no room in their in-flight table, by table and reason (jvm_share: the JVM held its share, namespace_share: the JVMs of its namespace held the namespace's share, full: the table was full); their events are counted, their time or starter is not.",
     Counter,
     &["collector", "map", "reason"],
 );

@@ -69,6 +69,9 @@ impl Settings {
 
 struct JvmStarters {
     slot: u32,
+    /// Its namespace's id (`slot_namespace`) as its entries count it: this object forgets a
+    /// slot at the poll after its release, when the map no longer says.
+    namespace: u32,
     /// (when, thread starts then) at the previous check.
     last: Option<(Instant, u64)>,
     links: Vec<Link>,
@@ -112,11 +115,14 @@ fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSk
     collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_jvms, max_pairs))?;
+    let m = &mut open.maps;
     let shares = inflight::configure(
-        [(&INFLIGHT[0], &mut open.maps.starting), (&INFLIGHT[1], &mut open.maps.started)],
-        cfg.max_jvms,
+        [(&INFLIGHT[0], &mut m.starting), (&INFLIGHT[1], &mut m.started)],
+        &mut m.slot_namespace,
+        cfg,
     )?;
-    open.maps.rodata_data.as_deref_mut().context("starters: no rodata")?.inflight_share = shares;
+    let ro = open.maps.rodata_data.as_deref_mut().context("starters: no rodata")?;
+    (ro.inflight_share, ro.inflight_ns_share) = (shares.jvm, shares.namespace);
     open.load().context("load starters.bpf.o")
 }
 
@@ -138,7 +144,19 @@ impl Starters {
             .collect();
         for pid in gone {
             if let Some(s) = self.jvms.remove(&pid) {
-                self.forget(s.slot);
+                self.forget(s.slot, s.namespace);
+                if s.namespace != consts::NO_NAMESPACE && !mgr.namespace_in_use(s.namespace) {
+                    let m = &self.skel.maps;
+                    if let Err(e) =
+                        inflight::forget_namespace(&m.inflight_ns, &INFLIGHT, s.namespace)
+                    {
+                        tracing::warn!(
+                            namespace = s.namespace,
+                            error = format!("{e:#}"),
+                            "starters: forgetting a namespace id failed"
+                        );
+                    }
+                }
             }
         }
         for (pid, s) in self.jvms.iter_mut() {
@@ -147,7 +165,7 @@ impl Starters {
                 s.links.clear(); // detached
                                  // Starts in progress now will never be seen ending: their entries go, so they
                                  // do not hold the JVM's share of the tables through its later windows.
-                if let Err(e) = clear_pending(&self.skel, s.slot) {
+                if let Err(e) = clear_pending(&self.skel, s.slot, s.namespace) {
                     tracing::warn!(
                         pid = *pid,
                         error = format!("{e:#}"),
@@ -181,6 +199,7 @@ impl Starters {
             let total = starts.get(&slot).copied().unwrap_or(0);
             let s = self.jvms.entry(pid).or_insert(JvmStarters {
                 slot,
+                namespace: mgr.namespace_id(slot),
                 last: None,
                 links: Vec::new(),
                 until: None,
@@ -238,12 +257,12 @@ impl Starters {
         Ok(links)
     }
 
-    fn forget(&self, slot: u32) {
+    fn forget(&self, slot: u32, namespace: u32) {
         let m = &self.skel.maps;
         let r = maps::forget_where(&m.starts_by_starter, |k| {
             decode::<starter_key>(k).is_some_and(|k| k.slot == slot)
         })
-        .and_then(|_| clear_pending(&self.skel, slot))
+        .and_then(|_| clear_pending(&self.skel, slot, namespace))
         .and_then(|_| inflight::forget_lost(&m.inflight_lost, slot))
         .and_then(|_| maps::reset_slot(&m.name_budget, slot));
         if let Err(e) = r {
@@ -276,11 +295,13 @@ impl Starters {
     }
 }
 
-/// Deletes a JVM's entries from both in-flight tables and gives its share back.
-fn clear_pending(skel: &StartersSkel<'static>, slot: u32) -> Result<()> {
+/// Deletes a JVM's entries from both in-flight tables and gives its share back (and its
+/// namespace's, `namespace` its id).
+fn clear_pending(skel: &StartersSkel<'static>, slot: u32, namespace: u32) -> Result<()> {
     let m = &skel.maps;
-    inflight::forget_table(&m.starting, &INFLIGHT[0], &m.inflight_held, slot)?;
-    inflight::forget_table(&m.started, &INFLIGHT[1], &m.inflight_held, slot)
+    let held = (&m.inflight_held, &m.inflight_ns);
+    inflight::forget_table(&m.starting, &INFLIGHT[0], held, namespace, slot)?;
+    inflight::forget_table(&m.started, &INFLIGHT[1], held, namespace, slot)
 }
 
 /// `jvmdiag_thread_starts_by_starter_total` from starts_by_starter entries (starter_key -> __u64).

@@ -772,3 +772,171 @@ fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
     drop(cgroups);
     let _ = std::fs::remove_dir_all(&work);
 }
+
+#[test]
+#[ignore = "needs root and a local control plane: hack/suites/45-agent-kube.sh"]
+fn every_namespace_gets_a_slot_and_freed_slots_go_to_the_waiting() {
+    // 8 slots (--max-jvms 8: the reserve is 1), 6 per namespace. Started one at a time, each
+    // decided before the next: greedy's 7 JVMs (6 traced, the 7th refused namespace_share);
+    // busy's 2 (the first traced, the second refused slots_reserved: only the reserve is free
+    // and busy holds a slot); quiet's 1, traced though the others hold all but the reserve;
+    // late's 1, refused slots_exhausted (all 8 held). Then: a greedy JVM exits, and late's
+    // (its namespace holds none) gets the slot, not greedy's or busy's waiting JVM; a busy JVM
+    // exits, and busy's waiting JVM gets it; quiet's exits, and greedy's waiting JVM does not
+    // get it (greedy holds 5: the slot is the reserve). Each refusal is counted once.
+    let tag = std::process::id();
+    let names = ["greedy", "busy", "quiet", "late"];
+    let ns: Vec<String> = names.iter().map(|n| format!("jvmdiag-{n}-{tag}")).collect();
+    let (greedy, busy, quiet, late) = (&ns[0], &ns[1], &ns[2], &ns[3]);
+    let node = format!("jvmdiag-slots-node-{tag}");
+    let top = format!("jvmdiag-slots-{tag}");
+    let work = std::env::temp_dir().join(format!("jvmdiag-kube-slots-{tag}"));
+    std::fs::create_dir_all(&work).unwrap();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
+    assert!(Command::new(format!("{JDK17}/bin/javac"))
+        .args(["--release", "17", "-d"])
+        .arg(&work)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    kubectl_stdin(
+        &["apply", "-f", "-"],
+        &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"),
+    );
+    for n in &ns {
+        create_namespace(n);
+    }
+    struct Cleanup(Vec<String>, String);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let k = std::env::var("KUBECTL").unwrap_or_default();
+            for ns in &self.0 {
+                let _ = Command::new(&k)
+                    .args(["-n", ns, "delete", "pods", "--all", "--force", "--grace-period=0"])
+                    .env("KUBECONFIG", kubeconfig())
+                    .output();
+                let _ = Command::new(&k)
+                    .args(["delete", "namespace", ns, "--wait=false"])
+                    .env("KUBECONFIG", kubeconfig())
+                    .output();
+            }
+            let _ = Command::new(&k)
+                .args(["delete", "node", &self.1, "--wait=false"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
+        }
+    }
+    let _cleanup = Cleanup(ns.clone(), node.clone());
+
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _agent = Kill(
+        Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
+            .args(["--node-name", &node, "--kubeconfig"])
+            .arg(kubeconfig())
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--poll-interval-ms", "100"])
+            .args(["--max-jvms", "8", "--max-jvms-per-namespace", "6"])
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("agent /metrics", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    wait_for("watch synced", Duration::from_secs(30), || {
+        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
+    });
+
+    const REASONS: [&str; 3] = ["namespace_share", "slots_reserved", "slots_exhausted"];
+    let traced = |text: &str, ns: &str, pod: &str| {
+        let labels = format!("namespace=\"{ns}\",pod=\"{pod}\"");
+        text.lines().any(|l| l.starts_with("jvmdiag_jvm_info{") && l.contains(&labels))
+    };
+    // (attach failures, JVMs waiting) of a capacity reason.
+    let refused = |text: &str, reason: &str| {
+        let r = format!("reason=\"{reason}\"");
+        (
+            value(text, "jvmdiag_agent_attach_failures_total", &[&r]).unwrap_or(0.0) as u64,
+            value(text, "jvmdiag_agent_jvms_untraced", &[&r]).unwrap_or(0.0) as u64,
+        )
+    };
+    let decided = |text: &str| {
+        let ours: usize = ns.iter().map(|n| count_of(text, n)).sum();
+        ours as u64 + REASONS.iter().map(|r| refused(text, r).0).sum::<u64>()
+    };
+
+    let order: Vec<(&String, String)> = (0..7)
+        .map(|i| (greedy, format!("g-{i}")))
+        .chain((0..2).map(|i| (busy, format!("b-{i}"))))
+        .chain([(quiet, "q-0".to_string()), (late, "l-0".to_string())])
+        .collect();
+    let mut cgroups = Vec::new();
+    let mut jvms: HashMap<String, Jvm> = HashMap::new();
+    for (i, (ns, pod)) in order.iter().enumerate() {
+        let id = container_id(0x5b00 + i as u32);
+        let uid = create_pod(ns, pod, &node, Some(("threads,safepoints", "app")));
+        report_container(ns, pod, &id);
+        let cg = Cgroup::new(&top, &uid, &id);
+        let mut j = start_jvm(JDK17, &work, Some(&cg), 5);
+        j.wait_idle();
+        wait_for(&format!("{ns}/{pod} decided"), Duration::from_secs(30), || {
+            decided(&scrape(port)) > i as u64
+        });
+        cgroups.push(cg);
+        jvms.insert(pod.clone(), j);
+    }
+    let text = scrape(port);
+    assert_eq!(
+        [greedy, busy, quiet, late].map(|n| count_of(&text, n)),
+        [6, 1, 1, 0],
+        "traced per namespace\n{text}"
+    );
+    assert!(!traced(&text, greedy, "g-6") && !traced(&text, busy, "b-1"), "{text}");
+    assert!(traced(&text, quiet, "q-0"), "quiet holds none: it takes the reserve\n{text}");
+    for r in REASONS {
+        assert_eq!(refused(&text, r), (1, 1), "{r}: (counted, waiting)\n{text}");
+    }
+
+    // A greedy JVM exits: the slot goes to late (its namespace holds none).
+    drop(jvms.remove("g-0"));
+    wait_for("late's JVM traced", Duration::from_secs(30), || traced(&scrape(port), late, "l-0"));
+    let text = scrape(port);
+    assert!(!traced(&text, greedy, "g-6") && !traced(&text, busy, "b-1"), "{text}");
+    assert_eq!(
+        REASONS.map(|r| refused(&text, r)),
+        [(1, 1), (1, 1), (1, 0)],
+        "counted once each; late's no longer waits\n{text}"
+    );
+
+    // A busy JVM exits: busy holds none now, its waiting JVM comes first.
+    drop(jvms.remove("b-0"));
+    wait_for("busy's second JVM traced", Duration::from_secs(30), || {
+        traced(&scrape(port), busy, "b-1")
+    });
+    let text = scrape(port);
+    assert!(!traced(&text, greedy, "g-6"), "{text}");
+    assert_eq!(REASONS.map(|r| refused(&text, r)), [(1, 1), (1, 0), (1, 0)], "{text}");
+
+    // Quiet's JVM exits: one slot free, the reserve; greedy (5 held) may not take it.
+    drop(jvms.remove("q-0"));
+    wait_for("quiet's JVM released", Duration::from_secs(30), || {
+        !scrape(port).contains(&format!("namespace=\"{quiet}\""))
+    });
+    std::thread::sleep(Duration::from_secs(2)); // 20 polls
+    let text = scrape(port);
+    assert!(!traced(&text, greedy, "g-6"), "the reserve went to a namespace holding slots\n{text}");
+    assert_eq!(count_of(&text, greedy), 5, "{text}");
+    assert_eq!(REASONS.map(|r| refused(&text, r)), [(1, 1), (1, 0), (1, 0)], "{text}");
+    drop(jvms);
+    drop(cgroups);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// JVMs of `ns` traced (their `jvmdiag_jvm_info` series).
+fn count_of(text: &str, ns: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            l.starts_with("jvmdiag_jvm_info{") && l.contains(&format!("namespace=\"{ns}\""))
+        })
+        .count()
+}

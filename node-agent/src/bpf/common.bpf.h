@@ -6,6 +6,9 @@
 #include "jvm.h"
 
 _Static_assert(MAX_JVMS <= (1u << SLOT_BITS), "a slot must fit below the collector bits");
+_Static_assert(NAMESPACE_IDS == MAX_JVMS + 1, "a namespace id for every slot, and NO_NAMESPACE");
+_Static_assert(STAT_INFLIGHT_LOST_0 + INFLIGHT_TABLES * INFLIGHT_REASONS <= STAT_MAX,
+	       "a stat for every in-flight table and reason");
 
 /* This collector's bit in a traced_pids value (above the slot bits), set by the loader
  * before load from the collector's place in REGISTRY. 0: no JVM is counted. */

@@ -63,10 +63,18 @@ struct inflight_key {
 
 /* Why a begin found no room (its event is counted; its end is not timed or attributed). */
 enum inflight_reason {
-	INFLIGHT_LOST_SHARE = 0, /* the JVM already held its share of the table */
-	INFLIGHT_LOST_FULL = 1,  /* the table was full */
-	INFLIGHT_REASONS = 2,
+	INFLIGHT_LOST_SHARE = 0,     /* the JVM already held its share of the table */
+	INFLIGHT_LOST_FULL = 1,      /* the table was full */
+	INFLIGHT_LOST_NAMESPACE = 2, /* the JVMs of its namespace held the namespace's share */
+	INFLIGHT_REASONS = 3,
 };
+
+/* Kubernetes mode: each namespace that holds a JVM slot has a small id, 1..MAX_JVMS, which the
+ * loader writes into the slot_namespace map (inflight.bpf.h) for each of its slots; an
+ * in-flight table counts its entries per namespace id too. NO_NAMESPACE (standalone mode, a
+ * free slot): no namespace share. */
+#define NO_NAMESPACE 0
+#define NAMESPACE_IDS 1025 /* MAX_JVMS + 1: the ids and NO_NAMESPACE */
 
 /* Map inflight_lost: per JVM, table and reason, the begins that found no room (__u64). */
 struct inflight_lost_key {
@@ -83,7 +91,7 @@ enum stat_id {
 	STAT_FILTERED = 10,      /* a collector-specific discard (threads: JVM-internal hidden threads) */
 	/* + table * INFLIGHT_REASONS + reason: begins that found no room in an in-flight table */
 	STAT_INFLIGHT_LOST_0 = 12,
-	STAT_MAX = 16,
+	STAT_MAX = 18,
 };
 
 #endif

@@ -129,14 +129,14 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
         .set_max_entries(cfg.max_jvms.clamp(1, consts::MAX_JVMS).saturating_mul(hot_budget))?;
     open.maps.method_seen.set_max_entries(cfg.settings.get(&METHOD_STAGING_ENTRIES).max(1))?;
     open.maps.heap_usage.set_max_entries(super::table_size(cfg.max_jvms, MAX_HEAPS))?;
+    let m = &mut open.maps;
     let shares = inflight::configure(
-        [
-            (&INFLIGHT[0], &mut open.maps.comp_inflight),
-            (&INFLIGHT[1], &mut open.maps.pool_inflight),
-        ],
-        cfg.max_jvms,
+        [(&INFLIGHT[0], &mut m.comp_inflight), (&INFLIGHT[1], &mut m.pool_inflight)],
+        &mut m.slot_namespace,
+        cfg,
     )?;
-    open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?.inflight_share = shares;
+    let ro = open.maps.rodata_data.as_deref_mut().context("compilation: no rodata")?;
+    (ro.inflight_share, ro.inflight_ns_share) = (shares.jvm, shares.namespace);
     let skel = open.load().context("load compilation.bpf.o")?;
     Ok(Box::new(Compilation {
         skel,
@@ -322,10 +322,16 @@ impl Collector for Compilation {
         maps::reset_slot(&m.code_full, slot)?;
         maps::reset_slot(&m.method_budget, slot)?;
         maps::reset_slot(&m.heap_budget, slot)?;
-        inflight::forget_table(&m.comp_inflight, &INFLIGHT[0], &m.inflight_held, slot)?;
-        inflight::forget_table(&m.pool_inflight, &INFLIGHT[1], &m.inflight_held, slot)?;
+        let ns = inflight::namespace_of(&m.slot_namespace, slot);
+        let held = (&m.inflight_held, &m.inflight_ns);
+        inflight::forget_table(&m.comp_inflight, &INFLIGHT[0], held, ns, slot)?;
+        inflight::forget_table(&m.pool_inflight, &INFLIGHT[1], held, ns, slot)?;
         inflight::forget_lost(&m.inflight_lost, slot)?;
         maps::reset_slot(&m.name_budget, slot)
+    }
+
+    fn forget_namespace(&self, namespace: u32) -> Result<()> {
+        inflight::forget_namespace(&self.skel.maps.inflight_ns, &INFLIGHT, namespace)
     }
 
     fn health(&self) -> Result<Health> {

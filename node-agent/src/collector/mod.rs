@@ -39,6 +39,11 @@ pub struct LoadConfig {
     /// The agent's `jvm_limits` map (common.bpf.h: per-slot limits of each JVM), which every
     /// collector object reuses ([`share_jvm_limits`]); None: each object keeps its own, empty.
     pub jvm_limits: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// The agent's `slot_namespace` map (inflight.bpf.h: each slot's namespace id), which every
+    /// object with in-flight tables reuses (`inflight::configure`); None: no namespace shares.
+    pub slot_namespace: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// `--max-jvms-per-namespace`: sets the in-flight tables' namespace shares.
+    pub max_jvms_per_namespace: u32,
     /// The values of every registered collector's flags (`Registration::flags`).
     pub settings: Settings,
 }
@@ -220,6 +225,11 @@ pub trait Collector {
     fn collect(&self, out: &mut Vec<Family>) -> Result<()>;
     /// Drops every map entry of a JVM slot (the JVM is gone and was reported).
     fn forget(&self, slot: u32) -> Result<()>;
+    /// A namespace id no slot holds any more (after `forget` of its last slot): the in-flight
+    /// tables' counts of it go back to 0 (`inflight::forget_namespace`).
+    fn forget_namespace(&self, _namespace: u32) -> Result<()> {
+        Ok(())
+    }
     /// (probe name, events, map errors, overflowed names, filtered) for agent health.
     fn health(&self) -> Result<Health>;
     /// Threads started so far per JVM slot: what the on-demand starter probe's rate trigger

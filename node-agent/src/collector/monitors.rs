@@ -113,9 +113,11 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     let m = &mut open.maps;
     let shares = inflight::configure(
         [(&INFLIGHT[0], &mut m.mon_inflight), (&INFLIGHT[1], &mut m.wait_inflight)],
-        cfg.max_jvms,
+        &mut m.slot_namespace,
+        cfg,
     )?;
-    open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?.inflight_share = shares;
+    let ro = open.maps.rodata_data.as_deref_mut().context("monitors: no rodata")?;
+    (ro.inflight_share, ro.inflight_ns_share) = (shares.jvm, shares.namespace);
     let skel = open.load().context("load monitors.bpf.o")?;
     let object_wait = cfg.settings.get(&OBJECT_WAIT);
     Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()), object_wait }))
@@ -245,8 +247,10 @@ impl Collector for Monitors {
                 decode::<mon_thread_key>(k).is_some_and(|k| k.cls.slot == slot)
             })?;
         }
-        inflight::forget_table(&m.mon_inflight, &INFLIGHT[0], &m.inflight_held, slot)?;
-        inflight::forget_table(&m.wait_inflight, &INFLIGHT[1], &m.inflight_held, slot)?;
+        let ns = inflight::namespace_of(&m.slot_namespace, slot);
+        let held = (&m.inflight_held, &m.inflight_ns);
+        inflight::forget_table(&m.mon_inflight, &INFLIGHT[0], held, ns, slot)?;
+        inflight::forget_table(&m.wait_inflight, &INFLIGHT[1], held, ns, slot)?;
         inflight::forget_lost(&m.inflight_lost, slot)?;
         for budget in
             [&m.name_budget, &m.mon_thread_budget, &m.wait_class_budget, &m.wait_thread_budget]
@@ -254,6 +258,10 @@ impl Collector for Monitors {
             maps::reset_slot(budget, slot)?;
         }
         Ok(())
+    }
+
+    fn forget_namespace(&self, namespace: u32) -> Result<()> {
+        inflight::forget_namespace(&self.skel.maps.inflight_ns, &INFLIGHT, namespace)
     }
 
     fn health(&self) -> Result<Health> {

@@ -59,8 +59,11 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.park_counts.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
     open.maps.park_names.set_max_entries(super::table_size(cfg.max_jvms, max_names))?;
-    let shares = inflight::configure([(&INFLIGHT[0], &mut open.maps.park_inflight)], cfg.max_jvms)?;
-    open.maps.rodata_data.as_deref_mut().context("parking: no rodata")?.inflight_share = shares;
+    let m = &mut open.maps;
+    let shares =
+        inflight::configure([(&INFLIGHT[0], &mut m.park_inflight)], &mut m.slot_namespace, cfg)?;
+    let ro = open.maps.rodata_data.as_deref_mut().context("parking: no rodata")?;
+    (ro.inflight_share, ro.inflight_ns_share) = (shares.jvm, shares.namespace);
     let skel = open.load().context("load parking.bpf.o")?;
     Ok(Box::new(Parking { skel }))
 }
@@ -111,9 +114,15 @@ impl Collector for Parking {
         for t in [&m.park_counts, &m.park_names] {
             maps::forget_where(t, |k| slot_of(k) == Some(slot))?;
         }
-        inflight::forget_table(&m.park_inflight, &INFLIGHT[0], &m.inflight_held, slot)?;
+        let ns = inflight::namespace_of(&m.slot_namespace, slot);
+        let held = (&m.inflight_held, &m.inflight_ns);
+        inflight::forget_table(&m.park_inflight, &INFLIGHT[0], held, ns, slot)?;
         inflight::forget_lost(&m.inflight_lost, slot)?;
         maps::reset_slot(&m.name_budget, slot)
+    }
+
+    fn forget_namespace(&self, namespace: u32) -> Result<()> {
+        inflight::forget_namespace(&self.skel.maps.inflight_ns, &INFLIGHT, namespace)
     }
 
     fn health(&self) -> Result<Health> {

@@ -22,6 +22,7 @@ use jvmdiag_inspect::limits::CGROUP_MAX_BYTES;
 use jvmdiag_inspect::root::read_host_file;
 
 use crate::attach::AttachManager;
+use crate::capacity::Refusal;
 use crate::cli::Config;
 use crate::collector::REGISTRY;
 use crate::discovery::Found;
@@ -87,7 +88,7 @@ pub struct Attributor {
     pending_dropped: u64,
     /// Collectors asked for by each traced JVM's pod (absent: all).
     collectors: HashMap<u32, Vec<&'static str>>,
-    /// `--max-jvms-per-namespace`: slots one namespace may hold.
+    /// `--max-jvms-per-namespace` (for the log line; the attach manager applies it).
     per_namespace: u32,
     /// Namespaces already logged as over their share (logged once each; bounded).
     share_logged: HashSet<String>,
@@ -197,27 +198,25 @@ impl Attributor {
                 }
                 Decision::Trace(l, collectors, limits) => {
                     let Some((f, _, _)) = self.pending.remove(&pid) else { continue };
-                    if !mgr.jvms.contains_key(&pid)
-                        && !crate::attach::namespace_share_allows(
-                            mgr.slots_held_by(&l.namespace),
-                            self.per_namespace,
-                        )
-                    {
-                        if self.share_logged.len() < MAX_SHARE_LOGGED
-                            && self.share_logged.insert(l.namespace.clone())
-                        {
-                            tracing::warn!(
-                                namespace = %l.namespace,
-                                pid,
-                                "namespace holds its share of {} traced JVMs (--max-jvms-per-namespace): its further JVMs are not traced, counted as jvmdiag_agent_attach_failures_total{{reason=\"namespace_share\"}}",
-                                self.per_namespace
-                            );
-                        }
-                        mgr.refuse(&f, "namespace_share");
-                        continue;
-                    }
                     let jvm = f.name.clone();
-                    mgr.add_limited(f, collectors.as_deref(), limits);
+                    // The capacity rules (src/capacity.rs): a refused JVM waits for a slot.
+                    match mgr.try_add(f, collectors.as_deref(), limits, Some(&l.namespace)) {
+                        Some(Refusal::NamespaceShare) => {
+                            if self.share_logged.len() < MAX_SHARE_LOGGED
+                                && self.share_logged.insert(l.namespace.clone())
+                            {
+                                tracing::warn!(
+                                    namespace = %l.namespace,
+                                    pid,
+                                    "namespace holds its share of {} traced JVMs (--max-jvms-per-namespace): its further JVMs wait for one of its slots to free, counted as jvmdiag_agent_attach_failures_total{{reason=\"namespace_share\"}}",
+                                    self.per_namespace
+                                );
+                            }
+                            continue;
+                        }
+                        Some(_) => continue,
+                        None => {}
+                    }
                     if let Some(j) = mgr.jvms.get_mut(&pid) {
                         j.labels = JvmLabels {
                             namespace: l.namespace,
