@@ -14,10 +14,10 @@ import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,7 +31,9 @@ import org.slf4j.LoggerFactory;
  *       administrator's exceptions ({@code --allow-jvm-option}); the CRD refuses the rest already.
  *   <li>a second resource for a workload that already has one (naming the one that owns it): two
  *       owners would flip the pod template's config hash, restarting the pods on every reconcile.
- *       Two resources created at the same instant can both get past this check; the reconciler then
+ *       Read from this replica's cache and what it admitted moments ago ({@link TargetClaims}), so
+ *       an admission costs the same whatever the namespace holds. Two resources admitted by two
+ *       replicas within a watch event's delay can both get past this check; the reconciler then
  *       lets only the oldest one write ({@code TargetOwnedByAnother}).
  *   <li>an author who may not {@code patch} the target workload themselves ({@link
  *       TargetPermission}): the resource would let them change it through the operator's rights.
@@ -49,24 +51,24 @@ public final class ResourceValidator {
 
   private final List<String> allowedOptions;
   private final List<String> excludedNamespaces;
-  private final Function<String, List<JvmDiagnostics>> inNamespace;
+  private final TargetClaims claims;
   private final TargetPermission.Check permission;
   private final Counter decisions;
 
   /**
-   * excludedNamespaces: where the pod webhook never injects (a resource there is refused);
-   * inNamespace: the JvmDiagnostics of a namespace, as the API server has them now (a LIST, not a
-   * cache); permission: whether the request's user may patch the target.
+   * excludedNamespaces: where the pod webhook never injects (a resource there is refused); claims:
+   * which resource owns a workload (the replica's cache and its recent admissions); permission:
+   * whether the request's user may patch the target.
    */
-  public ResourceValidator(
+  ResourceValidator(
       List<String> allowedOptions,
       List<String> excludedNamespaces,
-      Function<String, List<JvmDiagnostics>> inNamespace,
+      TargetClaims claims,
       TargetPermission.Check permission,
       PrometheusRegistry registry) {
     this.allowedOptions = List.copyOf(allowedOptions);
     this.excludedNamespaces = List.copyOf(excludedNamespaces);
-    this.inNamespace = inNamespace;
+    this.claims = claims;
     this.permission = permission;
     this.decisions =
         Counter.builder()
@@ -136,12 +138,19 @@ public final class ResourceValidator {
               + ": the system namespaces and the operator's own): the webhook never mutates pods here, so this resource could"
               + " only restart its target for nothing; create the workload and its JvmDiagnostics in an application namespace");
     }
-    checkSingleOwner(r, ns, problems);
     TargetRef ref = r.getSpec().targetRef;
-    if (ref != null && ref.kind != null && ref.name != null && req.getUserInfo() != null) {
+    boolean targeted = ref != null && ref.kind != null && ref.name != null; // the CRD requires both
+    String name = r.getMetadata().getName();
+    if (targeted) ownedByAnother(claims.owner(ns, name, ref), ref, ns, problems);
+    if (targeted && req.getUserInfo() != null) {
       String missing = permission.missing(req.getUserInfo(), ns, ref);
       if (missing != null) problems.add(missing);
     }
+    // the record that lets the next admission of this replica see this resource before its cache
+    // does; checked again under the record's lock, so of two racing admissions one is refused. A
+    // dry run stores nothing, so it claims nothing.
+    if (targeted && problems.isEmpty() && !Boolean.TRUE.equals(req.getDryRun()))
+      ownedByAnother(claims.claim(ns, name, r.getMetadata().getUid(), ref), ref, ns, problems);
     if (!warnings.isEmpty()) resp.setWarnings(warnings);
     if (problems.isEmpty()) return resp;
     AdmissionResponse denied =
@@ -172,29 +181,26 @@ public final class ResourceValidator {
   }
 
   /** One JvmDiagnostics per workload. */
-  private void checkSingleOwner(JvmDiagnostics r, String ns, List<String> problems) {
-    TargetRef ref = r.getSpec().targetRef;
-    if (ref == null || ref.kind == null || ref.name == null) return; // the CRD requires both
-    for (JvmDiagnostics other : inNamespace.apply(ns)) {
-      if (other.getMetadata().getName().equals(r.getMetadata().getName())) continue;
-      if (other.getMetadata().getDeletionTimestamp() != null
-          || other.getSpec() == null
-          || other.getSpec().targetRef == null) continue;
-      TargetRef o = other.getSpec().targetRef;
-      if (ref.kind == o.kind && ref.name.equals(o.name)) {
-        problems.add(
-            "spec.targetRef: "
-                + ref
-                + " already has a JvmDiagnostics: "
-                + ns
-                + "/"
-                + other.getMetadata().getName()
-                + " owns it (one JvmDiagnostics per workload, or both would restart its pods in turn); edit "
-                + other.getMetadata().getName()
-                + " instead, or delete it first");
-        return;
-      }
-    }
+  private static void ownedByAnother(
+      TargetClaims.Owner owner, TargetRef ref, String ns, List<String> problems) {
+    if (owner == null) return;
+    Duration age = owner.age();
+    problems.add(
+        "spec.targetRef: "
+            + ref
+            + " already has a JvmDiagnostics: "
+            + ns
+            + "/"
+            + owner.name()
+            + " owns it ("
+            + (age == null
+                ? ""
+                : "admitted "
+                    + (age.toSeconds() < 1 ? "under a second" : age.toSeconds() + " s")
+                    + " ago; ")
+            + "one JvmDiagnostics per workload, or both would restart its pods in turn); edit "
+            + owner.name()
+            + " instead, or delete it first");
   }
 
   private static JvmDiagnostics resource(Object o) {

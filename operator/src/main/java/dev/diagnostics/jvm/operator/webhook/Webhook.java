@@ -4,8 +4,10 @@ import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.certs.CertificateRotation;
 import dev.diagnostics.jvm.operator.certs.WebhookCertificates;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,8 +40,30 @@ public final class Webhook implements AutoCloseable {
             s.hosts(),
             s.manageConfig()); // without it (cert-manager) the Secret is only read, never re-issued
     WebhookCertificates.Material material = certs.ensure();
-    // the webhook reads resources from its own cache: an admission must not wait on the API server
-    resources = client.resources(JvmDiagnostics.class).inAnyNamespace().inform();
+    // the webhook reads resources from its own cache, one for both webhooks: an admission must not
+    // wait on the API server. Indexed by target for the validating side's one-owner check.
+    resources = client.resources(JvmDiagnostics.class).inAnyNamespace().runnableInformer(0);
+    resources.addIndexers(Map.of(TargetClaims.INDEX, TargetClaims::indexKeys));
+    TargetClaims claims =
+        new TargetClaims(key -> resources.getIndexer().byIndex(TargetClaims.INDEX, key));
+    resources.addEventHandler(
+        new ResourceEventHandler<JvmDiagnostics>() {
+          @Override
+          public void onAdd(JvmDiagnostics r) {
+            claims.cached(r);
+          }
+
+          @Override
+          public void onUpdate(JvmDiagnostics old, JvmDiagnostics r) {
+            claims.cached(r);
+          }
+
+          @Override
+          public void onDelete(JvmDiagnostics r, boolean finalStateUnknown) {
+            claims.deleted(r);
+          }
+        });
+    resources.run(); // returns once the first LIST is in the cache
     AdmissionHandler handler =
         new AdmissionHandler(
             (ns, name) -> {
@@ -51,13 +75,11 @@ public final class Webhook implements AutoCloseable {
             s.agentImage(),
             s.allowedJvmOptions(),
             new WebhookMetrics(registry));
-    // a LIST, not the cache: a resource created a moment ago must count (JvmDiagnostics writes are
-    // rare)
     ResourceValidator validator =
         new ResourceValidator(
             s.allowedJvmOptions(),
             WebhookRegistration.excludedNamespaces(s.namespace()),
-            ns -> client.resources(JvmDiagnostics.class).inNamespace(ns).list().getItems(),
+            claims,
             new TargetPermission(client).asCheck(),
             registry);
     warmUp();

@@ -31,9 +31,7 @@ public final class WebhookServer implements AutoCloseable {
   /** Pod admission is CPU only (the resource comes from a cache). */
   static final int ADMISSION_THREADS = Math.max(4, Runtime.getRuntime().availableProcessors() * 2);
 
-  /**
-   * Validation waits on the API server (a LIST, access reviews); JvmDiagnostics writes are rare.
-   */
+  /** Validation waits on the API server (an access review); JvmDiagnostics writes are rare. */
   static final int VALIDATION_THREADS = 4;
 
   private final HttpListener listener;

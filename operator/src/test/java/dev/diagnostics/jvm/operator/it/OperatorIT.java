@@ -831,6 +831,16 @@ class OperatorIT {
     assertThat(move.getMessage())
         .contains("already has a JvmDiagnostics: single-owner/ledger-diag owns it");
 
+    // two creates a moment apart: the second is refused before the webhook's cache holds the
+    // first (its record of what it admitted); a server-side dry run claims nothing
+    admin.resource(deployment(ns, "payments")).create();
+    admin.resource(resource(ns, "payments-try", "payments", "")).dryRun().create();
+    admin.resource(resource(ns, "payments-diag", "payments", "")).create();
+    assertThat(refused(resource(ns, "payments-again", "payments", "")).getMessage())
+        .contains(
+            "spec.targetRef: Deployment/payments already has a JvmDiagnostics: single-owner/payments-diag owns it");
+    assertThat(get(ns, "payments-again")).isNull();
+
     // two created at once can both pass the admission: then only the oldest writes (no hash
     // flipping)
     withoutValidation(

@@ -18,14 +18,17 @@ import org.junit.jupiter.api.Test;
  */
 class ResourceValidatorTest {
   final ObjectMapper json = new ObjectMapper();
-  final List<JvmDiagnostics> existing = new ArrayList<>();
+  final List<JvmDiagnostics> existing = new ArrayList<>(); // the informer's cache
   final List<String> asked = new ArrayList<>();
   String deny; // what the permission check answers (null: allowed)
+  final TargetClaims claims =
+      new TargetClaims(
+          key -> existing.stream().filter(r -> TargetClaims.indexKeys(r).contains(key)).toList());
   final ResourceValidator validator =
       new ResourceValidator(
           List.of("-javaagent:/opt/otel/"),
           List.of("kube-system", "jvm-diagnostics"),
-          ns -> existing,
+          claims,
           (user, ns, ref) -> {
             asked.add(user.getUsername() + " " + ns + " " + ref);
             return deny;
@@ -50,6 +53,10 @@ class ResourceValidatorTest {
         .formatted(operation, object, oldObject);
   }
 
+  static JvmDiagnostics parsed(String resource) {
+    return new KubernetesSerialization().unmarshal(resource, JvmDiagnostics.class);
+  }
+
   JsonNode call(String body) throws Exception {
     return json.readTree(validator.handle(body.getBytes(StandardCharsets.UTF_8))).get("response");
   }
@@ -69,9 +76,7 @@ class ResourceValidatorTest {
 
   @Test
   void eachProblemIsNamed() throws Exception {
-    existing.add(
-        new KubernetesSerialization()
-            .unmarshal(resource("owner", "checkout", ""), JvmDiagnostics.class));
+    existing.add(parsed(resource("owner", "checkout", "")));
     deny = "spec.targetRef: user \"dev\" may not patch deployments.apps \"checkout\"";
     JsonNode r =
         call(review("CREATE", resource("a", "checkout", "\"-javaagent:/tmp/x.jar\""), "null"));
@@ -130,9 +135,9 @@ class ResourceValidatorTest {
         new ResourceValidator(
             List.of(),
             List.of(),
-            ns -> {
-              throw new IllegalStateException("API server gone");
-            },
+            new TargetClaims(key -> {
+              throw new IllegalStateException("cache gone");
+            }),
             (u, n, t) -> null,
             new PrometheusRegistry());
     JsonNode r =
@@ -144,6 +149,64 @@ class ResourceValidatorTest {
     assertThat(r.get("allowed").asBoolean()).isFalse();
     assertThat(r.at("/status/message").asText())
         .contains("could not check this JvmDiagnostics")
-        .contains("API server gone");
+        .contains("cache gone");
+  }
+
+  @Test
+  void aSecondResourceForAWorkloadIsRefusedBeforeTheCacheHoldsTheFirst() throws Exception {
+    assertThat(
+            call(review("CREATE", resource("a", "checkout", ""), "null"))
+                .get("allowed")
+                .asBoolean())
+        .isTrue();
+    // a moment later: the watch event of "a" has not reached the cache yet
+    JsonNode second = call(review("CREATE", resource("b", "checkout", ""), "null"));
+    assertThat(second.get("allowed").asBoolean()).isFalse();
+    assertThat(second.at("/status/message").asText())
+        .contains(
+            "spec.targetRef: Deployment/checkout already has a JvmDiagnostics: shop/a owns it")
+        .contains("admitted under a second ago")
+        .contains("edit a instead, or delete it first");
+    // another workload, and "a" itself (an edit of its spec), are not held by the record
+    assertThat(call(review("CREATE", resource("c", "cart", ""), "null")).get("allowed").asBoolean())
+        .isTrue();
+    assertThat(
+            call(review(
+                    "UPDATE",
+                    resource("a", "checkout", "\"-Xlog:gc\""),
+                    resource("a", "checkout", "")))
+                .get("allowed")
+                .asBoolean())
+        .isTrue();
+    // once the cache holds "a", the cache names it
+    existing.add(parsed(resource("a", "checkout", "")));
+    claims.cached(existing.get(0));
+    assertThat(
+            call(review("CREATE", resource("b", "checkout", ""), "null"))
+                .at("/status/message")
+                .asText())
+        .contains("shop/a owns it (one JvmDiagnostics per workload");
+  }
+
+  @Test
+  void aRefusedOrDryRunCreateClaimsNothing() throws Exception {
+    deny = "spec.targetRef: user \"dev\" may not patch deployments.apps \"checkout\"";
+    assertThat(
+            call(review("CREATE", resource("a", "checkout", ""), "null"))
+                .get("allowed")
+                .asBoolean())
+        .isFalse();
+    deny = null;
+    String dryRun =
+        review("CREATE", resource("b", "checkout", ""), "null")
+            .replace("\"operation\"", "\"dryRun\":true,\"operation\"");
+    assertThat(call(dryRun).get("allowed").asBoolean()).isTrue();
+    assertThat(claims.size()).isZero();
+    assertThat(
+            call(review("CREATE", resource("c", "checkout", ""), "null"))
+                .get("allowed")
+                .asBoolean())
+        .isTrue();
+    assertThat(claims.size()).isEqualTo(1);
   }
 }
