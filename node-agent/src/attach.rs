@@ -34,6 +34,7 @@ use crate::discovery::{self, FileId, Found};
 use crate::file_identity::FileIdentity;
 use crate::labels::JvmLabels;
 use crate::metrics::ProbeMode;
+use crate::probe::FileFacts;
 use crate::skel::consts::NO_NAMESPACE;
 use crate::skel::threads::types::jvm_limits;
 use jvmdiag_inspect::jvm_limits::{Caps, Limits};
@@ -94,11 +95,16 @@ pub struct Jvm {
     attached_at: Instant,
     /// Its probes (pid-filtered); dropped, hence detached, as soon as it exits.
     links: Vec<Link>,
+    /// Duplicates of those links' kernel descriptors: the release, which waits for a grace
+    /// period, happens when these are closed, off the main loop (`probe::detach`).
+    kernel_links: Vec<OwnedFd>,
 }
 
 pub struct AttachManager {
     pub collectors: Vec<Box<dyn Collector>>,
     traced_pids: MapHandle,
+    /// Per libjvm.so file a traced JVM runs: what the collectors read from it once.
+    facts: HashMap<FileId, FileFacts>,
     /// Names a mapping's real file; None where the kernel cannot (then `maps` identities).
     identity: Option<FileIdentity>,
     pub jvms: BTreeMap<u32, Jvm>,
@@ -192,6 +198,7 @@ impl AttachManager {
         AttachManager {
             collectors,
             traced_pids,
+            facts: HashMap::new(),
             identity: match FileIdentity::load() {
                 Ok(fi) => Some(fi),
                 Err(e) => {
@@ -407,12 +414,17 @@ impl AttachManager {
             return self.fail(pid, start, "exited_before_attach", "");
         }
         let t0 = Instant::now();
+        let fds_before = crate::probe::open_fds();
         let attached = self.attach_jvm(&found, file, wanted);
+        let kernel_links = crate::probe::new_link_fds(&fds_before);
         release_freed_heap();
         self.attach_time += t0.elapsed();
         let (links, mode, failed) = match attached {
             Ok(a) => a,
-            Err((reason, collector)) => return self.fail(pid, start, reason, &collector),
+            Err((reason, collector)) => {
+                self.forget_unused_file(file);
+                return self.fail(pid, start, reason, &collector);
+            }
         };
         // Some collectors could not attach: counted, the others trace.
         for (c, reason) in &failed {
@@ -432,6 +444,7 @@ impl AttachManager {
             self.traced_pids.update(&pid.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY)
         {
             tracing::warn!(pid, error = %e, "traced_pids update failed");
+            self.forget_unused_file(file);
             return self.fail(pid, start, "map_error", ""); // drops (detaches) the links
         }
         self.free_slots.pop();
@@ -454,6 +467,7 @@ impl AttachManager {
                 pidfd,
                 attached_at: Instant::now(),
                 links,
+                kernel_links,
             },
         );
     }
@@ -512,14 +526,23 @@ impl AttachManager {
         }
         let before = changed_stamp(&file);
         let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        let target = Target { binary: &binary, pid: found.pid as i32 };
+        let facts = self.facts.entry(file_id).or_default();
+        let target = Target { binary: &binary, pid: found.pid as i32, facts };
         let mut links = Vec::new();
         let mut mode = ProbeMode::Usdt;
         let mut failed = Vec::new();
         let guard = crate::sigbus::Guard::take();
         let wanted_here = |c: &dyn Collector| wanted.is_none_or(|w| w.contains(&c.name()));
         for c in self.collectors.iter().filter(|c| wanted_here(c.as_ref())) {
-            match c.attach(&target) {
+            let t0 = Instant::now();
+            let attached = c.attach(&target);
+            tracing::debug!(
+                pid = found.pid,
+                collector = c.name(),
+                micros = t0.elapsed().as_micros() as u64,
+                "attached"
+            );
+            match attached {
                 Ok(a) => {
                     links.extend(a.links);
                     mode = mode.max(a.mode);
@@ -601,7 +624,8 @@ impl AttachManager {
         let before = changed_stamp(&file);
         let binary = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         let guard = crate::sigbus::Guard::take();
-        let links = attach(&Target { binary: &binary, pid: pid as i32 });
+        let facts = self.facts.entry(want).or_default();
+        let links = attach(&Target { binary: &binary, pid: pid as i32, facts });
         let faults = guard.faults();
         drop(guard);
         let links = links?;
@@ -624,6 +648,13 @@ impl AttachManager {
         }
     }
 
+    /// Drops what was read of a libjvm.so file once no JVM runs it.
+    fn forget_unused_file(&mut self, file: FileId) {
+        if !self.jvms.values().any(|j| j.file == file) {
+            self.facts.remove(&file);
+        }
+    }
+
     /// Notices exits (pidfd readable): stops counting at once, keeps the series.
     pub fn reap(&mut self) {
         let now = Instant::now();
@@ -638,7 +669,10 @@ impl AttachManager {
             if let Some(j) = self.jvms.get_mut(&pid) {
                 j.state = JvmState::Exited { at: now, reported: false };
                 j.pidfd = None;
-                j.links.clear(); // detached: nothing of this process fires any more
+                // Nothing of it fires any more: libbpf's links go here, the kernel's on the
+                // detach thread (`probe::detach`).
+                j.links.clear();
+                crate::probe::detach(std::mem::take(&mut j.kernel_links));
             }
         }
         // Failed pids that are gone (or reused by another process) are forgotten.
@@ -693,6 +727,7 @@ impl AttachManager {
         }
         self.free_slots.push(j.slot);
         self.slot_released(j.slot);
+        self.forget_unused_file(j.file);
     }
 
     /// A slot went back to `free_slots` (the collectors forgot it, giving its in-flight units

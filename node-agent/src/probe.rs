@@ -1,7 +1,11 @@
 //! How a probe is attached: uprobe_multi links where the kernel has them, else uprobe perf
 //! events, and what a refusal for want of CAP_SYS_ADMIN looks like. Collectors attach
 //! their uprobes through `uprobe_sym` and prepare their objects with `prepare_uprobes`.
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
+use std::sync::{mpsc, Mutex, OnceLock};
 
 use anyhow::{Context, Result};
 use libbpf_rs::{Link, UprobeOpts};
@@ -9,12 +13,55 @@ use libbpf_rs::{Link, UprobeOpts};
 /// Where a collector's probes go: one process's libjvm.so. The links carry the pid, so the
 /// kernel puts breakpoints in that process alone: another process mapping the same file
 /// (a neighbour built on the same JDK layer, traced or not) never traps on them.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Target<'a> {
     /// The libjvm.so as `/proc/self/fd/N` (opened inside the process's root and checked).
     pub binary: &'a Path,
     /// The process (host pid).
     pub pid: i32,
+    /// What is known of that file already, shared by every JVM that runs it.
+    pub facts: &'a FileFacts,
+}
+
+/// What the collectors work out about one libjvm.so (real) file, kept while a traced JVM runs
+/// it: the file offsets of the functions they put uprobes on, each looked up in `.symtab` once
+/// per file rather than once per JVM (a symbol table scan is milliseconds, and every JVM gets
+/// its own links), and what else a collector reads from the file (`memo`).
+#[derive(Default)]
+pub struct FileFacts {
+    offsets: Mutex<HashMap<String, Option<u64>>>,
+    memos: Mutex<HashMap<&'static str, Box<dyn Any + Send>>>,
+}
+
+impl FileFacts {
+    /// The file offset of function `sym` in `binary` (None: not in its symbol tables).
+    pub fn offset(&self, binary: &Path, sym: &str) -> Result<Option<u64>> {
+        if let Some(off) = self.offsets.lock().expect("not poisoned").get(sym) {
+            return Ok(*off);
+        }
+        let f =
+            std::fs::File::open(binary).with_context(|| format!("open {}", binary.display()))?;
+        let found = jvmdiag_inspect::elf::symbol_offsets_in_file(&f, &|n: &str| n == sym)
+            .with_context(|| format!("symbol {sym}"))?;
+        let off = found.first().map(|(_, o)| *o);
+        self.offsets.lock().expect("not poisoned").insert(sym.to_string(), off);
+        Ok(off)
+    }
+
+    /// A collector's value for this file under `key`, made by `make` the first time.
+    pub fn memo<T: Clone + Send + 'static>(
+        &self,
+        key: &'static str,
+        make: impl FnOnce() -> T,
+    ) -> T {
+        let mut memos = self.memos.lock().expect("not poisoned");
+        if let Some(v) = memos.get(key).and_then(|b| b.downcast_ref::<T>()) {
+            return v.clone();
+        }
+        let v = make();
+        memos.insert(key, Box::new(v.clone()));
+        v
+    }
 }
 
 impl Target<'_> {
@@ -46,9 +93,13 @@ pub fn uprobe_sym(
 ) -> Result<Link> {
     let (pid, binary) = (target.pid, target.binary);
     let kind = if ret { "uretprobe" } else { "uprobe" };
+    let offset = target
+        .facts
+        .offset(binary, sym)?
+        .with_context(|| format!("{kind} {sym}: not in the symbol tables"))?;
     if uprobe_multi() {
         let opts = libbpf_rs::UprobeMultiOpts {
-            syms: vec![sym.into()],
+            offsets: vec![offset as usize],
             cookies: vec![cookie],
             retprobe: ret,
             ..Default::default()
@@ -57,9 +108,8 @@ pub fn uprobe_sym(
             .attach_uprobe_multi_with_opts(pid, binary, "", opts)
             .with_context(|| format!("{kind} {sym} (uprobe_multi link)"));
     }
-    let opts =
-        UprobeOpts { func_name: Some(sym.into()), retprobe: ret, cookie, ..Default::default() };
-    p.attach_uprobe_with_opts(pid, binary, 0, opts).map_err(|e| {
+    let opts = UprobeOpts { retprobe: ret, cookie, ..Default::default() };
+    p.attach_uprobe_with_opts(pid, binary, offset as usize, opts).map_err(|e| {
         let denied = e.kind() == libbpf_rs::ErrorKind::PermissionDenied;
         let err = anyhow::Error::from(e).context(format!("{kind} {sym} (perf event)"));
         if denied && !has_cap_sys_admin() {
@@ -129,6 +179,79 @@ fn kernel_at_least(release: &str, want: (u32, u32)) -> bool {
     let mut it =
         release.trim().split(|c: char| !c.is_ascii_digit()).map(|x| x.parse::<u32>().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= want
+}
+
+/// The kernel side of a JVM's links, detached off the main loop. Releasing a uprobe link waits
+/// for an RCU grace period in the kernel (`uprobe_unregister_sync`, tens of ms): a JVM's ~19
+/// links released one after another on the main loop held it for over half a second per exiting
+/// JVM, so scrapes timed out while JVMs churned. So the agent keeps a duplicate of each link's
+/// descriptor ([`new_link_fds`]): libbpf drops its links on the main loop (its bookkeeping is
+/// not thread-safe; with the duplicate open, its close releases nothing), and the duplicates
+/// are closed here, from up to `DETACH_THREADS` threads at once, sharing grace periods.
+pub fn detach(fds: Vec<OwnedFd>) {
+    static QUEUE: OnceLock<Mutex<mpsc::Sender<Vec<OwnedFd>>>> = OnceLock::new();
+    if fds.is_empty() {
+        return;
+    }
+    let queue = QUEUE.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Vec<OwnedFd>>();
+        let spawned = std::thread::Builder::new().name("jvmdiag-detach".into()).spawn(move || {
+            while let Ok(mut batch) = rx.recv() {
+                while let Ok(more) = rx.try_recv() {
+                    batch.extend(more);
+                }
+                close_in_parallel(batch);
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "no detach thread: links are released on the main loop");
+        }
+        Mutex::new(tx)
+    });
+    if let Err(mpsc::SendError(fds)) = queue.lock().expect("not poisoned").send(fds) {
+        drop(fds); // the thread is gone: release here
+    }
+}
+
+/// Threads that close link descriptors at once (each waits for a grace period; they overlap).
+const DETACH_THREADS: usize = 32;
+
+fn close_in_parallel(mut fds: Vec<OwnedFd>) {
+    let per = fds.len().div_ceil(DETACH_THREADS).max(1);
+    std::thread::scope(|s| {
+        while !fds.is_empty() {
+            let chunk: Vec<OwnedFd> = fds.drain(..per.min(fds.len())).collect();
+            if std::thread::Builder::new().spawn_scoped(s, move || drop(chunk)).is_err() {
+                break; // the rest are closed below, on this thread
+            }
+        }
+    });
+}
+
+/// The agent's open descriptor numbers (`/proc/self/fd`).
+pub fn open_fds() -> HashSet<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return HashSet::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
+}
+
+/// Duplicates of the BPF link descriptors opened since `before` was taken ([`open_fds`]): the
+/// kernel links an attach made (libbpf does not expose a USDT link's own descriptor).
+pub fn new_link_fds(before: &HashSet<i32>) -> Vec<OwnedFd> {
+    let mut out = Vec::new();
+    for fd in open_fds().difference(before) {
+        let is_link = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+            .is_ok_and(|t| t.as_os_str() == "anon_inode:bpf_link");
+        if !is_link {
+            continue;
+        }
+        // SAFETY: F_DUPFD_CLOEXEC on a descriptor that is open; a new descriptor on success.
+        let dup = unsafe { libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup >= 0 {
+            // SAFETY: `dup` is a fresh descriptor this process owns.
+            out.push(unsafe { OwnedFd::from_raw_fd(dup) });
+        }
+    }
+    out
 }
 
 /// Sites a HotSpot USDT probe has in one libjvm.so (one in the JDKs seen, 11–25; two is

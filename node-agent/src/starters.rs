@@ -162,7 +162,7 @@ impl Starters {
         for (pid, s) in self.jvms.iter_mut() {
             let exited = mgr.jvms.get(pid).is_none_or(|j| j.state != JvmState::Live);
             if s.until.is_some_and(|u| now >= u) || (exited && s.until.is_some()) {
-                s.links.clear(); // detached
+                s.links.clear(); // detached (a window's two links: the main loop waits briefly)
                                  // Starts in progress now will never be seen ending: their entries go, so they
                                  // do not hold the JVM's share of the tables through its later windows.
                 if let Err(e) = clear_pending(&self.skel, s.slot, s.namespace) {

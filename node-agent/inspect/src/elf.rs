@@ -244,6 +244,19 @@ pub fn symbols_in_file(f: &File, filter: &dyn Fn(&str) -> bool) -> Result<Vec<Sy
     symbols_of(&Elf::parse(&src)?, filter)
 }
 
+/// The file offsets of the defined symbols whose name passes `filter` (their value through the
+/// PT_LOAD segments, where a uprobe goes), reading only the headers and the symbol tables; a
+/// symbol no segment covers is left out.
+pub fn symbol_offsets_in_file(
+    f: &File,
+    filter: &dyn Fn(&str) -> bool,
+) -> Result<Vec<(String, u64)>, Error> {
+    let src = FileSource::new(f)?;
+    let elf = Elf::parse(&src)?;
+    let syms = symbols_of(&elf, filter)?;
+    Ok(syms.into_iter().filter_map(|s| Some((s.name, elf.file_offset(s.value)?))).collect())
+}
+
 fn symbols_of(elf: &Elf<'_>, filter: &dyn Fn(&str) -> bool) -> Result<Vec<Symbol>, Error> {
     let mut out: Vec<Symbol> = Vec::new();
     // A `.dynsym` name is dropped when `.symtab` has it; `filter` depends on the name only,

@@ -210,10 +210,14 @@ impl Collector for Compilation {
     fn attach(&self, target: &Target<'_>) -> Result<Attached> {
         let binary = target.binary;
         let p = &self.skel.progs;
-        let (file, syms) = match read_elf(binary) {
-            Ok((f, s)) => (Some(f), s),
-            Err(_) => (None, Vec::new()),
-        };
+        // Read once per file (the symbol tables and two functions' code), not once per JVM.
+        let (syms, layout) = target.facts.memo("compilation", || match read_elf(binary) {
+            Ok((f, s)) => {
+                let layout = code_heap_layout(&f, &s);
+                (s, layout)
+            }
+            Err(_) => (Vec::new(), None),
+        });
         let mut links = Vec::new();
         let mode = match (
             target.usdt(&p.compile_begin, "hotspot", "method__compile__begin"),
@@ -244,7 +248,7 @@ impl Collector for Compilation {
             extra(uprobe(&p.codemem_full, target, &sym, false), &mut links);
         }
         if let Some(sym) = find_symbol(&syms, SYM_POOL) {
-            let cookie = match file.as_ref().and_then(|f| code_heap_layout(f, &syms)) {
+            let cookie = match layout {
                 Some(l) => {
                     let mut ls = self.layouts.borrow_mut();
                     let i = ls.iter().position(|x| *x == l).unwrap_or_else(|| {
