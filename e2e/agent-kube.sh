@@ -298,7 +298,17 @@ starter_pairs() {
 }
 pair() { sed -n "s|^$1=||p" <<<"$2"; }
 # The BPF links the agent holds, as the kernel lists its descriptors.
-agent_links() { grep -h '^link_id:' /proc/"$AGENT_PID"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -n; }
+agent_links() { grep -h '^link_id:' /proc/"$AGENT_PID"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -un; }
+# The agent's links of the starter probe's programs (starter_*), by the kernel's view: the other
+# links come and go with the JVMs of the pods (each traced JVM has its own, jcmd's too).
+starter_links() {
+  bpftool -j link show | python3 -c '
+import json, subprocess, sys
+held = set(map(int, sys.argv[1].split()))
+out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True).stdout
+names = {p["id"]: p.get("name", "") for p in json.loads(out)}
+print("\n".join(str(l["id"]) for l in json.load(sys.stdin) if l["id"] in held and names.get(l.get("prog_id"), "").startswith("starter_")))' "$(agent_links | tr '\n' ' ')"
+}
 jcmd_parallel() {  # TAG POD...: jcmd PerfCounter.print of each pod at once, into $WORK/TAG-POD
   local tag=$1 pids=() p; shift
   for p in "$@"; do jcmd_counters "$p" >"$WORK/$tag-$p" & pids+=($!); done
@@ -348,7 +358,7 @@ for pod in "${ST[@]}"; do
     bad "$pod: no starter probe before its storm" "$(grep -F "${SEL[$pod]}" "$WORK/st0.prom" | grep starter | head -n 3 | tr '\n' ' ')"
   fi
 done
-LINKS0=$(agent_links)
+LINKS0=$(starter_links)
 T_TRIG=$SECONDS
 for pod in "${ST[@]}"; do PHASE[$pod]=storm; : >"${ROOT_DIR[$pod]}/trigger"; done
 # Each pod over its threshold gets its go as soon as the agent reports its probe attached (the
@@ -367,7 +377,7 @@ while [ $((SECONDS - T_TRIG)) -lt 90 ]; do
     [ "$(value jvmdiag_agent_starter_probe_attached "${SEL[$pod]}" "$WORK/poll.prom")" = 1 ] && open=$((open + 1))
     [ "${PHASE[$pod]}" = "done" ] || left=$((left + 1))
   done
-  [ -z "$LINKS1" ] && [ "$open" -eq "${#ATT[@]}" ] && LINKS1=$(agent_links)
+  [ -z "$LINKS1" ] && [ "$open" -eq "${#ATT[@]}" ] && LINKS1=$(starter_links)
   for pod in "${ST[@]}"; do
     [ "${DEP[$pod]}" = "$BELOW" ] || continue
     case ${PHASE[$pod]} in
@@ -404,8 +414,8 @@ if [ "${#ATT[@]}" -gt 0 ]; then
   if [ -z "$LINKS1" ]; then bad "agent: the starter probes of ${#ATT[@]} pods attached at once" "never seen all attached in one scrape"
   else
     new=$(comm -13 <(echo "$LINKS0") <(echo "$LINKS1") | grep -c .)
-    if [ "$new" -eq $((2 * ${#ATT[@]} + 1)) ]; then ok "agent: +$new BPF links while ${#ATT[@]} windows were open (JVM_StartThread and thread__start per pod's pid, one sched_process_fork)"
-    else bad "agent: 2 links per attached pod and one sched_process_fork" "$new new links with ${#ATT[@]} windows open (before: $(grep -c . <<<"$LINKS0"), during: $(grep -c . <<<"$LINKS1"))"; fi
+    if [ "$new" -eq $((2 * ${#ATT[@]} + 1)) ]; then ok "agent: +$new starter probe links while ${#ATT[@]} windows were open (JVM_StartThread and thread__start per pod's pid, one sched_process_fork)"
+    else bad "agent: 2 links per attached pod and one sched_process_fork" "$new new starter probe links with ${#ATT[@]} windows open (before: $(grep -c . <<<"$LINKS0"), during: $(grep -c . <<<"$LINKS1"))"; fi
   fi
 fi
 # After the window: detached, and starter-A's late-N threads are not counted (the same pod gets
@@ -417,7 +427,7 @@ detached() {
 }
 if [ "${#ATT[@]}" -gt 0 ]; then
   until_ok $((STARTER_WINDOW + 30)) "the probe detached from ${#ATT[@]} pods after its ${STARTER_WINDOW}s window" detached
-  LINKS2=$(agent_links)
+  LINKS2=$(starter_links)
   for pod in "${ATT[@]}"; do [ "${PHASE[$pod]}" = "done" ] && : >"${ROOT_DIR[$pod]}/more"; done
   for pod in "${ATT[@]}"; do
     [ "${PHASE[$pod]}" = "done" ] || continue
@@ -434,7 +444,7 @@ if [ "${#ATT[@]}" -gt 0 ]; then
       ok "$pod: probe detached after the window (attached 0, 1 window), the $late late-N threads starter-A started then not counted"
     else bad "$pod: detached after the window, series unchanged" "attached=$att windows=$win late=$late; now: $(starter_pairs "$sel" "$WORK/late.prom" | tr '\n' ' ')"; fi
   done
-  if [ "$LINKS2" = "$LINKS0" ]; then ok "agent: every starter probe link gone after the windows ($(grep -c . <<<"$LINKS0") links, as before the storms)"
+  if [ "$LINKS2" = "$LINKS0" ]; then ok "agent: every starter probe link gone after the windows ($(grep -c . <<<"$LINKS0") of them, as before the storms)"
   else bad "agent: starter probe links gone after the windows" "left: $(comm -13 <(echo "$LINKS0") <(echo "$LINKS2") | tr '\n' ' ') gone: $(comm -23 <(echo "$LINKS0") <(echo "$LINKS2") | tr '\n' ' ')"; fi
 fi
 scrape >"$WORK/late.prom"
@@ -558,13 +568,21 @@ elif scrape | grep -q "pod=\"$plain\""; then bad "pod without the annotation ($p
 else ok "pod without the annotation ($plain) not traced"; fi
 # ...and pays nothing: its JVM maps the same libjvm.so file as the traced pods of its image, but
 # the agent's probes sit in the traced processes alone. It starts 2,000 threads (a burst, through
-# its request file) while the traced pods idle: the agent's BPF programs run not once for it (the
-# kernel's run counts, kernel.bpf_stats_enabled for the burst only); probes on the file for every
-# process would run at least once per thread start.
-prog_runs() {  # the summed run counts of the BPF programs the agent holds (fdinfo of its program fds)
-  local f
+# its request file) while the traced pods idle: the agent's probe programs run not for it (the
+# kernel's run counts, kernel.bpf_stats_enabled for the burst only; at most 200 runs, the idle
+# pods' own compilations and GCs); probes on the file for every process would run at least once
+# per thread start.
+# The starter probe's sched_process_fork (global while a window is open: every fork on the host
+# runs it) and the file identity iterator (run at discovery) are left out: they are not probes.
+prog_runs() {  # the summed run counts of the agent's probe programs (fdinfo of its program fds)
+  local f id n
   for f in /proc/"$AGENT_PID"/fdinfo/*; do awk '/^prog_id:/ {id = $2} /^run_cnt:/ {n = $2} END {if (id != "" && n != "") print id, n}' "$f" 2>/dev/null; done \
-    | sort -u -k1,1 | awk '{s += $2} END {print s + 0}'
+    | sort -u -k1,1 | while read -r id n; do
+        case "$(bpftool prog show id "$id" 2>/dev/null | sed -n 's/.* name \([^ ]*\) .*/\1/p' | head -n1)" in
+          starter_fork|mapped_file_identity) ;;
+          *) echo "$n" ;;
+        esac
+      done | awk '{s += $1} END {print s + 0}'
 }
 ppid=$(pgrep -f "SafepointBurst 40 5 20 3000 /tmp/burst-$MARK-plain\$" | head -n1)
 if [ -n "$plain" ] && [ -n "$ppid" ]; then
@@ -577,7 +595,7 @@ if [ -n "$plain" ] && [ -n "$ppid" ]; then
   r1=$(prog_runs); jcmd_counters "$plain" >"$WORK/plain1"
   sysctl -qw kernel.bpf_stats_enabled="$stats_was"
   dj=$(( $(sed -n 's/^java.threads.started=//p' "$WORK/plain1") - $(sed -n 's/^java.threads.started=//p' "$WORK/plain0") ))
-  if [ "$dj" -ge 2000 ] && [ $((r1 - r0)) -le 50 ]; then
+  if [ "$dj" -ge 2000 ] && [ $((r1 - r0)) -le 200 ]; then
     ok "pod without the annotation ($plain) pays nothing: it started $dj threads, the agent's programs ran $((r1 - r0)) times meanwhile"
   else bad "pod without the annotation ($plain): no probe fires in it" "jcmd java.threads.started +$dj (want >= 2000); the agent's BPF programs ran $((r1 - r0)) times"; fi
 else bad "pod without the annotation: its JVM on the host" "pod '$plain', pid '$ppid'"; fi

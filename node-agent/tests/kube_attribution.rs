@@ -181,7 +181,24 @@ impl Jvm {
     }
 }
 
+/// How long the agent serves one rendered page to every scraper (at most one render a second):
+/// a scrape that must see the state after the previous one waits this long after it.
+const FRESH: Duration = Duration::from_millis(1100);
+
 fn scrape(port: u16) -> String {
+    static LAST: Mutex<Vec<(u16, Instant)>> = Mutex::new(Vec::new());
+    let previous = LAST.lock().unwrap().iter().find(|(p, _)| *p == port).map(|(_, t)| *t);
+    if let Some(wait) = previous.and_then(|t| FRESH.checked_sub(t.elapsed())) {
+        std::thread::sleep(wait);
+    }
+    let text = scrape_now(port);
+    let mut last = LAST.lock().unwrap();
+    last.retain(|(p, _)| *p != port);
+    last.push((port, Instant::now()));
+    text
+}
+
+fn scrape_now(port: u16) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
@@ -631,6 +648,53 @@ fn five_hundred_pods_cost_flat_memory_and_no_traffic_but_the_watch() {
     let _ = std::fs::remove_file(&relayed);
 }
 
+/// A Node object and namespaces in the control plane (no kubelet: the test writes pods as one
+/// would), SafepointBurst compiled into `work`; all deleted when dropped.
+struct NodeAndNamespaces(Vec<String>, String);
+
+impl NodeAndNamespaces {
+    fn create(work: &Path, node: &str, namespaces: &[String]) -> Self {
+        std::fs::create_dir_all(work).unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../e2e/workloads/sidecar/SafepointBurst.java");
+        assert!(Command::new(format!("{JDK17}/bin/javac"))
+            .args(["--release", "17", "-d"])
+            .arg(work)
+            .arg(&src)
+            .status()
+            .unwrap()
+            .success());
+        kubectl_stdin(
+            &["apply", "-f", "-"],
+            &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"),
+        );
+        for n in namespaces {
+            create_namespace(n);
+        }
+        NodeAndNamespaces(namespaces.to_vec(), node.to_string())
+    }
+}
+
+impl Drop for NodeAndNamespaces {
+    fn drop(&mut self) {
+        let k = std::env::var("KUBECTL").unwrap_or_default();
+        for ns in &self.0 {
+            let _ = Command::new(&k)
+                .args(["-n", ns, "delete", "pods", "--all", "--force", "--grace-period=0"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
+            let _ = Command::new(&k)
+                .args(["delete", "namespace", ns, "--wait=false"])
+                .env("KUBECONFIG", kubeconfig())
+                .output();
+        }
+        let _ = Command::new(&k)
+            .args(["delete", "node", &self.1, "--wait=false"])
+            .env("KUBECONFIG", kubeconfig())
+            .output();
+    }
+}
+
 #[test]
 #[ignore = "needs root and a local control plane: hack/suites/45-agent-kube.sh"]
 fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
@@ -643,43 +707,7 @@ fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
     let node = format!("jvmdiag-share-node-{tag}");
     let top = format!("jvmdiag-share-{tag}");
     let work = std::env::temp_dir().join(format!("jvmdiag-kube-share-{tag}"));
-    std::fs::create_dir_all(&work).unwrap();
-    let src =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
-    assert!(Command::new(format!("{JDK17}/bin/javac"))
-        .args(["--release", "17", "-d"])
-        .arg(&work)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
-    kubectl_stdin(
-        &["apply", "-f", "-"],
-        &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"),
-    );
-    create_namespace(&greedy);
-    create_namespace(&quiet);
-    struct Cleanup(Vec<String>, String);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let k = std::env::var("KUBECTL").unwrap_or_default();
-            for ns in &self.0 {
-                let _ = Command::new(&k)
-                    .args(["-n", ns, "delete", "pods", "--all", "--force", "--grace-period=0"])
-                    .env("KUBECONFIG", kubeconfig())
-                    .output();
-                let _ = Command::new(&k)
-                    .args(["delete", "namespace", ns, "--wait=false"])
-                    .env("KUBECONFIG", kubeconfig())
-                    .output();
-            }
-            let _ = Command::new(&k)
-                .args(["delete", "node", &self.1, "--wait=false"])
-                .env("KUBECONFIG", kubeconfig())
-                .output();
-        }
-    }
-    let _cleanup = Cleanup(vec![greedy.clone(), quiet.clone()], node.clone());
+    let _cleanup = NodeAndNamespaces::create(&work, &node, &[greedy.clone(), quiet.clone()]);
 
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let _agent = Kill(
@@ -786,49 +814,13 @@ fn every_namespace_gets_a_slot_and_freed_slots_go_to_the_waiting() {
     // get it (greedy holds 5: the slot is the reserve). Each refusal is counted once.
     let tag = std::process::id();
     let names = ["greedy", "busy", "quiet", "late"];
-    let ns: Vec<String> = names.iter().map(|n| format!("jvmdiag-{n}-{tag}")).collect();
+    // Names of their own: the share test's namespaces of the same process may still be going.
+    let ns: Vec<String> = names.iter().map(|n| format!("jvmdiag-slots-{n}-{tag}")).collect();
     let (greedy, busy, quiet, late) = (&ns[0], &ns[1], &ns[2], &ns[3]);
     let node = format!("jvmdiag-slots-node-{tag}");
     let top = format!("jvmdiag-slots-{tag}");
     let work = std::env::temp_dir().join(format!("jvmdiag-kube-slots-{tag}"));
-    std::fs::create_dir_all(&work).unwrap();
-    let src =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../e2e/workloads/sidecar/SafepointBurst.java");
-    assert!(Command::new(format!("{JDK17}/bin/javac"))
-        .args(["--release", "17", "-d"])
-        .arg(&work)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
-    kubectl_stdin(
-        &["apply", "-f", "-"],
-        &format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {node}}}\n"),
-    );
-    for n in &ns {
-        create_namespace(n);
-    }
-    struct Cleanup(Vec<String>, String);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let k = std::env::var("KUBECTL").unwrap_or_default();
-            for ns in &self.0 {
-                let _ = Command::new(&k)
-                    .args(["-n", ns, "delete", "pods", "--all", "--force", "--grace-period=0"])
-                    .env("KUBECONFIG", kubeconfig())
-                    .output();
-                let _ = Command::new(&k)
-                    .args(["delete", "namespace", ns, "--wait=false"])
-                    .env("KUBECONFIG", kubeconfig())
-                    .output();
-            }
-            let _ = Command::new(&k)
-                .args(["delete", "node", &self.1, "--wait=false"])
-                .env("KUBECONFIG", kubeconfig())
-                .output();
-        }
-    }
-    let _cleanup = Cleanup(ns.clone(), node.clone());
+    let _cleanup = NodeAndNamespaces::create(&work, &node, &ns);
 
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let _agent = Kill(
