@@ -141,35 +141,30 @@ pub struct AttachManager {
     pub caps: Option<Caps>,
 }
 
-/// The `traced_pids` map every collector object reuses (declared in common.bpf.h).
-pub fn create_traced_pids() -> Result<MapHandle> {
+/// A map every collector object reuses in place of its own declaration: `MAX_JVMS` entries
+/// of u32 keys (pids or slots).
+fn shared_map(kind: MapType, name: &str, value_size: u32) -> Result<MapHandle> {
     let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
         ..Default::default()
     };
-    MapHandle::create(MapType::Hash, Some("traced_pids"), 4, 4, MAX_JVMS, &opts)
-        .context("create the traced_pids map")
+    MapHandle::create(kind, Some(name), 4, value_size, MAX_JVMS, &opts)
+        .with_context(|| format!("create the {name} map"))
+}
+
+/// The `traced_pids` map every collector object reuses (declared in common.bpf.h).
+pub fn create_traced_pids() -> Result<MapHandle> {
+    shared_map(MapType::Hash, "traced_pids", 4)
 }
 
 /// The `jvm_limits` map every collector object reuses (declared in common.bpf.h).
 pub fn create_jvm_limits() -> Result<MapHandle> {
-    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-        ..Default::default()
-    };
-    let size = std::mem::size_of::<jvm_limits>() as u32;
-    MapHandle::create(MapType::Array, Some("jvm_limits"), 4, size, MAX_JVMS, &opts)
-        .context("create the jvm_limits map")
+    shared_map(MapType::Array, "jvm_limits", std::mem::size_of::<jvm_limits>() as u32)
 }
 
 /// The `slot_namespace` map every object with in-flight tables reuses (inflight.bpf.h).
 pub fn create_slot_namespace() -> Result<MapHandle> {
-    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-        ..Default::default()
-    };
-    MapHandle::create(MapType::Array, Some("slot_namespace"), 4, 4, MAX_JVMS, &opts)
-        .context("create the slot_namespace map")
+    shared_map(MapType::Array, "slot_namespace", 4)
 }
 
 /// The kernel's value of a JVM's limits (0: the agent's own).
