@@ -207,6 +207,28 @@ fn scrape_now(port: u16) -> String {
     body.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
 }
 
+/// The agent in Kubernetes mode for `node` (its API access through `kubeconfig`), on a free
+/// loopback port with `extra` flags; returned once it serves and its pod watch has synced.
+fn start_synced_agent(node: &str, kubeconfig: &Path, extra: &[&str]) -> (u16, Kill) {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let agent = Kill(
+        Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
+            .args(["--node-name", node, "--kubeconfig"])
+            .arg(kubeconfig)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("agent /metrics", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    wait_for("watch synced", Duration::from_secs(30), || {
+        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
+    });
+    (port, agent)
+}
+
 fn value(text: &str, name: &str, must: &[&str]) -> Option<f64> {
     let mut found = None;
     for l in text.lines().filter(|l| !l.starts_with('#')) {
@@ -377,22 +399,7 @@ fn pods_are_attributed_by_cgroup_and_contract_and_survive_an_api_outage() {
     let cg_d = Cgroup::new(&top, &uid_d, &id_d);
     let cg_e = Cgroup::new(&top, &uid_e, &id_e);
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let agent = env!("CARGO_BIN_EXE_jvmdiag-agent");
-    let _agent = Kill(
-        Command::new(agent)
-            .args(["--node-name", &node, "--kubeconfig"])
-            .arg(&relayed)
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--poll-interval-ms", "100"])
-            .spawn()
-            .unwrap(),
-    );
-    wait_for("agent /metrics", Duration::from_secs(30), || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    wait_for("watch synced", Duration::from_secs(30), || {
-        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
-    });
+    let (port, _agent) = start_synced_agent(&node, &relayed, &["--poll-interval-ms", "100"]);
 
     let mut a = start_jvm(JDK17, &work, Some(&cg_a), 40);
     let mut b = start_jvm(JDK25, &work, Some(&cg_b), 10);
@@ -583,22 +590,8 @@ fn five_hundred_pods_cost_flat_memory_and_no_traffic_but_the_watch() {
     let relay = Relay::start(server.clone());
     let relayed = std::env::temp_dir().join(format!("jvmdiag-scale-kubeconfig-{tag}"));
     std::fs::write(&relayed, kc.replace(&server, &format!("127.0.0.1:{}", relay.port))).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let agent = Kill(
-        Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
-            .args(["--node-name", &node, "--kubeconfig"])
-            .arg(&relayed)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .spawn()
-            .unwrap(),
-    );
+    let (port, agent) = start_synced_agent(&node, &relayed, &[]);
     let pid = agent.0.id();
-    wait_for("agent /metrics", Duration::from_secs(30), || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    wait_for("watch synced", Duration::from_secs(30), || {
-        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
-    });
     for _ in 0..20 {
         scrape(port);
     }
@@ -709,28 +702,8 @@ fn a_namespace_over_its_share_leaves_the_other_namespaces_traced() {
     let work = std::env::temp_dir().join(format!("jvmdiag-kube-share-{tag}"));
     let _cleanup = NodeAndNamespaces::create(&work, &node, &[greedy.clone(), quiet.clone()]);
 
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let _agent = Kill(
-        Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
-            .args(["--node-name", &node, "--kubeconfig"])
-            .arg(kubeconfig())
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--poll-interval-ms",
-                "100",
-                "--max-jvms-per-namespace",
-                "2",
-            ])
-            .spawn()
-            .unwrap(),
-    );
-    wait_for("agent /metrics", Duration::from_secs(30), || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    wait_for("watch synced", Duration::from_secs(30), || {
-        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
-    });
+    let extra = ["--poll-interval-ms", "100", "--max-jvms-per-namespace", "2"];
+    let (port, _agent) = start_synced_agent(&node, &kubeconfig(), &extra);
 
     let mut cgroups = Vec::new();
     let mut jvms = Vec::new();
@@ -822,22 +795,8 @@ fn every_namespace_gets_a_slot_and_freed_slots_go_to_the_waiting() {
     let work = std::env::temp_dir().join(format!("jvmdiag-kube-slots-{tag}"));
     let _cleanup = NodeAndNamespaces::create(&work, &node, &ns);
 
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let _agent = Kill(
-        Command::new(env!("CARGO_BIN_EXE_jvmdiag-agent"))
-            .args(["--node-name", &node, "--kubeconfig"])
-            .arg(kubeconfig())
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--poll-interval-ms", "100"])
-            .args(["--max-jvms", "8", "--max-jvms-per-namespace", "6"])
-            .spawn()
-            .unwrap(),
-    );
-    wait_for("agent /metrics", Duration::from_secs(30), || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    wait_for("watch synced", Duration::from_secs(30), || {
-        value(&scrape(port), "jvmdiag_agent_kube_api_up", &[]) == Some(1.0)
-    });
+    let extra = ["--poll-interval-ms", "100", "--max-jvms", "8", "--max-jvms-per-namespace", "6"];
+    let (port, _agent) = start_synced_agent(&node, &kubeconfig(), &extra);
 
     const REASONS: [&str; 3] = ["namespace_share", "slots_reserved", "slots_exhausted"];
     let traced = |text: &str, ns: &str, pod: &str| {
