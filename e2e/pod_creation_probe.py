@@ -3,13 +3,18 @@
 API server answered: how many creations failed, how many pods came back without the webhook's
 stamp (jvm.diagnostics.dev/injected), and how long each creation took (a pod that waited on an
 unreachable webhook takes its 2-second timeout). Used by the chart suite while it upgrades the
-release: the webhook must never refuse, miss or delay a pod.
+release: the webhook must never refuse, miss or delay a pod. With --validate, each round also
+sends a server-side dry-run JvmDiagnostics through the validating webhook (failurePolicy Fail):
+one refused or failed is counted with the wall-clock second it was sent at.
 
 The pods carry jvm.diagnostics.dev/inject=RESOURCE and a node selector no node has, so they are
 admitted (and mutated) but never scheduled: nothing runs. Delete the namespace afterwards.
 
   pod_creation_probe.py --kubeconfig K --namespace NS --resource NAME --stop-file F [--interval S]
-Prints one JSON object: created, failed, not_injected, slow (>= 1 s), p50_ms, p99_ms, max_ms, errors.
+                        [--validate]
+Prints one JSON object: created, failed, not_injected, slow (>= 1 s), p50_ms, p99_ms, max_ms,
+errors, failed_at (epoch seconds of each failed or uninjected pod); with --validate also
+validated, validation_failed, validation_failed_at, validation_errors.
 """
 
 import argparse
@@ -34,13 +39,19 @@ def main():
     ap.add_argument("--stop-file", required=True)
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--max-seconds", type=float, default=900)
+    ap.add_argument("--validate", action="store_true")
     a = ap.parse_args()
     kc = yaml.safe_load(open(a.kubeconfig))
     cluster = kc["clusters"][0]["cluster"]
     token = kc["users"][0]["user"]["token"]
     ctx = ssl.create_default_context(cafile=cluster["certificate-authority"])
     url = "%s/api/v1/namespaces/%s/pods" % (cluster["server"], a.namespace)
-    lat, errors = [], []
+    vurl = "%s/apis/jvm.diagnostics.dev/v1alpha1/namespaces/%s/jvmdiagnostics?dryRun=All" % (
+        cluster["server"],
+        a.namespace,
+    )
+    lat, errors, failed_at = [], [], []
+    validated, vfailed_at, verrors = 0, [], []
     failed = not_injected = 0
     start = time.monotonic()
     i = 0
@@ -74,18 +85,36 @@ def main():
             ann = (body.get("metadata") or {}).get("annotations") or {}
             if "jvm.diagnostics.dev/injected" not in ann:
                 not_injected += 1
+                failed_at.append(round(time.time(), 1))
                 errors.append(
                     "%s: no injected stamp at %.1f s" % (pod["metadata"]["name"], t0 - start)
                 )
         except (urllib.error.URLError, OSError, ValueError) as e:
             lat.append(time.monotonic() - t0)
             failed += 1
-            detail = (
-                e.read().decode(errors="replace")[:200]
-                if isinstance(e, urllib.error.HTTPError)
-                else str(e)
+            failed_at.append(round(time.time(), 1))
+            errors.append("%s: %s at %.1f s" % (pod["metadata"]["name"], detail_of(e), t0 - start))
+        if a.validate:
+            resource = {
+                "apiVersion": "jvm.diagnostics.dev/v1alpha1",
+                "kind": "JvmDiagnostics",
+                "metadata": {"name": "validate-%d-%d" % (os.getpid(), i)},
+                "spec": {"targetRef": {"kind": "Deployment", "name": "validate-%d" % i}},
+            }
+            vreq = urllib.request.Request(
+                vurl,
+                data=json.dumps(resource).encode(),
+                method="POST",
+                headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
             )
-            errors.append("%s: %s at %.1f s" % (pod["metadata"]["name"], detail, t0 - start))
+            sent, vt0 = time.time(), time.monotonic()
+            try:
+                with urllib.request.urlopen(vreq, context=ctx, timeout=30) as r:
+                    r.read()
+                validated += 1
+            except (urllib.error.URLError, OSError, ValueError) as e:
+                vfailed_at.append(round(sent, 1))
+                verrors.append("%s at %.1f s" % (detail_of(e), vt0 - start))
         time.sleep(max(0.0, a.interval - (time.monotonic() - t0)))
     s = sorted(lat) or [0.0]
     print(
@@ -100,9 +129,26 @@ def main():
                 "max_ms": round(s[-1] * 1000, 1),
                 "seconds": round(time.monotonic() - start, 1),
                 "errors": errors[:10],
+                "failed_at": failed_at,
+                **(
+                    {
+                        "validated": validated,
+                        "validation_failed": len(vfailed_at),
+                        "validation_failed_at": vfailed_at,
+                        "validation_errors": verrors[:10],
+                    }
+                    if a.validate
+                    else {}
+                ),
             }
         )
     )
+
+
+def detail_of(e):
+    if isinstance(e, urllib.error.HTTPError):
+        return e.read().decode(errors="replace")[:200]
+    return str(e)
 
 
 if __name__ == "__main__":

@@ -234,6 +234,10 @@ for _ in $(seq 1 60); do
   [ -n "$ca" ] && break; sleep 1
 done
 [ -n "$ca" ] && ok "operator wrote the webhook caBundle" || bad "operator wrote the webhook caBundle"
+# The operator attacked by a tenant pod, its Lease holder cut off from the API server and its
+# certificate changed, all at once (e2e/operator_attack.sh).
+. "$REPO_ROOT/e2e/operator_attack.sh"
+operator_under_attack
 # The agent's metrics port held by a pod, then behind a token (e2e/chart_lifecycle.sh): last, as
 # it upgrades the release.
 agent_exposure
