@@ -194,6 +194,12 @@ EOF
   elif grep -q "$full-operator-no-system-namespaces" <<<"$out"; then
     ok "the operator writes nothing in kube-system: an Event it may create elsewhere is denied by the admission policy"
   else bad "the operator's Event in kube-system is denied by the admission policy" "${out:0:400}"; fi
+  # ...and a cluster-scoped object (no namespace) is not in one: its webhook registration's
+  # caBundle apply passes both policies (a dry run of the label Helm set, unchanged)
+  if out=$(kubectl "${as[@]}" patch mutatingwebhookconfiguration "$hook" --dry-run=server --type merge \
+             -p "{\"metadata\":{\"labels\":{\"app.kubernetes.io/instance\":\"$rel\"}}}" 2>&1); then
+    ok "the admission policies let the operator patch its cluster-scoped webhook registration"
+  else bad "the operator patches its webhook registration (cluster-scoped) past the admission policies" "${out:0:400}"; fi
   kubectl -n "$lc" delete deployment "$probe" --ignore-not-found --wait=false >/dev/null 2>&1
   return 0
 }
