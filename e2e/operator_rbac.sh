@@ -13,7 +13,8 @@
 #     (rbac-probe in lifecycle, replicas 0, deleted afterwards): as the operator, an image or a
 #     replicas change is denied naming the policy, the inject label and config-hash annotation
 #     alone pass (set and removed, by server-side apply as the operator writes them); the same
-#     image change by the administrator passes.
+#     image change by the administrator passes; an Event the operator may create elsewhere is
+#     denied in kube-system, and its cluster-scoped webhook registration still takes its patch.
 # The names can be changed for another install: RBAC_RELEASE (jd), RBAC_NS (jvm-diagnostics),
 # RBAC_WORKLOAD_NS (lifecycle).
 # shellcheck shell=bash disable=SC2015 # `test && ok … || bad …`: ok always returns 0
