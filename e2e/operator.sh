@@ -180,6 +180,11 @@ lelog=$(mktemp -d)
 trap 'for p in "${le_pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$lelog"' EXIT
 
 # a start error: an identity that may hold a Lease but not watch JvmDiagnostics
+# the chart grants the operator its own Lease by name only: the two replicas below that run with
+# the operator's identity get their Leases here, by name too
+k -n "$OPERATOR_NS" create role e2e-leases --verb=get,update,patch --resource=leases.coordination.k8s.io \
+  --resource-name=e2e-steal --resource-name=e2e-delete >/dev/null 2>&1 || true
+k -n "$OPERATOR_NS" create rolebinding e2e-leases --role=e2e-leases --serviceaccount="$OPERATOR_NS:jvmdiag-operator" >/dev/null 2>&1 || true
 k -n "$OPERATOR_NS" create serviceaccount e2e-lease-only >/dev/null 2>&1 || true
 k -n "$OPERATOR_NS" create role e2e-lease-only --verb=get,create,update,patch --resource=leases.coordination.k8s.io >/dev/null 2>&1 || true
 k -n "$OPERATOR_NS" create rolebinding e2e-lease-only --role=e2e-lease-only --serviceaccount="$OPERATOR_NS:e2e-lease-only" >/dev/null 2>&1 || true
@@ -220,6 +225,7 @@ else bad "start error without leader election: exit 1" "exit: $rc; $(tail -n 3 "
 for p in "$steal" "$del" "$start"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 k -n "$OPERATOR_NS" delete lease e2e-steal e2e-delete e2e-start >/dev/null 2>&1
 k -n "$OPERATOR_NS" delete serviceaccount,role,rolebinding e2e-lease-only >/dev/null 2>&1
+k -n "$OPERATOR_NS" delete role,rolebinding e2e-leases >/dev/null 2>&1
 k delete namespace "$LE_NS" --wait=false >/dev/null 2>&1
 
 # --- RBAC: the operator's identity is the chart's, nothing more ---------------------------------

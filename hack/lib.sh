@@ -234,11 +234,18 @@ agent_build() {
   (cd "$REPO_ROOT/node-agent" && nice cargo build --release --locked) >"$1" 2>&1 || { tail -n 8 "$1" >&2; return 1; }
 }
 
-# The chart's ClusterRole + Role exactly as helm renders them (default values).
+# The chart's ClusterRoles + Role exactly as helm renders them (default values, release jvmdiag).
 render_rbac() {
   bash "$REPO_ROOT/hack/setup.d/helm.sh" >&2 || die "helm missing (hack/setup.d/helm.sh failed)"
   "$HELM" template jvmdiag "$REPO_ROOT/charts/jvm-diagnostics" --namespace "$OPERATOR_NS" --kube-version "$KUBE_VERSION" \
     --show-only templates/operator/clusterrole.yaml
+}
+
+# The flags naming the webhook registrations, Secret and Lease, as the chart passes them for the
+# same release: its RBAC grants exactly these names (one flag=value a line).
+render_operator_names() {
+  "$HELM" template jvmdiag "$REPO_ROOT/charts/jvm-diagnostics" --namespace "$OPERATOR_NS" --kube-version "$KUBE_VERSION" \
+    --show-only templates/operator/deployment.yaml | grep -oE -- '--(webhook-config|webhook-secret|leader-election-lease)=[^" ]+'
 }
 
 operator_pid() { cat "$OPERATOR_STATE/operator.pid" 2>/dev/null; }

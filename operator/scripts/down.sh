@@ -12,9 +12,11 @@ if operator_alive; then
 fi
 rm -f "$OPERATOR_STATE/operator.pid"
 if [ -z "${KUBECONFIG:-}" ]; then KUBECONFIG="$KUBECONFIG_ADMIN"; fi
+# the registrations up.sh created, under the chart's name (up.sh saved it)
+config=$(cat "$OPERATOR_STATE/webhook-config" 2>/dev/null || echo jvmdiag-jvm-diagnostics-webhook)
 if [ -f "$KUBECONFIG" ] && [ "${KEEP_WEBHOOK:-0}" != 1 ]; then
-  KUBECONFIG="$KUBECONFIG" timeout 10 "$KUBECTL" delete mutatingwebhookconfiguration jvmdiag-operator --ignore-not-found >/dev/null 2>&1 || true
+  KUBECONFIG="$KUBECONFIG" timeout 10 "$KUBECTL" delete mutatingwebhookconfiguration "$config" --ignore-not-found >/dev/null 2>&1 || true
   # the JvmDiagnostics validating webhook fails closed: without the operator, nothing could be applied
-  KUBECONFIG="$KUBECONFIG" timeout 10 "$KUBECTL" delete validatingwebhookconfiguration jvmdiag-operator --ignore-not-found >/dev/null 2>&1 || true
+  KUBECONFIG="$KUBECONFIG" timeout 10 "$KUBECTL" delete validatingwebhookconfiguration "$config" --ignore-not-found >/dev/null 2>&1 || true
 fi
 exit 0

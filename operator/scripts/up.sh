@@ -32,13 +32,35 @@ k create namespace "$OPERATOR_NS" --dry-run=client -o yaml | k apply --server-si
 k -n "$OPERATOR_NS" create serviceaccount jvmdiag-operator --dry-run=client -o yaml | k apply --server-side -f - >/dev/null
 render_rbac >"$OPERATOR_STATE/rbac.yaml"
 k apply --server-side --force-conflicts -f "$OPERATOR_STATE/rbac.yaml" >/dev/null
-# the ClusterRole and the Role share one name: whatever the chart's helpers make of it
-role=$(awk '/^kind: ClusterRole/{c=1} c && /^  name:/{print $2; exit}' "$OPERATOR_STATE/rbac.yaml")
-[ -n "$role" ] || die "no ClusterRole in the rendered templates/operator/clusterrole.yaml"
-k create clusterrolebinding "$role" --clusterrole="$role" \
-  --serviceaccount="$OPERATOR_NS:jvmdiag-operator" --dry-run=client -o yaml | k apply --server-side -f - >/dev/null
-k -n "$OPERATOR_NS" create rolebinding "$role" --role="$role" \
-  --serviceaccount="$OPERATOR_NS:jvmdiag-operator" --dry-run=client -o yaml | k apply --server-side -f - >/dev/null
+# every ClusterRole bound cluster-wide (the chart's default, no watchNamespaces), the Role in its
+# namespace: whatever names the chart's helpers make
+roles=$(awk '/^kind: /{kind=$2} /^  name:/ && kind {print kind, $2; kind=""}' "$OPERATOR_STATE/rbac.yaml")
+grep -q '^ClusterRole ' <<<"$roles" || die "no ClusterRole in the rendered templates/operator/clusterrole.yaml"
+while read -r kind role; do
+  if [ "$kind" = ClusterRole ]; then
+    k create clusterrolebinding "$role" --clusterrole="$role" \
+      --serviceaccount="$OPERATOR_NS:jvmdiag-operator" --dry-run=client -o yaml | k apply --server-side -f - >/dev/null
+  else
+    k -n "$OPERATOR_NS" create rolebinding "$role" --role="$role" \
+      --serviceaccount="$OPERATOR_NS:jvmdiag-operator" --dry-run=client -o yaml | k apply --server-side -f - >/dev/null
+  fi
+done <<<"$roles"
+# The chart grants the webhook registrations, the Secret and the Lease by name: the operator gets
+# those names, and the registrations exist before it starts, as Helm creates them (empty, labelled
+# as the operator's own, so that it applies its whole URL registration; down.sh deletes them).
+mapfile -t names < <(render_operator_names)
+[ "${#names[@]}" = 3 ] || die "the chart's deployment.yaml names no --webhook-config, --webhook-secret and --leader-election-lease"
+config=$(printf '%s\n' "${names[@]}" | sed -n 's/^--webhook-config=//p')
+echo "$config" >"$OPERATOR_STATE/webhook-config"
+for kind in MutatingWebhookConfiguration ValidatingWebhookConfiguration; do
+  k get "$kind" "$config" >/dev/null 2>&1 || k create -f - >/dev/null <<REG
+apiVersion: admissionregistration.k8s.io/v1
+kind: $kind
+metadata:
+  name: $config
+  labels: {app.kubernetes.io/managed-by: jvmdiag-operator}
+REG
+done
 
 # a kubeconfig for the service account: same server and CA, its own token
 token=$(k -n "$OPERATOR_NS" create token jvmdiag-operator --duration=24h)
@@ -62,7 +84,7 @@ setsid nohup "$JAVA25" -Xms64m -Xmx512m -jar "$OPERATOR_JAR" \
   --kubeconfig "$OPERATOR_STATE/kubeconfig" --namespace "$OPERATOR_NS" \
   --webhook-bind "127.0.0.1:$OPERATOR_WEBHOOK_PORT" --webhook-url "https://127.0.0.1:$OPERATOR_WEBHOOK_PORT" \
   --metrics-bind "127.0.0.1:$OPERATOR_METRICS_PORT" --probe-bind 127.0.0.1:0 --leader-election-namespace "$OPERATOR_NS" \
-  --max-rollouts-per-minute "${OPERATOR_MAX_ROLLOUTS_PER_MINUTE:-0}" ${OPERATOR_ARGS:-} \
+  --max-rollouts-per-minute "${OPERATOR_MAX_ROLLOUTS_PER_MINUTE:-0}" "${names[@]}" ${OPERATOR_ARGS:-} \
   >>"$OPERATOR_STATE/operator.log" 2>&1 </dev/null &
 echo $! >"$OPERATOR_STATE/operator.pid"
 for _ in $(seq 1 120); do

@@ -6,7 +6,7 @@ The operator's flags (see `java -jar jvmdiag-operator.jar --help`), derived from
 - --metrics-bind=0.0.0.0:{{ .Values.operator.metricsPort }}
 - --probe-bind=0.0.0.0:{{ .Values.operator.probePort }}
 {{- if .Values.operator.leaderElection.enabled }}
-- --leader-election-namespace={{ .Release.Namespace }}
+- --leader-election-namespace={{ include "jvm-diagnostics.namespace" . }}
 - --leader-election-lease={{ include "jvm-diagnostics.operator.fullname" . }}
 {{- else }}
 - --no-leader-election

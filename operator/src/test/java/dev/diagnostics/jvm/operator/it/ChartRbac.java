@@ -1,6 +1,10 @@
 package dev.diagnostics.jvm.operator.it;
 
+import dev.diagnostics.jvm.operator.Contract;
 import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.ObjectMetaBuilder;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfigurationBuilder;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfigurationBuilder;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBindingBuilder;
 import io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder;
 import io.fabric8.kubernetes.client.Config;
@@ -15,12 +19,28 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The operator's identity in tests: a service account bound to exactly the chart's
- * templates/operator/clusterrole.yaml (rendered by helm), used through impersonation.
+ * templates/operator/clusterrole.yaml (rendered by helm), used through impersonation. The chart
+ * grants the webhook Secret, the Lease and the webhook registrations by name: a test gives the
+ * operator the names the chart renders for its release ({@link #WEBHOOK_CONFIG}, {@link
+ * #WEBHOOK_SECRET}, {@link #LEASE}, or {@link #names} of another release), and creates the
+ * registrations first as Helm does ({@link #registerLikeHelm}).
  */
 public final class ChartRbac {
   static final String RELEASE = "jvmdiag";
   public static final String NAMESPACE = "jvmdiag-system";
   public static final String SERVICE_ACCOUNT = "jvmdiag-operator";
+
+  /** The names the chart's helpers give a release's objects (release names without the chart's). */
+  public record Names(String webhookConfig, String webhookSecret, String lease) {}
+
+  public static Names names(String release) {
+    String fullname = release + "-jvm-diagnostics";
+    return new Names(fullname + "-webhook", fullname + "-webhook-tls", fullname + "-operator");
+  }
+
+  public static final String WEBHOOK_CONFIG = names(RELEASE).webhookConfig();
+  public static final String WEBHOOK_SECRET = names(RELEASE).webhookSecret();
+  public static final String LEASE = names(RELEASE).lease();
   static final Path CHART =
       Path.of(System.getProperty("crds.dir", "../crds")).resolveSibling("charts/jvm-diagnostics");
   static final String TEMPLATE = "templates/operator/clusterrole.yaml";
@@ -32,9 +52,19 @@ public final class ChartRbac {
    * config.
    */
   public static Config install(KubernetesClient admin) throws Exception {
+    return install(admin, RELEASE);
+  }
+
+  /**
+   * As {@link #install(KubernetesClient)}, the rules rendered for another release: the same user
+   * also gets that release's Secret, Lease and registration names ({@link #names}).
+   */
+  public static Config install(KubernetesClient admin, String release) throws Exception {
     ApiServer.namespace(admin, NAMESPACE);
     List<HasMetadata> roles =
-        admin.load(new ByteArrayInputStream(render().getBytes(StandardCharsets.UTF_8))).items();
+        admin
+            .load(new ByteArrayInputStream(render(release).getBytes(StandardCharsets.UTF_8)))
+            .items();
     if (roles.isEmpty()) throw new IllegalStateException(TEMPLATE + " rendered to nothing");
     String user = "system:serviceaccount:" + NAMESPACE + ":" + SERVICE_ACCOUNT;
     for (HasMetadata role : roles) {
@@ -89,7 +119,7 @@ public final class ChartRbac {
   /**
    * The chart's template as helm renders it with default values (hack/setup.d/helm.sh builds helm).
    */
-  static String render() throws Exception {
+  static String render(String release) throws Exception {
     String cache =
         System.getenv()
             .getOrDefault(
@@ -101,7 +131,7 @@ public final class ChartRbac {
         new ProcessBuilder(
                 helm.toString(),
                 "template",
-                RELEASE,
+                release,
                 CHART.toString(),
                 "--namespace",
                 NAMESPACE,
@@ -117,5 +147,28 @@ public final class ChartRbac {
     if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0)
       throw new IllegalStateException("helm template failed: " + err);
     return new String(out, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * What Helm does before the operator starts: both webhook registrations exist (the operator may
+   * patch them, not create them). Empty, and labelled as the operator's own, so that the operator
+   * applies its whole registration (a URL in tests) rather than only the caBundle.
+   */
+  public static void registerLikeHelm(KubernetesClient admin, String name) {
+    var meta =
+        new ObjectMetaBuilder()
+            .withName(name)
+            .addToLabels("app.kubernetes.io/managed-by", Contract.FIELD_MANAGER)
+            .build();
+    var mutating = admin.admissionRegistration().v1().mutatingWebhookConfigurations();
+    if (mutating.withName(name).get() == null)
+      mutating
+          .resource(new MutatingWebhookConfigurationBuilder().withMetadata(meta).build())
+          .create();
+    var validating = admin.admissionRegistration().v1().validatingWebhookConfigurations();
+    if (validating.withName(name).get() == null)
+      validating
+          .resource(new ValidatingWebhookConfigurationBuilder().withMetadata(meta).build())
+          .create();
   }
 }

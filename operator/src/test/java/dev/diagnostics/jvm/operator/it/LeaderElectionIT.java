@@ -40,7 +40,9 @@ import org.junit.jupiter.api.Test;
  */
 class LeaderElectionIT {
   static final Duration WAIT = Duration.ofSeconds(40);
-  static final String LEASE = "jvmdiag-it-leader";
+  static final String LEASE = ChartRbac.LEASE;
+  static final String LOST = "jvmdiag-lost";
+  static final String BROWNOUT = "jvmdiag-brownout";
   static final String METRIC = "jvmdiag_operator_pods_missing_injection{";
   static KubernetesClient admin;
   static Config asOperator;
@@ -51,6 +53,10 @@ class LeaderElectionIT {
   static void start() throws Exception {
     admin = ApiServer.admin();
     asOperator = ChartRbac.install(admin);
+    // the tests with a Lease (and Secret) of their own: the chart grants them by name, so those
+    // names are another release's, its rules bound to the same identity
+    ChartRbac.install(admin, LOST);
+    ChartRbac.install(admin, BROWNOUT);
     for (String id : List.of("replica-a", "replica-b")) {
       KubernetesClient c = ApiServer.client(asOperator);
       clients.put(id, c);
@@ -274,7 +280,7 @@ class LeaderElectionIT {
   @Test
   void aReplicaThatLosesItsLeaseStopsReconcilingAtOnceAndResumesWhenItLeadsAgain()
       throws Exception {
-    String lease = "jvmdiag-it-lost";
+    String lease = ChartRbac.names(LOST).lease();
     String ns = ApiServer.namespace(admin, "leader-election-lost");
     LeaderElection le =
         new LeaderElection(
@@ -347,9 +353,9 @@ class LeaderElectionIT {
    */
   @Test
   void repeatedLeaseLossesNeverStopTheWebhook() throws Exception {
-    String lease = "jvmdiag-it-brownout";
+    String lease = ChartRbac.names(BROWNOUT).lease();
     String ns = ApiServer.namespace(admin, "leader-election-brownout");
-    String secret = "jvmdiag-it-brownout-tls";
+    String secret = ChartRbac.names(BROWNOUT).webhookSecret();
     var ca = CertificateAuthority.newCa("it-ca", Duration.ofDays(1));
     var serving =
         CertificateAuthority.newServing(ca, List.of("127.0.0.1", "localhost"), Duration.ofDays(1));
@@ -402,7 +408,7 @@ class LeaderElectionIT {
                             "https://127.0.0.1:0",
                             List.of("127.0.0.1", "localhost"),
                             secret,
-                            "jvmdiag-it-brownout",
+                            ChartRbac.names(BROWNOUT).webhookConfig(),
                             false, // cert-manager mode: no registration, the test calls it
                             Duration.ofHours(1),
                             0,

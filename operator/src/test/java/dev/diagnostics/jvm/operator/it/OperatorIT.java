@@ -59,6 +59,7 @@ class OperatorIT {
   }
 
   static OperatorApp startWebhook() throws Exception {
+    ChartRbac.registerLikeHelm(admin, ChartRbac.WEBHOOK_CONFIG);
     OperatorApp app = new OperatorApp(operatorClient, settings(true, false)).start();
     awaitWebhookLive();
     return app;
@@ -111,8 +112,8 @@ class OperatorIT {
                 new InetSocketAddress("127.0.0.1", 0),
                 "https://127.0.0.1:0",
                 List.of("127.0.0.1", "localhost"),
-                "jvmdiag-webhook-tls",
-                "jvmdiag-it",
+                ChartRbac.WEBHOOK_SECRET,
+                ChartRbac.WEBHOOK_CONFIG,
                 true,
                 Duration.ofHours(1),
                 0,
@@ -140,13 +141,13 @@ class OperatorIT {
           .admissionRegistration()
           .v1()
           .validatingWebhookConfigurations()
-          .withName("jvmdiag-it")
+          .withName(ChartRbac.WEBHOOK_CONFIG)
           .delete();
       admin
           .admissionRegistration()
           .v1()
           .mutatingWebhookConfigurations()
-          .withName("jvmdiag-it")
+          .withName(ChartRbac.WEBHOOK_CONFIG)
           .delete();
     }
     if (operatorClient != null) operatorClient.close();
@@ -876,7 +877,7 @@ class OperatorIT {
         .admissionRegistration()
         .v1()
         .validatingWebhookConfigurations()
-        .withName("jvmdiag-it")
+        .withName(ChartRbac.WEBHOOK_CONFIG)
         .delete();
     await(
         "validating registration gone",
@@ -1127,7 +1128,7 @@ class OperatorIT {
             .admissionRegistration()
             .v1()
             .mutatingWebhookConfigurations()
-            .withName("jvmdiag-it")
+            .withName(ChartRbac.WEBHOOK_CONFIG)
             .get()
             .getWebhooks()
             .get(0);
@@ -1160,11 +1161,30 @@ class OperatorIT {
             () -> operatorClient.pods().inNamespace("default").withName("x").delete());
     assertThat(e2).isNotNull();
     assertThat(e2.getCode()).isEqualTo(403);
+    KubernetesClientException e3 =
+        catchThrowableOfType(
+            KubernetesClientException.class,
+            () ->
+                operatorClient.secrets().inNamespace(ChartRbac.NAMESPACE).withName("other").get());
+    assertThat(e3).as("only its own Secret, by name, in its own namespace").isNotNull();
+    assertThat(e3.getCode()).isEqualTo(403);
+    KubernetesClientException e4 =
+        catchThrowableOfType(
+            KubernetesClientException.class,
+            () ->
+                operatorClient
+                    .admissionRegistration()
+                    .v1()
+                    .mutatingWebhookConfigurations()
+                    .withName("other")
+                    .get());
+    assertThat(e4).as("only the chart's webhook registrations, by name").isNotNull();
+    assertThat(e4.getCode()).isEqualTo(403);
     assertThat(
             admin
                 .secrets()
                 .inNamespace(ChartRbac.NAMESPACE)
-                .withName("jvmdiag-webhook-tls")
+                .withName(ChartRbac.WEBHOOK_SECRET)
                 .get()
                 .getData())
         .containsKeys("ca.crt", "tls.crt", "tls.key");
