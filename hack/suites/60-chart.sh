@@ -225,7 +225,7 @@ asa=system:serviceaccount:$ns:jd-jvm-diagnostics-agent
   && [ "$(can create pods --as "$asa")" = no ] && [ "$(can list nodes --as "$asa")" = no ] \
   && ok "agent ServiceAccount: watch pods only (no secrets, no writes)" || bad "agent ServiceAccount: watch pods only"
 [ "$(can patch deployments -n default --as "$osa")" = yes ] && [ "$(can get secrets -n default --as "$osa")" = no ] \
-  && [ "$(can get secrets -n $ns --as "$osa")" = yes ] && [ "$(can delete pods -n default --as "$osa")" = no ] \
+  && [ "$(can get secret/jd-jvm-diagnostics-webhook-tls -n $ns --as "$osa")" = yes ] && [ "$(can delete pods -n default --as "$osa")" = no ] \
   && ok "operator ServiceAccount: patches workloads, Secrets only in its namespace" || bad "operator ServiceAccount rights"
 # The webhook registration carries a caBundle written by the operator at runtime.
 # (pods turn Ready on /readyz once the webhook serves, a moment before the registration is applied)
@@ -234,6 +234,10 @@ for _ in $(seq 1 60); do
   [ -n "$ca" ] && break; sleep 1
 done
 [ -n "$ca" ] && ok "operator wrote the webhook caBundle" || bad "operator wrote the webhook caBundle"
+# The operator's least privilege: what its ServiceAccount may do, per watched namespace, and the
+# admission policy on its writes (e2e/operator_rbac.sh).
+. "$REPO_ROOT/e2e/operator_rbac.sh"
+operator_rbac_checks
 # The operator attacked by a tenant pod, its Lease holder cut off from the API server and its
 # certificate changed, all at once (e2e/operator_attack.sh).
 . "$REPO_ROOT/e2e/operator_attack.sh"
