@@ -19,18 +19,18 @@ import java.util.function.Predicate;
  * cluster-wide rights; without this check, anyone who may create a JvmDiagnostics in a namespace
  * could roll, and add JVM flags to, any workload there.
  *
- * <p>Answers are kept briefly per question (user, groups, uid, extra, namespace, kind, name): "may"
- * for {@link #ALLOWED_FOR}, "may not" for {@link #DENIED_FOR} (short, so an author who has just
- * been granted the Role is not refused for long), at most {@link #MAX_ANSWERS} of them, the least
- * recently asked dropped first. The same request sent again (a retry, an apply loop, or a forged
- * AdmissionReview repeated by a pod that reaches the webhook) costs no second review; a permission
- * revoked a moment ago can still be honoured for that long, as the API server's own webhook
- * authorizer caches its answers.
+ * <p>"May" is kept for {@link #ALLOWED_FOR} per question (user, groups, uid, extra, namespace,
+ * kind, name), at most {@link #MAX_ANSWERS} of them, the least recently asked dropped first: the
+ * same request sent again (a retry, an apply loop, or a forged AdmissionReview repeated by a pod
+ * that reaches the webhook) costs no second review. A permission revoked a moment ago can still be
+ * honoured for that long, as the API server's own webhook authorizer caches its answers. "May not"
+ * is never kept: an author who has just been granted the Role retries at once and must pass (a
+ * forger who varies the question defeats any cache anyway; the webhook's limit per peer address
+ * bounds what that costs).
  */
 public final class TargetPermission {
   public static final String VERB = "patch";
   static final Duration ALLOWED_FOR = Duration.ofSeconds(10);
-  static final Duration DENIED_FOR = Duration.ofSeconds(2);
   static final int MAX_ANSWERS = 4096;
 
   private final Predicate<SubjectAccessReview> ask;
@@ -46,7 +46,8 @@ public final class TargetPermission {
       String resource,
       String name) {}
 
-  private record Answer(boolean allowed, long until) {}
+  /** "May", until then (nanos). */
+  private record Answer(long until) {}
 
   private final LinkedHashMap<Question, Answer> answers =
       new LinkedHashMap<>(64, 0.75f, true) {
@@ -89,15 +90,11 @@ public final class TargetPermission {
     synchronized (answers) {
       known = answers.get(q);
     }
-    boolean allowed;
-    if (known != null && now - known.until() < 0) {
-      allowed = known.allowed();
-    } else {
-      allowed = ask.test(review(q));
-      Duration keep = allowed ? ALLOWED_FOR : DENIED_FOR;
-      synchronized (answers) {
-        answers.put(q, new Answer(allowed, nanos.getAsLong() + keep.toNanos()));
-      }
+    if (known != null && now - known.until() < 0) return null;
+    boolean allowed = ask.test(review(q));
+    synchronized (answers) {
+      if (allowed) answers.put(q, new Answer(nanos.getAsLong() + ALLOWED_FOR.toNanos()));
+      else answers.remove(q);
     }
     return allowed ? null : message(user.getUsername(), namespace, ref);
   }

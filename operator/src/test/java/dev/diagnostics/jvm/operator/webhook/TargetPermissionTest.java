@@ -85,16 +85,27 @@ class TargetPermissionTest {
   }
 
   @Test
-  void aRefusalIsKeptOnlyBriefly() {
+  void aRefusalIsNeverKept() {
     allow = false;
     assertThat(permission.missing(user("dev"), "shop", target("checkout")))
         .contains("may not patch deployments.apps \"checkout\"");
     assertThat(permission.missing(user("dev"), "shop", target("checkout"))).isNotNull();
-    assertThat(sent).hasSize(1);
-    // the author is granted the Role: refused no longer than DENIED_FOR
+    assertThat(sent).hasSize(2);
+    // the author is granted the Role and retries at once
     allow = true;
-    advanceSeconds(TargetPermission.DENIED_FOR.toSeconds() + 0.001);
     assertThat(permission.missing(user("dev"), "shop", target("checkout"))).isNull();
+    assertThat(permission.missing(user("dev"), "shop", target("checkout"))).isNull();
+    assertThat(sent).hasSize(3);
+  }
+
+  @Test
+  void aPermissionRevokedIsHonouredNoLongerThanTheAnswerIsKept() {
+    permission.missing(user("dev"), "shop", target("checkout"));
+    allow = false;
+    advanceSeconds(TargetPermission.ALLOWED_FOR.toSeconds() - 0.001);
+    assertThat(permission.missing(user("dev"), "shop", target("checkout"))).isNull();
+    advanceSeconds(0.002);
+    assertThat(permission.missing(user("dev"), "shop", target("checkout"))).isNotNull();
     assertThat(sent).hasSize(2);
   }
 
