@@ -16,8 +16,8 @@ import java.util.function.LongSupplier;
  * <p>At most {@code maxPeers} buckets are kept, least recently seen first out. A bucket that has
  * refilled to its burst is the same as a new one, so an idle peer is dropped as soon as it is the
  * least recently seen; a peer dropped before its bucket refilled (more than maxPeers peers sending
- * at once) starts again with a full one, which is the most a crowd of addresses can gain. Thread-safe; every
- * call is O(1) amortised under one lock.
+ * at once) starts again with a full one, which is the most a crowd of addresses can gain.
+ * Thread-safe; every call is O(1) amortised under one lock.
  */
 final class PeerLimiter {
   static final int MAX_PEERS = 1024;
