@@ -95,6 +95,9 @@ schema_refuses "a metrics reader of an unknown kind" "agent.metricsAuth.readerSu
 schema_refuses "a ServiceAccount metrics reader without its namespace" "agent.metricsAuth.readerSubjects.0" \
   --set 'agent.metricsAuth.readerSubjects[0].kind=ServiceAccount' --set 'agent.metricsAuth.readerSubjects[0].name=prometheus'
 schema_refuses "an agent NetworkPolicy without peers" "agent.networkPolicy.from" --set agent.networkPolicy.enabled=true
+schema_refuses "an operator NetworkPolicy without the API server's addresses" "operator.networkPolicy.apiServerCIDRs: with enabled: true, give" \
+  --set operator.networkPolicy.enabled=true
+schema_refuses "a webhook peer limit without a burst" "webhook/rateLimitPerPeer/validation" --set webhook.rateLimitPerPeer.validation.burst=0
 schema_refuses "agent.args without the probe listener" "--probe-listen" --set 'agent.args={--node-name=n}'
 
 # --- 4. helm-unittest --------------------------------------------------------------------------

@@ -4,7 +4,10 @@
 # ServiceAccount bound to the rendered templates/operator/clusterrole.yaml, its token in a
 # kubeconfig of its own. The webhook is registered on a loopback URL. No limit on rollouts
 # (OPERATOR_MAX_ROLLOUTS_PER_MINUTE, default 0): the benchmark creates 1,000 resources at once and
-# measures the reconciler, not the limit (RolloutLimitIT tests that).
+# measures the reconciler, not the limit (RolloutLimitIT tests that). No per-peer limit on the
+# webhook either (OPERATOR_WEBHOOK_POD_LIMIT, OPERATOR_WEBHOOK_VALIDATION_LIMIT, default 0): every
+# admission of the benchmark comes from the one API server, faster than a cluster's usual rate
+# (WebhookPeerLimitTest tests the limit).
 set -euo pipefail
 . "$(dirname "$0")/../../hack/lib.sh"
 if [ -z "${KUBECONFIG:-}" ]; then KUBECONFIG="$KUBECONFIG_ADMIN"; fi
@@ -84,7 +87,9 @@ setsid nohup "$JAVA25" -Xms64m -Xmx512m -jar "$OPERATOR_JAR" \
   --kubeconfig "$OPERATOR_STATE/kubeconfig" --namespace "$OPERATOR_NS" \
   --webhook-bind "127.0.0.1:$OPERATOR_WEBHOOK_PORT" --webhook-url "https://127.0.0.1:$OPERATOR_WEBHOOK_PORT" \
   --metrics-bind "127.0.0.1:$OPERATOR_METRICS_PORT" --probe-bind 127.0.0.1:0 --leader-election-namespace "$OPERATOR_NS" \
-  --max-rollouts-per-minute "${OPERATOR_MAX_ROLLOUTS_PER_MINUTE:-0}" "${names[@]}" ${OPERATOR_ARGS:-} \
+  --max-rollouts-per-minute "${OPERATOR_MAX_ROLLOUTS_PER_MINUTE:-0}" "${names[@]}" \
+  --webhook-pod-limit "${OPERATOR_WEBHOOK_POD_LIMIT:-0}" --webhook-validation-limit "${OPERATOR_WEBHOOK_VALIDATION_LIMIT:-0}" \
+  ${OPERATOR_ARGS:-} \
   >>"$OPERATOR_STATE/operator.log" 2>&1 </dev/null &
 echo $! >"$OPERATOR_STATE/operator.pid"
 for _ in $(seq 1 120); do

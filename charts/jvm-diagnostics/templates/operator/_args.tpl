@@ -26,6 +26,10 @@ The operator's flags (see `java -jar jvmdiag-operator.jar --help`), derived from
 - --webhook-service={{ include "jvm-diagnostics.operator.fullname" . }}
 - --webhook-config={{ include "jvm-diagnostics.webhook.fullname" . }}
 - --webhook-secret={{ include "jvm-diagnostics.webhook.fullname" . }}-tls
+{{- with .Values.webhook.rateLimitPerPeer }}
+- --webhook-pod-limit={{ if .pods.perSecond }}{{ .pods.perSecond }}/{{ .pods.burst }}{{ else }}0{{ end }}
+- --webhook-validation-limit={{ if .validation.perSecond }}{{ .validation.perSecond }}/{{ .validation.burst }}{{ else }}0{{ end }}
+{{- end }}
 {{- if .Values.certManager.enabled }}
 {{- /* cert-manager writes the Secret and its cainjector the caBundle: the operator only reads them. */}}
 - --no-manage-webhook-config

@@ -5,7 +5,9 @@ import dev.diagnostics.jvm.operator.election.LeaderElection;
 import dev.diagnostics.jvm.operator.logging.LogFormat;
 import dev.diagnostics.jvm.operator.reconciler.OperatorRollout;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
+import dev.diagnostics.jvm.operator.webhook.PeerRateLimit;
 import dev.diagnostics.jvm.operator.webhook.WebhookRegistration;
+import dev.diagnostics.jvm.operator.webhook.WebhookServer;
 import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -156,6 +158,26 @@ final class Options {
   int webhookWarmup;
 
   @Option(
+      names = "--webhook-pod-limit",
+      paramLabel = "RATE/BURST",
+      defaultValue = "200/400",
+      description =
+          "pod admissions answered per second from one peer address, and how many at once; one over it is "
+              + "admitted unchanged at once (no injection: its JvmDiagnostics names it) and counted; 0: no limit "
+              + "(default: ${DEFAULT-VALUE})")
+  String webhookPodLimit;
+
+  @Option(
+      names = "--webhook-validation-limit",
+      paramLabel = "RATE/BURST",
+      defaultValue = "50/100",
+      description =
+          "JvmDiagnostics validations answered per second from one peer address, and how many at once; one "
+              + "over it is denied at once with 429 (no SubjectAccessReview) and counted; 0: no limit "
+              + "(default: ${DEFAULT-VALUE})")
+  String webhookValidationLimit;
+
+  @Option(
       names = "--leader-election",
       negatable = true,
       defaultValue = "true",
@@ -234,6 +256,7 @@ final class Options {
     if (webhookDrainSeconds() < 0) {
       throw invalid("--webhook-drain-seconds must be 0 or more, got " + webhookDrainSeconds());
     }
+    webhookPeerLimits(); // each names its flag when it cannot be read
     if (maxRolloutsPerMinute < 0) {
       throw invalid(
           "--max-rollouts-per-minute must be 0 (no limit) or more, got " + maxRolloutsPerMinute);
@@ -275,7 +298,8 @@ final class Options {
                 manageWebhookConfig,
                 certCheckInterval,
                 webhookWarmup,
-                allowed)
+                allowed,
+                webhookPeerLimits())
             : null,
         reconciler
             ? new ReconcilerSettings(
@@ -290,6 +314,21 @@ final class Options {
             : null,
         metricsBind.isEmpty() ? null : address(metricsBind, "--metrics-bind"),
         probeBind.isEmpty() ? null : address(probeBind, "--probe-bind"));
+  }
+
+  /** --webhook-pod-limit and --webhook-validation-limit. */
+  WebhookServer.PeerLimits webhookPeerLimits() {
+    return new WebhookServer.PeerLimits(
+        peerLimit("--webhook-pod-limit", webhookPodLimit),
+        peerLimit("--webhook-validation-limit", webhookValidationLimit));
+  }
+
+  private PeerRateLimit peerLimit(String flag, String value) {
+    try {
+      return PeerRateLimit.parse(value);
+    } catch (IllegalArgumentException e) {
+      throw invalid(flag + ": " + e.getMessage());
+    }
   }
 
   /** --webhook-drain-seconds, or its default: 5 behind the Service, 0 with --webhook-url. */

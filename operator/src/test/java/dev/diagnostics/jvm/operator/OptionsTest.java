@@ -3,6 +3,8 @@ package dev.diagnostics.jvm.operator;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.diagnostics.jvm.operator.webhook.PeerRateLimit;
+import dev.diagnostics.jvm.operator.webhook.WebhookServer;
 import java.net.InetSocketAddress;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -96,6 +98,27 @@ class OptionsTest {
     assertThat(none.probeBind()).isNull();
 
     assertThat(parse("--no-leader-election").settings().reconciler().leaderElection()).isNull();
+  }
+
+  @Test
+  void theWebhooksPeerLimitsDefaultAndChangeAndAreRefusedNamingTheFlag() {
+    assertThat(parse("--webhook-bind", "127.0.0.1:0").settings().webhook().peerLimits())
+        .isEqualTo(WebhookServer.PeerLimits.DEFAULT);
+    assertThat(WebhookServer.PeerLimits.DEFAULT)
+        .isEqualTo(
+            new WebhookServer.PeerLimits(new PeerRateLimit(200, 400), new PeerRateLimit(50, 100)));
+    assertThat(
+            parse("--webhook-validation-limit=5/10", "--webhook-pod-limit=0")
+                .settings()
+                .webhook()
+                .peerLimits())
+        .isEqualTo(new WebhookServer.PeerLimits(PeerRateLimit.NONE, new PeerRateLimit(5, 10)));
+    assertThat(refusal("--webhook-validation-limit=50"))
+        .isEqualTo(
+            "--webhook-validation-limit: \"50\" is not RATE/BURST (requests a second per peer"
+                + " address above 0, then how many at once, at least 1), e.g. 50/100; or 0 for no"
+                + " limit");
+    assertThat(refusal("--webhook-pod-limit=10/0")).startsWith("--webhook-pod-limit: \"10/0\"");
   }
 
   @Test

@@ -77,7 +77,21 @@ public final class HttpListener implements AutoCloseable {
    * runs (null: on the listener's thread, for answers that never block).
    */
   private record Route(
-      String method, int maxBody, ExecutorService pool, Function<byte[], Reply> handler) {}
+      String method,
+      int maxBody,
+      ExecutorService pool,
+      Function<byte[], Reply> handler,
+      Gate gate) {}
+
+  /**
+   * Decides, on the listener's own thread and before a route's pool, whether a request is answered
+   * at once: null lets it through to the route's handler. It must not block (a lookup in memory).
+   */
+  @FunctionalInterface
+  public interface Gate {
+    /** peer: the address the connection comes from; body: the request's, read in full. */
+    Reply check(InetSocketAddress peer, byte[] body);
+  }
 
   private final String name;
   private final Limits limits;
@@ -144,20 +158,29 @@ public final class HttpListener implements AutoCloseable {
 
   /** A GET route answered on the listener's own thread: only for answers that never block. */
   public HttpListener get(String path, java.util.function.Supplier<Reply> handler) {
-    routes.put(path, new Route("GET", 0, null, b -> handler.get()));
+    routes.put(path, new Route("GET", 0, null, b -> handler.get(), null));
     return this;
   }
 
   /** A GET route whose work runs on pool. */
   public HttpListener get(String path, ExecutorService pool, java.util.function.Supplier<Reply> h) {
-    routes.put(path, new Route("GET", 0, pool, b -> h.get()));
+    routes.put(path, new Route("GET", 0, pool, b -> h.get(), null));
     return this;
   }
 
   /** A POST route: the body (at most maxBody bytes) is read without a thread, then run on pool. */
   public HttpListener post(
       String path, int maxBody, ExecutorService pool, Function<byte[], Reply> handler) {
-    routes.put(path, new Route("POST", maxBody, pool, handler));
+    return post(path, maxBody, pool, handler, null);
+  }
+
+  /**
+   * A POST route whose gate may answer a request at once, once its body is read and before it takes
+   * a place in pool (gate null: none).
+   */
+  public HttpListener post(
+      String path, int maxBody, ExecutorService pool, Function<byte[], Reply> handler, Gate gate) {
+    routes.put(path, new Route("POST", maxBody, pool, handler, gate));
     return this;
   }
 
@@ -235,10 +258,27 @@ public final class HttpListener implements AutoCloseable {
               : CompletableFuture.completedFuture(new byte[0]);
       CompletableFuture<Reply> reply;
       try {
-        reply =
-            r.pool() == null
-                ? body.thenApply(r.handler())
-                : body.thenApplyAsync(r.handler(), r.pool());
+        if (r.gate() != null) {
+          InetSocketAddress peer =
+              request.getConnectionMetaData().getRemoteSocketAddress()
+                      instanceof InetSocketAddress a
+                  ? a
+                  : null;
+          // answered here when the gate says so: the pool never sees it
+          reply =
+              body.thenCompose(b -> {
+                Reply now = r.gate().check(peer, b);
+                if (now != null) return CompletableFuture.completedFuture(now);
+                return r.pool() == null
+                    ? CompletableFuture.completedFuture(r.handler().apply(b))
+                    : CompletableFuture.supplyAsync(() -> r.handler().apply(b), r.pool());
+              });
+        } else {
+          reply =
+              r.pool() == null
+                  ? body.thenApply(r.handler())
+                  : body.thenApplyAsync(r.handler(), r.pool());
+        }
       } catch (RejectedExecutionException e) {
         reply = CompletableFuture.failedFuture(e);
       }

@@ -85,6 +85,24 @@ public final class AdmissionHandler {
     }
   }
 
+  /**
+   * The answer to a request refused before it was handled (its peer over the rate limit, {@link
+   * WebhookServer}): allowed and unchanged, as every pod this webhook does not handle, with a
+   * warning for whoever created it. Costs no decoding of the pod and no lookup.
+   */
+  byte[] refused(byte[] body, String why) {
+    ReviewHead head = ReviewHead.of(body);
+    AdmissionResponse allow = new AdmissionResponse();
+    allow.setUid(head.uid());
+    allow.setAllowed(true);
+    allow.setWarnings(List.of("jvm-diagnostics: not injected: " + why));
+    return answer(head.apiVersion(), allow);
+  }
+
+  WebhookMetrics metrics() {
+    return metrics;
+  }
+
   AdmissionResponse decide(AdmissionRequest req) {
     AdmissionResponse resp = new AdmissionResponse();
     resp.setUid(req.getUid());

@@ -5,7 +5,12 @@ import io.fabric8.kubernetes.api.model.authentication.UserInfo;
 import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
 import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 
 /**
  * Whether the author of a JvmDiagnostics may change its target themselves: {@code patch} on the
@@ -13,38 +18,103 @@ import java.util.Map;
  * (name, groups, uid, extra). The operator changes the target's pod template with its own
  * cluster-wide rights; without this check, anyone who may create a JvmDiagnostics in a namespace
  * could roll, and add JVM flags to, any workload there.
+ *
+ * <p>"May" is kept for {@link #ALLOWED_FOR} per question (user, groups, uid, extra, namespace,
+ * kind, name), at most {@link #MAX_ANSWERS} of them, the least recently asked dropped first: the
+ * same request sent again (a retry, an apply loop, or a forged AdmissionReview repeated by a pod
+ * that reaches the webhook) costs no second review. A permission revoked a moment ago can still be
+ * honoured for that long, as the API server's own webhook authorizer caches its answers. "May not"
+ * is never kept: an author who has just been granted the Role retries at once and must pass (a
+ * forger who varies the question defeats any cache anyway; the webhook's limit per peer address
+ * bounds what that costs).
  */
 public final class TargetPermission {
   public static final String VERB = "patch";
-  private final KubernetesClient client;
+  static final Duration ALLOWED_FOR = Duration.ofSeconds(10);
+  static final int MAX_ANSWERS = 4096;
+
+  private final Predicate<SubjectAccessReview> ask;
+  private final LongSupplier nanos;
+
+  /** The question, as sent. */
+  private record Question(
+      String user,
+      List<String> groups,
+      String uid,
+      Map<String, List<String>> extra,
+      String namespace,
+      String resource,
+      String name) {}
+
+  /** "May", until then (nanos). */
+  private record Answer(long until) {}
+
+  private final LinkedHashMap<Question, Answer> answers =
+      new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Question, Answer> eldest) {
+          return size() > MAX_ANSWERS;
+        }
+      };
 
   public TargetPermission(KubernetesClient client) {
-    this.client = client;
+    this(
+        review -> {
+          SubjectAccessReview answer =
+              client.authorization().v1().subjectAccessReview().create(review);
+          return answer.getStatus() != null && Boolean.TRUE.equals(answer.getStatus().getAllowed());
+        },
+        System::nanoTime);
+  }
+
+  /** ask: sends one review and says whether it was allowed; nanos: the clock of the cache. */
+  TargetPermission(Predicate<SubjectAccessReview> ask, LongSupplier nanos) {
+    this.ask = ask;
+    this.nanos = nanos;
   }
 
   /** Null when the user holds patch on the target, else what is missing and how to get it. */
   public String missing(UserInfo user, String namespace, TargetRef ref) {
     String resource = resource(ref.kind);
-    SubjectAccessReview review =
-        new SubjectAccessReviewBuilder()
-            .withNewSpec()
-            .withUser(user.getUsername())
-            .withGroups(user.getGroups())
-            .withUid(user.getUid())
-            .withExtra(user.getExtra() == null ? Map.of() : Map.copyOf(user.getExtra()))
-            .withNewResourceAttributes()
-            .withNamespace(namespace)
-            .withVerb(VERB)
-            .withGroup("apps")
-            .withResource(resource)
-            .withName(ref.name)
-            .endResourceAttributes()
-            .endSpec()
-            .build();
-    SubjectAccessReview answer = client.authorization().v1().subjectAccessReview().create(review);
-    if (answer.getStatus() != null && Boolean.TRUE.equals(answer.getStatus().getAllowed()))
-      return null;
-    return message(user.getUsername(), namespace, ref);
+    Question q =
+        new Question(
+            user.getUsername(),
+            user.getGroups() == null ? List.of() : List.copyOf(user.getGroups()),
+            user.getUid(),
+            user.getExtra() == null ? Map.of() : Map.copyOf(user.getExtra()),
+            namespace,
+            resource,
+            ref.name);
+    long now = nanos.getAsLong();
+    Answer known;
+    synchronized (answers) {
+      known = answers.get(q);
+    }
+    if (known != null && now - known.until() < 0) return null;
+    boolean allowed = ask.test(review(q));
+    synchronized (answers) {
+      if (allowed) answers.put(q, new Answer(nanos.getAsLong() + ALLOWED_FOR.toNanos()));
+      else answers.remove(q);
+    }
+    return allowed ? null : message(user.getUsername(), namespace, ref);
+  }
+
+  private static SubjectAccessReview review(Question q) {
+    return new SubjectAccessReviewBuilder()
+        .withNewSpec()
+        .withUser(q.user())
+        .withGroups(q.groups())
+        .withUid(q.uid())
+        .withExtra(q.extra())
+        .withNewResourceAttributes()
+        .withNamespace(q.namespace())
+        .withVerb(VERB)
+        .withGroup("apps")
+        .withResource(q.resource())
+        .withName(q.name())
+        .endResourceAttributes()
+        .endSpec()
+        .build();
   }
 
   static String message(String user, String namespace, TargetRef ref) {

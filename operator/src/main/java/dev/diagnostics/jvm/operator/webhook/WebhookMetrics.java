@@ -4,13 +4,17 @@ import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
-/** The webhook's own health: every admission is counted by result, skip reason and finding. */
+/**
+ * The webhook's own health: every admission is counted by result, skip reason and finding; requests
+ * refused before they were handled (a peer over its rate limit), by webhook and reason.
+ */
 public final class WebhookMetrics {
   public final Counter admissions;
   public final Counter mutations;
   public final Counter skips;
   public final Counter findings;
   public final Counter errors;
+  public final Counter refused;
   public final Histogram duration;
 
   public WebhookMetrics(PrometheusRegistry registry) {
@@ -42,6 +46,13 @@ public final class WebhookMetrics {
         Counter.builder()
             .name("jvmdiag_operator_admission_errors_total")
             .help("Admissions that failed inside the webhook and were allowed unchanged.")
+            .register(registry);
+    refused =
+        Counter.builder()
+            .name("jvmdiag_operator_webhook_requests_refused_total")
+            .help(
+                "Admission requests answered at once without being handled, by webhook (pods, jvmdiagnostics) and reason (PeerRateLimit).")
+            .labelNames("webhook", "reason")
             .register(registry);
     duration =
         Histogram.builder()

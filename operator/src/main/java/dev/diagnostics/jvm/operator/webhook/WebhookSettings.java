@@ -21,6 +21,7 @@ import java.util.List;
  * @param warmup synthetic admissions before listening (0: none)
  * @param allowedJvmOptions the cluster administrator's exceptions to the diagnostic-options
  *     allowlist
+ * @param peerLimits how many requests one peer address may send each endpoint
  */
 public record WebhookSettings(
     String agentImage,
@@ -33,9 +34,39 @@ public record WebhookSettings(
     boolean manageConfig,
     Duration certCheckInterval,
     int warmup,
-    List<String> allowedJvmOptions) {
+    List<String> allowedJvmOptions,
+    WebhookServer.PeerLimits peerLimits) {
   public WebhookSettings {
     hosts = List.copyOf(hosts);
     allowedJvmOptions = allowedJvmOptions == null ? List.of() : List.copyOf(allowedJvmOptions);
+    if (peerLimits == null) peerLimits = WebhookServer.PeerLimits.DEFAULT;
+  }
+
+  /** With the default peer limits. */
+  public WebhookSettings(
+      String agentImage,
+      String namespace,
+      InetSocketAddress bind,
+      String target,
+      List<String> hosts,
+      String secret,
+      String configName,
+      boolean manageConfig,
+      Duration certCheckInterval,
+      int warmup,
+      List<String> allowedJvmOptions) {
+    this(
+        agentImage,
+        namespace,
+        bind,
+        target,
+        hosts,
+        secret,
+        configName,
+        manageConfig,
+        certCheckInterval,
+        warmup,
+        allowedJvmOptions,
+        WebhookServer.PeerLimits.DEFAULT);
   }
 }
