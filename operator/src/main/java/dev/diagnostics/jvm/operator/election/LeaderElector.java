@@ -1,7 +1,10 @@
 package dev.diagnostics.jvm.operator.election;
 
 import dev.diagnostics.jvm.operator.Errors;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfig;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord;
@@ -36,7 +39,9 @@ public final class LeaderElector implements AutoCloseable {
     void stop();
   }
 
+  /** The Lease's own client (see {@link #leaseClient}). */
   private final KubernetesClient client;
+
   private final LeaderElection le;
   private final Reconciling reconciling;
   private final ScheduledExecutorService loop =
@@ -51,9 +56,28 @@ public final class LeaderElector implements AutoCloseable {
   private volatile boolean backOff;
 
   public LeaderElector(KubernetesClient client, LeaderElection le, Reconciling reconciling) {
-    this.client = client;
+    this.client = leaseClient(client, le);
     this.le = le;
     this.reconciling = reconciling;
+  }
+
+  /**
+   * A client for the Lease alone, whose requests give up within a third of the renew deadline and
+   * are not retried. fabric8 checks the renew deadline only between attempts, and an attempt waits
+   * as long as its request: with the shared client's 10 s timeout and its retries, a renewal sent
+   * into a black-holed connection (an API server that stops answering, a network that drops) hangs
+   * past the deadline and then succeeds late, so the leader never notices it could not renew while
+   * the Lease ran out for everyone else. Short attempts end the term on time.
+   */
+  static KubernetesClient leaseClient(KubernetesClient shared, LeaderElection le) {
+    int attempt = (int) Math.max(1_000, le.renewDeadline().toMillis() / 3);
+    Config c =
+        new ConfigBuilder(shared.getConfiguration())
+            .withRequestTimeout(attempt)
+            .withConnectionTimeout(attempt)
+            .withRequestRetryBackoffLimit(0)
+            .build();
+    return new KubernetesClientBuilder().withConfig(c).build();
   }
 
   public LeaderElector start() {
@@ -225,6 +249,8 @@ public final class LeaderElector implements AutoCloseable {
           "leader election: could not release Lease {} (it expires by itself): {}",
           le.lease(),
           e.getMessage());
+    } finally {
+      client.close();
     }
   }
 }
