@@ -2,7 +2,7 @@ package dev.diagnostics.jvm.operator.logging;
 
 /**
  * How the operator's log lines look on stderr (--log-format): the node agent's two formats, with
- * its keys (src/main/resources/log4j2.xml names the appender of each).
+ * its keys (src/main/resources/log4j2.xml builds the chosen one).
  */
 public enum LogFormat {
   /** {@code ts=… level=info target=… msg="…" resource.name=…}, the agent's default. */
