@@ -106,7 +106,7 @@ PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 # window short enough for the test to see the probe detached.
 STARTER_THRESHOLD=50 STARTER_WINDOW=15
 "$AGENT" --node-name "$NODE_NAME" --kubeconfig "$KUBECONFIG_ADMIN" --listen "127.0.0.1:$PORT" \
-  --starter-threshold "$STARTER_THRESHOLD" --starter-window-seconds "$STARTER_WINDOW" >"$WORK/agent.log" 2>&1 &
+  --starter-threshold "$STARTER_THRESHOLD" --starter-window-seconds "$STARTER_WINDOW" --log-format json >"$WORK/agent.log" 2>&1 &
 AGENT_PID=$!
 # The agent renders /metrics at most once a second: a scrape within a second of the end of the
 # last render gets that render's page (src/serve.rs, FRESH). The checks compare a page with what
@@ -612,6 +612,9 @@ if [ -n "$hpid" ] && [ "$s1" -gt 0 ] && [ "$s2" -eq 0 ]; then ok "deleted pod $p
 else bad "deleted pod's series end after one more scrape" "host pid=${hpid:-none} first=$s1 second=$s2"; fi
 # shellcheck disable=SC2015 # ok always returns 0
 kill -0 "$AGENT_PID" 2>/dev/null && ok "agent still running" || bad "agent still running" "$(tail -5 "$WORK/agent.log")"
+# One parser for both processes' logs (e2e/log_lines.py): the agent's JSON lines as the operator's.
+if out=$(check_log_lines "agent log" "$WORK/agent.log"); then ok "$out"
+else bad "every agent log line is JSON of the shape the operator's share" "$out"; fi
 
 [ "${#SIDECARS[@]}" -gt 0 ] && step "checking the sidecars (scraped through the pod IP)"
 for d in "${SIDECARS[@]}"; do

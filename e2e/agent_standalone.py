@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+import log_lines
 from harness import (
     FRESH,
     bpf_objects_of,
@@ -1315,16 +1316,10 @@ def test_bad_env():
         text=True,
         timeout=30,
     )
-    try:
-        lines = [json.loads(l) for l in r.stderr.splitlines() if l.strip()]
-        if (
-            r.returncode != 0
-            or not lines
-            or not all(l.get("level") and l.get("timestamp") and "message" in l for l in lines)
-        ):
-            problems.append(f"--log-format json: rc={r.returncode} lines={lines[:2]}")
-    except ValueError:
-        problems.append(f"--log-format json printed a line that is not JSON: {r.stderr[:300]!r}")
+    # the one parser of both processes' JSON lines (the operator's too)
+    problem, _ = log_lines.check(r.stderr.splitlines())
+    if r.returncode != 0 or problem:
+        problems.append(f"--log-format json: rc={r.returncode}: {problem}")
     r = subprocess.run(
         [AGENT, "--standalone", "--listen", f"127.0.0.1:{e2e_port(2)}", "--exit-after", "1"],
         capture_output=True,

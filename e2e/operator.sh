@@ -17,6 +17,8 @@ wait_until() {
   bad "$what" "timed out after ${t}s"; return 1
 }
 NS="e2e-shop-$$"
+# This run's operator log: from the last start of the operator (operator/scripts/up.sh) on.
+LOG_FROM=$(grep -n '^=== operator-up' "$OPERATOR_STATE/operator.log" 2>/dev/null | tail -n1 | cut -d: -f1)
 # The monitors collector is on by default: every resource here that leaves it unset gets its flag.
 MON=-XX:+DTraceMonitorProbes
 hash_of() { k -n "$NS" get deploy "$1" -o jsonpath='{.spec.template.metadata.annotations.jvm\.diagnostics\.dev/config-hash}'; }
@@ -236,6 +238,14 @@ if [ "$(k auth can-i list secrets -n default --as "$sa")" = no ] && [ "$(k auth 
 else
   bad "RBAC: chart rules only"
 fi
+
+# The operator's own log (operator/scripts/up.sh starts it with --log-format json) through both
+# of its starts here: every line parses as the agent's do, and the reconciles above logged with
+# the resource they reconciled.
+if out=$(check_log_lines "operator log" "$OPERATOR_STATE/operator.log" --from-line "${LOG_FROM:-1}" \
+  --ignore "=== operator-up" --require resource.namespace,resource.name); then
+  ok "$out"
+else bad "every operator log line is JSON of the agent's shape, one names its resource" "$out"; fi
 
 echo "e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

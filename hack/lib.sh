@@ -214,6 +214,16 @@ JAVA25="$JDK25/bin/java"
 KUBECTL="${KUBECTL:-$JVMDIAG_CACHE/k8s/$KUBE_VERSION-linux-amd64/kubectl}"
 HELM="${HELM:-$JVMDIAG_CACHE/bin/helm}"
 
+# check_log_lines NAME FILE [log_lines.py options]: every line of FILE is a JSON log line of the
+# shape both processes write (e2e/log_lines.py); prints its one-line summary or the first bad line,
+# returns 1 on a bad one. E.g. the operator's last start (operator/scripts/up.sh):
+#   check_log_lines "operator log" "$OPERATOR_STATE/operator.log" --after-last "=== operator-up"
+check_log_lines() {
+  local name="$1" file="$2"
+  shift 2
+  python3 "$REPO_ROOT/e2e/log_lines.py" --name "$name" "$@" <"$file"
+}
+
 # Maven on the Temurin 25 JDK (the code is Java 21); the repository cache in ~/.m2.
 mvn25() { (cd "$OPERATOR_DIR" && JAVA_HOME="$JDK25" nice mvn -B "$@"); }
 

@@ -76,7 +76,7 @@ if CLUSTER_NODE=0 "$REPO_ROOT/hack/cluster/up.sh" >"$WORK/up.out" 2>"$WORK/up.er
     else
       bad "e2e script finished"
     fi
-    [ "$fail" -gt 0 ] && { echo "--- operator log"; grep -v " INFO " "$OPERATOR_STATE/operator.log" | tail -n 60; }
+    [ "$fail" -gt 0 ] && { echo "--- operator log"; grep -v -e '"level":"INFO"' -e " level=info " "$OPERATOR_STATE/operator.log" | tail -n 60; }
   else
     bad "make operator-up" "$(tail -n 5 "$WORK/operator-up.log")"
   fi

@@ -7,7 +7,9 @@
 # measures the reconciler, not the limit (RolloutLimitIT tests that). No per-peer limit on the
 # webhook either (OPERATOR_WEBHOOK_POD_LIMIT, OPERATOR_WEBHOOK_VALIDATION_LIMIT, default 0): every
 # admission of the benchmark comes from the one API server, faster than a cluster's usual rate
-# (WebhookPeerLimitTest tests the limit).
+# (WebhookPeerLimitTest tests the limit). Logs JSON lines (OPERATOR_LOG_FORMAT, default json) to
+# $OPERATOR_STATE/operator.log, after a "=== operator-up" line per start: check_log_lines reads
+# what follows the last one.
 set -euo pipefail
 . "$(dirname "$0")/../../hack/lib.sh"
 if [ -z "${KUBECONFIG:-}" ]; then KUBECONFIG="$KUBECONFIG_ADMIN"; fi
@@ -89,7 +91,7 @@ setsid nohup "$JAVA25" -Xms64m -Xmx512m -jar "$OPERATOR_JAR" \
   --metrics-bind "127.0.0.1:$OPERATOR_METRICS_PORT" --probe-bind 127.0.0.1:0 --leader-election-namespace "$OPERATOR_NS" \
   --max-rollouts-per-minute "${OPERATOR_MAX_ROLLOUTS_PER_MINUTE:-0}" "${names[@]}" \
   --webhook-pod-limit "${OPERATOR_WEBHOOK_POD_LIMIT:-0}" --webhook-validation-limit "${OPERATOR_WEBHOOK_VALIDATION_LIMIT:-0}" \
-  ${OPERATOR_ARGS:-} \
+  --log-format "${OPERATOR_LOG_FORMAT:-json}" ${OPERATOR_ARGS:-} \
   >>"$OPERATOR_STATE/operator.log" 2>&1 </dev/null &
 echo $! >"$OPERATOR_STATE/operator.pid"
 for _ in $(seq 1 120); do

@@ -14,7 +14,9 @@ The operator's flags (see `java -jar jvmdiag-operator.jar --help`), derived from
 - --agent-image={{ include "jvm-diagnostics.image" (dict "image" .Values.agent.image "global" .Values.global "appVersion" .Chart.AppVersion) }}
 - --max-rollouts-per-minute={{ .Values.operator.maxRolloutsPerMinute }}
 - --operator-deployment={{ include "jvm-diagnostics.operator.fullname" . }}
-- --log-format={{ .Values.operator.logFormat }}
+{{- $logFormat := .Values.operator.logFormat | default .Values.global.logFormat | default "logfmt" }}
+- --log-format={{ eq $logFormat "text" | ternary "logfmt" $logFormat }}
+- --log-level={{ .Values.operator.logLevel | default .Values.global.logLevel | default "info" }}
 {{- range .Values.operator.allowedJvmOptions }}
 - --allow-jvm-option={{ . }}
 {{- end }}

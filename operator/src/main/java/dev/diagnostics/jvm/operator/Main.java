@@ -1,10 +1,12 @@
 package dev.diagnostics.jvm.operator;
 
 import dev.diagnostics.jvm.operator.election.LeaderElection;
-import dev.diagnostics.jvm.operator.logging.LogFormat;
+import dev.diagnostics.jvm.operator.logging.Logging;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -41,7 +43,7 @@ public final class Main implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    LogFormat.use(options.logFormat);
+    Logging.configure(options.logFormat, options.logLevel);
     options.validate();
     KubernetesClient client = ApiConnection.connect(options.kubeconfig);
     OperatorApp.Settings settings = options.settings();
@@ -56,9 +58,14 @@ public final class Main implements Callable<Integer> {
               client.close();
               stopped.countDown();
             }));
-    System.err.println(runningLine(client, settings));
+    log().info(runningLine(client, settings));
     stopped.await();
     return 0;
+  }
+
+  /** Not a static field: --help and the subcommands need no logging set up. */
+  private static Logger log() {
+    return LoggerFactory.getLogger(Main.class);
   }
 
   /** The one line that says the operator is up, against which API server, with which parts. */
@@ -81,10 +88,10 @@ public final class Main implements Callable<Integer> {
    */
   private static void drainWebhook(int seconds) {
     if (seconds <= 0) return;
-    System.err.println(
-        "jvmdiag-operator stopping: the webhook serves "
-            + seconds
-            + " s more (--webhook-drain-seconds)");
+    log()
+        .info(
+            "jvmdiag-operator stopping: the webhook serves {} s more (--webhook-drain-seconds)",
+            seconds);
     try {
       Thread.sleep(seconds * 1000L);
     } catch (InterruptedException e) {

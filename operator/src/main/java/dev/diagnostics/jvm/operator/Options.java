@@ -3,6 +3,7 @@ package dev.diagnostics.jvm.operator;
 import dev.diagnostics.jvm.operator.api.JvmOptionPolicy;
 import dev.diagnostics.jvm.operator.election.LeaderElection;
 import dev.diagnostics.jvm.operator.logging.LogFormat;
+import dev.diagnostics.jvm.operator.logging.LogLevel;
 import dev.diagnostics.jvm.operator.reconciler.OperatorRollout;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
 import dev.diagnostics.jvm.operator.webhook.PeerRateLimit;
@@ -239,11 +240,21 @@ final class Options {
   @Option(
       names = "--log-format",
       paramLabel = "FORMAT",
-      defaultValue = "text",
+      defaultValue = "logfmt",
       description =
-          "log lines on stderr: text ([thread] LEVEL logger - message) or json (one object per line: time, level, "
-              + "logger, thread, message, exception) (default: ${DEFAULT-VALUE})")
+          "log lines on stderr, as the node agent writes them: logfmt (ts=… level=info target=… msg=\"…\") or json "
+              + "(one object per line: timestamp, level, message, the resource being reconciled, target, error) "
+              + "(default: ${DEFAULT-VALUE})")
   LogFormat logFormat;
+
+  @Option(
+      names = "--log-level",
+      paramLabel = "LEVEL",
+      defaultValue = "info",
+      description =
+          "least severe events logged: error, warn, info, debug or trace; other libraries (java-operator-sdk, "
+              + "fabric8, Jetty) log warn and above unless debug or trace (default: ${DEFAULT-VALUE})")
+  LogLevel logLevel;
 
   /**
    * The checks picocli cannot make, before anything connects. Each failure is a ParameterException

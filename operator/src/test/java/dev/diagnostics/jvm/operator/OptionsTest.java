@@ -3,6 +3,8 @@ package dev.diagnostics.jvm.operator;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.diagnostics.jvm.operator.logging.LogFormat;
+import dev.diagnostics.jvm.operator.logging.LogLevel;
 import dev.diagnostics.jvm.operator.webhook.PeerRateLimit;
 import dev.diagnostics.jvm.operator.webhook.WebhookServer;
 import java.net.InetSocketAddress;
@@ -126,5 +128,18 @@ class OptionsTest {
     assertThatThrownBy(() -> parse("--webhook-bind", "localhost").settings())
         .isInstanceOf(CommandLine.ParameterException.class)
         .hasMessage("--webhook-bind must be HOST:PORT, got \"localhost\"");
+  }
+
+  @Test
+  void logsLogfmtAtInfoByDefaultAsTheAgentDoes() {
+    assertThat(parse().logFormat).isEqualTo(LogFormat.logfmt);
+    assertThat(parse().logLevel).isEqualTo(LogLevel.info);
+    Options o = parse("--log-format=json", "--log-level", "debug");
+    assertThat(o.logFormat).isEqualTo(LogFormat.json);
+    assertThat(o.logLevel).isEqualTo(LogLevel.debug);
+    assertThatThrownBy(() -> parse("--log-level=verbose"))
+        .hasMessageContaining("--log-level")
+        .hasMessageContaining("error, warn, info, debug, trace");
+    assertThatThrownBy(() -> parse("--log-format=text")).hasMessageContaining("logfmt, json");
   }
 }

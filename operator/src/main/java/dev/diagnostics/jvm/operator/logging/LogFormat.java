@@ -1,22 +1,12 @@
 package dev.diagnostics.jvm.operator.logging;
 
 /**
- * How the operator's log lines look on stderr (--log-format). One setting for the process, read at
- * every line, so loggers made before the command line was parsed follow it too.
+ * How the operator's log lines look on stderr (--log-format): the node agent's two formats, with
+ * its keys (src/main/resources/log4j2.xml builds the chosen one).
  */
 public enum LogFormat {
-  /** {@code [thread] LEVEL logger - message}, as slf4j-simple wrote it before. */
-  text,
-  /** One JSON object per line: time, level, logger, thread, message, exception. */
-  json;
-
-  private static volatile LogFormat current = text;
-
-  public static LogFormat current() {
-    return current;
-  }
-
-  public static void use(LogFormat format) {
-    current = format;
-  }
+  /** {@code ts=… level=info target=… msg="…" resource.name=…}, the agent's default. */
+  logfmt,
+  /** One JSON object per line: timestamp, level, message, the MDC's keys, target, error. */
+  json
 }

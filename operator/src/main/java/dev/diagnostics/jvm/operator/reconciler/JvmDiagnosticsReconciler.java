@@ -30,6 +30,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Reconciles one JvmDiagnostics: the PrometheusRule is a dependent (while its CRD is served and
@@ -47,6 +49,8 @@ import java.util.stream.Stream;
 @ControllerConfiguration(name = "jvmdiagnostics", fieldManager = FIELD_MANAGER)
 public class JvmDiagnosticsReconciler
     implements Reconciler<JvmDiagnostics>, Cleaner<JvmDiagnostics> {
+  private static final Logger LOG = LoggerFactory.getLogger(JvmDiagnosticsReconciler.class);
+
   private final ReconcilerSettings settings;
   private final RolloutLimiter limiter;
   private final TargetInjection targets;
@@ -105,19 +109,14 @@ public class JvmDiagnosticsReconciler
     List<Condition> changed = StatusUpdate.transitions(r, status.conditions);
     if (!changed.isEmpty()) {
       Condition first = changed.get(0);
-      String message =
-          changed.size() == 1
-              ? first.getMessage()
-              : changed.stream()
-                  .map(c ->
-                      c.getType()
-                          + "="
-                          + c.getStatus()
-                          + " ("
-                          + c.getReason()
-                          + "): "
-                          + c.getMessage())
-                  .collect(Collectors.joining("; "));
+      String transitions =
+          changed.stream()
+              .map(c ->
+                  c.getType() + "=" + c.getStatus() + " (" + c.getReason() + "): " + c.getMessage())
+              .collect(Collectors.joining("; "));
+      // the resource is in the MDC java-operator-sdk sets around reconcile()
+      LOG.info("conditions changed: {}", transitions);
+      String message = changed.size() == 1 ? first.getMessage() : transitions;
       events.record(
           r,
           changed.stream().allMatch(c -> "True".equals(c.getStatus())),
@@ -125,6 +124,7 @@ public class JvmDiagnosticsReconciler
           message);
     }
     if (!healed.isEmpty()) {
+      LOG.info("restarting the target once to inject pods the webhook missed: {}", healed);
       events.record(
           r,
           true,
