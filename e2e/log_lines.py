@@ -3,9 +3,9 @@
 node agent (--log-format json) write the same keys (docs/operator.md, "Logs").
 
 Every line is one JSON object with
-  timestamp  RFC 3339 in UTC, microseconds: 2026-01-02T12:00:00.000042Z
-  level      ERROR, WARN, INFO, DEBUG or TRACE
-  message    a string
+  ts         RFC 3339 in UTC, microseconds: 2026-01-02T12:00:00.000042Z
+  level      error, warn, info, debug or trace
+  msg        a string
   target     the module (agent) or logger (operator) that logged it, not empty
   error      (only with an error) a string: the operator's exception with its stack
 and the event's own fields beside them (the operator's: the MDC java-operator-sdk sets during a
@@ -28,7 +28,7 @@ import re
 import sys
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
-LEVELS = ("ERROR", "WARN", "INFO", "DEBUG", "TRACE")
+LEVELS = ("error", "warn", "info", "debug", "trace")
 
 
 def line_problem(text):
@@ -39,13 +39,13 @@ def line_problem(text):
         return f"not JSON ({e})"
     if not isinstance(event, dict):
         return "not a JSON object"
-    ts = event.get("timestamp")
+    ts = event.get("ts")
     if not isinstance(ts, str) or not TIMESTAMP.match(ts):
-        return f"timestamp {ts!r} is not RFC 3339 UTC with microseconds"
+        return f"ts {ts!r} is not RFC 3339 UTC with microseconds"
     if event.get("level") not in LEVELS:
         return f"level {event.get('level')!r} is not one of {', '.join(LEVELS)}"
-    if not isinstance(event.get("message"), str):
-        return "no message string"
+    if not isinstance(event.get("msg"), str):
+        return "no msg string"
     if not isinstance(event.get("target"), str) or not event["target"]:
         return "no target"
     if "error" in event and not isinstance(event["error"], str):

@@ -18,7 +18,8 @@ use tracing_subscriber::EnvFilter;
 pub enum Format {
     /// `ts=… level=warn target=… msg="…"`
     Logfmt,
-    /// One JSON object per line (`timestamp`, `level`, `target`, `message`).
+    /// One JSON object per line: `ts`, `level`, `target`, `msg` and the event's fields, the keys
+    /// of logfmt (and of the operator's JSON lines).
     Json,
 }
 
@@ -29,7 +30,7 @@ pub fn init(level: &str, format: Format) -> Result<(), String> {
         .map_err(|e| format!("--log-level {level:?}: {e} (a level such as info, debug or warn, or RUST_LOG's syntax: warn,jvmdiag_agent=debug)"))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let installed = match format {
-        Format::Json => builder.json().flatten_event(true).try_init(),
+        Format::Json => builder.event_format(Json).try_init(),
         Format::Logfmt => builder.event_format(Logfmt).try_init(),
     };
     installed.map_err(|e| format!("installing the logger: {e}"))?;
@@ -69,6 +70,62 @@ where
         );
         event.record(&mut Fields(&mut line));
         writeln!(w, "{line}")
+    }
+}
+
+/// JSON lines with logfmt's keys: `{"ts":…,"level":"warn","target":…,"msg":…,"pid":42,…}`.
+struct Json;
+
+impl<S, N> FormatEvent<S, N> for Json
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let mut ts = String::new();
+        SystemTime.format_time(&mut Writer::new(&mut ts))?;
+        let meta = event.metadata();
+        let mut obj = serde_json::Map::new();
+        obj.insert("ts".into(), ts.into());
+        obj.insert("level".into(), meta.level().as_str().to_ascii_lowercase().into());
+        obj.insert("target".into(), meta.target().into());
+        event.record(&mut JsonFields(&mut obj));
+        let line = serde_json::to_string(&obj).map_err(|_| fmt::Error)?;
+        writeln!(w, "{line}")
+    }
+}
+
+/// An event's fields as JSON values: numbers and booleans as such, the rest as strings;
+/// `message` is `msg`.
+struct JsonFields<'a>(&'a mut serde_json::Map<String, serde_json::Value>);
+
+impl JsonFields<'_> {
+    fn put(&mut self, field: &Field, value: serde_json::Value) {
+        let key = if field.name() == "message" { "msg" } else { field.name() };
+        self.0.insert(key.to_string(), value);
+    }
+}
+
+impl Visit for JsonFields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.put(field, value.into());
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.put(field, value.into());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.put(field, value.into());
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.put(field, value.into());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.put(field, format!("{value:?}").into());
     }
 }
 
@@ -120,6 +177,34 @@ mod tests {
         push_pair(&mut s, "pid", "42");
         push_pair(&mut s, "path", "");
         assert_eq!(s, r#" msg="pid 42: no \"libjvm.so\"\nnext" pid=42 path="""#);
+    }
+
+    #[test]
+    fn json_fields_keep_their_types_and_message_is_msg() {
+        let mut obj = serde_json::Map::new();
+        let mut f = JsonFields(&mut obj);
+        let fields = tracing::field::FieldSet::new(
+            &["message", "pid", "ok", "path"],
+            tracing::callsite::Identifier(&CALLSITE),
+        );
+        let mut it = fields.iter();
+        let (m, p, o, path) =
+            (it.next().unwrap(), it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+        f.record_str(&m, "no \"libjvm.so\"\nnext");
+        f.record_u64(&p, 42);
+        f.record_bool(&o, false);
+        f.record_debug(&path, &std::path::Path::new("/x"));
+        let line = serde_json::to_string(&obj).unwrap();
+        assert_eq!(line, r#"{"msg":"no \"libjvm.so\"\nnext","ok":false,"path":"\"/x\"","pid":42}"#);
+    }
+
+    struct Callsite;
+    static CALLSITE: Callsite = Callsite;
+    impl tracing::callsite::Callsite for Callsite {
+        fn set_interest(&self, _: tracing::subscriber::Interest) {}
+        fn metadata(&self) -> &tracing::Metadata<'_> {
+            unimplemented!()
+        }
     }
 
     #[test]

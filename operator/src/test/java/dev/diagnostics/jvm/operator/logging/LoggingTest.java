@@ -65,9 +65,9 @@ class LoggingTest {
     String line = render(LogFormat.json, event(RECONCILE_MDC, null));
     assertThat(line).endsWith("}\n").hasLineCount(1);
     JsonNode n = JSON.readTree(line);
-    assertThat(n.get("timestamp").asText()).isEqualTo("2026-01-02T12:00:00.000042Z");
-    assertThat(n.get("level").asText()).isEqualTo("WARN");
-    assertThat(n.get("message").asText()).isEqualTo("conditions: Injected=\"False\"\nnext");
+    assertThat(n.get("ts").asText()).isEqualTo("2026-01-02T12:00:00.000042Z");
+    assertThat(n.get("level").asText()).isEqualTo("warn");
+    assertThat(n.get("msg").asText()).isEqualTo("conditions: Injected=\"False\"\nnext");
     assertThat(n.get("target").asText())
         .isEqualTo("dev.diagnostics.jvm.operator.reconciler.JvmDiagnosticsReconciler");
     RECONCILE_MDC.forEach((k, v) -> assertThat(n.get(k).asText()).as(k).isEqualTo(v));
@@ -138,8 +138,8 @@ class LoggingTest {
     String[] lines = buf.toString(StandardCharsets.UTF_8).split("\n");
     assertThat(lines).hasSize(1);
     JsonNode n = JSON.readTree(lines[0]);
-    assertThat(n.get("message").asText()).isEqualTo("reconciled 1");
-    assertThat(n.get("level").asText()).isEqualTo("INFO");
+    assertThat(n.get("msg").asText()).isEqualTo("reconciled 1");
+    assertThat(n.get("level").asText()).isEqualTo("info");
     assertThat(n.get("resource.namespace").asText()).isEqualTo("shop");
     assertThat(n.get("resource.name").asText()).isEqualTo("checkout");
   }
