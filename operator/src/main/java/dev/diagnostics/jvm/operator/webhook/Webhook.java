@@ -7,6 +7,9 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,6 +27,8 @@ public final class Webhook implements AutoCloseable {
   private SharedIndexInformer<JvmDiagnostics> resources;
   private WebhookServer server;
   private CertificateRotation rotation;
+  private WebhookCertificates certs;
+  private volatile X509Certificate served;
 
   public Webhook(KubernetesClient client, WebhookSettings settings, PrometheusRegistry registry) {
     this.client = client;
@@ -32,14 +37,16 @@ public final class Webhook implements AutoCloseable {
   }
 
   public Webhook start() throws Exception {
-    WebhookCertificates certs =
+    certs =
         new WebhookCertificates(
             client,
             s.namespace(),
             s.secret(),
             s.hosts(),
-            s.manageConfig()); // without it (cert-manager) the Secret is only read, never re-issued
-    WebhookCertificates.Material material = certs.ensure();
+            s.manageConfig(), // without it (cert-manager) the Secret is only read, never re-issued
+            grace(s.certCheckInterval()),
+            WebhookCertificates.DEFAULT_SETTLE);
+    WebhookCertificates.Material material = certs.ensure(); // nothing published before listening
     // the webhook reads resources from its own cache, one for both webhooks: an admission must not
     // wait on the API server. Indexed by target for the validating side's one-owner check.
     resources = client.resources(JvmDiagnostics.class).inAnyNamespace().runnableInformer(0);
@@ -89,22 +96,67 @@ public final class Webhook implements AutoCloseable {
         s.target().endsWith(":0")
             ? s.target().substring(0, s.target().length() - 1) + server.port()
             : s.target();
-    if (s.manageConfig()) register(target, material.caPem());
+    served = material.cert();
     LOG.info("webhook serving on port {} ({})", server.port(), target);
     rotation =
         new CertificateRotation(
-            certs,
-            s.certCheckInterval(),
-            m -> {
-              server.reload(m);
-              if (s.manageConfig()) register(target, m.caPem());
-            });
+            s.certCheckInterval(), CertificateRotation.DEFAULT_DEBOUNCE, () -> check(target));
+    // the first check publishes the caBundle; a failure is retried, the server keeps serving
+    try {
+      check(target);
+    } catch (RuntimeException e) {
+      LOG.warn("certificate check failed, retrying: {}", e.getMessage());
+      rotation.trigger();
+    }
+    rotation.watch(
+        "Secret " + s.namespace() + "/" + s.secret(),
+        client.secrets().inNamespace(s.namespace()).withName(s.secret()));
+    if (s.manageConfig()) {
+      var registrations = client.admissionRegistration().v1();
+      rotation
+          .watch(
+              "MutatingWebhookConfiguration " + s.configName(),
+              registrations.mutatingWebhookConfigurations().withName(s.configName()))
+          .watch(
+              "ValidatingWebhookConfiguration " + s.configName(),
+              registrations.validatingWebhookConfigurations().withName(s.configName()));
+    }
     return this;
   }
 
   /**
-   * Both registrations (pods: mutating; JvmDiagnostics: validating), with the CA that signs what we
-   * serve.
+   * Brings the Secret, the registrations' caBundle (self-managed) and the served certificate in
+   * line; returns when to check again on its own (the end of a CA change's grace period). Reloading
+   * the server swaps the certificate for new handshakes only: connections open, and the admissions
+   * on them, carry on.
+   */
+  private synchronized Instant check(String target) {
+    WebhookCertificates.Material m =
+        s.manageConfig() ? certs.ensure(bundle -> register(target, bundle)) : certs.ensure();
+    if (!m.cert().equals(served)) {
+      server.reload(m);
+      served = m.cert();
+      LOG.info(
+          "webhook serves a new certificate (serial {}, by {}, until {})",
+          m.cert().getSerialNumber().toString(16),
+          m.caCert() == null ? "?" : m.caCert().getSubjectX500Principal().getName(),
+          m.cert().getNotAfter().toInstant());
+    }
+    return certs.nextChange();
+  }
+
+  /**
+   * How long a previous CA stays in the caBundle after a CA change: every replica serves a
+   * certificate of the new CA within seconds (watch), at the latest at its next periodic check.
+   */
+  static Duration grace(Duration checkInterval) {
+    Duration twice = checkInterval.multipliedBy(2);
+    return twice.compareTo(Duration.ofMinutes(10)) < 0 ? Duration.ofMinutes(10) : twice;
+  }
+
+  /**
+   * Both registrations (pods: mutating; JvmDiagnostics: validating), with the CAs that sign what
+   * any replica serves.
    */
   private void register(String target, String caPem) {
     WebhookRegistration.apply(

@@ -1,6 +1,7 @@
 package dev.diagnostics.jvm.operator.webhook;
 
 import dev.diagnostics.jvm.operator.Contract;
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfigurationBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
@@ -8,10 +9,13 @@ import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhoo
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The MutatingWebhookConfiguration, applied by the operator so the caBundle always matches the
@@ -19,6 +23,7 @@ import java.util.List;
  * never in system namespaces, reinvoked after other mutating webhooks.
  */
 public final class WebhookRegistration {
+  private static final Logger LOG = LoggerFactory.getLogger(WebhookRegistration.class);
   public static final List<String> SYSTEM_NAMESPACES =
       List.of("kube-system", "kube-public", "kube-node-lease");
   public static final int TIMEOUT_SECONDS = 2;
@@ -142,24 +147,19 @@ public final class WebhookRegistration {
    * registration.
    */
   public static void apply(KubernetesClient client, ValidatingWebhookConfiguration vwc) {
+    String name = vwc.getMetadata().getName();
     var existing =
-        client
-            .admissionRegistration()
-            .v1()
-            .validatingWebhookConfigurations()
-            .withName(vwc.getMetadata().getName())
-            .get();
-    boolean ours =
-        existing == null
-            || Contract.FIELD_MANAGER.equals(
-                existing.getMetadata().getLabels() == null
-                    ? null
-                    : existing.getMetadata().getLabels().get(MANAGED_BY));
-    if (!ours) {
+        client.admissionRegistration().v1().validatingWebhookConfigurations().withName(name).get();
+    List<String> want =
+        vwc.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList();
+    if (existing != null && !ours(existing)) {
+      if (holds(
+          existing.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList(),
+          want)) return;
       ValidatingWebhookConfigurationBuilder b =
           new ValidatingWebhookConfigurationBuilder()
               .withNewMetadata()
-              .withName(vwc.getMetadata().getName())
+              .withName(name)
               .endMetadata();
       for (var w : vwc.getWebhooks()) {
         b.addNewWebhook()
@@ -171,13 +171,15 @@ public final class WebhookRegistration {
       }
       vwc = b.build();
     }
-    client.resource(vwc).fieldManager(Contract.FIELD_MANAGER).forceConflicts().serverSideApply();
+    serverSideApply(client, vwc, existing == null, "ValidatingWebhookConfiguration");
   }
 
   /**
-   * Creates the registration when it does not exist (a local run: ours entirely). When someone else
-   * owns it (the Helm chart: no managed-by label of ours), applies only what the operator owns,
-   * each webhook's caBundle, so Helm's labels and fields stay Helm's.
+   * Creates the registration when it does not exist and the operator may (a local run: ours
+   * entirely; without `create`, as the chart's RBAC has it, a log line says who should create it).
+   * When someone else owns it (the Helm chart: no managed-by label of ours), applies only what the
+   * operator owns, each webhook's caBundle, and only when it differs, so Helm's labels and fields
+   * stay Helm's; that needs `patch`, never `create`.
    */
   public static void apply(KubernetesClient client, MutatingWebhookConfiguration mwc) {
     var existing =
@@ -187,17 +189,40 @@ public final class WebhookRegistration {
             .mutatingWebhookConfigurations()
             .withName(mwc.getMetadata().getName())
             .get();
-    boolean ours =
-        existing == null
-            || Contract.FIELD_MANAGER.equals(
-                existing.getMetadata().getLabels() == null
-                    ? null
-                    : existing.getMetadata().getLabels().get(MANAGED_BY));
-    client
-        .resource(ours ? mwc : caBundleOnly(mwc))
-        .fieldManager(Contract.FIELD_MANAGER)
-        .forceConflicts()
-        .serverSideApply();
+    if (existing != null && !ours(existing)) {
+      if (holds(
+          existing.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList(),
+          mwc.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList())) return;
+      mwc = caBundleOnly(mwc);
+    }
+    serverSideApply(client, mwc, existing == null, "MutatingWebhookConfiguration");
+  }
+
+  private static boolean ours(HasMetadata existing) {
+    return Contract.FIELD_MANAGER.equals(
+        existing.getMetadata().getLabels() == null
+            ? null
+            : existing.getMetadata().getLabels().get(MANAGED_BY));
+  }
+
+  /** Every webhook already has the caBundle we would apply. */
+  private static boolean holds(List<String> have, List<String> want) {
+    return have.size() == want.size() && have.equals(want);
+  }
+
+  private static void serverSideApply(
+      KubernetesClient client, HasMetadata o, boolean absent, String kind) {
+    try {
+      client.resource(o).fieldManager(Contract.FIELD_MANAGER).forceConflicts().serverSideApply();
+    } catch (KubernetesClientException e) {
+      if (!absent || e.getCode() != 403) throw e;
+      LOG.error(
+          "{} {} does not exist and the operator may not create it: admission does not reach the"
+              + " webhook until it exists; the Helm chart creates it (helm upgrade restores it), the"
+              + " operator only keeps its caBundle",
+          kind,
+          o.getMetadata().getName());
+    }
   }
 
   static final String MANAGED_BY = "app.kubernetes.io/managed-by";
