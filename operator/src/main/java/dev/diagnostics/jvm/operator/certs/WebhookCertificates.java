@@ -264,6 +264,11 @@ public final class WebhookCertificates {
     return cas;
   }
 
+  /** A certificate as logs name it: its serial number in hex. */
+  public static String serial(X509Certificate c) {
+    return c == null ? "?" : c.getSerialNumber().toString(16);
+  }
+
   private void noteTrusted(List<X509Certificate> cas, Instant now) {
     publishedSince.keySet().retainAll(cas);
     for (X509Certificate ca : cas) publishedSince.putIfAbsent(ca, now);
@@ -316,12 +321,19 @@ public final class WebhookCertificates {
       if (current == null) client.secrets().inNamespace(namespace).resource(next).create();
       else client.secrets().inNamespace(namespace).resource(next).update();
       LOG.info(
-          "wrote webhook Secret {}/{}: certificate for {} by {}, caBundle of {} CA(s)",
+          "wrote webhook Secret {}/{}: certificate {} for {} signed by CA {}; CA {}{}",
           namespace,
           secretName,
+          serial(st.leaf()),
           hosts,
-          st.issuer() == null ? "?" : st.issuer().getSubjectX500Principal().getName(),
-          1 + st.cas().previous().size());
+          serial(st.issuer()),
+          serial(st.cas().current()),
+          st.cas().previous().isEmpty()
+              ? ""
+              : ", previous CA(s) "
+                  + st.cas().previous().stream().map(WebhookCertificates::serial).toList()
+                  + " trusted until "
+                  + st.cas().previousUntil());
       return true;
     } catch (KubernetesClientException e) {
       // 409: another replica wrote it first (or created it); 404: deleted meanwhile. Re-read.

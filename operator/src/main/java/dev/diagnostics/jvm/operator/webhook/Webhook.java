@@ -137,9 +137,9 @@ public final class Webhook implements AutoCloseable {
       server.reload(m);
       served = m.cert();
       LOG.info(
-          "webhook serves a new certificate (serial {}, by {}, until {})",
-          m.cert().getSerialNumber().toString(16),
-          m.caCert() == null ? "?" : m.caCert().getSubjectX500Principal().getName(),
+          "webhook serves a new certificate {} (signed by CA {}, valid until {})",
+          WebhookCertificates.serial(m.cert()),
+          WebhookCertificates.serial(m.caCert()),
           m.cert().getNotAfter().toInstant());
     }
     return certs.nextChange();

@@ -36,8 +36,7 @@ class CaBundleTest {
     CaBundle b = CaBundle.of(CA1).rotate(CA2, T0, GRACE);
     assertThat(b.current()).isEqualTo(CA2);
     assertThat(b.trusted(T0)).containsExactly(CA2, CA1);
-    assertThat(b.pem(T0))
-        .isEqualTo(CertificateAuthority.pem(CA2) + CertificateAuthority.pem(CA1));
+    assertThat(b.pem(T0)).isEqualTo(CertificateAuthority.pem(CA2) + CertificateAuthority.pem(CA1));
     assertThat(b.trusted(T0.plus(GRACE).minusSeconds(1))).containsExactly(CA2, CA1);
     assertThat(b.trusts(CA1, T0.plus(GRACE).minusSeconds(1))).isTrue();
     assertThat(b.nextChange(T0)).isEqualTo(T0.plus(GRACE));
