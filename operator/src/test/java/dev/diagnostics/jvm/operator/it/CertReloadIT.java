@@ -151,6 +151,36 @@ class CertReloadIT {
       assertThat(bundle(config)).contains(ca3.cert(), issuerIn(bundle(config), afterBroken));
 
       loop.stopAndCheck();
+
+      // 5. someone rewrites a registration's caBundle: ours is back within seconds
+      List<X509Certificate> ours = bundle(config);
+      String foreign =
+          Base64.getEncoder()
+              .encodeToString(
+                  CertificateAuthority.pem(
+                          CertificateAuthority.newCa("foreign", Duration.ofDays(1)).cert())
+                      .getBytes(StandardCharsets.UTF_8));
+      long t0 = System.nanoTime();
+      admin
+          .admissionRegistration()
+          .v1()
+          .mutatingWebhookConfigurations()
+          .withName(config)
+          .edit(m -> {
+            m.getWebhooks().get(0).getClientConfig().setCaBundle(foreign);
+            return m;
+          });
+      await(
+          "the caBundle re-applied",
+          WITHIN,
+          () -> {
+            try {
+              return bundle(config).equals(ours);
+            } catch (Throwable e) {
+              return false;
+            }
+          });
+      report("caBundle rewritten (re-applied)", t0);
     } finally {
       app.close();
       deleteRegistrations(config);
@@ -196,6 +226,154 @@ class CertReloadIT {
     } finally {
       app.close();
       deleteRegistrations(config);
+    }
+  }
+
+  // ---- (c) two replicas, one Secret ----------------------------------------------------------
+
+  /**
+   * Two replicas share the Secret and one registration (here a variable both publish to, as both
+   * apply the same registrations): whatever either serves is signed by a CA of the published bundle
+   * at every moment (checked every 10 ms), and that CA was published at least the settle time
+   * before — while one re-issues after a deletion, a new CA and a broken Secret, and the other
+   * catches up on its own schedule.
+   */
+  @Test
+  void twoReplicasNeverServeACertificateTheirRegistrationsDoNotTrust() throws Exception {
+    String secret = "certreload-race-tls";
+    Duration settle = Duration.ofMillis(800);
+    admin.secrets().inNamespace(ChartRbac.NAMESPACE).withName(secret).delete();
+    var published =
+        new java.util.concurrent.atomic.AtomicReference<List<X509Certificate>>(List.of());
+    Map<X509Certificate, Long> publishedAt = new java.util.concurrent.ConcurrentHashMap<>();
+    WebhookCertificates.Publisher registrations =
+        pem -> {
+          try {
+            List<X509Certificate> cas = CertificateAuthority.readCerts(pem);
+            long now = System.nanoTime();
+            for (X509Certificate ca : cas) publishedAt.putIfAbsent(ca, now);
+            published.set(cas);
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        };
+    List<String> violations = new CopyOnWriteArrayList<>();
+    List<Replica> replicas = new ArrayList<>();
+    // A reacts within 50 ms, B within 700 ms: B serves the old certificate while A re-issues
+    for (long every : new long[] {50, 700}) {
+      replicas.add(
+          new Replica(
+              new WebhookCertificates(
+                  operatorClient,
+                  ChartRbac.NAMESPACE,
+                  secret,
+                  HOSTS,
+                  true,
+                  Duration.ofMinutes(10),
+                  settle),
+              registrations,
+              every,
+              violations));
+    }
+    Thread checker =
+        Thread.ofPlatform()
+            .start(() -> {
+              while (!Thread.currentThread().isInterrupted()) {
+                List<X509Certificate> trusted = published.get();
+                for (Replica r : replicas) {
+                  WebhookCertificates.Material m = r.served;
+                  if (m == null) continue;
+                  if (!trusted.contains(m.caCert()))
+                    violations.add("served " + WebhookCertificates.serial(m.cert()) + " untrusted");
+                  Long at = publishedAt.get(m.caCert());
+                  if (at != null && r.servedAt - at < settle.toNanos() - 50_000_000L && r.changed)
+                    violations.add(
+                        "served "
+                            + WebhookCertificates.serial(m.cert())
+                            + " before its CA settled");
+                }
+                try {
+                  Thread.sleep(10);
+                } catch (InterruptedException e) {
+                  return;
+                }
+              }
+            });
+    try {
+      ApiServer.await(
+          "both replicas serve", WITHIN, () -> replicas.stream().allMatch(r -> r.served != null));
+      for (Runnable change :
+          List.<Runnable>of(
+              () -> admin.secrets().inNamespace(ChartRbac.NAMESPACE).withName(secret).delete(),
+              () -> {
+                Issued ca = CertificateAuthority.newCa("renewed-ca", Duration.ofDays(3650));
+                replace(
+                    secret, ca, CertificateAuthority.newServing(ca, HOSTS, Duration.ofDays(365)));
+              },
+              () -> {
+                Secret broken = get(secret);
+                broken.getData().put("ca.crt", b64("not a certificate"));
+                broken.getMetadata().setManagedFields(null);
+                admin.resource(broken).update();
+              })) {
+        Map<Replica, X509Certificate> before = new java.util.HashMap<>();
+        for (Replica r : replicas) before.put(r, r.served.cert());
+        change.run();
+        ApiServer.await(
+            "both replicas serve a new certificate",
+            WITHIN,
+            () ->
+                replicas.stream()
+                    .allMatch(r ->
+                        !r.served.cert().equals(before.get(r))
+                            && r.served.cert().equals(replicas.get(0).served.cert())));
+      }
+      assertThat(new ArrayList<>(violations)).isEmpty();
+    } finally {
+      checker.interrupt();
+      for (Replica r : replicas) r.close();
+    }
+  }
+
+  /** One replica's certificate loop: ensure every `every` ms, what it returns is "served". */
+  static final class Replica implements AutoCloseable {
+    final Thread thread;
+    volatile WebhookCertificates.Material served;
+    volatile long servedAt;
+    volatile boolean changed;
+
+    Replica(
+        WebhookCertificates certs,
+        WebhookCertificates.Publisher publisher,
+        long every,
+        List<String> errors) {
+      thread =
+          Thread.ofPlatform()
+              .start(() -> {
+                while (!Thread.currentThread().isInterrupted()) {
+                  try {
+                    WebhookCertificates.Material m = certs.ensure(publisher);
+                    if (served == null || !m.cert().equals(served.cert())) {
+                      changed = served != null;
+                      servedAt = System.nanoTime();
+                      served = m;
+                    }
+                  } catch (RuntimeException e) {
+                    if (!Thread.currentThread().isInterrupted()) errors.add(e.toString());
+                  }
+                  try {
+                    Thread.sleep(every);
+                  } catch (InterruptedException e) {
+                    return;
+                  }
+                }
+              });
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+      thread.interrupt();
+      thread.join(10_000);
     }
   }
 
@@ -290,7 +468,7 @@ class CertReloadIT {
           }
           return !now[0].equals(old);
         });
-    report(after, t0);
+    report("new certificate served after: " + after, t0);
     return now[0];
   }
 
@@ -306,12 +484,12 @@ class CertReloadIT {
             throw new IllegalStateException(e);
           }
         });
-    report(after, t0);
+    report("new certificate served after: " + after, t0);
   }
 
   static void report(String after, long t0) {
     System.out.printf(
-        "CertReloadIT: %s -> new certificate served after %.1f s%n",
+        "CertReloadIT: %s, in %.1f s%n",
         after, (System.nanoTime() - t0) / 1e9);
   }
 
