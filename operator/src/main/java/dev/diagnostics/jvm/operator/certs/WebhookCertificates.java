@@ -77,8 +77,9 @@ public final class WebhookCertificates {
   public interface Publisher {
     /**
      * Makes the registrations trust exactly these CAs (PEM, current first); throws if it cannot.
+     * Returns whether it changed them (false: they held this bundle already).
      */
-    void publish(String caBundlePem);
+    boolean publish(String caBundlePem);
   }
 
   /**
@@ -197,8 +198,10 @@ public final class WebhookCertificates {
         write(s, next);
         continue; // read back what is there now (ours, or another replica's)
       }
+      boolean firstPublish = publishedSince.isEmpty();
+      boolean changed = false;
       if (publisher != null) {
-        publisher.publish(st.cas().pem(now));
+        changed = publisher.publish(st.cas().pem(now));
         noteTrusted(st.cas().trusted(now), now);
       }
       boolean untrusted = st.issuer() == null || !st.cas().trusts(st.issuer(), now);
@@ -212,7 +215,10 @@ public final class WebhookCertificates {
         continue;
       }
       Material m = new Material(st.issuer(), st.leaf(), st.leafKey(), st.cas().pem(now));
-      if (served == null || !served.cert().equals(m.cert())) awaitTrusted(m.caCert(), publisher);
+      // a new certificate, or (first publish after a start) registrations that did not trust
+      // what this replica already serves: not before the API server has the bundle
+      if (served == null || !served.cert().equals(m.cert()) || (firstPublish && changed))
+        awaitTrusted(m.caCert(), publisher);
       served = m;
       servedCas = st.cas();
       return m;

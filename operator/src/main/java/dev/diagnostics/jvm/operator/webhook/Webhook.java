@@ -30,6 +30,9 @@ public final class Webhook implements AutoCloseable {
   private WebhookCertificates certs;
   private volatile X509Certificate served;
 
+  /** The first check passed: the registrations trust what this replica serves. */
+  private volatile boolean trusted;
+
   public Webhook(KubernetesClient client, WebhookSettings settings, PrometheusRegistry registry) {
     this.client = client;
     this.s = settings;
@@ -133,6 +136,7 @@ public final class Webhook implements AutoCloseable {
   private synchronized Instant check(String target) {
     WebhookCertificates.Material m =
         s.manageConfig() ? certs.ensure(bundle -> register(target, bundle)) : certs.ensure();
+    trusted = true;
     if (!m.cert().equals(served)) {
       server.reload(m);
       served = m.cert();
@@ -158,11 +162,14 @@ public final class Webhook implements AutoCloseable {
    * Both registrations (pods: mutating; JvmDiagnostics: validating), with the CAs that sign what
    * any replica serves.
    */
-  private void register(String target, String caPem) {
-    WebhookRegistration.apply(
-        client, WebhookRegistration.build(s.configName(), target, caPem, s.namespace()));
-    WebhookRegistration.apply(
-        client, WebhookRegistration.buildValidating(s.configName(), target, caPem));
+  private boolean register(String target, String caPem) {
+    boolean mutating =
+        WebhookRegistration.apply(
+            client, WebhookRegistration.build(s.configName(), target, caPem, s.namespace()));
+    boolean validating =
+        WebhookRegistration.apply(
+            client, WebhookRegistration.buildValidating(s.configName(), target, caPem));
+    return mutating || validating;
   }
 
   /** Before the webhook listens (so before the pod is Ready): see AdmissionWarmup. */
@@ -184,8 +191,12 @@ public final class Webhook implements AutoCloseable {
     return server.port();
   }
 
+  /**
+   * Ready for admissions: listening, and (self-managed) the registrations trust the certificate
+   * served. A replica that started on a CA it had to publish itself becomes Ready only then.
+   */
   public boolean serving() {
-    return server != null && server.serving();
+    return server != null && server.serving() && trusted;
   }
 
   @Override

@@ -146,7 +146,7 @@ public final class WebhookRegistration {
    * As {@link #apply(KubernetesClient, MutatingWebhookConfiguration)}, for the validating
    * registration.
    */
-  public static void apply(KubernetesClient client, ValidatingWebhookConfiguration vwc) {
+  public static boolean apply(KubernetesClient client, ValidatingWebhookConfiguration vwc) {
     String name = vwc.getMetadata().getName();
     var existing =
         client.admissionRegistration().v1().validatingWebhookConfigurations().withName(name).get();
@@ -155,7 +155,7 @@ public final class WebhookRegistration {
     if (existing != null && !ours(existing)) {
       if (holds(
           existing.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList(),
-          want)) return;
+          want)) return false;
       ValidatingWebhookConfigurationBuilder b =
           new ValidatingWebhookConfigurationBuilder()
               .withNewMetadata()
@@ -171,7 +171,7 @@ public final class WebhookRegistration {
       }
       vwc = b.build();
     }
-    serverSideApply(client, vwc, existing == null, "ValidatingWebhookConfiguration");
+    return serverSideApply(client, vwc, existing, "ValidatingWebhookConfiguration");
   }
 
   /**
@@ -181,7 +181,7 @@ public final class WebhookRegistration {
    * operator owns, each webhook's caBundle, and only when it differs, so Helm's labels and fields
    * stay Helm's; that needs `patch`, never `create`.
    */
-  public static void apply(KubernetesClient client, MutatingWebhookConfiguration mwc) {
+  public static boolean apply(KubernetesClient client, MutatingWebhookConfiguration mwc) {
     var existing =
         client
             .admissionRegistration()
@@ -192,10 +192,11 @@ public final class WebhookRegistration {
     if (existing != null && !ours(existing)) {
       if (holds(
           existing.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList(),
-          mwc.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList())) return;
+          mwc.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList()))
+        return false;
       mwc = caBundleOnly(mwc);
     }
-    serverSideApply(client, mwc, existing == null, "MutatingWebhookConfiguration");
+    return serverSideApply(client, mwc, existing, "MutatingWebhookConfiguration");
   }
 
   private static boolean ours(HasMetadata existing) {
@@ -210,18 +211,30 @@ public final class WebhookRegistration {
     return have.size() == want.size() && have.equals(want);
   }
 
-  private static void serverSideApply(
-      KubernetesClient client, HasMetadata o, boolean absent, String kind) {
+  /** Whether the apply changed the object (a new resourceVersion). */
+  private static boolean serverSideApply(
+      KubernetesClient client, HasMetadata o, HasMetadata existing, String kind) {
     try {
-      client.resource(o).fieldManager(Contract.FIELD_MANAGER).forceConflicts().serverSideApply();
+      HasMetadata after =
+          client
+              .resource(o)
+              .fieldManager(Contract.FIELD_MANAGER)
+              .forceConflicts()
+              .serverSideApply();
+      return existing == null
+          || !existing
+              .getMetadata()
+              .getResourceVersion()
+              .equals(after.getMetadata().getResourceVersion());
     } catch (KubernetesClientException e) {
-      if (!absent || e.getCode() != 403) throw e;
+      if (existing != null || e.getCode() != 403) throw e;
       LOG.error(
           "{} {} does not exist and the operator may not create it: admission does not reach the"
               + " webhook until it exists; the Helm chart creates it (helm upgrade restores it), the"
               + " operator only keeps its caBundle",
           kind,
           o.getMetadata().getName());
+      return false;
     }
   }
 

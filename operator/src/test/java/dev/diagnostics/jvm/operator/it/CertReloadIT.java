@@ -252,7 +252,7 @@ class CertReloadIT {
             List<X509Certificate> cas = CertificateAuthority.readCerts(pem);
             long now = System.nanoTime();
             for (X509Certificate ca : cas) publishedAt.putIfAbsent(ca, now);
-            published.set(cas);
+            return !cas.equals(published.getAndSet(cas));
           } catch (Exception e) {
             throw new IllegalStateException(e);
           }
@@ -488,9 +488,7 @@ class CertReloadIT {
   }
 
   static void report(String after, long t0) {
-    System.out.printf(
-        "CertReloadIT: %s, in %.1f s%n",
-        after, (System.nanoTime() - t0) / 1e9);
+    System.out.printf("CertReloadIT: %s, in %.1f s%n", after, (System.nanoTime() - t0) / 1e9);
   }
 
   /** Both registrations' caBundle (they must agree), CA by CA. */
