@@ -28,6 +28,7 @@ public final class CertificateRotation implements AutoCloseable {
   public static final Duration DEFAULT_DEBOUNCE = Duration.ofMillis(500);
   static final Duration FIRST_RETRY = Duration.ofSeconds(5);
   static final Duration LAST_RETRY = Duration.ofMinutes(1);
+  static final Duration WATCH_RETRY = Duration.ofSeconds(30);
 
   /** The check; returns when it wants to run again on its own (null: at the next interval). */
   @FunctionalInterface
@@ -56,10 +57,18 @@ public final class CertificateRotation implements AutoCloseable {
 
   /**
    * Watches one object (by name: a metadata.name field selector, which RBAC resourceNames allow);
-   * any add, change or delete runs the check. A watch that cannot start (RBAC) is logged: the
-   * periodic check still runs.
+   * any add, change or delete runs the check. A watch that cannot start (RBAC, the API server
+   * unreachable) is logged and tried again every {@link #WATCH_RETRY}; meanwhile the periodic check
+   * still runs.
    */
   public <T extends HasMetadata> CertificateRotation watch(String what, Informable<T> source) {
+    startWatch(what, source, true);
+    return this;
+  }
+
+  private <T extends HasMetadata> void startWatch(
+      String what, Informable<T> source, boolean first) {
+    if (timer.isShutdown()) return;
     SharedIndexInformer<T> informer = source.runnableInformer(0);
     informer.addEventHandler(
         new ResourceEventHandler<T>() {
@@ -84,14 +93,29 @@ public final class CertificateRotation implements AutoCloseable {
     informer
         .start()
         .whenComplete((ok, e) -> {
-          if (e != null)
+          if (e == null) {
+            if (!first) LOG.info("watching {} again", what);
+            return;
+          }
+          if (first)
             LOG.warn(
-                "cannot watch {} ({}): changes to it take effect at the next check, within {}",
+                "cannot watch {} ({}): changes to it take effect at the next check, within {};"
+                    + " trying again every {}s",
                 what,
                 e.getMessage(),
-                every);
+                every,
+                WATCH_RETRY.toSeconds());
+          informers.remove(informer);
+          informer.close();
+          try {
+            timer.schedule(
+                () -> startWatch(what, source, false),
+                WATCH_RETRY.toMillis(),
+                TimeUnit.MILLISECONDS);
+          } catch (java.util.concurrent.RejectedExecutionException closed) {
+            // closed meanwhile
+          }
         });
-    return this;
   }
 
   /** Runs the check within the debounce delay (once for any number of calls meanwhile). */

@@ -377,6 +377,59 @@ class CertReloadIT {
     }
   }
 
+  // ---- a watch RBAC forbids ------------------------------------------------------------------
+
+  /** Without list/watch on the Secret the watch is logged as missing; the periodic check runs. */
+  @Test
+  void aWatchTheOperatorMayNotHaveLeavesThePeriodicCheck() throws Exception {
+    admin
+        .resource(
+            new io.fabric8.kubernetes.api.model.rbac.RoleBuilder()
+                .withNewMetadata()
+                .withName("certreload-get-only")
+                .withNamespace(NS)
+                .endMetadata()
+                .addNewRule()
+                .withApiGroups("")
+                .withResources("secrets")
+                .withVerbs("get")
+                .endRule()
+                .build())
+        .serverSideApply();
+    admin
+        .resource(
+            new io.fabric8.kubernetes.api.model.rbac.RoleBindingBuilder()
+                .withNewMetadata()
+                .withName("certreload-get-only")
+                .withNamespace(NS)
+                .endMetadata()
+                .withNewRoleRef("rbac.authorization.k8s.io", "Role", "certreload-get-only")
+                .addNewSubject()
+                .withKind("User")
+                .withName("certreload-get-only")
+                .withApiGroup("rbac.authorization.k8s.io")
+                .endSubject()
+                .build())
+        .serverSideApply();
+    AtomicInteger checks = new AtomicInteger();
+    try (KubernetesClient getOnly =
+            ApiServer.client(
+                new io.fabric8.kubernetes.client.ConfigBuilder(ApiServer.adminConfig())
+                    .withImpersonateUsername("certreload-get-only")
+                    .build());
+        var rotation =
+            new dev.diagnostics.jvm.operator.certs.CertificateRotation(
+                Duration.ofSeconds(1),
+                Duration.ofMillis(100),
+                () -> {
+                  checks.incrementAndGet();
+                  return null;
+                })) {
+      rotation.watch("Secret x", getOnly.secrets().inNamespace(NS).withName("x"));
+      await("the periodic check runs without the watch", WITHIN, () -> checks.get() >= 2);
+    }
+  }
+
   // ---- the Secret -----------------------------------------------------------------------------
 
   static Secret get(String name) {
@@ -493,6 +546,13 @@ class CertReloadIT {
 
   /** Both registrations' caBundle (they must agree), CA by CA. */
   static List<X509Certificate> bundle(String config) throws Exception {
+    List<List<X509Certificate>> both = bundles(config);
+    assertThat(both.get(1)).as("both registrations hold the same caBundle").isEqualTo(both.get(0));
+    return both.get(0);
+  }
+
+  /** The mutating and the validating registration's caBundle, CA by CA. */
+  static List<List<X509Certificate>> bundles(String config) throws Exception {
     var v1 = admin.admissionRegistration().v1();
     String mutating =
         v1.mutatingWebhookConfigurations()
@@ -510,9 +570,12 @@ class CertReloadIT {
             .get(0)
             .getClientConfig()
             .getCaBundle();
-    assertThat(validating).as("both registrations hold the same caBundle").isEqualTo(mutating);
-    return CertificateAuthority.readCerts(
-        new String(Base64.getDecoder().decode(mutating), StandardCharsets.UTF_8));
+    List<List<X509Certificate>> out = new ArrayList<>();
+    for (String b64 : List.of(mutating, validating))
+      out.add(
+          CertificateAuthority.readCerts(
+              new String(Base64.getDecoder().decode(b64), StandardCharsets.UTF_8)));
+    return out;
   }
 
   static X509Certificate issuerIn(List<X509Certificate> cas, X509Certificate leaf) {
@@ -629,7 +692,8 @@ class CertReloadIT {
                 while (!stopped) {
                   try {
                     X509Certificate now = served(port);
-                    issuerIn(bundle(config), now);
+                    // each registration on its own (they are written one after the other)
+                    for (List<X509Certificate> cas : bundles(config)) issuerIn(cas, now);
                     trustChecks.incrementAndGet();
                   } catch (AssertionError e) {
                     failures.add(java.time.Instant.now() + ": " + e.getMessage());
