@@ -9,6 +9,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -107,24 +108,21 @@ public final class CertificateRotation implements AutoCloseable {
                 WATCH_RETRY.toSeconds());
           informers.remove(informer);
           informer.close();
-          try {
-            timer.schedule(
-                () -> startWatch(what, source, false),
-                WATCH_RETRY.toMillis(),
-                TimeUnit.MILLISECONDS);
-          } catch (java.util.concurrent.RejectedExecutionException closed) {
-            // closed meanwhile
-          }
+          later(() -> startWatch(what, source, false), WATCH_RETRY.toMillis());
         });
   }
 
   /** Runs the check within the debounce delay (once for any number of calls meanwhile). */
   public void trigger() {
-    if (pending.compareAndSet(false, true))
-      timer.schedule(this::run, debounce.toMillis(), TimeUnit.MILLISECONDS);
+    if (pending.compareAndSet(false, true)) later(this::run, debounce.toMillis());
   }
 
-  private void run() {
+  /** Runs the check now, on the caller's thread (at start), as a triggered one would run. */
+  public void runNow() {
+    run();
+  }
+
+  private synchronized void run() {
     pending.set(false);
     Instant again;
     try {
@@ -132,14 +130,22 @@ public final class CertificateRotation implements AutoCloseable {
       retry = FIRST_RETRY;
     } catch (RuntimeException e) {
       LOG.warn("certificate check failed, retrying in {}s: {}", retry.toSeconds(), e.getMessage());
-      timer.schedule(this::trigger, retry.toMillis(), TimeUnit.MILLISECONDS);
+      later(this::trigger, retry.toMillis());
       retry = retry.multipliedBy(2).compareTo(LAST_RETRY) > 0 ? LAST_RETRY : retry.multipliedBy(2);
       return;
     }
     if (again != null && !again.equals(scheduledAgain)) {
       scheduledAgain = again;
       long in = Math.max(0, Duration.between(Instant.now(), again).toMillis()) + 1000;
-      if (in < every.toMillis()) timer.schedule(this::trigger, in, TimeUnit.MILLISECONDS);
+      if (in < every.toMillis()) later(this::trigger, in);
+    }
+  }
+
+  private void later(Runnable r, long millis) {
+    try {
+      timer.schedule(r, millis, TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException closed) {
+      // closed meanwhile: nothing more to check
     }
   }
 

@@ -104,13 +104,8 @@ public final class Webhook implements AutoCloseable {
     rotation =
         new CertificateRotation(
             s.certCheckInterval(), CertificateRotation.DEFAULT_DEBOUNCE, () -> check(target));
-    // the first check publishes the caBundle; a failure is retried, the server keeps serving
-    try {
-      check(target);
-    } catch (RuntimeException e) {
-      LOG.warn("certificate check failed, retrying: {}", e.getMessage());
-      rotation.trigger();
-    }
+    // the first check publishes the caBundle (Ready after it); a failure is logged and retried
+    rotation.runNow();
     rotation.watch(
         "Secret " + s.namespace() + "/" + s.secret(),
         client.secrets().inNamespace(s.namespace()).withName(s.secret()));
