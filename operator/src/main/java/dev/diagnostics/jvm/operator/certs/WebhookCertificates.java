@@ -202,7 +202,8 @@ public final class WebhookCertificates {
       boolean changed = false;
       if (publisher != null) {
         changed = publisher.publish(st.cas().pem(now));
-        noteTrusted(st.cas().trusted(now), now);
+        // counted from when the registrations hold it, not from when this check began
+        noteTrusted(st.cas().trusted(now), Instant.now());
       }
       boolean untrusted = st.issuer() == null || !st.cas().trusts(st.issuer(), now);
       boolean staged = !st.cas().current().equals(st.issuer());
