@@ -16,6 +16,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -77,9 +78,23 @@ public final class WebhookCertificates {
   public interface Publisher {
     /**
      * Makes the registrations trust exactly these CAs (PEM, current first); throws if it cannot.
-     * Returns whether it changed them (false: they held this bundle already).
+     * Returns whether it changed them (false: they held this bundle already). Before writing a
+     * registration (after reading it) it asks {@code secretUnchanged}, and throws {@link
+     * Superseded} when the Secret changed or another replica wrote the registration meanwhile.
      */
-    boolean publish(String caBundlePem);
+    boolean publish(String caBundlePem, BooleanSupplier secretUnchanged);
+  }
+
+  /**
+   * A caBundle was not published because it was computed from a Secret that has changed since (or
+   * the registration was written by another replica since it was read): read the Secret again.
+   * Without this, a replica slow between reading the Secret and writing the registrations could put
+   * an older caBundle over a newer one that another replica's certificate relies on.
+   */
+  public static final class Superseded extends RuntimeException {
+    public Superseded(String what) {
+      super(what + " changed meanwhile", null, false, false);
+    }
   }
 
   /**
@@ -201,7 +216,12 @@ public final class WebhookCertificates {
       boolean firstPublish = publishedSince.isEmpty();
       boolean changed = false;
       if (publisher != null) {
-        changed = publisher.publish(st.cas().pem(now));
+        String version = s.getMetadata().getResourceVersion();
+        try {
+          changed = publisher.publish(st.cas().pem(now), () -> unchanged(version));
+        } catch (Superseded e) {
+          continue; // another replica is ahead: read the Secret again
+        }
         // counted from when the registrations hold it, not from when this check began
         noteTrusted(st.cas().trusted(now), Instant.now());
       }
@@ -269,6 +289,12 @@ public final class WebhookCertificates {
     cas.add(served.caCert());
     for (X509Certificate ca : servedCas.trusted(now)) if (!cas.contains(ca)) cas.add(ca);
     return cas;
+  }
+
+  /** The Secret still has this resourceVersion. */
+  private boolean unchanged(String version) {
+    Secret now = client.secrets().inNamespace(namespace).withName(secretName).get();
+    return now != null && version.equals(now.getMetadata().getResourceVersion());
   }
 
   /** A certificate as logs name it: its serial number in hex. */

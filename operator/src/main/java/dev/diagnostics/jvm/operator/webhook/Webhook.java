@@ -11,6 +11,7 @@ import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -130,7 +131,9 @@ public final class Webhook implements AutoCloseable {
    */
   private synchronized Instant check(String target) {
     WebhookCertificates.Material m =
-        s.manageConfig() ? certs.ensure(bundle -> register(target, bundle)) : certs.ensure();
+        s.manageConfig()
+            ? certs.ensure((bundle, unchanged) -> register(target, bundle, unchanged))
+            : certs.ensure();
     trusted = true;
     if (!m.cert().equals(served)) {
       server.reload(m);
@@ -157,13 +160,17 @@ public final class Webhook implements AutoCloseable {
    * Both registrations (pods: mutating; JvmDiagnostics: validating), with the CAs that sign what
    * any replica serves.
    */
-  private boolean register(String target, String caPem) {
+  private boolean register(String target, String caPem, BooleanSupplier secretUnchanged) {
     boolean mutating =
         WebhookRegistration.apply(
-            client, WebhookRegistration.build(s.configName(), target, caPem, s.namespace()));
+            client,
+            WebhookRegistration.build(s.configName(), target, caPem, s.namespace()),
+            secretUnchanged);
     boolean validating =
         WebhookRegistration.apply(
-            client, WebhookRegistration.buildValidating(s.configName(), target, caPem));
+            client,
+            WebhookRegistration.buildValidating(s.configName(), target, caPem),
+            secretUnchanged);
     return mutating || validating;
   }
 

@@ -1,6 +1,7 @@
 package dev.diagnostics.jvm.operator.webhook;
 
 import dev.diagnostics.jvm.operator.Contract;
+import dev.diagnostics.jvm.operator.certs.WebhookCertificates;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfigurationBuilder;
@@ -14,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -147,6 +149,12 @@ public final class WebhookRegistration {
    * registration.
    */
   public static boolean apply(KubernetesClient client, ValidatingWebhookConfiguration vwc) {
+    return apply(client, vwc, () -> true);
+  }
+
+  /** As {@link #apply(KubernetesClient, ValidatingWebhookConfiguration)}, guarded (see below). */
+  public static boolean apply(
+      KubernetesClient client, ValidatingWebhookConfiguration vwc, BooleanSupplier stillWanted) {
     String name = vwc.getMetadata().getName();
     var existing =
         client.admissionRegistration().v1().validatingWebhookConfigurations().withName(name).get();
@@ -171,7 +179,7 @@ public final class WebhookRegistration {
       }
       vwc = b.build();
     }
-    return serverSideApply(client, vwc, existing, "ValidatingWebhookConfiguration");
+    return serverSideApply(client, vwc, existing, stillWanted, "ValidatingWebhookConfiguration");
   }
 
   /**
@@ -182,6 +190,19 @@ public final class WebhookRegistration {
    * stay Helm's; that needs `patch`, never `create`.
    */
   public static boolean apply(KubernetesClient client, MutatingWebhookConfiguration mwc) {
+    return apply(client, mwc, () -> true);
+  }
+
+  /**
+   * As {@link #apply(KubernetesClient, MutatingWebhookConfiguration)}, guarded against applying
+   * what has become stale: {@code stillWanted} is asked after the registration is read and before
+   * it is written, and the write carries the resourceVersion read (a precondition). A caBundle
+   * computed from a Secret that changed meanwhile, or a registration another replica wrote
+   * meanwhile, throws {@link WebhookCertificates.Superseded} instead of overwriting a newer
+   * caBundle with an older one.
+   */
+  public static boolean apply(
+      KubernetesClient client, MutatingWebhookConfiguration mwc, BooleanSupplier stillWanted) {
     var existing =
         client
             .admissionRegistration()
@@ -196,7 +217,7 @@ public final class WebhookRegistration {
         return false;
       mwc = caBundleOnly(mwc);
     }
-    return serverSideApply(client, mwc, existing, "MutatingWebhookConfiguration");
+    return serverSideApply(client, mwc, existing, stillWanted, "MutatingWebhookConfiguration");
   }
 
   private static boolean ours(HasMetadata existing) {
@@ -213,7 +234,15 @@ public final class WebhookRegistration {
 
   /** Whether the apply changed the object (a new resourceVersion). */
   private static boolean serverSideApply(
-      KubernetesClient client, HasMetadata o, HasMetadata existing, String kind) {
+      KubernetesClient client,
+      HasMetadata o,
+      HasMetadata existing,
+      BooleanSupplier stillWanted,
+      String kind) {
+    if (!stillWanted.getAsBoolean())
+      throw new WebhookCertificates.Superseded(kind + " " + o.getMetadata().getName());
+    if (existing != null)
+      o.getMetadata().setResourceVersion(existing.getMetadata().getResourceVersion());
     try {
       HasMetadata after =
           client
@@ -227,6 +256,9 @@ public final class WebhookRegistration {
               .getResourceVersion()
               .equals(after.getMetadata().getResourceVersion());
     } catch (KubernetesClientException e) {
+      // written (or created) by another replica since we read it: start over from the Secret
+      if (e.getCode() == 409)
+        throw new WebhookCertificates.Superseded(kind + " " + o.getMetadata().getName());
       if (existing != null || e.getCode() != 403) throw e;
       LOG.error(
           "{} {} does not exist and the operator may not create it: admission does not reach the"

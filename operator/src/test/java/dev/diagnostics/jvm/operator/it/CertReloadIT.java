@@ -247,12 +247,17 @@ class CertReloadIT {
         new java.util.concurrent.atomic.AtomicReference<List<X509Certificate>>(List.of());
     Map<X509Certificate, Long> publishedAt = new java.util.concurrent.ConcurrentHashMap<>();
     WebhookCertificates.Publisher registrations =
-        pem -> {
+        (pem, secretUnchanged) -> {
           try {
             List<X509Certificate> cas = CertificateAuthority.readCerts(pem);
-            long now = System.nanoTime();
-            for (X509Certificate ca : cas) publishedAt.putIfAbsent(ca, now);
-            return !cas.equals(published.getAndSet(cas));
+            // as the registrations do: nothing older over something newer (the precondition)
+            synchronized (published) {
+              if (!secretUnchanged.getAsBoolean())
+                throw new WebhookCertificates.Superseded("registration");
+              long now = System.nanoTime();
+              for (X509Certificate ca : cas) publishedAt.putIfAbsent(ca, now);
+              return !cas.equals(published.getAndSet(cas));
+            }
           } catch (Exception e) {
             throw new IllegalStateException(e);
           }

@@ -2,8 +2,10 @@ package dev.diagnostics.jvm.operator.it;
 
 import static dev.diagnostics.jvm.operator.it.ApiServer.await;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.diagnostics.jvm.operator.Contract;
+import dev.diagnostics.jvm.operator.certs.WebhookCertificates;
 import dev.diagnostics.jvm.operator.webhook.WebhookRegistration;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
@@ -194,6 +196,49 @@ class WebhookRegistrationIT {
             .withName(name)
             .delete();
       }
+    }
+  }
+
+  /**
+   * Nothing older over something newer: a caBundle from a Secret that changed meanwhile is not
+   * applied, nor one over a registration another replica wrote after it was read (the write carries
+   * the resourceVersion read, a precondition the API server checks).
+   */
+  @Test
+  void aStaleCaBundleIsNotAppliedOverANewerOne() {
+    MutatingWebhookConfiguration helm =
+        WebhookRegistration.build(
+            "reg-stale", "service:jvmdiag-operator.jvmdiag:443", "x", "jvmdiag");
+    helm.getMetadata().getLabels().put("app.kubernetes.io/managed-by", "Helm");
+    helm.getWebhooks().get(0).getClientConfig().setCaBundle(null);
+    client.resource(helm).create();
+    try {
+      var caOne =
+          WebhookRegistration.build("reg-stale", "https://127.0.0.1:9443", "CA-1", "jvmdiag");
+      // the Secret changed after the caBundle was computed from it
+      assertThatThrownBy(() -> WebhookRegistration.apply(client, caOne, () -> false))
+          .isInstanceOf(WebhookCertificates.Superseded.class);
+      assertThat(get("reg-stale").getWebhooks().get(0).getClientConfig().getCaBundle()).isNull();
+      // another replica writes the registration between our read and our write
+      var caTwo =
+          WebhookRegistration.build("reg-stale", "https://127.0.0.1:9443", "CA-2", "jvmdiag");
+      assertThatThrownBy(() ->
+              WebhookRegistration.apply(
+                  client,
+                  caOne,
+                  () -> {
+                    WebhookRegistration.apply(client, caTwo);
+                    return true;
+                  }))
+          .isInstanceOf(WebhookCertificates.Superseded.class);
+      assertThat(ca(get("reg-stale"))).as("the newer caBundle stays").isEqualTo("CA-2");
+    } finally {
+      client
+          .admissionRegistration()
+          .v1()
+          .mutatingWebhookConfigurations()
+          .withName("reg-stale")
+          .delete();
     }
   }
 
