@@ -146,7 +146,9 @@ final class Options {
       paramLabel = "DURATION",
       defaultValue = "PT1H",
       description =
-          "how often the webhook certificate is checked for rotation, ISO-8601 (default: ${DEFAULT-VALUE})")
+          "how often the webhook certificate is checked for rotation, ISO-8601, besides the watch"
+              + " on its Secret and registrations that acts within seconds; previous CAs stay in the"
+              + " caBundle twice this long after a CA change (default: ${DEFAULT-VALUE})")
   Duration certCheckInterval;
 
   @Option(

@@ -162,6 +162,19 @@ public final class CertificateAuthority {
     }
   }
 
+  /** Every certificate of a PEM bundle, in order (none for an empty text). */
+  public static List<X509Certificate> readCerts(String pem)
+      throws IOException, GeneralSecurityException {
+    List<X509Certificate> out = new ArrayList<>();
+    try (PEMParser p = new PEMParser(new StringReader(pem))) {
+      for (Object o = p.readObject(); o != null; o = p.readObject()) {
+        if (!(o instanceof X509CertificateHolder h)) throw new IOException("not a PEM certificate");
+        out.add(new JcaX509CertificateConverter().getCertificate(h));
+      }
+    }
+    return out;
+  }
+
   public static PrivateKey readKey(String pem) throws IOException {
     try (PEMParser p = new PEMParser(new StringReader(pem))) {
       Object o = p.readObject();

@@ -7,7 +7,11 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,6 +28,11 @@ public final class Webhook implements AutoCloseable {
   private SharedIndexInformer<JvmDiagnostics> resources;
   private WebhookServer server;
   private CertificateRotation rotation;
+  private WebhookCertificates certs;
+  private volatile X509Certificate served;
+
+  /** The first check passed: the registrations trust what this replica serves. */
+  private volatile boolean trusted;
 
   public Webhook(KubernetesClient client, WebhookSettings settings, PrometheusRegistry registry) {
     this.client = client;
@@ -32,14 +41,16 @@ public final class Webhook implements AutoCloseable {
   }
 
   public Webhook start() throws Exception {
-    WebhookCertificates certs =
+    certs =
         new WebhookCertificates(
             client,
             s.namespace(),
             s.secret(),
             s.hosts(),
-            s.manageConfig()); // without it (cert-manager) the Secret is only read, never re-issued
-    WebhookCertificates.Material material = certs.ensure();
+            s.manageConfig(), // without it (cert-manager) the Secret is only read, never re-issued
+            grace(s.certCheckInterval()),
+            WebhookCertificates.DEFAULT_SETTLE);
+    WebhookCertificates.Material material = certs.ensure(); // nothing published before listening
     // the webhook reads resources from its own cache, one for both webhooks: an admission must not
     // wait on the API server. Indexed by target for the validating side's one-owner check.
     resources = client.resources(JvmDiagnostics.class).inAnyNamespace().runnableInformer(0);
@@ -89,28 +100,78 @@ public final class Webhook implements AutoCloseable {
         s.target().endsWith(":0")
             ? s.target().substring(0, s.target().length() - 1) + server.port()
             : s.target();
-    if (s.manageConfig()) register(target, material.caPem());
+    served = material.cert();
     LOG.info("webhook serving on port {} ({})", server.port(), target);
     rotation =
         new CertificateRotation(
-            certs,
-            s.certCheckInterval(),
-            m -> {
-              server.reload(m);
-              if (s.manageConfig()) register(target, m.caPem());
-            });
+            s.certCheckInterval(), CertificateRotation.DEFAULT_DEBOUNCE, () -> check(target));
+    // the first check publishes the caBundle (Ready after it); a failure is logged and retried
+    rotation.runNow();
+    rotation.watch(
+        "Secret " + s.namespace() + "/" + s.secret(),
+        client.secrets().inNamespace(s.namespace()).withName(s.secret()));
+    if (s.manageConfig()) {
+      var registrations = client.admissionRegistration().v1();
+      rotation
+          .watch(
+              "MutatingWebhookConfiguration " + s.configName(),
+              registrations.mutatingWebhookConfigurations().withName(s.configName()))
+          .watch(
+              "ValidatingWebhookConfiguration " + s.configName(),
+              registrations.validatingWebhookConfigurations().withName(s.configName()));
+    }
     return this;
   }
 
   /**
-   * Both registrations (pods: mutating; JvmDiagnostics: validating), with the CA that signs what we
-   * serve.
+   * Brings the Secret, the registrations' caBundle (self-managed) and the served certificate in
+   * line; returns when to check again on its own (the end of a CA change's grace period). Reloading
+   * the server swaps the certificate for new handshakes only: connections open, and the admissions
+   * on them, carry on.
    */
-  private void register(String target, String caPem) {
-    WebhookRegistration.apply(
-        client, WebhookRegistration.build(s.configName(), target, caPem, s.namespace()));
-    WebhookRegistration.apply(
-        client, WebhookRegistration.buildValidating(s.configName(), target, caPem));
+  private synchronized Instant check(String target) {
+    WebhookCertificates.Material m =
+        s.manageConfig()
+            ? certs.ensure((bundle, unchanged) -> register(target, bundle, unchanged))
+            : certs.ensure();
+    trusted = true;
+    if (!m.cert().equals(served)) {
+      server.reload(m);
+      served = m.cert();
+      LOG.info(
+          "webhook serves a new certificate {} (signed by CA {}, valid until {})",
+          WebhookCertificates.serial(m.cert()),
+          WebhookCertificates.serial(m.caCert()),
+          m.cert().getNotAfter().toInstant());
+    }
+    return certs.nextChange();
+  }
+
+  /**
+   * How long a previous CA stays in the caBundle after a CA change: every replica serves a
+   * certificate of the new CA within seconds (watch), at the latest at its next periodic check.
+   */
+  static Duration grace(Duration checkInterval) {
+    Duration twice = checkInterval.multipliedBy(2);
+    return twice.compareTo(Duration.ofMinutes(10)) < 0 ? Duration.ofMinutes(10) : twice;
+  }
+
+  /**
+   * Both registrations (pods: mutating; JvmDiagnostics: validating), with the CAs that sign what
+   * any replica serves.
+   */
+  private boolean register(String target, String caPem, BooleanSupplier secretUnchanged) {
+    boolean mutating =
+        WebhookRegistration.apply(
+            client,
+            WebhookRegistration.build(s.configName(), target, caPem, s.namespace()),
+            secretUnchanged);
+    boolean validating =
+        WebhookRegistration.apply(
+            client,
+            WebhookRegistration.buildValidating(s.configName(), target, caPem),
+            secretUnchanged);
+    return mutating || validating;
   }
 
   /** Before the webhook listens (so before the pod is Ready): see AdmissionWarmup. */
@@ -132,8 +193,12 @@ public final class Webhook implements AutoCloseable {
     return server.port();
   }
 
+  /**
+   * Ready for admissions: listening, and (self-managed) the registrations trust the certificate
+   * served. A replica that started on a CA it had to publish itself becomes Ready only then.
+   */
   public boolean serving() {
-    return server != null && server.serving();
+    return server != null && server.serving() && trusted;
   }
 
   @Override

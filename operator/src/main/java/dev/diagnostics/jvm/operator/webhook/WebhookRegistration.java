@@ -1,6 +1,8 @@
 package dev.diagnostics.jvm.operator.webhook;
 
 import dev.diagnostics.jvm.operator.Contract;
+import dev.diagnostics.jvm.operator.certs.WebhookCertificates;
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfigurationBuilder;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
@@ -8,10 +10,14 @@ import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhoo
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfig;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.WebhookClientConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The MutatingWebhookConfiguration, applied by the operator so the caBundle always matches the
@@ -19,6 +25,7 @@ import java.util.List;
  * never in system namespaces, reinvoked after other mutating webhooks.
  */
 public final class WebhookRegistration {
+  private static final Logger LOG = LoggerFactory.getLogger(WebhookRegistration.class);
   public static final List<String> SYSTEM_NAMESPACES =
       List.of("kube-system", "kube-public", "kube-node-lease");
   public static final int TIMEOUT_SECONDS = 2;
@@ -141,25 +148,26 @@ public final class WebhookRegistration {
    * As {@link #apply(KubernetesClient, MutatingWebhookConfiguration)}, for the validating
    * registration.
    */
-  public static void apply(KubernetesClient client, ValidatingWebhookConfiguration vwc) {
+  public static boolean apply(KubernetesClient client, ValidatingWebhookConfiguration vwc) {
+    return apply(client, vwc, () -> true);
+  }
+
+  /** As {@link #apply(KubernetesClient, ValidatingWebhookConfiguration)}, guarded (see below). */
+  public static boolean apply(
+      KubernetesClient client, ValidatingWebhookConfiguration vwc, BooleanSupplier stillWanted) {
+    String name = vwc.getMetadata().getName();
     var existing =
-        client
-            .admissionRegistration()
-            .v1()
-            .validatingWebhookConfigurations()
-            .withName(vwc.getMetadata().getName())
-            .get();
-    boolean ours =
-        existing == null
-            || Contract.FIELD_MANAGER.equals(
-                existing.getMetadata().getLabels() == null
-                    ? null
-                    : existing.getMetadata().getLabels().get(MANAGED_BY));
-    if (!ours) {
+        client.admissionRegistration().v1().validatingWebhookConfigurations().withName(name).get();
+    List<String> want =
+        vwc.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList();
+    if (existing != null && !ours(existing)) {
+      if (holds(
+          existing.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList(),
+          want)) return false;
       ValidatingWebhookConfigurationBuilder b =
           new ValidatingWebhookConfigurationBuilder()
               .withNewMetadata()
-              .withName(vwc.getMetadata().getName())
+              .withName(name)
               .endMetadata();
       for (var w : vwc.getWebhooks()) {
         b.addNewWebhook()
@@ -171,15 +179,30 @@ public final class WebhookRegistration {
       }
       vwc = b.build();
     }
-    client.resource(vwc).fieldManager(Contract.FIELD_MANAGER).forceConflicts().serverSideApply();
+    return serverSideApply(client, vwc, existing, stillWanted, "ValidatingWebhookConfiguration");
   }
 
   /**
-   * Creates the registration when it does not exist (a local run: ours entirely). When someone else
-   * owns it (the Helm chart: no managed-by label of ours), applies only what the operator owns,
-   * each webhook's caBundle, so Helm's labels and fields stay Helm's.
+   * Creates the registration when it does not exist and the operator may (a local run: ours
+   * entirely; without `create`, as the chart's RBAC has it, a log line says who should create it).
+   * When someone else owns it (the Helm chart: no managed-by label of ours), applies only what the
+   * operator owns, each webhook's caBundle, and only when it differs, so Helm's labels and fields
+   * stay Helm's; that needs `patch`, never `create`.
    */
-  public static void apply(KubernetesClient client, MutatingWebhookConfiguration mwc) {
+  public static boolean apply(KubernetesClient client, MutatingWebhookConfiguration mwc) {
+    return apply(client, mwc, () -> true);
+  }
+
+  /**
+   * As {@link #apply(KubernetesClient, MutatingWebhookConfiguration)}, guarded against applying
+   * what has become stale: {@code stillWanted} is asked after the registration is read and before
+   * it is written, and the write carries the resourceVersion read (a precondition). A caBundle
+   * computed from a Secret that changed meanwhile, or a registration another replica wrote
+   * meanwhile, throws {@link WebhookCertificates.Superseded} instead of overwriting a newer
+   * caBundle with an older one.
+   */
+  public static boolean apply(
+      KubernetesClient client, MutatingWebhookConfiguration mwc, BooleanSupplier stillWanted) {
     var existing =
         client
             .admissionRegistration()
@@ -187,17 +210,64 @@ public final class WebhookRegistration {
             .mutatingWebhookConfigurations()
             .withName(mwc.getMetadata().getName())
             .get();
-    boolean ours =
-        existing == null
-            || Contract.FIELD_MANAGER.equals(
-                existing.getMetadata().getLabels() == null
-                    ? null
-                    : existing.getMetadata().getLabels().get(MANAGED_BY));
-    client
-        .resource(ours ? mwc : caBundleOnly(mwc))
-        .fieldManager(Contract.FIELD_MANAGER)
-        .forceConflicts()
-        .serverSideApply();
+    if (existing != null && !ours(existing)) {
+      if (holds(
+          existing.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList(),
+          mwc.getWebhooks().stream().map(w -> w.getClientConfig().getCaBundle()).toList()))
+        return false;
+      mwc = caBundleOnly(mwc);
+    }
+    return serverSideApply(client, mwc, existing, stillWanted, "MutatingWebhookConfiguration");
+  }
+
+  private static boolean ours(HasMetadata existing) {
+    return Contract.FIELD_MANAGER.equals(
+        existing.getMetadata().getLabels() == null
+            ? null
+            : existing.getMetadata().getLabels().get(MANAGED_BY));
+  }
+
+  /** Every webhook already has the caBundle we would apply. */
+  private static boolean holds(List<String> have, List<String> want) {
+    return have.size() == want.size() && have.equals(want);
+  }
+
+  /** Whether the apply changed the object (a new resourceVersion). */
+  private static boolean serverSideApply(
+      KubernetesClient client,
+      HasMetadata o,
+      HasMetadata existing,
+      BooleanSupplier stillWanted,
+      String kind) {
+    if (!stillWanted.getAsBoolean())
+      throw new WebhookCertificates.Superseded(kind + " " + o.getMetadata().getName());
+    if (existing != null)
+      o.getMetadata().setResourceVersion(existing.getMetadata().getResourceVersion());
+    try {
+      HasMetadata after =
+          client
+              .resource(o)
+              .fieldManager(Contract.FIELD_MANAGER)
+              .forceConflicts()
+              .serverSideApply();
+      return existing == null
+          || !existing
+              .getMetadata()
+              .getResourceVersion()
+              .equals(after.getMetadata().getResourceVersion());
+    } catch (KubernetesClientException e) {
+      // written (or created) by another replica since we read it: start over from the Secret
+      if (e.getCode() == 409)
+        throw new WebhookCertificates.Superseded(kind + " " + o.getMetadata().getName());
+      if (existing != null || e.getCode() != 403) throw e;
+      LOG.error(
+          "{} {} does not exist and the operator may not create it: admission does not reach the"
+              + " webhook until it exists; the Helm chart creates it (helm upgrade restores it), the"
+              + " operator only keeps its caBundle",
+          kind,
+          o.getMetadata().getName());
+      return false;
+    }
   }
 
   static final String MANAGED_BY = "app.kubernetes.io/managed-by";
