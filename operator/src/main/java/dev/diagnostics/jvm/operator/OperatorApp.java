@@ -8,7 +8,6 @@ import dev.diagnostics.jvm.operator.metrics.ReconcileMetrics;
 import dev.diagnostics.jvm.operator.reconciler.JvmDiagnosticsReconciler;
 import dev.diagnostics.jvm.operator.reconciler.ReconcilerSettings;
 import dev.diagnostics.jvm.operator.webhook.Webhook;
-import dev.diagnostics.jvm.operator.webhook.WebhookServer;
 import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.javaoperatorsdk.operator.Operator;
@@ -77,11 +76,7 @@ public final class OperatorApp implements AutoCloseable {
       JvmMetrics.builder().register(registry);
       metricsServer = new MetricsServer(s.metricsBind(), registry).start();
     }
-    if (s.webhook() != null) {
-      // Webhook builds its server with the limits set here
-      WebhookServer.usePeerLimits(s.webhook().peerLimits());
-      webhook = new Webhook(client, s.webhook(), registry).start();
-    }
+    if (s.webhook() != null) webhook = new Webhook(client, s.webhook(), registry).start();
     ReconcilerSettings rs = s.reconciler();
     if (rs != null) {
       // made once, shared by every term: the registry takes each name once

@@ -3,6 +3,7 @@ package dev.diagnostics.jvm.operator.webhook;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.certs.CertificateRotation;
 import dev.diagnostics.jvm.operator.certs.WebhookCertificates;
+import dev.diagnostics.jvm.operator.http.HttpListener;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
@@ -94,7 +95,9 @@ public final class Webhook implements AutoCloseable {
             new TargetPermission(client).asCheck(),
             registry);
     warmUp();
-    server = new WebhookServer(s.bind(), material, handler, validator);
+    server =
+        new WebhookServer(
+            s.bind(), material, handler, validator, HttpListener.Limits.DEFAULT, s.peerLimits());
     server.start();
     String target =
         s.target().endsWith(":0")

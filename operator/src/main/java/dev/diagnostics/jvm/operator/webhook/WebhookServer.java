@@ -65,17 +65,6 @@ public final class WebhookServer implements AutoCloseable {
     public static final PeerLimits NONE = new PeerLimits(PeerRateLimit.NONE, PeerRateLimit.NONE);
   }
 
-  /**
-   * What the constructors without {@link PeerLimits} use: the operator's flags, set by {@link
-   * #usePeerLimits} before the webhook starts ({@link Webhook} builds this server without them).
-   */
-  private static volatile PeerLimits configured = PeerLimits.DEFAULT;
-
-  /** The peer limits of servers built from now on without their own. */
-  public static void usePeerLimits(PeerLimits limits) {
-    configured = limits;
-  }
-
   private final HttpListener listener;
   private final ExecutorService admissions =
       HttpListener.pool("webhook-admission", ADMISSION_THREADS, 256);
@@ -104,7 +93,7 @@ public final class WebhookServer implements AutoCloseable {
       ResourceValidator validator,
       HttpListener.Limits limits)
       throws IOException {
-    this(bind, material, handler, validator, limits, configured);
+    this(bind, material, handler, validator, limits, PeerLimits.DEFAULT);
   }
 
   /**
