@@ -17,10 +17,14 @@ import org.junit.jupiter.api.Test;
  * every field of the generated CRD has one — the kind itself, spec, status, every nested field and
  * the fields of array items — so no field is explained by its type alone.
  */
-class CrdDescriptionsTest {
+public class CrdDescriptionsTest {
   static JSONSchemaProps schema() throws Exception {
-    Path file =
-        Path.of(System.getProperty("generated.crds.dir", "target/crds"), CrdUpToDateTest.FILE);
+    return schema(
+        Path.of(System.getProperty("generated.crds.dir", "target/crds"), CrdUpToDateTest.FILE));
+  }
+
+  /** The openAPIV3Schema of the CRD in file. */
+  public static JSONSchemaProps schema(Path file) throws Exception {
     CustomResourceDefinition crd =
         new KubernetesSerialization()
             .unmarshal(Files.readString(file), CustomResourceDefinition.class);
@@ -31,7 +35,7 @@ class CrdDescriptionsTest {
    * The field paths as kubectl explain names them (jvmdiagnostics.spec.targetRef.kind; an array's
    * item fields under the array's own path), each with its schema, the kind's own root first.
    */
-  static Map<String, JSONSchemaProps> fields(JSONSchemaProps root) {
+  public static Map<String, JSONSchemaProps> fields(JSONSchemaProps root) {
     Map<String, JSONSchemaProps> out = new java.util.LinkedHashMap<>();
     out.put("jvmdiagnostics", root);
     walk("jvmdiagnostics", root, out);
