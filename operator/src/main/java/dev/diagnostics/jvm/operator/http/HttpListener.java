@@ -106,10 +106,15 @@ public final class HttpListener implements AutoCloseable {
 
   /**
    * method: the only method served ("POST": the body is read, up to maxBody); pool: where the work
-   * runs (null: on the listener's thread, for answers that never block).
+   * runs (null: on the listener's thread, for answers that never block); readsHead: the handler
+   * gets the request's {@link Head} (else null: the admission path copies no headers).
    */
   private record Route(
-      String method, int maxBody, ExecutorService pool, BiFunction<Head, byte[], Reply> handler) {}
+      String method,
+      int maxBody,
+      ExecutorService pool,
+      boolean readsHead,
+      BiFunction<Head, byte[], Reply> handler) {}
 
   private final String name;
   private final Limits limits;
@@ -176,27 +181,27 @@ public final class HttpListener implements AutoCloseable {
 
   /** A GET route answered on the listener's own thread: only for answers that never block. */
   public HttpListener get(String path, java.util.function.Supplier<Reply> handler) {
-    routes.put(path, new Route("GET", 0, null, (h, b) -> handler.get()));
+    routes.put(path, new Route("GET", 0, null, false, (h, b) -> handler.get()));
     return this;
   }
 
   /** A GET route whose work runs on pool. */
   public HttpListener get(String path, ExecutorService pool, java.util.function.Supplier<Reply> h) {
-    routes.put(path, new Route("GET", 0, pool, (head, b) -> h.get()));
+    routes.put(path, new Route("GET", 0, pool, false, (head, b) -> h.get()));
     return this;
   }
 
   /** A GET route whose work runs on pool and reads the request's head (query, headers). */
   public HttpListener getWithHead(
       String path, ExecutorService pool, Function<Head, Reply> handler) {
-    routes.put(path, new Route("GET", 0, pool, (head, b) -> handler.apply(head)));
+    routes.put(path, new Route("GET", 0, pool, true, (head, b) -> handler.apply(head)));
     return this;
   }
 
   /** A POST route: the body (at most maxBody bytes) is read without a thread, then run on pool. */
   public HttpListener post(
       String path, int maxBody, ExecutorService pool, Function<byte[], Reply> handler) {
-    routes.put(path, new Route("POST", maxBody, pool, (h, b) -> handler.apply(b)));
+    routes.put(path, new Route("POST", maxBody, pool, false, (h, b) -> handler.apply(b)));
     return this;
   }
 
@@ -268,7 +273,7 @@ public final class HttpListener implements AutoCloseable {
         send(response, callback, Reply.text(405, r.method() + " only\n"));
         return true;
       }
-      Head head = Head.of(request);
+      Head head = r.readsHead() ? Head.of(request) : null;
       Function<byte[], Reply> work = b -> r.handler().apply(head, b);
       CompletableFuture<byte[]> body =
           r.maxBody() > 0
