@@ -10,6 +10,9 @@
 //! part generates from; JVMDIAG_HISTOGRAM_BOUNDS=/path overrides, e.g. in an image build):
 //! `hist_bounds.h` (HIST_BOUNDS, for the shapes in jvm.h), `hist_slot.bpf.h` (the probes'
 //! bucket function) and `hist_bounds.rs` (the exposition's `le` values).
+//!
+//! `jvmdiag_agent_build_info` gets the git commit (JVMDIAG_REVISION, else `git rev-parse
+//! HEAD`, else "unknown") and rustc's version as compile-time env vars.
 use std::collections::{BTreeMap, BTreeSet};
 use std::env;
 use std::fs;
@@ -37,6 +40,7 @@ fn main() {
     }
     fs::write(&vmlinux, dump.stdout).expect("write vmlinux.h");
     histogram_bounds(&out);
+    build_info();
 
     let arch = match env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
         Ok("x86_64") => "x86",
@@ -304,6 +308,57 @@ fn header_structs() -> BTreeSet<String> {
         }
     }
     names
+}
+
+/// `JVMDIAG_REVISION` and `JVMDIAG_RUSTC_VERSION` for `jvmdiag_agent_build_info` (src/serve.rs):
+/// the commit the agent was built from — JVMDIAG_REVISION when the builder sets it (a source
+/// tree without .git), else the repository's HEAD, else "unknown" — and rustc's version.
+fn build_info() {
+    println!("cargo:rerun-if-env-changed=JVMDIAG_REVISION");
+    let revision = env::var("JVMDIAG_REVISION")
+        .ok()
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty())
+        .or_else(git_head)
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=JVMDIAG_REVISION={revision}");
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    // "rustc 1.89.0 (29483883e 2025-08-04)" -> "1.89.0"
+    let rustc_version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| v.split_whitespace().nth(1).map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=JVMDIAG_RUSTC_VERSION={rustc_version}");
+}
+
+/// The commit of HEAD, and a rerun of this script when HEAD moves (a checkout changes HEAD, a
+/// commit the branch's ref); None outside a git work tree or without git.
+fn git_head() -> Option<String> {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let head = git(&["rev-parse", "--verify", "-q", "HEAD"])?;
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for name in watched {
+        // only files that exist: a missing one would rerun this script at every build
+        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
+            if std::path::Path::new(&path).is_file() {
+                println!("cargo:rerun-if-changed={path}");
+            }
+        }
+    }
+    Some(head)
 }
 
 /// One bound of monitoring/histogram-bounds.txt: its `le` text and its value in ns.

@@ -118,7 +118,8 @@ build_operator_at() {
     local src; src=$(mktemp -d -p "$TMPD")
     git -C "$REPO_ROOT" archive "$commit" operator crds monitoring | tar -x -C "$src"
     log "$tag: building the operator of commit ${commit:0:12} (log: $jar.log)"
-    (cd "$src/operator" && JAVA_HOME="$JDK25" nice mvn -B -q package -DskipTests -DskipITs) >"$jar.log" 2>&1 \
+    # no .git in an archive: the commit for jvmdiag_operator_build_info comes by env var
+    (cd "$src/operator" && JVMDIAG_REVISION="$commit" JAVA_HOME="$JDK25" nice mvn -B -q package -DskipTests -DskipITs) >"$jar.log" 2>&1 \
       || { tail -n 20 "$jar.log" >&2; die "$tag: the build of commit ${commit:0:12} failed (log: $jar.log)"; }
     cp "$src/operator/target/jvmdiag-operator.jar" "$jar.tmp" && mv "$jar.tmp" "$jar"
   fi

@@ -378,6 +378,55 @@ def dashboard():
             "suffix: events/s",
             g(16, 66, 8),
         ),
+        table(
+            "Agent versions running",
+            "Node agents by the version, git commit and rustc that built them "
+            "(jvmdiag_agent_build_info): more than one row while a rollout is under way, or when "
+            "some nodes kept an old agent.",
+            [
+                target(
+                    f"count by (version, revision, rustversion) (jvmdiag_agent_build_info{{{CLUSTER}}})",
+                    "",
+                    instant=True,
+                    fmt="table",
+                )
+            ],
+            "short",
+            g(0, 74, 12, 6),
+            transformations=[
+                {
+                    "id": "organize",
+                    "options": {
+                        "excludeByName": {"Time": True},
+                        "renameByName": {"Value": "agents"},
+                    },
+                }
+            ],
+        ),
+        table(
+            "Operator versions running",
+            "Operator replicas by the version and git commit they were built from and the Java "
+            "runtime they run on (jvmdiag_operator_build_info).",
+            [
+                target(
+                    f"count by (version, revision, javaversion) (jvmdiag_operator_build_info{{{CLUSTER}}})",
+                    "",
+                    instant=True,
+                    fmt="table",
+                )
+            ],
+            "short",
+            g(12, 74, 12, 6),
+            transformations=[
+                {
+                    "id": "organize",
+                    "options": {
+                        "excludeByName": {"Time": True},
+                        "renameByName": {"Value": "replicas"},
+                    },
+                }
+            ],
+        ),
     ]
     links = [
         {

@@ -128,6 +128,12 @@ pub static JVM_INFO: Desc = desc(
 );
 
 // The agent's own health.
+pub static AGENT_BUILD_INFO: Desc = desc(
+    "jvmdiag_agent_build_info",
+    "Always 1: the agent's version, the git commit it was built from and the version of rustc that built it.",
+    Gauge,
+    &["version", "revision", "rustversion"],
+);
 pub static AGENT_JVMS_ATTACHED: Desc =
     desc("jvmdiag_agent_jvms_attached", "JVMs traced now.", Gauge, &[]);
 pub static AGENT_JVMS_SEEN: Desc =
@@ -382,6 +388,7 @@ pub static ALL: &[&Desc] = &[
     &THREAD_PARKS,
     &THREAD_PARKED_SECONDS,
     &JVM_INFO,
+    &AGENT_BUILD_INFO,
     &AGENT_JVMS_ATTACHED,
     &AGENT_JVMS_SEEN,
     &AGENT_LIBJVM_FILES,

@@ -72,6 +72,36 @@ pub fn jvm_families(jvms: &[JvmReport]) -> Vec<Family> {
     vec![live, info, not_traced]
 }
 
+/// What this binary was built from: the crate's version, the git commit (build.rs: the
+/// builder's JVMDIAG_REVISION, else HEAD, else "unknown") and rustc's version.
+pub const BUILD: BuildInfo = BuildInfo {
+    version: env!("CARGO_PKG_VERSION"),
+    revision: env!("JVMDIAG_REVISION"),
+    rustversion: env!("JVMDIAG_RUSTC_VERSION"),
+};
+
+#[derive(Debug, Clone, Copy)]
+pub struct BuildInfo {
+    pub version: &'static str,
+    pub revision: &'static str,
+    pub rustversion: &'static str,
+}
+
+/// `jvmdiag_agent_build_info{version, revision, rustversion} 1`, as node_exporter's
+/// `node_exporter_build_info`: on every page of every mode (src/serve.rs adds it).
+pub fn build_info_family(b: &BuildInfo) -> Family {
+    let mut f = metrics::AGENT_BUILD_INFO.family();
+    f.agent(
+        vec![
+            ("version", b.version.to_string()),
+            ("revision", b.revision.to_string()),
+            ("rustversion", b.rustversion.to_string()),
+        ],
+        Value::Gauge(1.0),
+    );
+    f
+}
+
 pub fn agent_families(r: &AgentReport) -> Vec<Family> {
     let mut dur = metrics::AGENT_COLLECTOR_DURATION.family();
     let mut ok = metrics::AGENT_COLLECTOR_SUCCESS.family();

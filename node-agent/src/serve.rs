@@ -30,6 +30,9 @@
 //!   connection at most [`CONNECTION_TIMEOUT`] (so a response nobody reads is dropped;
 //!   keep-alive scrapers just reconnect), a snapshot within [`RENDER_TIMEOUT`], else 503.
 //!
+//! Every page of either mode also has `jvmdiag_agent_build_info` (what the binary was built
+//! from), added by the loop like the refusal counters.
+//!
 //! `/metrics` may need a Kubernetes bearer token (`--metrics-auth kubernetes`, src/auth.rs),
 //! checked before the loop is asked for anything. `/healthz` never does: it is 200 while the
 //! loop has turned within [`LOOP_STALE`], else 503 (a wedged loop fails the liveness probe).
@@ -53,6 +56,7 @@ use crate::exposition;
 use crate::metrics;
 use crate::model::Value;
 use crate::preflight::Fatal;
+use crate::report;
 use crate::slots::{Refusal, Slots};
 pub use crate::slots::{MAX_CONNECTIONS, PROBE_MAX_CONNECTIONS, PROBE_MAX_PER_PEER};
 
@@ -250,6 +254,11 @@ impl Refused {
     }
 }
 
+/// `jvmdiag_agent_build_info` of this binary, rendered (with its `# EOF`).
+fn build_info_rendered() -> String {
+    exposition::render(vec![report::build_info_family(&report::BUILD)], &HashMap::new())
+}
+
 /// `page` (OpenMetrics text) with the families of `more` (rendered, with its own `# EOF`)
 /// before its `# EOF`. Appending moves only the `# EOF` line, never the page.
 fn add_families(page: &mut String, more: &str) {
@@ -278,6 +287,8 @@ struct Shared {
     probe: bool,
     /// `--metrics-auth kubernetes`.
     auth: Option<Authorizer>,
+    /// `jvmdiag_agent_build_info`, rendered once (with its `# EOF`).
+    build_info: String,
 }
 
 impl Shared {
@@ -313,6 +324,7 @@ pub fn run(cfg: &Config, listeners: Listeners, mode: &mut dyn Mode) -> Result<()
         refused: Refused::default(),
         probe: listeners.probe.is_some(),
         auth: Authorizer::from_config(cfg)?,
+        build_info: build_info_rendered(),
     });
     let per_peer = cfg.cli.max_connections_per_peer as usize;
     spawn_http(listeners, shared.clone(), per_peer)?;
@@ -342,6 +354,7 @@ pub fn run(cfg: &Config, listeners: Listeners, mode: &mut dyn Mode) -> Result<()
                         let t0 = Instant::now();
                         let mut page = mode.scrape(last_render);
                         add_families(&mut page, &shared.refused.rendered(shared.probe));
+                        add_families(&mut page, &shared.build_info);
                         let snap = Arc::new(Snapshot::new(Bytes::from(page)));
                         last_render = Some(t0.elapsed());
                         let mut latest = shared.latest.lock().unwrap_or_else(|e| e.into_inner());
@@ -608,6 +621,32 @@ mod tests {
         let mut out = String::new();
         flate2::read::GzDecoder::new(&z[..]).read_to_string(&mut out).unwrap();
         assert_eq!(out.as_bytes(), parts.concat());
+    }
+
+    #[test]
+    fn build_info_is_one_gauge_of_1_naming_version_revision_and_rustc() {
+        let b = report::BuildInfo { version: "0.1.0", revision: "abc123", rustversion: "1.89.0" };
+        let page = exposition::render(vec![report::build_info_family(&b)], &HashMap::new());
+        assert!(page.contains("# TYPE jvmdiag_agent_build_info gauge\n"), "{page}");
+        assert!(
+            page.contains(
+                "\njvmdiag_agent_build_info{version=\"0.1.0\",revision=\"abc123\",rustversion=\"1.89.0\"} 1.0\n"
+            ),
+            "{page}"
+        );
+        // This binary's: Cargo's version, a commit (or "unknown"), rustc's version.
+        let own = build_info_rendered();
+        assert!(own.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))), "{own}");
+        let revision = report::BUILD.revision;
+        assert!(
+            revision == "unknown"
+                || (revision.len() >= 7 && revision.chars().all(|c| c.is_ascii_hexdigit())),
+            "{revision}"
+        );
+        assert!(report::BUILD.rustversion.starts_with("1."), "{}", report::BUILD.rustversion);
+        let mut with = "# TYPE x gauge\nx 1\n# EOF\n".to_string();
+        add_families(&mut with, &own);
+        assert!(with.ends_with("} 1.0\n# EOF\n") && with.matches("# EOF").count() == 1, "{with}");
     }
 
     #[test]

@@ -319,6 +319,14 @@ fn a_gzip_scrape_decodes_to_the_same_text_as_a_plain_one() {
         let mut text = String::new();
         flate2::read::GzDecoder::new(&zipped.body[..]).read_to_string(&mut text).unwrap();
         assert_eq!(text, plain.text(), "{accept}");
+        // The loop adds what the binary was built from to every page, before its end.
+        let version = env!("CARGO_PKG_VERSION");
+        assert!(
+            text.contains(&format!(
+                "\njvmdiag_agent_build_info{{version=\"{version}\",revision=\""
+            )) && text.contains("# TYPE jvmdiag_agent_build_info gauge\n"),
+            "{accept}: no jvmdiag_agent_build_info in the gzipped page"
+        );
     }
     for refused in
         ["Accept-Encoding: gzip;q=0", "Accept-Encoding: br", "Accept-Encoding: gzip;q=0, *"]

@@ -2,6 +2,7 @@ package dev.diagnostics.jvm.operator;
 
 import dev.diagnostics.jvm.operator.election.LeaderElector;
 import dev.diagnostics.jvm.operator.http.HttpListener;
+import dev.diagnostics.jvm.operator.metrics.BuildInfo;
 import dev.diagnostics.jvm.operator.metrics.MetricsServer;
 import dev.diagnostics.jvm.operator.metrics.ProbeServer;
 import dev.diagnostics.jvm.operator.metrics.ReconcileMetrics;
@@ -74,6 +75,7 @@ public final class OperatorApp implements AutoCloseable {
               .start();
     if (s.metricsBind() != null) {
       JvmMetrics.builder().register(registry);
+      BuildInfo.current().register(registry);
       metricsServer = new MetricsServer(s.metricsBind(), registry).start();
     }
     if (s.webhook() != null) webhook = new Webhook(client, s.webhook(), registry).start();

@@ -12,10 +12,12 @@ import java.util.Map;
 
 /** Optional per-resource thresholds; each becomes one rule of the resource's PrometheusRule. */
 public class Alerts {
-  @JsonPropertyDescription("Any safepoint pause longer than the threshold (a histogram bound).")
+  @JsonPropertyDescription(
+      "Any safepoint pause longer than the threshold (a histogram bound), e.g. {threshold: 500ms, for: 0m, severity: critical}.")
   public DurationAlert safepointPause;
 
-  @JsonPropertyDescription("Any time-to-safepoint longer than the threshold (a histogram bound).")
+  @JsonPropertyDescription(
+      "Any time-to-safepoint longer than the threshold (a histogram bound), e.g. {threshold: 100ms, for: 5m}.")
   public DurationAlert timeToSafepoint;
 
   @ValidationRule(
@@ -23,7 +25,8 @@ public class Alerts {
       fieldPath = ".threshold",
       message =
           "threadStartRate.threshold is in threads started per second and must be above 0, e.g. 50")
-  @JsonPropertyDescription("Thread starts per second above the threshold.")
+  @JsonPropertyDescription(
+      "Thread starts per second above the threshold, e.g. {threshold: 50, for: 10m}.")
   public NumberAlert threadStartRate;
 
   @ValidationRule(
@@ -31,7 +34,8 @@ public class Alerts {
       fieldPath = ".threshold",
       message =
           "codeCacheUsage.threshold is a percentage of the code cache's maximum: use a number above 0 and at most 100, e.g. 90")
-  @JsonPropertyDescription("Code cache use above this percent of its maximum.")
+  @JsonPropertyDescription(
+      "Code cache use above this percent of its maximum, e.g. {threshold: 90, for: 15m}.")
   public NumberAlert codeCacheUsage;
 
   @ValidationRule(
@@ -39,7 +43,8 @@ public class Alerts {
       fieldPath = ".threshold",
       message =
           "compilationRate.threshold is in compilations per second and must be above 0, e.g. 100")
-  @JsonPropertyDescription("JIT compilations per second above the threshold.")
+  @JsonPropertyDescription(
+      "JIT compilations per second above the threshold, e.g. {threshold: 100, for: 15m}.")
   public NumberAlert compilationRate;
 
   @ValidationRule(
@@ -48,7 +53,8 @@ public class Alerts {
       message =
           "monitorContention.threshold is in seconds blocked per second on one monitor class (summed over the JVM's threads) and must be above 0, e.g. 0.5")
   @JsonPropertyDescription(
-      "Seconds blocked per second on one monitor class (summed over the JVM's threads) above the threshold; needs collectors.monitors.")
+      "Seconds blocked per second on one monitor class (summed over the JVM's threads) above the threshold; needs "
+          + "collectors.monitors, e.g. {threshold: 0.5, for: 5m}.")
   public NumberAlert monitorContention;
 
   /** The alerts that are set, keyed by their spec field name, in a stable order. */
@@ -73,7 +79,7 @@ public class Alerts {
         message = "'for' must be a Prometheus duration such as 0m, 30s, 5m or 1h")
     @JsonProperty("for")
     @JsonPropertyDescription(
-        "How long the condition must hold before the alert fires (Prometheus duration).")
+        "How long the condition must hold before the alert fires, a Prometheus duration: e.g. 0m (at once), 30s, 5m (default), 1h.")
     public String forDuration = "5m";
 
     @Default("warning")
@@ -83,7 +89,7 @@ public class Alerts {
         message =
             "severity must be critical, warning or info (the severity label kube-prometheus-stack's Alertmanager routes and inhibits by); page and ticket are accepted as aliases of critical and warning")
     @JsonPropertyDescription(
-        "The alert's severity label: critical, warning (default) or info; page and ticket are aliases of critical and warning.")
+        "The alert's severity label: critical, warning (default) or info, e.g. critical; page and ticket are aliases of critical and warning.")
     public String severity = "warning";
 
     /** The severity label the rule gets: page and ticket are written as critical and warning. */
@@ -117,7 +123,10 @@ public class Alerts {
             "threshold must be one of the pause histogram bounds "
                 + HistogramBounds.DURATIONS
                 + " (docs/metrics.md) so the alert is exact: round to the nearest, e.g. 500ms")
-    @JsonPropertyDescription("One of " + HistogramBounds.DURATIONS + ".")
+    @JsonPropertyDescription(
+        "The duration above which the alert fires, one of "
+            + HistogramBounds.DURATIONS
+            + " (a histogram bound, so the alert is exact), e.g. 500ms.")
     public String threshold;
 
     public DurationAlert() {}
@@ -137,7 +146,10 @@ public class Alerts {
   /** A plain-number threshold (a rate per second or a percentage). */
   public static class NumberAlert extends Alert {
     @Required
-    @JsonPropertyDescription("The threshold in the alert's unit.")
+    @JsonPropertyDescription(
+        "The threshold in the alert's unit: threads started per second for threadStartRate (e.g. 50), percent of "
+            + "the code cache's maximum for codeCacheUsage (e.g. 90), compilations per second for compilationRate "
+            + "(e.g. 100), seconds blocked per second on one monitor class for monitorContention (e.g. 0.5).")
     public Double threshold;
 
     public NumberAlert() {}

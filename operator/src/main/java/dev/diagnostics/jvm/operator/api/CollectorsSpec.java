@@ -17,9 +17,20 @@ public class CollectorsSpec {
   /** The most names a limit may keep per JVM (the agent's --max-methods allows no more). */
   public static final int MAX_LIMIT = 500;
 
+  @JsonPropertyDescription(
+      "Thread starts by (folded) thread name, e.g. pool-N-thread-N, and live threads; needs no JVM flag.")
   public Threads threads = new Threads();
+
+  @JsonPropertyDescription(
+      "Safepoint pauses and time to safepoint by VM operation; needs no JVM flag.")
   public Toggle safepoints = new Toggle();
+
+  @JsonPropertyDescription(
+      "VM operation durations and which thread requested them, e.g. RedefineClasses by a Java agent; needs no JVM flag.")
   public Toggle vmOperations = new Toggle();
+
+  @JsonPropertyDescription(
+      "JIT compilations by compiler and most-compiled method, and code cache use; needs no JVM flag.")
   public Compilation compilation = new Compilation();
 
   @JsonPropertyDescription(
@@ -48,7 +59,8 @@ public class CollectorsSpec {
 
   public static class Toggle {
     @Default("true")
-    @JsonPropertyDescription("Collect this family of metrics.")
+    @JsonPropertyDescription(
+        "Collect this collector's metrics (default true); false turns it off for these pods.")
     public boolean enabled = true;
   }
 

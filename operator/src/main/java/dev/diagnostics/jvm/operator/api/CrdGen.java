@@ -5,6 +5,7 @@ import io.fabric8.crdv2.generator.CRDPostProcessor;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceColumnDefinition;
 import io.fabric8.kubernetes.api.model.apiextensions.v1.CustomResourceDefinition;
+import io.fabric8.kubernetes.api.model.apiextensions.v1.JSONSchemaProps;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,8 +19,9 @@ import java.util.List;
  * Build time (exec-maven-plugin, process-classes): writes the CRD of {@link JvmDiagnostics} with
  * fabric8's crd-generator. The generator sorts printer columns by jsonPath (AGE READY INJECTED
  * TARGET); kubectl users read TARGET INJECTED READY AGE, so the columns are put in that order. The
- * CRD is stamped with the hash of its spec ({@link CrdSchema#ANNOTATION}), and the hash is written
- * into the classes (the jar) too, so the operator can tell whether the served CRD is its own.
+ * kind's description and the conditions' list type are set here ({@link #explainAndKey}). The CRD
+ * is stamped with the hash of its spec ({@link CrdSchema#ANNOTATION}), and the hash is written into
+ * the classes (the jar) too, so the operator can tell whether the served CRD is its own.
  *
  * <p>Arguments: the CRD's directory (default target/crds), the classes directory (default
  * target/classes).
@@ -29,6 +31,26 @@ public final class CrdGen {
   static final List<String> COLUMNS = List.of("Target", "Injected", "Ready", "Age");
 
   private CrdGen() {}
+
+  /**
+   * What crd-generator has no annotation for: the kind's own description (the first thing {@code
+   * kubectl explain jvmdiagnostics} prints; {@link JvmDiagnostics#DESCRIPTION}) and
+   * status.conditions as a list keyed by type ({@code x-kubernetes-list-type: map}, {@link
+   * JvmDiagnosticsStatus#CONDITIONS_KEY}, which {@link ConditionSchema} requires).
+   */
+  static void explainAndKey(JSONSchemaProps root) {
+    root.setDescription(JvmDiagnostics.DESCRIPTION);
+    JSONSchemaProps conditions =
+        root.getProperties().get("status").getProperties().get("conditions");
+    List<String> required = conditions.getItems().getSchema().getRequired();
+    if (required == null || !required.contains(JvmDiagnosticsStatus.CONDITIONS_KEY))
+      throw new IllegalStateException(
+          "status.conditions items must require the list's key "
+              + JvmDiagnosticsStatus.CONDITIONS_KEY
+              + " (ConditionSchema)");
+    conditions.setXKubernetesListType("map");
+    conditions.setXKubernetesListMapKeys(List.of(JvmDiagnosticsStatus.CONDITIONS_KEY));
+  }
 
   public static void main(String[] args) {
     File out = new File(args.length > 0 ? args[0] : "target/crds");
@@ -54,6 +76,7 @@ public final class CrdGen {
                           + ": update CrdGen.COLUMNS");
                 }
                 cols.sort(Comparator.comparingInt(c -> COLUMNS.indexOf(c.getName())));
+                explainAndKey(v.getSchema().getOpenAPIV3Schema());
               }
               // after the columns: they are part of what the hash covers
               hash[0] = CrdSchema.hash(d.getSpec());

@@ -11,12 +11,13 @@ import java.util.List;
 /** The spec, field by field as fixed in docs/contracts.md; defaults and validation live here. */
 public class JvmDiagnosticsSpec {
   @Required
-  @JsonPropertyDescription("The workload whose pods are instrumented (same namespace).")
+  @JsonPropertyDescription(
+      "The workload whose pods are instrumented, in this namespace, e.g. {kind: Deployment, name: checkout}.")
   public TargetRef targetRef;
 
   @Size(max = 32)
   @JsonPropertyDescription(
-      "Containers to instrument. Default: every container that is not a known proxy sidecar (istio-proxy, linkerd-proxy, ...).")
+      "Containers to instrument by name, e.g. [app]. Default: every container that is not a known proxy sidecar (istio-proxy, linkerd-proxy, ...).")
   public List<@Pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$") @Size(max = 63) String> containers =
       new ArrayList<>();
 
@@ -28,7 +29,8 @@ public class JvmDiagnosticsSpec {
       "NodeAgent (the DaemonSet traces the JVMs) or Sidecar (an unprivileged collector container in each pod).")
   public Collection collection = Collection.NodeAgent;
 
-  @JsonPropertyDescription("JVM flags appended to JAVA_TOOL_OPTIONS of the selected containers.")
+  @JsonPropertyDescription(
+      "JVM flags appended to JAVA_TOOL_OPTIONS of the selected containers; changing them rolls the pods.")
   public JvmOptions jvmOptions = new JvmOptions();
 
   @Default("Automatic")
@@ -37,7 +39,8 @@ public class JvmDiagnosticsSpec {
   public Rollout rollout = Rollout.Automatic;
 
   @JsonPropertyDescription(
-      "Per-resource alert thresholds, rendered into a PrometheusRule owned by this resource.")
+      "Per-resource alert thresholds, rendered into a PrometheusRule owned by this resource (when the Prometheus "
+          + "Operator's CRDs exist); each alert is optional, e.g. safepointPause: {threshold: 500ms, for: 0m, severity: critical}.")
   public Alerts alerts = new Alerts();
 
   public enum Collection {

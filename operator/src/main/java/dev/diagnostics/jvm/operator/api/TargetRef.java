@@ -8,13 +8,13 @@ import io.fabric8.generator.annotation.Size;
 /** The instrumented workload, in the resource's namespace. */
 public class TargetRef {
   @Required
-  @JsonPropertyDescription("Deployment, StatefulSet or DaemonSet.")
+  @JsonPropertyDescription("The workload's kind: Deployment, StatefulSet or DaemonSet.")
   public Kind kind;
 
   @Required
   @Size(min = 1, max = 253)
   @Pattern("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-  @JsonPropertyDescription("Name of the workload in this namespace.")
+  @JsonPropertyDescription("Name of the workload in this namespace, e.g. checkout.")
   public String name;
 
   public TargetRef() {}

@@ -5,7 +5,10 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -14,8 +17,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 import javax.net.ssl.SSLContext;
+import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.io.Connection;
 import org.eclipse.jetty.io.Content;
@@ -65,22 +70,51 @@ public final class HttpListener implements AutoCloseable {
         new Limits(Duration.ofSeconds(10), Duration.ofSeconds(30), Duration.ofSeconds(10));
   }
 
-  /** A route's answer. */
-  public record Reply(int code, byte[] body, String type) {
+  /** A route's answer; headers: more response headers (Content-Type and -Length are set apart). */
+  public record Reply(int code, byte[] body, String type, Map<String, String> headers) {
+    public Reply(int code, byte[] body, String type) {
+      this(code, body, type, Map.of());
+    }
+
     public static Reply text(int code, String body) {
       return new Reply(code, body.getBytes(StandardCharsets.UTF_8), "text/plain; charset=utf-8");
     }
   }
 
   /**
+   * What a route may read of a request besides its body: the method, the path, the raw query (null:
+   * none) and the header values by lower-case name, copied before the work leaves Jetty's thread
+   * (the head is at most 8 KiB).
+   */
+  public record Head(String method, String path, String query, Map<String, List<String>> fields) {
+    /** The values of header name (any case), in the order sent; empty when absent. */
+    public List<String> header(String name) {
+      return fields.getOrDefault(name.toLowerCase(Locale.ROOT), List.of());
+    }
+
+    static Head of(Request request) {
+      Map<String, List<String>> fields = new LinkedHashMap<>();
+      for (HttpField f : request.getHeaders())
+        fields.computeIfAbsent(f.getLowerCaseName(), k -> new ArrayList<>()).add(f.getValue());
+      return new Head(
+          request.getMethod(),
+          Request.getPathInContext(request),
+          request.getHttpURI().getQuery(),
+          fields);
+    }
+  }
+
+  /**
    * method: the only method served ("POST": the body is read, up to maxBody); pool: where the work
-   * runs (null: on the listener's thread, for answers that never block).
+   * runs (null: on the listener's thread, for answers that never block); readsHead: the handler
+   * gets the request's {@link Head} (else null: the admission path copies no headers).
    */
   private record Route(
       String method,
       int maxBody,
       ExecutorService pool,
-      Function<byte[], Reply> handler,
+      boolean readsHead,
+      BiFunction<Head, byte[], Reply> handler,
       Gate gate) {}
 
   /**
@@ -158,13 +192,20 @@ public final class HttpListener implements AutoCloseable {
 
   /** A GET route answered on the listener's own thread: only for answers that never block. */
   public HttpListener get(String path, java.util.function.Supplier<Reply> handler) {
-    routes.put(path, new Route("GET", 0, null, b -> handler.get(), null));
+    routes.put(path, new Route("GET", 0, null, false, (h, b) -> handler.get(), null));
     return this;
   }
 
   /** A GET route whose work runs on pool. */
   public HttpListener get(String path, ExecutorService pool, java.util.function.Supplier<Reply> h) {
-    routes.put(path, new Route("GET", 0, pool, b -> h.get(), null));
+    routes.put(path, new Route("GET", 0, pool, false, (head, b) -> h.get(), null));
+    return this;
+  }
+
+  /** A GET route whose work runs on pool and reads the request's head (query, headers). */
+  public HttpListener getWithHead(
+      String path, ExecutorService pool, Function<Head, Reply> handler) {
+    routes.put(path, new Route("GET", 0, pool, true, (head, b) -> handler.apply(head), null));
     return this;
   }
 
@@ -180,7 +221,7 @@ public final class HttpListener implements AutoCloseable {
    */
   public HttpListener post(
       String path, int maxBody, ExecutorService pool, Function<byte[], Reply> handler, Gate gate) {
-    routes.put(path, new Route("POST", maxBody, pool, handler, gate));
+    routes.put(path, new Route("POST", maxBody, pool, false, (h, b) -> handler.apply(b), gate));
     return this;
   }
 
@@ -252,6 +293,8 @@ public final class HttpListener implements AutoCloseable {
         send(response, callback, Reply.text(405, r.method() + " only\n"));
         return true;
       }
+      Head head = r.readsHead() ? Head.of(request) : null;
+      Function<byte[], Reply> work = b -> r.handler().apply(head, b);
       CompletableFuture<byte[]> body =
           r.maxBody() > 0
               ? Content.Source.asByteArrayAsync(request, r.maxBody())
@@ -270,14 +313,11 @@ public final class HttpListener implements AutoCloseable {
                 Reply now = r.gate().check(peer, b);
                 if (now != null) return CompletableFuture.completedFuture(now);
                 return r.pool() == null
-                    ? CompletableFuture.completedFuture(r.handler().apply(b))
-                    : CompletableFuture.supplyAsync(() -> r.handler().apply(b), r.pool());
+                    ? CompletableFuture.completedFuture(work.apply(b))
+                    : CompletableFuture.supplyAsync(() -> work.apply(b), r.pool());
               });
         } else {
-          reply =
-              r.pool() == null
-                  ? body.thenApply(r.handler())
-                  : body.thenApplyAsync(r.handler(), r.pool());
+          reply = r.pool() == null ? body.thenApply(work) : body.thenApplyAsync(work, r.pool());
         }
       } catch (RejectedExecutionException e) {
         reply = CompletableFuture.failedFuture(e);
@@ -317,6 +357,7 @@ public final class HttpListener implements AutoCloseable {
     private void send(Response response, Callback callback, Reply reply) {
       if (reply.code() >= 500) response.getHeaders().put(HttpHeader.CONNECTION, "close");
       response.setStatus(reply.code());
+      reply.headers().forEach((name, value) -> response.getHeaders().put(name, value));
       response.getHeaders().put(HttpHeader.CONTENT_TYPE, reply.type());
       response.getHeaders().put(HttpHeader.CONTENT_LENGTH, reply.body().length);
       response.write(true, ByteBuffer.wrap(reply.body()), callback);
