@@ -394,8 +394,6 @@ class Collector:
             return
         owners = {}
         for host in sorted(h for h in files.values() if h):
-            if host is None:
-                continue
             p = self.dpkg.owner(host)
             if p is not None:
                 owners.setdefault((p["Package"], p.get("Architecture")), p)
