@@ -257,7 +257,14 @@ def make_sbom(a, labels, base_tar, base_manifest, layer):
             return f.read()
 
     col.jdks([p for p, h in files.items() if h], read)
-    col.jars(files)
+    lists = {}
+    for spec in a.sbom_maven_list:
+        dest, sep, path = spec.partition(":")
+        if not sep or dest not in files:
+            fail(f"--sbom-maven-list {spec}: want DEST:FILE, DEST a jar this layer adds")
+        with open(path) as f:
+            lists[dest] = f.read()
+    col.jars(files, lists)
     if a.sbom_cargo_tree:
         if not a.sbom_cargo_lock:
             fail("--sbom-cargo-tree needs --sbom-cargo-lock")
@@ -404,6 +411,13 @@ def main():
         help="`cargo tree -e normal,no-proc-macro --prefix none` of a binary in the image",
     )
     ap.add_argument("--sbom-cargo-lock", metavar="FILE", help="the Cargo.lock of --sbom-cargo-tree")
+    ap.add_argument(
+        "--sbom-maven-list",
+        action="append",
+        default=[],
+        metavar="DEST:FILE",
+        help="`mvn dependency:list -DincludeScope=runtime` output of the jar at DEST",
+    )
     ap.add_argument(
         "--sbom-created", metavar="RFC3339", help="the document's timestamp (none if unset)"
     )

@@ -111,23 +111,37 @@ build_agent() {
   done_build "$tag"
 }
 
-# operator_image TAG JAR [VERSION REVISION CREATED]: the operator targets Java 21: it runs on
-# the JDK 25 base. Its SBOM: the base's, plus the Maven artifacts in the jar.
+# maven_deps DIR OUT: the runtime dependencies of the Maven project in DIR, offline (what the
+# shaded jar holds without a pom.properties of its own: BouncyCastle, picocli).
+maven_deps() {
+  log "listing the runtime dependencies of $1 (mvn dependency:list, offline)"
+  (cd "$1" && JAVA_HOME="$JDK25" nice mvn -B -q -o dependency:list -DincludeScope=runtime -DoutputFile="$2.tmp") \
+    >"$2.log" 2>&1 || { tail -n 5 "$2.log" >&2; die "mvn dependency:list in $1 failed (log: $2.log)"; }
+  mv "$2.tmp" "$2"
+}
+
+# operator_image TAG JAR DEPS [VERSION REVISION CREATED]: the operator targets Java 21: it runs
+# on the JDK 25 base. Its SBOM: the base's, plus the Maven artifacts in the jar (DEPS: the
+# project's runtime dependencies, maven_deps).
 operator_image() {
-  local tag="$1" jar="$2" base="$JVMDIAG_IMAGES/jvmdiag_jdk25-base_dev.tar"
-  [ "$#" -lt 5 ] || sbom_args "$3" "$4" "$5"
+  local tag="$1" jar="$2" deps="$3" base="$JVMDIAG_IMAGES/jvmdiag_jdk25-base_dev.tar"
+  [ "$#" -lt 6 ] || sbom_args "$4" "$5" "$6"
   [ -f "$base" ] || build_jdk jvmdiag/jdk25-base:dev "$JDK25"
   [ -f "$base" ] || { log "$tag: skipped, no jvmdiag/jdk25-base:dev"; return; }
-  if KEY_EXTRA="${4:-$REVISION}" fresh "$tag" "$jar" "$base"; then log "$tag: up to date"; return; fi
+  if KEY_EXTRA="${5:-$REVISION}" fresh "$tag" "$jar" "$deps" "$base"; then log "$tag: up to date"; return; fi
   "${BUILD[@]}" --tag "$tag" --base jvmdiag/jdk25-base:dev --add "$jar:/app/jvmdiag-operator.jar" \
-    --entrypoint '["/opt/java/bin/java", "-jar", "/app/jvmdiag-operator.jar"]' "${SBOM[@]}"
+    --entrypoint '["/opt/java/bin/java", "-jar", "/app/jvmdiag-operator.jar"]' "${SBOM[@]}" \
+    --sbom-maven-list "/app/jvmdiag-operator.jar:$deps"
   done_build "$tag"
 }
 
 build_operator() {
   local tag=jvmdiag/operator:dev jar="$REPO_ROOT/operator/target/jvmdiag-operator.jar"
   [ -f "$jar" ] || { log "$tag: skipped, $jar does not exist yet (make operator-build)"; return; }
-  operator_image "$tag" "$jar"
+  # operator_build (hack/lib.sh) lists them with the jar; a jar built another way gets its list here.
+  local deps="$REPO_ROOT/operator/target/runtime-dependencies.txt"
+  if [ ! -f "$deps" ] || [ "$deps" -ot "$jar" ]; then maven_deps "$REPO_ROOT/operator" "$deps"; fi
+  operator_image "$tag" "$jar" "$deps"
 }
 
 # The operator as an earlier commit built it (the chart suite's previous release runs it):
@@ -141,15 +155,18 @@ build_operator_at() {
   local tag="jvmdiag/operator:${commit:0:12}" dir="$JVMDIAG_CACHE/operator/previous"
   local jar="$dir/jvmdiag-operator-$commit.jar"
   mkdir -p "$dir"
-  if [ ! -f "$jar" ]; then
-    local src; src=$(mktemp -d -p "$TMPD")
+  local src; src=$(mktemp -d -p "$TMPD")
+  if [ ! -f "$jar" ] || [ ! -f "$jar.deps" ]; then
     git -C "$REPO_ROOT" archive "$commit" operator crds monitoring | tar -x -C "$src"
+  fi
+  if [ ! -f "$jar" ]; then
     log "$tag: building the operator of commit ${commit:0:12} (log: $jar.log)"
     (cd "$src/operator" && JAVA_HOME="$JDK25" nice mvn -B -q package -DskipTests -DskipITs) >"$jar.log" 2>&1 \
       || { tail -n 20 "$jar.log" >&2; die "$tag: the build of commit ${commit:0:12} failed (log: $jar.log)"; }
     cp "$src/operator/target/jvmdiag-operator.jar" "$jar.tmp" && mv "$jar.tmp" "$jar"
   fi
-  operator_image "$tag" "$jar" \
+  [ -f "$jar.deps" ] || maven_deps "$src/operator" "$jar.deps"
+  operator_image "$tag" "$jar" "$jar.deps" \
     "$(git -C "$REPO_ROOT" show "$commit:charts/jvm-diagnostics/Chart.yaml" | chart_version)" "$commit" \
     "$(git -C "$REPO_ROOT" log -1 --format=%cI "$commit")"
   sbom_args "$VERSION" "$REVISION" "$CREATED"

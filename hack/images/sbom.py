@@ -13,7 +13,8 @@ One CycloneDX 1.5 JSON document per image lists what its files are made of:
   the target (no build or dev dependencies, no proc-macros), checked against Cargo.lock
   (crates.io ones only: path crates are the project's own). purl pkg:cargo/<name>@<version>.
 - Maven artifacts inside a jar: its META-INF/maven/<group>/<artifact>/pom.properties (what a
-  shaded jar really holds). purl pkg:maven/<group>/<artifact>@<version>.
+  shaded jar really holds), plus the runtime dependencies `mvn dependency:list` names that
+  carry no pom.properties (built without Maven). purl pkg:maven/<group>/<artifact>@<version>.
 - The JDK: a directory with a `release` file next to lib/server/libjvm.so or bin/java.
 - The image itself (metadata.component): name, version, VCS revision.
 
@@ -255,6 +256,42 @@ def maven_components(jar, where):
     return out
 
 
+_DEP_LINE = re.compile(
+    r"^\s+([\w.-]+):([\w.-]+):[\w.-]+(?::[\w.-]+)?:([\w.+-]+):(compile|runtime)\b"
+)
+
+
+def maven_list_components(list_text, jar_components, where):
+    """Runtime artifacts that `mvn dependency:list -DincludeScope=runtime` names and the jar's
+    pom.properties do not (jars built without Maven carry none: BouncyCastle, picocli): the
+    shade plugin put their classes in, so they are part of the jar all the same."""
+    have = {(c["group"], c["name"]) for c in jar_components}
+    out = []
+    for line in list_text.splitlines():
+        m = _DEP_LINE.match(line)
+        if not m or (m.group(1), m.group(2)) in have:
+            continue
+        g, a, v = m.group(1), m.group(2), m.group(3)
+        have.add((g, a))
+        out.append(
+            {
+                "type": "library",
+                "group": g,
+                "name": a,
+                "version": v,
+                "purl": "pkg:maven/%s/%s@%s" % (purl_part(g), purl_part(a), purl_part(v)),
+                "properties": [
+                    {"name": "jvm-diagnostics:origin", "value": where},
+                    {
+                        "name": "jvm-diagnostics:evidence",
+                        "value": "mvn dependency:list (no pom.properties in the jar)",
+                    },
+                ],
+            }
+        )
+    return out
+
+
 # --- JDK ----------------------------------------------------------------------------------
 
 
@@ -407,10 +444,15 @@ class Collector:
             raise ValueError("Debian package %s is not installed on this host" % name)
         self.components.append(deb_component(p, self.dpkg.distro, "linked statically"))
 
-    def jars(self, files):
+    def jars(self, files, maven_lists=None):
+        """The Maven artifacts of every jar; maven_lists: image path of a jar -> the text of
+        its `mvn dependency:list -DincludeScope=runtime` (what its pom.properties miss)."""
         for dest, host in sorted(files.items()):
             if host and dest.endswith(".jar") and os.path.isfile(host):
-                self.components += maven_components(host, dest)
+                found = maven_components(host, dest)
+                self.components += found
+                if maven_lists and dest in maven_lists:
+                    self.components += maven_list_components(maven_lists[dest], found, dest)
 
     def jdks(self, files, read):
         for home in jdk_homes(files):

@@ -132,6 +132,26 @@ class Maven(unittest.TestCase):
             {"name": "jvm-diagnostics:origin", "value": "/app/app.jar"}, comps[0]["properties"]
         )
 
+    def test_dependency_list_adds_what_has_no_pom_properties(self):
+        found = [{"group": "io.fabric8", "name": "kubernetes-client"}]
+        listing = (
+            "\nThe following files have been resolved:\n"
+            "   io.fabric8:kubernetes-client:jar:7.5.2:compile -- module io.fabric8.kubernetes.client\n"
+            "   org.bouncycastle:bcprov-jdk18on:jar:1.79:compile\n"
+            "   info.picocli:picocli:jar:4.7.6:runtime\n"
+            "   org.example:classified:jar:linux-x86_64:2.0:compile\n"
+            "   org.junit:junit:jar:4.13:test\n"
+        )
+        comps = sbom.maven_list_components(listing, found, "/app/app.jar")
+        self.assertEqual(
+            [c["purl"] for c in comps],
+            [
+                "pkg:maven/org.bouncycastle/bcprov-jdk18on@1.79",
+                "pkg:maven/info.picocli/picocli@4.7.6",
+                "pkg:maven/org.example/classified@2.0",
+            ],
+        )
+
 
 class Jdk(unittest.TestCase):
     def test_release_file(self):
