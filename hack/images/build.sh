@@ -39,11 +39,14 @@ fresh() {
 }
 done_build() { local a="$JVMDIAG_IMAGES/${1//[\/:]/_}.tar"; echo "$KEY" >"$a.key"; built+=("$a"); }
 
-# A minimal /etc (root and nobody) and /tmp, shared by every image.
+# A minimal /etc (root and nobody) and /tmp, shared by every image; the host's os-release, as
+# the image's libraries are its Debian packages: a scanner that reads the SBOM's Debian
+# packages matches them against that release's advisories only when it knows the distribution.
 skeleton() {
   local d="$1"
   mkdir -p "$d/etc" "$d/tmp" "$d/root"
   chmod 1777 "$d/tmp"
+  cp /etc/os-release "$d/etc/os-release"
   printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$d/etc/passwd"
   printf 'root:x:0:\nnogroup:x:65534:\n' >"$d/etc/group"
   printf 'hosts: files dns\n' >"$d/etc/nsswitch.conf"
