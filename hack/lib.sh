@@ -227,13 +227,15 @@ check_log_lines() {
 # Maven on the Temurin 25 JDK (the code is Java 21); the repository cache in ~/.m2.
 mvn25() { (cd "$OPERATOR_DIR" && JAVA_HOME="$JDK25" nice mvn -B "$@"); }
 
-# Builds the jar when a source is newer than it.
+# Builds the jar when a source is newer than it, and lists its runtime dependencies
+# (target/runtime-dependencies.txt: the image's SBOM names those the jar has no pom.properties of).
 operator_build() {
   [ -x "$JAVA25" ] || die "the operator needs a JDK >= 21: none at JDK25=$JDK25"
   if [ ! -f "$OPERATOR_JAR" ] || [ -n "$(find "$OPERATOR_DIR/pom.xml" "$OPERATOR_DIR/src/main" "$OPERATOR_DIR/src/build" "$REPO_ROOT/monitoring/histogram-bounds.txt" -newer "$OPERATOR_JAR" -print -quit)" ]; then
     log "building $OPERATOR_JAR"
     mkdir -p "$(dirname "$OPERATOR_STATE")"
-    mvn25 -q package -DskipTests -DskipITs >"$OPERATOR_STATE.build.log" 2>&1 \
+    mvn25 -q package dependency:list -DincludeScope=runtime -DoutputFile=target/runtime-dependencies.txt \
+      -DskipTests -DskipITs >"$OPERATOR_STATE.build.log" 2>&1 \
       || { tail -n 30 "$OPERATOR_STATE.build.log" >&2; die "operator build failed (log: $OPERATOR_STATE.build.log)"; }
   fi
 }

@@ -32,6 +32,9 @@ import sys
 import tarfile
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sbom  # noqa: E402 (next to this file)
+
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar"
@@ -71,6 +74,7 @@ class Layer:
         self.names = set()
         self.excludes = excludes
         self.visited = set()
+        self.sources = {}  # image path -> host path it was copied from (None: generated)
 
     def _excluded(self, host_path):
         return any(fnmatch.fnmatch(host_path, p) for p in self.excludes)
@@ -99,6 +103,8 @@ class Layer:
         info.mtime = 0  # reproducible layers: same inputs, same digest
         self.tar.addfile(info, fileobj)
         self.names.add(info.name)
+        if info.type != tarfile.DIRTYPE:
+            self.sources.setdefault("/" + info.name, None)
 
     def add_dir_entry(self, dest, mode):
         self.ensure_dirs(dest)
@@ -150,6 +156,7 @@ class Layer:
             info.size = st.st_size
             with open(src, "rb") as f:
                 self._add(info, f)
+            self.sources["/" + name] = src
         # sockets, fifos and devices are never part of an image: skipped
 
     def add_host(self, path):
@@ -196,6 +203,83 @@ def load_base(ref_or_path):
         tar.extractfile("blobs/sha256/" + manifest["config"]["digest"].split(":")[1])
     )
     return tar, manifest, config
+
+
+def sbom_file(archive):
+    """The SBOM next to an archive: x.tar -> x.sbom.cdx.json."""
+    return (archive[:-4] if archive.endswith(".tar") else archive) + ".sbom.cdx.json"
+
+
+def base_layers(base_tar, base_manifest):
+    """(path, member file) of every file in the base's layers, bottom layer first."""
+    for desc in base_manifest["layers"]:
+        blob = base_tar.extractfile("blobs/sha256/" + desc["digest"].split(":")[1])
+        with tarfile.open(fileobj=blob, mode="r:") as lt:
+            for m in lt:
+                if m.isfile():
+                    yield "/" + os.path.normpath(m.name).lstrip("/"), lt, m
+
+
+def make_sbom(a, labels, base_tar, base_manifest, layer):
+    """The image's CycloneDX document (hack/images/sbom.py) from its base and its new layer."""
+    try:
+        dpkg = sbom.DpkgDb(a.sbom_dpkg_root)
+    except OSError as e:
+        fail(f"--sbom: no dpkg database under {a.sbom_dpkg_root} ({e})")
+    col = sbom.Collector(dpkg)
+    if base_tar is not None:
+        base_doc = None
+        for path, lt, m in base_layers(base_tar, base_manifest):
+            if path == sbom.SBOM_PATH:
+                base_doc = lt.extractfile(m).read()  # the topmost one wins
+            elif path == "/var/lib/dpkg/status" or fnmatch.fnmatch(
+                path, "/var/lib/dpkg/status.d/*"
+            ):
+                col.image_dpkg(path, lt.extractfile(m).read())
+        if base_doc is not None:
+            col.base_document(base_doc)
+    files = layer.sources
+    for path, host in sorted(files.items()):
+        if host and (
+            path == "/var/lib/dpkg/status" or fnmatch.fnmatch(path, "/var/lib/dpkg/status.d/*")
+        ):
+            with open(host, "rb") as f:
+                col.image_dpkg(path, f.read())
+    col.host_files(files)
+    try:
+        for name in a.sbom_deb:
+            col.static_package(name)
+    except ValueError as e:
+        fail(f"--sbom-deb: {e}")
+
+    def read(path):
+        with open(files[path], "rb") as f:
+            return f.read()
+
+    col.jdks([p for p, h in files.items() if h], read)
+    lists = {}
+    for spec in a.sbom_maven_list:
+        dest, sep, path = spec.partition(":")
+        if not sep or dest not in files:
+            fail(f"--sbom-maven-list {spec}: want DEST:FILE, DEST a jar this layer adds")
+        with open(path) as f:
+            lists[dest] = f.read()
+    col.jars(files, lists)
+    if a.sbom_cargo_tree:
+        if not a.sbom_cargo_lock:
+            fail("--sbom-cargo-tree needs --sbom-cargo-lock")
+        with open(a.sbom_cargo_tree) as t, open(a.sbom_cargo_lock) as lk:
+            try:
+                col.cargo(t.read(), lk.read())
+            except ValueError as e:
+                fail(f"--sbom-cargo-tree: {e}")
+    return sbom.document(
+        a.tag.rsplit(":", 1)[0],
+        labels.get("org.opencontainers.image.version"),
+        labels.get("org.opencontainers.image.revision"),
+        col.components,
+        created=a.sbom_created,
+    )
 
 
 def parse_list(value, flag):
@@ -301,6 +385,42 @@ def main():
     ap.add_argument("--user", help="user[:group] the process runs as")
     ap.add_argument("--workdir")
     ap.add_argument("--label", action="append", default=[], metavar="K=V")
+    ap.add_argument(
+        "--sbom",
+        action="store_true",
+        help=f"write a CycloneDX SBOM into the image ({sbom.SBOM_PATH}, label {sbom.SBOM_LABEL}) "
+        "and next to the archive (<archive>.sbom.cdx.json); version and revision from the labels "
+        "org.opencontainers.image.version and .revision",
+    )
+    ap.add_argument(
+        "--sbom-dpkg-root",
+        default="/",
+        metavar="DIR",
+        help="the root whose dpkg database owns the --add-host files (default /)",
+    )
+    ap.add_argument(
+        "--sbom-deb",
+        action="append",
+        default=[],
+        metavar="PACKAGE",
+        help="a Debian package linked statically into a binary of the image",
+    )
+    ap.add_argument(
+        "--sbom-cargo-tree",
+        metavar="FILE",
+        help="`cargo tree -e normal,no-proc-macro --prefix none` of a binary in the image",
+    )
+    ap.add_argument("--sbom-cargo-lock", metavar="FILE", help="the Cargo.lock of --sbom-cargo-tree")
+    ap.add_argument(
+        "--sbom-maven-list",
+        action="append",
+        default=[],
+        metavar="DEST:FILE",
+        help="`mvn dependency:list -DincludeScope=runtime` output of the jar at DEST",
+    )
+    ap.add_argument(
+        "--sbom-created", metavar="RFC3339", help="the document's timestamp (none if unset)"
+    )
     a = ap.parse_args()
 
     if not REF_RE.match(a.tag):
@@ -336,6 +456,12 @@ def main():
         layer.add_path(os.path.abspath(src), dest)
     for p in a.add_host:
         layer.add_host(p)
+    labels = dict(kv.split("=", 1) for kv in a.label if "=" in kv)
+    if a.sbom:
+        doc = make_sbom(a, labels, base_tar, base_manifest, layer)
+        data = sbom.dumps(doc)
+        layer.add_bytes(sbom.SBOM_PATH, data)
+        a.label.append(f"{sbom.SBOM_LABEL}={sbom.SBOM_PATH}")
     layer_file, layer_sha, layer_size = layer.close()
 
     if a.entrypoint is not None:
@@ -424,6 +550,13 @@ def main():
     os.replace(tmp_out, out)
     with open(out + ".ref", "w") as f:
         f.write(ref + "\n")
+    if a.sbom:
+        side = sbom_file(out)
+        with open(side + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(side + ".tmp", side)
+        n = ", ".join(f"{v} {k}" for k, v in sorted(sbom.counts(doc).items()))
+        print(f"build-image: {a.tag}: SBOM {side} ({n})", file=sys.stderr)
     mb = os.path.getsize(out) / 1e6
     print(f"build-image: {a.tag} -> {out} ({mb:.1f} MB, {len(layers)} layer(s))", file=sys.stderr)
 
