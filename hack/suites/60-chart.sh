@@ -9,10 +9,12 @@
 #  6. through the node's registry (e2e/chart_lifecycle.sh): images pushed with skopeo, both
 #     chart versions with helm push; the previous version installed from oci://, upgraded with
 #     two injected workloads in place, the agent image upgraded alone, uninstalled, and the
-#     current version installed fresh: operator and agent pods Ready with the chart's own
-#     privileges, RBAC, metrics, the webhook's caBundle; then the agent's metrics port held by a
-#     pod for 3 minutes and put behind a Kubernetes token (agent.metricsAuth), and an uninstall
-#     that removes it all.
+#     current version installed fresh: each pushed image's SBOM (e2e/image_sbom.sh); operator and
+#     agent pods Ready with the chart's own privileges, RBAC, metrics, the webhook's caBundle; the
+#     operator's least privilege (e2e/operator_rbac.sh); the operator attacked for 5 minutes by a
+#     tenant pod, Lease blackouts and certificate changes at once (e2e/operator_attack.sh); then
+#     the agent's metrics port held by a pod for 3 minutes and put behind a Kubernetes token
+#     (agent.metricsAuth), and an uninstall that removes it all.
 # Runs its own cluster instance (CLUSTER_INDEX=5), stopped on exit whatever happens.
 # CHART_INSTALL=0 skips step 6 (and the node).
 # shellcheck disable=SC2015 # `test && ok … || bad …`: ok always returns 0
@@ -177,6 +179,10 @@ if [ "${#noflag[@]}" -gt 0 ]; then bad "the agent has the flags the chart passes
 . "$REPO_ROOT/e2e/chart_lifecycle.sh"
 LIFECYCLE_INSTALLED=0
 lifecycle
+# Every pushed agent and operator image carries its SBOM, inside and attached in the registry
+# (e2e/image_sbom.sh).
+. "$REPO_ROOT/e2e/image_sbom.sh"
+image_sbom_checks
 if [ "$LIFECYCLE_INSTALLED" != 1 ]; then
   bad "the current chart installed (end of the lifecycle)" "$(tail -n 3 "$WORK/install.log" 2>/dev/null | tr '\n' ' ')"
   kubectl -n jvm-diagnostics get pods -o wide 2>&1 | head
