@@ -88,10 +88,14 @@ if ! { has "$AM_DIR/alertmanager" "$ALERTMANAGER_VERSION" && has "$AM_DIR/amtool
   [ -d "$src" ] || { echo "error: go mod download $AM_MOD failed" >&2; exit 1; }
   rm -rf "$ab"; mkdir -p "$(dirname "$ab")"
   cp -r "$src" "$ab"; chmod -R u+w "$ab"
+  page='<!doctype html><title>Alertmanager</title><p>Built without its web UI: use the API (/api/v2/).'
   for ui in elm mantine; do
-    mkdir -p "$ab/ui/app/dist/$ui"
-    echo '<!doctype html><title>Alertmanager</title><p>Built without its web UI: use the API (/api/v2/).' \
-      >"$ab/ui/app/dist/$ui/index.html"
+    # Served from index.html.br or .gz, as the UI's build compresses its files; the .br is one
+    # uncompressed Brotli meta-block (3-byte header, the page, an empty last meta-block).
+    d="$ab/ui/app/dist/$ui"; mkdir -p "$d"
+    printf '%s\n' "$page" | gzip -9n >"$d/index.html.gz"
+    printf '%s\n' "$page" | python3 -c 'import sys; b = sys.stdin.buffer.read()
+sys.stdout.buffer.write(((len(b) - 1) << 4 | 1 << 20).to_bytes(3, "little") + b + b"\x03")' >"$d/index.html.br"
   done
   for b in alertmanager amtool; do
     build "$AM_DIR" "$ab" "./cmd/$b" "$b" "$ALERTMANAGER_VERSION" "$AM_MOD"
