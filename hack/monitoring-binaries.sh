@@ -11,7 +11,7 @@
 # Neither build embeds the web UI (the project uses the HTTP APIs):
 # - Prometheus without the `builtinassets` tag serves its API; its UI pages answer with an
 #   error. `remove_all_sd` leaves only the file and HTTP service discoveries (the local
-#   configs use static_configs), which halves the build.
+#   configs use static_configs): less to build (no Consul, OpenStack, cloud discovery SDKs).
 # - Alertmanager's module has no built UI (ui/app/dist comes from its npm build), which
 #   its `go:embed` needs: the module's source is copied and given a one-page placeholder.
 set -euo pipefail
