@@ -563,7 +563,7 @@ ex_get() {
 # ex_exposition: $WORK/ex.body is the agent's page (its own series, promtool's check when installed)
 ex_exposition() {
   grep -q '^jvmdiag_agent_' "$WORK/ex.body" || return 1
-  ! command -v promtool >/dev/null || promtool check metrics <"$WORK/ex.body" >"$WORK/ex.promtool" 2>&1
+  [ ! -x "${PROMTOOL:-}" ] || "$PROMTOOL" check metrics <"$WORK/ex.body" >"$WORK/ex.promtool" 2>&1
 }
 ex_can() { kubectl auth can-i "$@" 2>/dev/null; }
 ex_agent_pod() {
@@ -668,7 +668,7 @@ ex_token_checks() {
     || bad "/metrics with an unbound ServiceAccount's token: 403" "HTTP $code: $(head -c 200 "$WORK/ex.body")"
   code=$(ex_get "http://$ip:9464/metrics" "$reader")
   if [ "$code" = 200 ] && ex_exposition; then
-    ok "/metrics with the token of lifecycle/metrics-reader (agent.metricsAuth.readerSubjects): 200, $(grep -c '^jvmdiag_' "$WORK/ex.body") series$(command -v promtool >/dev/null && echo ', promtool check metrics passes')"
+    ok "/metrics with the token of lifecycle/metrics-reader (agent.metricsAuth.readerSubjects): 200, $(grep -c '^jvmdiag_' "$WORK/ex.body") series$([ -x "${PROMTOOL:-}" ] && echo ', promtool check metrics passes')"
   else bad "/metrics with the reader's token: 200 and a valid exposition" "HTTP $code; $(head -c 200 "$WORK/ex.body"); $(head -c 300 "$WORK/ex.promtool" 2>/dev/null)"; fi
   scraper=""
   for _ in $(seq 1 20); do
@@ -722,7 +722,7 @@ agent_exposure() {
   other=$(kubectl -n $LC_NS create token not-a-reader --duration 10m 2>>"$WORK/ex-token.err")
   [ -n "$reader" ] && [ -n "$other" ] || { bad "kubectl create token for two ServiceAccounts" "$(tail -n 2 "$WORK/ex-token.err")"; return; }
   printf '%s' "$reader" >"$WORK/ex-reader.token"
-  if command -v prometheus >/dev/null; then
+  if [ -x "${PROMETHEUS:-}" ]; then
     local PROMETHEUS_URL=""
     prom_dir="$WORK/ex-prom"
     eval "$("$REPO_ROOT/monitoring/prom-up.sh" --dir "$prom_dir" --scrape "$ip:9464" --scrape-interval 5s \

@@ -124,6 +124,38 @@ IMAGES_DIR="$JVMDIAG_CACHE/images"   # image archives, shared by every instance
 
 kube_bin() { "$REPO_ROOT/hack/kube-binaries.sh"; }
 
+# --- Prometheus and Alertmanager -----------------------------------------------------------------
+# monitoring_tools: sets and exports PROMETHEUS, PROMTOOL, ALERTMANAGER, AMTOOL and puts their
+# directories first in PATH (so `promtool` in the Python checks is the same one). Which ones:
+#   PROMETHEUS_FLAVOR=upstream (default)  Prometheus 3.x and Alertmanager built from their Go
+#                                         modules, once, by hack/monitoring-binaries.sh (cached)
+#   PROMETHEUS_FLAVOR=debian              the Debian packages (Prometheus 2.42, Alertmanager 0.25)
+# Resolved once per process tree: children inherit the exported values.
+monitoring_tools() {
+  local flavor="${PROMETHEUS_FLAVOR:-upstream}" out
+  if [ "${JVMDIAG_MONITORING_FLAVOR:-}" = "$flavor" ] && [ -x "${PROMETHEUS:-}" ] && [ -x "${ALERTMANAGER:-}" ]; then return 0; fi
+  case "$flavor" in
+    upstream)
+      out=$("$REPO_ROOT/hack/monitoring-binaries.sh") || { log "building Prometheus/Alertmanager failed (hack/monitoring-binaries.sh)"; return 1; }
+      eval "$out" ;;
+    debian)
+      if ! { PROMETHEUS=$(command -v prometheus) && PROMTOOL=$(command -v promtool) \
+               && ALERTMANAGER=$(command -v prometheus-alertmanager); }; then
+        log "Debian's prometheus, promtool or prometheus-alertmanager missing (hack/packages/monitoring.apt; make setup)"; return 1
+      fi
+      AMTOOL=$(command -v amtool || true) ;;
+    *) log "PROMETHEUS_FLAVOR must be upstream or debian, not '$flavor'"; return 1 ;;
+  esac
+  PATH="$(dirname "$PROMTOOL"):$(dirname "$ALERTMANAGER"):$PATH"
+  JVMDIAG_MONITORING_FLAVOR=$flavor
+  export PROMETHEUS PROMTOOL ALERTMANAGER AMTOOL PATH JVMDIAG_MONITORING_FLAVOR
+}
+# The first line of each one's --version, e.g. "prometheus, version 3.16.0 (branch: …)".
+monitoring_versions() {
+  "$PROMETHEUS" --version 2>&1 | head -n1
+  "$ALERTMANAGER" --version 2>&1 | head -n1
+}
+
 # The node IP: the address of the interface that holds the default route (the kubelet
 # refuses a loopback node IP).
 node_ip() {

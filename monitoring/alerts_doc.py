@@ -64,8 +64,10 @@ TAIL = """
   `jvmdiag_agent_inflight_lost_total{{collector, map, reason="full"}}` (agent,
   docs/metrics.md): drive `JvmDiagAgentEventsLost`.
 - Prometheus' own `scrape_duration_seconds` of the agents' job, and `scrape_timeout_seconds`
-  where Prometheus runs with `--enable-feature=extra-scrape-metrics` (otherwise a timeout of
-  {defaultScrapeTimeout}s, the chart monitors' default, is assumed): drive `JvmDiagAgentScrapeSlow`.
+  where Prometheus has its extra scrape metrics (current 3.x: `extra_scrape_metrics: true` in
+  the `global` or scrape config; older: `--enable-feature=extra-scrape-metrics`). Otherwise a
+  timeout of {defaultScrapeTimeout}s, the chart monitors' default, is assumed. They drive
+  `JvmDiagAgentScrapeSlow`.
 - From the API server (kube-prometheus-stack scrapes it as `job="apiserver"`):
   `apiserver_admission_webhook_fail_open_count{{name="{podWebhook}"}}` and
   `apiserver_admission_webhook_rejection_count{{name="{resourceWebhook}", error_type}}`
@@ -97,6 +99,16 @@ metrics the blocked and parked seconds must match what that JVM measured itself,
 blocked on the class must be named (its `lock-worker-N`), and the
 `JvmDiagMonitorContentionHigh` expression must name the class; the same run checks that the agent exposes every bucket bound an alert
 can name as exactly the `le` string the rules use, and every metric the rules use.
+
+## Prometheus and Alertmanager versions
+
+The suite runs on current releases, Prometheus 3.16 (its `promtool` for the rule tests) and
+Alertmanager 0.35, built from their Go modules (`hack/monitoring-binaries.sh`, see
+[development.md](development.md#prometheus-and-alertmanager)); `PROMETHEUS_FLAVOR=debian` runs
+it on Debian's Prometheus 2.42 and Alertmanager 0.25, and the rules and their tests pass on
+both. The rules hold on Prometheus 3's left-open range selectors (a `[5m]` range no longer
+includes a sample exactly 5m old, nor does `offset 5m` look back to one exactly 10m old) and on
+its normalised `le` labels (`1` is stored as `1.0`: the agent exposes `1.0` already).
 """
 
 

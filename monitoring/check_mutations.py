@@ -13,6 +13,9 @@ import tempfile
 
 import yaml
 
+# The suite's promtool (hack/lib.sh monitoring_tools: Prometheus 3.x from its Go module, or Debian's).
+PROMTOOL = os.environ.get("PROMTOOL", "promtool")
+
 
 def rule(groups, name):
     return next(r for g in groups["groups"] for r in g["rules"] if r.get("alert") == name)
@@ -140,7 +143,7 @@ def main(rules_path, test_path):
                 yaml.safe_dump(g, f, sort_keys=False, width=1000)
             shutil.copy(test_path, d)
             r = subprocess.run(
-                ["promtool", "test", "rules", os.path.basename(test_path)],
+                [PROMTOOL, "test", "rules", os.path.basename(test_path)],
                 cwd=d,
                 capture_output=True,
                 text=True,

@@ -12,6 +12,8 @@
 # ALERTMANAGER_URL, WEBHOOK_URL, WEBHOOK_LOG (one JSON notification per line).
 # Everything listens on 127.0.0.1 on free ports and stops by itself after --ttl seconds
 # (default 3600); stop it earlier with: monitoring/prom-down.sh DIR.
+# Runs Prometheus 3.x and Alertmanager built from their Go modules (cached; PROMETHEUS_FLAVOR=debian:
+# Debian's 2.42 and 0.25), the ones hack/lib.sh's monitoring_tools names.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 . "$HERE/../hack/lib.sh"
@@ -27,15 +29,14 @@ while [ $# -gt 0 ]; do
     --bearer-token-file) [ -f "$2" ] || die "prom-up.sh: --bearer-token-file $2: no such file"; token=$(realpath "$2"); shift 2 ;;
     --alertmanager) am=1; shift ;;
     --ttl) ttl=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) die "prom-up.sh: unknown argument '$1' (see --help)" ;;
   esac
 done
 [ ${#scrape[@]} -gt 0 ] || die "prom-up.sh: give at least one --scrape HOST:PORT (e.g. the agent's --listen address)"
-bins=(prometheus); [ $am -eq 0 ] || bins+=(prometheus-alertmanager)
-for b in "${bins[@]}"; do
-  command -v "$b" >/dev/null || die "$b not found: run make setup (Debian packages in hack/packages/monitoring.apt)"
-done
+# Prometheus 3.x and Alertmanager built once from their Go modules, or Debian's with
+# PROMETHEUS_FLAVOR=debian (hack/lib.sh: monitoring_tools).
+monitoring_tools || die "prom-up.sh: no Prometheus/Alertmanager (see above; make setup)"
 [ -n "$dir" ] || dir=$(mktemp -d /tmp/jvmdiag-prom.XXXXXX)
 mkdir -p "$dir"; dir=$(realpath "$dir")
 PY="$JVMDIAG_CACHE/venv-monitoring/bin/python"; [ -x "$PY" ] || PY=python3
@@ -57,7 +58,7 @@ prom_port=$(free_port)
   [ -z "$token" ] || echo "  authorization: {credentials_file: '$token'}"
   if [ -n "$relabel" ]; then echo "  metric_relabel_configs:"; sed 's/^/  /' "$relabel"; fi
 } >"$dir/prometheus.yml"
-promtool check config "$dir/prometheus.yml" >"$dir/promtool.log" 2>&1 || { cat "$dir/promtool.log" >&2; die "prom-up.sh: bad Prometheus config (see above)"; }
+"$PROMTOOL" check config "$dir/prometheus.yml" >"$dir/promtool.log" 2>&1 || { cat "$dir/promtool.log" >&2; die "prom-up.sh: bad Prometheus config (see above)"; }
 
 if [ $am -eq 1 ]; then
   cat >"$dir/alertmanager.yml" <<AM
@@ -66,16 +67,23 @@ receivers:
 - name: webhook
   webhook_configs: [{url: 'http://127.0.0.1:$hook_port/', send_resolved: true}]
 AM
+  if [ -n "${AMTOOL:-}" ]; then
+    "$AMTOOL" check-config "$dir/alertmanager.yml" >"$dir/amtool.log" 2>&1 || { cat "$dir/amtool.log" >&2; die "prom-up.sh: bad Alertmanager config (see above)"; }
+  fi
   "$PY" "$HERE/webhook_receiver.py" --port "$hook_port" --out "$dir/webhook.jsonl" --ttl "$ttl" >"$dir/webhook.log" 2>&1 &
   started $!
   # --cluster.listen-address= : no gossip port (it would listen on every interface).
-  prometheus-alertmanager --config.file="$dir/alertmanager.yml" --storage.path="$dir/am" \
+  "$ALERTMANAGER" --config.file="$dir/alertmanager.yml" --storage.path="$dir/am" \
     --web.listen-address="127.0.0.1:$am_port" --cluster.listen-address= >"$dir/alertmanager.log" 2>&1 &
   started $!
 fi
-prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+# Prometheus 2.x serves console templates (from /dev/null: none); 3.0 removed them and the flags.
+consoles=()
+"$PROMETHEUS" --help 2>&1 | grep -q -- --web.console.templates \
+  && consoles=(--web.console.templates=/dev/null --web.console.libraries=/dev/null)
+"$PROMETHEUS" --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
   --web.listen-address="127.0.0.1:$prom_port" --storage.tsdb.retention.time=2h \
-  --web.console.templates=/dev/null --web.console.libraries=/dev/null >"$dir/prometheus.log" 2>&1 &
+  "${consoles[@]}" >"$dir/prometheus.log" 2>&1 &
 started $!
 # Stop by itself after the TTL, whoever forgets prom-down.sh.
 ( sleep "$ttl" & echo $! >"$dir/watchdog.pid"; wait $!; "$HERE/prom-down.sh" "$dir" ) >/dev/null 2>&1 </dev/null &

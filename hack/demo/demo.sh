@@ -107,6 +107,10 @@ STATE=$(mktemp -d /tmp/jvmdiag-demo.XXXXXX)
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Prometheus 3.x and Alertmanager, built once from their Go modules (make setup does it), before
+# anything starts; PROMETHEUS_FLAVOR=debian: Debian's 2.42 and 0.25.
+monitoring_tools || die "no Prometheus/Alertmanager (make setup; see above)"
+
 # --- 1. cluster ------------------------------------------------------------------------------
 KUBE_BIN=$("$REPO_ROOT/hack/kube-binaries.sh")
 export PATH="$KUBE_BIN:$PATH" KUBECONFIG="$KUBECONFIG_ADMIN"
@@ -207,7 +211,7 @@ for d in res:
 PY
 
 # --- 4. Prometheus + Alertmanager on loopback, before the workloads start -----------------------
-say "starting Prometheus and Alertmanager on 127.0.0.1, scraping the agent"
+say "starting Prometheus and Alertmanager on 127.0.0.1, scraping the agent ($(monitoring_versions | sed -E 's/^([a-z]+), version ([^ ]+).*/\1 \2/' | paste -sd, -))"
 rules=(--rules "$CHART/files/monitoring/prometheus-rules.yaml")
 # The per-resource rules, rendered by the operator's own renderer from each JvmDiagnostics.
 JDK25="${JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}"

@@ -1,7 +1,10 @@
 # Alerts and dashboards (monitoring/): generate from the single source, previews, local Prometheus.
 MON_PY = $(JVMDIAG_CACHE)/venv-monitoring/bin/python
 
-.PHONY: monitoring-generate monitoring-previews
+.PHONY: monitoring-generate monitoring-previews monitoring-binaries
+monitoring-binaries: ## build Prometheus 3.x (prometheus, promtool) and Alertmanager (alertmanager, amtool) once (cached)
+	@hack/monitoring-binaries.sh
+
 monitoring-generate: ## regenerate rules, operator alert templates, docs/alerts.md and dashboards from monitoring/
 	@bash hack/setup.d/monitoring.sh && $(MON_PY) monitoring/generate.py
 

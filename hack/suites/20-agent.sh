@@ -49,8 +49,11 @@ nice cargo test -p jvmdiag-agent --test contract_collectors --test module_layeri
 read -r p f < <(count_cargo "$OUT/contract-test.log"); add "$p" "$f"
 [ "$p" -gt 0 ] || add 0 1
 
-log "golden /metrics through promtool and the contract checker"
-if promtool check metrics < tests/golden/standalone.prom \
+# promtool here and in the e2e scripts (on PATH): Prometheus 3.x's, built once from its Go module
+# (PROMETHEUS_FLAVOR=debian: Debian's 2.42).
+monitoring_tools || log "no promtool built (hack/monitoring-binaries.sh): using the one on PATH"
+log "golden /metrics through $("${PROMTOOL:-promtool}" --version 2>&1 | head -n1 | cut -d' ' -f1-3) and the contract checker"
+if "${PROMTOOL:-promtool}" check metrics < tests/golden/standalone.prom \
    && python3 "$CONTRACT_TOOL" tests/golden/standalone.prom; then
   echo "ok golden_file_passes_promtool_and_contract"; add 1 0
 else

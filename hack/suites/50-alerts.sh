@@ -10,6 +10,11 @@ set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 MON="$REPO_ROOT/monitoring"
 bash "$REPO_ROOT/hack/setup.d/monitoring.sh" || die "monitoring set-up failed"
+# Prometheus 3.x and Alertmanager from their Go modules (built once, cached), or Debian's
+# with PROMETHEUS_FLAVOR=debian; every promtool below, in the checks and in e2e is this one.
+monitoring_tools || { suite_result alerts 0 1; exit 1; }
+echo "Prometheus and Alertmanager ($JVMDIAG_MONITORING_FLAVOR): $PROMETHEUS, $ALERTMANAGER"
+monitoring_versions | sed 's/^/   /'
 PY="$JVMDIAG_CACHE/venv-monitoring/bin/python"
 WORK=$(mktemp -d /tmp/jvmdiag-alerts.XXXXXX)
 P=0; F=0
@@ -26,14 +31,14 @@ else fail "generated files are stale (run: make monitoring-generate)"; fi
 # Runs promtool on RULES (a rule file) with TEST copied beside it; counts one result per test group.
 promtool_suite() {  # label dir test_file
   local label=$1 dir=$2 test=$3 out n bad
-  if promtool check rules "$dir/rules.yaml" >"$dir/check.log" 2>&1; then pass "$label: promtool check rules ($(grep -o '[0-9]* rules found' "$dir/check.log"))"
+  if "$PROMTOOL" check rules "$dir/rules.yaml" >"$dir/check.log" 2>&1; then pass "$label: promtool check rules ($(grep -o '[0-9]* rules found' "$dir/check.log"))"
   else fail "$label: promtool check rules"; cat "$dir/check.log"; fi
   if out=$("$PY" "$MON/check_coverage.py" "$dir/rules.yaml" "$test"); then pass "$label: every alert has a firing and a quiet case, a runbook, summary/description/severity/for"
   else fail "$label: coverage"; fi
   echo "$out" | sed 's/^/   /'
   cp "$test" "$dir/"
   n=$(grep -c '^- name:' "$test")
-  if out=$(cd "$dir" && promtool test rules "$(basename "$test")" 2>&1); then
+  if out=$(cd "$dir" && "$PROMTOOL" test rules "$(basename "$test")" 2>&1); then
     P=$((P + n)); echo "PASS $label: promtool test rules, $n test groups"
   else
     bad=$(grep -c '^    name:' <<<"$out"); [ "$bad" -gt 0 ] || bad=1

@@ -42,6 +42,9 @@ trap cleanup EXIT
 
 bash "$REPO_ROOT/hack/setup.d/helm.sh" && bash "$REPO_ROOT/hack/setup.d/chart.sh" \
   || { bad "helm and helm-unittest available" "hack/setup.d/helm.sh / chart.sh failed"; finish; }
+# promtool and Prometheus for e2e/chart_lifecycle.sh's scrapes (optional there): Prometheus 3.x
+# built once from its Go module, or Debian's with PROMETHEUS_FLAVOR=debian.
+monitoring_tools 2>"$WORK/monitoring-tools.log" || echo "(no Prometheus/promtool: $(tail -n 1 "$WORK/monitoring-tools.log"))"
 SCENARIOS=("$CHART"/ci/*.yaml)
 API_VERSIONS=(--api-versions monitoring.coreos.com/v1/PrometheusRule --api-versions monitoring.coreos.com/v1/ServiceMonitor
               --api-versions monitoring.coreos.com/v1/PodMonitor --api-versions cert-manager.io/v1/Certificate)
