@@ -184,6 +184,8 @@ struct Agents {
 }
 
 async fn find_agents(client: &Client, flag: Option<&str>) -> anyhow::Result<Agents> {
+    // The agent pods: the DaemonSet's own selector when it was found, else the pods' fixed label.
+    let mut pod_selector = AGENT_POD_SELECTOR.to_string();
     let (namespace, daemonset, how) = match flag {
         Some(ns) => (ns.to_string(), None, format!("--agent-namespace {ns}")),
         None => {
@@ -205,6 +207,11 @@ async fn find_agents(client: &Client, flag: Option<&str>) -> anyhow::Result<Agen
                         );
                     }
                     let ns = ds.metadata.namespace.clone().unwrap_or_else(|| DEFAULT_AGENT_NAMESPACE.into());
+                    if let Some(sel) =
+                        ds.spec.as_ref().and_then(|s| Selector::try_from(s.selector.clone()).ok())
+                    {
+                        pod_selector = sel.to_string();
+                    }
                     (ns.clone(), ds.metadata.name.clone(), format!("DaemonSet {ns}/{}", ds.metadata.name.clone().unwrap_or_default()))
                 }
                 Ok(_) => (
@@ -221,7 +228,7 @@ async fn find_agents(client: &Client, flag: Option<&str>) -> anyhow::Result<Agen
             }
         }
     };
-    let lp = ListParams::default().labels(AGENT_POD_SELECTOR);
+    let lp = ListParams::default().labels(&pod_selector);
     let pods = Api::<Pod>::namespaced(client.clone(), &namespace)
         .list(&lp)
         .await
