@@ -24,6 +24,7 @@ pub const FAMILIES: &[(&str, &[&str], bool)] = &[
     ("jvmdiag_code_cache_used_bytes", &[], false),
     ("jvmdiag_code_cache_max_bytes", &[], false),
     ("jvmdiag_code_cache_full_total", &[], true),
+    ("jvmdiag_compilations_total", &["compiler"], true),
 ];
 
 /// The selector of the workload's pods: `{namespace="NS",pod=~"a|b"}` (pod names are DNS names:

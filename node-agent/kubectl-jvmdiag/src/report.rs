@@ -94,6 +94,8 @@ pub struct PodReport {
     pub code_cache_used: Option<f64>,
     pub code_cache_max: Option<f64>,
     pub code_cache_full: Option<f64>,
+    /// JIT compilations per second (all compilers).
+    pub compilations: Option<f64>,
     /// Why there is nothing (no series for this pod): said in the table.
     pub note: Option<String>,
 }
@@ -205,7 +207,12 @@ pub fn pod_report(
         .iter()
         .filter(|r| r.name == "jvmdiag_jvm_info")
         .map(|r| {
-            format!("{} ({}, {})", r.label("jvm"), r.label("java_version"), r.label("probe_mode"))
+            let about: Vec<&str> =
+                [r.label("java_version"), r.label("vendor"), r.label("probe_mode")]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect();
+            format!("{} ({})", r.label("jvm"), about.join(", "))
         })
         .collect();
     jvms.sort();
@@ -248,6 +255,10 @@ pub fn pod_report(
         code_cache_used: sum(rows, "jvmdiag_code_cache_used_bytes"),
         code_cache_max: sum(rows, "jvmdiag_code_cache_max_bytes"),
         code_cache_full: sum(rows, "jvmdiag_code_cache_full_total"),
+        compilations: rows
+            .iter()
+            .any(|r| r.name == "jvmdiag_compilations_total")
+            .then(|| by_label(rows, "jvmdiag_compilations_total", "compiler", rate).values().sum()),
         note,
     }
 }
@@ -331,12 +342,21 @@ pub fn render(reports: &[PodReport]) -> String {
         if !r.jvms.is_empty() {
             out.push_str(&format!("  jvm             {}\n", table::cell(&r.jvms.join(", "), 120)));
         }
-        out.push_str(&format!("  thread starts   {}\n", top_list(&r.thread_starts, "/s")));
+        out.push_str(&format!(
+            "  thread starts   {} ({:.0} since attach)\n",
+            top_list(&r.thread_starts, "/s"),
+            r.thread_starts_total
+        ));
         let pause = match &r.pause {
             None => "-".to_string(),
             Some(p) => {
                 let mut s = pause_text(p);
-                s.push_str(&format!(", {:.0} pauses, {} s in all", p.count, table::num(p.seconds)));
+                let plural = if p.count == 1.0 { "" } else { "s" };
+                s.push_str(&format!(
+                    ", {:.0} pause{plural}, {} s in all",
+                    p.count,
+                    table::num(p.seconds)
+                ));
                 if let Some(q) = &p.requester {
                     s.push_str(&format!(", requested by {}", table::cell(q, 40)));
                 }
@@ -347,7 +367,11 @@ pub fn render(reports: &[PodReport]) -> String {
         out.push_str(&format!("  blocked         {}\n", top_list(&r.blocked, " s/s")));
         out.push_str(&format!("  parked          {}\n", top_list(&r.parked, " s/s")));
         let full = r.code_cache_full.map(|f| format!(", full {f:.0} times")).unwrap_or_default();
-        out.push_str(&format!("  code cache      {}{full}\n", code_cache_text(r)));
+        let comp = r
+            .compilations
+            .map(|c| format!(", {} compilations/s", table::num(c)))
+            .unwrap_or_default();
+        out.push_str(&format!("  code cache      {}{full}{comp}\n", code_cache_text(r)));
     }
     out
 }
@@ -384,6 +408,7 @@ pub fn to_json(reports: &[PodReport]) -> Value {
                 "codeCacheUsedBytes": r.code_cache_used,
                 "codeCacheMaxBytes": r.code_cache_max,
                 "codeCacheFullTotal": r.code_cache_full,
+                "compilationsPerSecond": r.compilations,
                 "note": r.note,
             })
         })
@@ -449,7 +474,7 @@ mod tests {
         assert_eq!(r.code_cache_used, Some(1048576.0));
         assert_eq!(r.code_cache_max, Some(122912768.0));
         assert_eq!(r.note, None);
-        let text = render(&[r.clone()]);
+        let text = render(std::slice::from_ref(&r));
         assert!(text.starts_with("POD "), "{text}");
         assert!(text.contains("storm-0"), "{text}");
         assert!(text.contains("2.1k"), "starts/s in the table: {text}");
