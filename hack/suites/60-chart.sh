@@ -12,7 +12,8 @@
 #     current version installed fresh: each pushed image's SBOM (e2e/image_sbom.sh); operator and
 #     agent pods Ready with the chart's own privileges, RBAC, metrics, the webhook's caBundle; the
 #     operator's least privilege (e2e/operator_rbac.sh); the operator attacked for 5 minutes by a
-#     tenant pod, Lease blackouts and certificate changes at once (e2e/operator_attack.sh); then
+#     tenant pod, Lease blackouts and certificate changes at once (e2e/operator_attack.sh); the
+#     kubectl plugin (e2e/kubectl_plugin.sh); then
 #     the agent's metrics port held by a pod for 3 minutes and put behind a Kubernetes token
 #     (agent.metricsAuth), and an uninstall that removes it all.
 # Runs its own cluster instance (CLUSTER_INDEX=5), stopped on exit whatever happens.
@@ -254,6 +255,10 @@ operator_rbac_checks
 # certificate changed, all at once (e2e/operator_attack.sh).
 . "$REPO_ROOT/e2e/operator_attack.sh"
 operator_under_attack
+# The kubectl plugin against this install (e2e/kubectl_plugin.sh): built, unit-tested, status,
+# top through the agents' pod proxy, its errors.
+. "$REPO_ROOT/e2e/kubectl_plugin.sh"
+kubectl_plugin_checks
 # The agent's metrics port held by a pod, then behind a token (e2e/chart_lifecycle.sh): last, as
 # it upgrades the release.
 agent_exposure
