@@ -128,8 +128,10 @@ maven_deps() {
 # project's runtime dependencies, maven_deps).
 operator_image() {
   local tag="$1" jar="$2" deps="$3" base="$JVMDIAG_IMAGES/jvmdiag_jdk25-base_dev.tar"
+  # the base first, brought up to date (a base from before a change of sbom.py or the JDK would
+  # give this image the old base's SBOM, or none)
+  build_jdk jvmdiag/jdk25-base:dev "$JDK25"
   [ "$#" -lt 6 ] || sbom_args "$4" "$5" "$6"
-  [ -f "$base" ] || build_jdk jvmdiag/jdk25-base:dev "$JDK25"
   [ -f "$base" ] || { log "$tag: skipped, no jvmdiag/jdk25-base:dev"; return; }
   if KEY_EXTRA="${5:-$REVISION}" fresh "$tag" "$jar" "$deps" "$base"; then log "$tag: up to date"; return; fi
   "${BUILD[@]}" --tag "$tag" --base jvmdiag/jdk25-base:dev --add "$jar:/app/jvmdiag-operator.jar" \
