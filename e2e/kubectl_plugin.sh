@@ -93,16 +93,18 @@ kubectl_plugin_checks() {
   else
     jpod=$(kubectl -n $KP_NS get pods -l lifecycle=jto -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 {print $1; exit}')
     apod=$(kubectl -n $KP_AGENT_NS get pods -l app.kubernetes.io/component=agent -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 {print $1; exit}')
-    a=none
+    # Traced once its code cache is on the page (a JVM the agent attached to after its start-up
+    # may have started no thread since: no thread-start series yet, a total of 0).
+    max_page=none
     for _ in $(seq 1 60); do
-      kp_read_page "$apod" && a=$(kp_page_sum jvmdiag_thread_starts_total "$jpod") && [ "$a" != none ] && break; sleep 1
+      kp_read_page "$apod" && max_page=$(kp_page_sum jvmdiag_code_cache_max_bytes "$jpod") && [ "$max_page" != none ] && break; sleep 1
     done
-    if [ "$a" = none ]; then
+    if [ "$max_page" = none ]; then
       bad "the agent serves jto's series (pod $jpod, agent $apod)" "$(head -c 300 "$WORK/kp.page.err")"
     else
-      max_page=$(kp_page_sum jvmdiag_code_cache_max_bytes "$jpod")
+      a=$(kp_page_sum jvmdiag_thread_starts_total "$jpod"); [ "$a" != none ] || a=0.0
       kubectl jvmdiag top -n $KP_NS deploy/jto --interval 2s -o json >"$WORK/kp-top.json" 2>"$WORK/kp-top.err"; rc=$?
-      kp_read_page "$apod"; b=$(kp_page_sum jvmdiag_thread_starts_total "$jpod")
+      kp_read_page "$apod"; b=$(kp_page_sum jvmdiag_thread_starts_total "$jpod"); [ "$b" != none ] || b=0.0
       got=$(kp_json threadStartsTotal); max_top=$(kp_json codeCacheMaxBytes)
       if [ "$rc" = 0 ] && python3 -c 'import sys; a, g, b = map(float, sys.argv[1:4]); sys.exit(0 if a <= g <= b else 1)' "$a" "$got" "$b" 2>/dev/null \
          && [ "$max_top" = "$max_page" ] && grep -q "scraping 1 agent" "$WORK/kp-top.err"; then
