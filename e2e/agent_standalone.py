@@ -1000,7 +1000,9 @@ def test_churn(jdk):
                     "-cp",
                     classes,
                     "Tiny",
-                    "600",
+                    # alive long enough for the agent to attach to all ten of a batch, one after
+                    # another (each its own links), on a busy 2-core machine
+                    "1500",
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

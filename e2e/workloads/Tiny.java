@@ -1,4 +1,4 @@
-/** A short-lived JVM for the churn test: starts a few threads, lives ~0.5 s, exits. */
+/** A short-lived JVM for the churn test: starts a few threads, lives as long as it is told (ms), exits. */
 public class Tiny {
     public static void main(String[] args) throws Exception {
         for (int i = 0; i < 3; i++) {
