@@ -244,16 +244,21 @@ def maven_components(jar, where):
             if not (g and a and v):
                 continue
             out.append(
-                {
-                    "type": "library",
-                    "group": g,
-                    "name": a,
-                    "version": v,
-                    "purl": "pkg:maven/%s/%s@%s" % (purl_part(g), purl_part(a), purl_part(v)),
-                    "properties": [{"name": "jvm-diagnostics:origin", "value": where}],
-                }
+                maven_component(g, a, v, [{"name": "jvm-diagnostics:origin", "value": where}])
             )
     return out
+
+
+def maven_component(group, artifact, version, properties):
+    """One Maven artifact as a CycloneDX library, with its purl."""
+    return {
+        "type": "library",
+        "group": group,
+        "name": artifact,
+        "version": version,
+        "purl": "pkg:maven/%s/%s@%s" % (purl_part(group), purl_part(artifact), purl_part(version)),
+        "properties": properties,
+    }
 
 
 _DEP_LINE = re.compile(
@@ -274,20 +279,18 @@ def maven_list_components(list_text, jar_components, where):
         g, a, v = m.group(1), m.group(2), m.group(3)
         have.add((g, a))
         out.append(
-            {
-                "type": "library",
-                "group": g,
-                "name": a,
-                "version": v,
-                "purl": "pkg:maven/%s/%s@%s" % (purl_part(g), purl_part(a), purl_part(v)),
-                "properties": [
+            maven_component(
+                g,
+                a,
+                v,
+                [
                     {"name": "jvm-diagnostics:origin", "value": where},
                     {
                         "name": "jvm-diagnostics:evidence",
                         "value": "mvn dependency:list (no pom.properties in the jar)",
                     },
                 ],
-            }
+            )
         )
     return out
 
