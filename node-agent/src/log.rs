@@ -29,10 +29,7 @@ pub fn init(level: &str, format: Format) -> Result<(), String> {
         .parse(level)
         .map_err(|e| format!("--log-level {level:?}: {e} (a level such as info, debug or warn, or RUST_LOG's syntax: warn,jvmdiag_agent=debug)"))?;
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let installed = match format {
-        Format::Json => builder.event_format(Json).try_init(),
-        Format::Logfmt => builder.event_format(Logfmt).try_init(),
-    };
+    let installed = builder.event_format(Line(format)).try_init();
     installed.map_err(|e| format!("installing the logger: {e}"))?;
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, libbpf_message)));
     Ok(())
@@ -46,10 +43,11 @@ fn libbpf_message(level: libbpf_rs::PrintLevel, msg: String) {
     }
 }
 
-/// logfmt lines: `ts=<RFC 3339> level=<level> target=<module> msg="…" key=value …`.
-struct Logfmt;
+/// One line per event, logfmt (`ts=<RFC 3339> level=<level> target=<module> msg="…" key=value …`)
+/// or JSON with the same keys (`{"ts":…,"level":"warn","target":…,"msg":…,"pid":42,…}`).
+struct Line(Format);
 
-impl<S, N> FormatEvent<S, N> for Logfmt
+impl<S, N> FormatEvent<S, N> for Line
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
@@ -63,39 +61,22 @@ where
         let mut ts = String::new();
         SystemTime.format_time(&mut Writer::new(&mut ts))?;
         let meta = event.metadata();
-        let mut line = format!(
-            "ts={ts} level={} target={}",
-            meta.level().as_str().to_ascii_lowercase(),
-            meta.target()
-        );
-        event.record(&mut Fields(&mut line));
-        writeln!(w, "{line}")
-    }
-}
-
-/// JSON lines with logfmt's keys: `{"ts":…,"level":"warn","target":…,"msg":…,"pid":42,…}`.
-struct Json;
-
-impl<S, N> FormatEvent<S, N> for Json
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-    N: for<'a> FormatFields<'a> + 'static,
-{
-    fn format_event(
-        &self,
-        _ctx: &FmtContext<'_, S, N>,
-        mut w: Writer<'_>,
-        event: &Event<'_>,
-    ) -> fmt::Result {
-        let mut ts = String::new();
-        SystemTime.format_time(&mut Writer::new(&mut ts))?;
-        let meta = event.metadata();
-        let mut obj = serde_json::Map::new();
-        obj.insert("ts".into(), ts.into());
-        obj.insert("level".into(), meta.level().as_str().to_ascii_lowercase().into());
-        obj.insert("target".into(), meta.target().into());
-        event.record(&mut JsonFields(&mut obj));
-        let line = serde_json::to_string(&obj).map_err(|_| fmt::Error)?;
+        let level = meta.level().as_str().to_ascii_lowercase();
+        let line = match self.0 {
+            Format::Logfmt => {
+                let mut line = format!("ts={ts} level={level} target={}", meta.target());
+                event.record(&mut Fields(&mut line));
+                line
+            }
+            Format::Json => {
+                let mut obj = serde_json::Map::new();
+                obj.insert("ts".into(), ts.into());
+                obj.insert("level".into(), level.into());
+                obj.insert("target".into(), meta.target().into());
+                event.record(&mut JsonFields(&mut obj));
+                serde_json::to_string(&obj).map_err(|_| fmt::Error)?
+            }
+        };
         writeln!(w, "{line}")
     }
 }
