@@ -371,3 +371,64 @@ pub fn read_vaddr(f: &File, vaddr: u64, len: u64) -> Result<Option<Vec<u8>>, Err
     let Some(off) = Elf::parse(&src)?.file_offset(vaddr) else { return Ok(None) };
     Ok(Some(src.bytes(off, len, "code at a virtual address")?.into_owned()))
 }
+
+const SHT_RELA: u32 = 4;
+const RELA_LEN: usize = 24;
+const STT_TLS: u8 = 6;
+const R_X86_64_DTPMOD64: u64 = 16;
+/// HotSpot's current-thread TLS variable (`Thread::_thr_current`).
+pub const THR_CURRENT: &str = "_ZN6Thread12_thr_currentE";
+
+/// What a reader of another process needs to find libjvm's `Thread::_thr_current` (x86-64,
+/// glibc's dynamic TLS): `&_thr_current = dtv[module].val + offset`, with the module id the
+/// u64 the dynamic linker wrote at `dtpmod_got` (a vaddr: add the load bias).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadTls {
+    /// The symbol's `st_value`: its offset in libjvm's TLS block.
+    pub offset: u64,
+    /// The GOT slot of the first `R_X86_64_DTPMOD64` relocation (libjvm's all name its own
+    /// module).
+    pub dtpmod_got: u64,
+}
+
+/// [`ThreadTls`] of a libjvm in memory; `None` when the symbol (STT_TLS, from `.symtab` or
+/// `.dynsym`) or a DTPMOD64 relocation is missing.
+pub fn thread_tls(b: &[u8]) -> Result<Option<ThreadTls>, Error> {
+    thread_tls_of(&Elf::parse(&Bytes(b))?)
+}
+
+/// [`thread_tls`] of an open file, reading the headers, the symbol tables and the RELA
+/// sections only.
+pub fn thread_tls_in_file(f: &File) -> Result<Option<ThreadTls>, Error> {
+    let src = FileSource::new(f)?;
+    thread_tls_of(&Elf::parse(&src)?)
+}
+
+fn thread_tls_of(elf: &Elf<'_>) -> Result<Option<ThreadTls>, Error> {
+    let syms = symbols_of(elf, &|n| n == THR_CURRENT)?;
+    let Some(sym) = syms.iter().find(|s| s.kind == STT_TLS) else { return Ok(None) };
+    for s in elf.sections.iter().filter(|s| s.kind == SHT_RELA) {
+        const W: &str = "relocation section";
+        if s.entsize != RELA_LEN as u64 {
+            return Err(Error::malformed(
+                W,
+                s.offset as usize,
+                format!("entry size {}, expected {RELA_LEN}", s.entsize),
+            ));
+        }
+        let n = s.size / RELA_LEN as u64;
+        if n > ELF_MAX_RELOCS as u64 {
+            return Err(Error::too_large("ELF relocation count", n, ELF_MAX_RELOCS as u64));
+        }
+        let data = elf.data(s, W)?;
+        let data: &[u8] = &data;
+        for i in 0..data.len() / RELA_LEN {
+            let o = i * RELA_LEN;
+            if u64_at(data, o + 8, LE, W)? & 0xffff_ffff == R_X86_64_DTPMOD64 {
+                let got = u64_at(data, o, LE, W)?;
+                return Ok(Some(ThreadTls { offset: sym.value, dtpmod_got: got }));
+            }
+        }
+    }
+    Ok(None)
+}

@@ -12,6 +12,7 @@ mod bytes;
 pub mod cgroup;
 pub mod code_heap;
 pub mod elf;
+pub mod hotspot;
 mod error;
 pub mod hsperfdata;
 pub mod jvm_limits;

@@ -60,3 +60,34 @@ pub const OPTIONS_FILE_MAX_BYTES: u64 = 1 << 20;
 pub const OPTIONS_FILES_MAX: usize = 16;
 /// Options taken from one JVM's variables, command line and options files together.
 pub const OPTIONS_MAX_TOKENS: usize = 65_536;
+/// One read of a JVM's memory (`/proc/PID/mem`): the largest thing read at once is one
+/// vmStructs entry or a page of a string.
+pub const HOTSPOT_MAX_READ: usize = 64 << 10;
+/// A NUL-terminated string read from a JVM's memory.
+pub const HOTSPOT_MAX_STRING: usize = 4096;
+/// Entries per vmStructs table (JDK 25 has ~1 400 fields, ~1 000 types, ~1 400 constants).
+pub const VMSTRUCTS_MAX_ENTRIES: usize = 32_768;
+/// One vmStructs entry (its stride; HotSpot's are 48 bytes at most).
+pub const VMSTRUCTS_MAX_STRIDE: u64 = 256;
+/// A type, field or constant name in vmStructs (the longest are templates, ~60 bytes).
+pub const VMSTRUCTS_MAX_NAME: usize = 512;
+/// The names of all four tables together (~100 KB in a real JVM), distinct strings only.
+pub const VMSTRUCTS_MAX_NAMES_BYTES: usize = 4 << 20;
+/// A field offset or a type size taken from vmStructs (the largest real one, JavaThread's
+/// size, is ~2 KiB).
+pub const HOTSPOT_MAX_OFFSET: u64 = 1 << 16;
+/// Code heaps in one code cache (HotSpot has 1 or 3).
+pub const CODE_HEAPS_MAX: usize = 8;
+/// The template interpreter's code (~250 KiB).
+pub const INTERPRETER_MAX_BYTES: u64 = 64 << 20;
+/// Segment-map hops back to a block's start: a hop is at most 254 segments, so this covers
+/// blobs of 4096 × 254 × 64 B ≈ 64 MiB at the default segment size (the eBPF walker uses the
+/// same bound).
+pub const SEGMAP_MAX_HOPS: u32 = 4096;
+/// A Java class or method name (longer ones are cut and marked).
+pub const JAVA_NAME_MAX: usize = 512;
+/// A CodeBlob's name (`"nmethod"`, `"Interpreter"`, stub names).
+pub const CODE_BLOB_NAME_MAX: usize = 256;
+/// Entries of one ELF relocation section (libjvm's `.rela.dyn` has 100 000–125 000; 24
+/// bytes each), checked from the section header before it is read.
+pub const ELF_MAX_RELOCS: usize = 1_000_000;
