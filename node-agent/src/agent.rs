@@ -63,7 +63,14 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
     let mut agent =
-        Agent { mgr, disc: Discovery::default(), stats, jvm_limits: cfg.jvm_limits(), starters };
+        Agent {
+        mgr,
+        disc: Discovery::default(),
+        stats,
+        jvm_limits: cfg.jvm_limits(),
+        starters,
+        stacks: Vec::new(),
+    };
     serve::run(&cfg, server, &mut agent)
 }
 
@@ -75,6 +82,8 @@ struct Agent {
     jvm_limits: Vec<(String, jvmdiag_inspect::jvm_limits::Limits)>,
     /// The on-demand starter probe (None: off, or it could not load).
     starters: Option<crate::starters::Starters>,
+    /// The culprit stacks of the last scrape, for its snapshot's /stacks.
+    stacks: Vec<crate::stacks::Served>,
 }
 
 impl Mode for Agent {
@@ -118,7 +127,13 @@ impl Mode for Agent {
     }
 
     fn scrape(&mut self, previous: Option<Duration>) -> String {
-        scrape(&mut self.mgr, &self.stats, self.starters.as_ref(), previous)
+        let (text, stacks) = scrape(&mut self.mgr, &self.stats, self.starters.as_mut(), previous);
+        self.stacks = stacks;
+        text
+    }
+
+    fn stacks(&mut self) -> Vec<crate::stacks::Served> {
+        std::mem::take(&mut self.stacks)
     }
 }
 
@@ -173,9 +188,9 @@ fn hostname() -> String {
 fn scrape(
     mgr: &mut AttachManager,
     stats: &AgentStats,
-    starters: Option<&crate::starters::Starters>,
+    starters: Option<&mut crate::starters::Starters>,
     previous: Option<Duration>,
-) -> String {
+) -> (String, Vec<crate::stacks::Served>) {
     mgr.reap();
     let exited_before = mgr.exited();
     let mut fams: Vec<Family> = Vec::new();
@@ -193,10 +208,14 @@ fn scrape(
             health: c.health().ok(),
         });
     }
+    let mut stack_lines = Vec::new();
+    let mut starter_links = 0;
     if let Some(s) = starters {
-        if let Err(e) = s.collect(&mut fams) {
-            tracing::warn!(error = format!("{e:#}"), "starters: reading the maps failed");
+        match s.collect(&mut fams) {
+            Ok(lines) => stack_lines = lines,
+            Err(e) => tracing::warn!(error = format!("{e:#}"), "starters: reading the maps failed"),
         }
+        starter_links = s.links();
     }
     let pids: Vec<u32> = mgr.jvms.keys().copied().collect();
     let mut jvms = Vec::with_capacity(pids.len());
@@ -213,7 +232,7 @@ fn scrape(
     report.jvms_attached = mgr.live() as u64;
     report.jvms_seen = mgr.seen;
     report.libjvm_files = mgr.files() as u64;
-    report.links = (mgr.links() + starters.map_or(0, |s| s.links())) as u64;
+    report.links = (mgr.links() + starter_links) as u64;
     report.attach_seconds = mgr.attach_time.as_secs_f64();
     report.proc_unreadable = stats.proc_unreadable;
     report.failures = mgr.failures.clone();
@@ -227,7 +246,12 @@ fn scrape(
         k.finish(&mut fams, mgr);
     }
     let labels: HashMap<u32, _> = mgr.jvms.values().map(|j| (j.slot, j.labels.clone())).collect();
+    let pids: HashMap<u32, u32> = mgr.jvms.iter().map(|(pid, j)| (j.slot, *pid)).collect();
+    let served = stack_lines
+        .iter()
+        .filter_map(|l| Some(l.served(labels.get(&l.slot)?, *pids.get(&l.slot)?)))
+        .collect();
     let text = exposition::render(fams, &labels);
     mgr.after_scrape(&exited_before);
-    text
+    (text, served)
 }

@@ -169,8 +169,8 @@ pub fn create_slot_namespace() -> Result<MapHandle> {
 
 /// The kernel's value of a JVM's limits (0: the agent's own).
 fn limits_value(l: &Limits) -> Vec<u8> {
-    let [thread_names, methods, classes] = l.words();
-    let v = jvm_limits { thread_names, methods, classes, reserved: 0 };
+    let [thread_names, methods, classes, stacks] = l.words();
+    let v = jvm_limits { thread_names, methods, classes, stacks };
     // SAFETY: a plain C struct of integers (generated from common.bpf.h).
     unsafe { plain::as_bytes(&v) }.to_vec()
 }

@@ -190,6 +190,7 @@ impl Config {
             thread_names: self.settings.get(&threads::MAX_THREAD_NAMES),
             methods: self.settings.get(&compilation::MAX_METHODS),
             classes: self.settings.get(&monitors::MAX_CLASSES),
+            stack_samples: self.settings.get(&threads::STACK_SAMPLES),
         }
     }
 
@@ -386,7 +387,7 @@ mod tests {
         let c =
             parse_from(["a", "--max-thread-names", "7", "--max-methods=9", "--max-classes", "3"])
                 .unwrap();
-        assert_eq!(c.caps(), Caps { thread_names: 7, methods: 9, classes: 3 });
+        assert_eq!(c.caps(), Caps { thread_names: 7, methods: 9, classes: 3, stack_samples: 20 });
         assert_eq!(parse_from(["a", "--max-vm-operations", "5"]).unwrap().max_vm_operations(), 5);
     }
 

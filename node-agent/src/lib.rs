@@ -33,6 +33,7 @@ pub mod sidecar;
 pub mod sigbus;
 pub mod skel;
 pub mod slots;
+pub mod stacks;
 pub mod starters;
 pub mod symbols;
 

@@ -60,6 +60,12 @@ pub static THREAD_STARTS_BY_STARTER: Desc = desc(
     Counter,
     &["thread_name", "starter"],
 );
+pub static CULPRIT_STACK_SAMPLES: Desc = desc(
+    "jvmdiag_culprit_stack_samples_total",
+    "Java stacks taken where a culprit was seen (sampled within the JVM's budget), by kind and the stack's first application frame (the first from the top outside the JDK's packages; past the JVM's name budget: other; none: no such frame). Whole stacks: GET /stacks.",
+    Counter,
+    &["kind", "frame"],
+);
 pub static COMPILATIONS: Desc = desc(
     "jvmdiag_compilations_total",
     "JIT compilations finished (successful or not), by compiler.",
@@ -287,6 +293,12 @@ pub static AGENT_STARTER_PROBE_WINDOWS: Desc = desc(
     Counter,
     &[],
 );
+pub static AGENT_STACK_WALKS: Desc = desc(
+    "jvmdiag_agent_stack_walks_total",
+    "Culprit stacks wanted, by kind and what became of them: taken, truncated (at the depth limit), or not taken and why (no_token: the JVM's budget for the second was spent; no_layout, no_thread, no_java_frame, unknown_pc, bad_frame, read_failed: the walk could not start or stopped early; table_full).",
+    Counter,
+    &["kind", "outcome"],
+);
 pub static AGENT_HSPERFDATA_MERGED: Desc = desc(
     "jvmdiag_agent_hsperfdata_merged_safepoints_total",
     "Safepoints of hsperfdata-mode JVMs recorded at the mean duration of their poll interval (more than one per interval).",
@@ -377,6 +389,7 @@ pub static ALL: &[&Desc] = &[
     &VM_OPERATION,
     &VM_OPERATION_REQUESTS,
     &THREAD_STARTS_BY_STARTER,
+    &CULPRIT_STACK_SAMPLES,
     &COMPILATIONS,
     &COMPILATION_SECONDS,
     &METHOD_COMPILATIONS,
@@ -416,6 +429,7 @@ pub static ALL: &[&Desc] = &[
     &AGENT_COLLECTOR_UNAVAILABLE,
     &AGENT_STARTER_PROBE_ATTACHED,
     &AGENT_STARTER_PROBE_WINDOWS,
+    &AGENT_STACK_WALKS,
     &AGENT_HSPERFDATA_MERGED,
     &SIDECAR_LOG_LINES,
     &SIDECAR_LOG_ROTATIONS,

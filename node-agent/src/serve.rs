@@ -69,6 +69,10 @@ pub trait Mode {
     /// The whole /metrics page (OpenMetrics text); `previous` is how long the previous
     /// render took (`jvmdiag_agent_scrape_duration_seconds`).
     fn scrape(&mut self, previous: Option<Duration>) -> String;
+    /// The culprit stacks of the page `scrape` just rendered (`/stacks`).
+    fn stacks(&mut self) -> Vec<crate::stacks::Served> {
+        Vec::new()
+    }
 }
 
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -107,11 +111,14 @@ pub struct Snapshot {
     /// gzip of each form (None: compression failed; sent uncompressed).
     gzip_om: tokio::sync::OnceCell<Option<Bytes>>,
     gzip_prom: tokio::sync::OnceCell<Option<Bytes>>,
+    /// The culprit stacks of the same render (`/stacks`).
+    stacks: Vec<crate::stacks::Served>,
 }
 
 impl Snapshot {
     fn new(om: Bytes) -> Snapshot {
         Snapshot {
+            stacks: Vec::new(),
             om,
             prom: OnceLock::new(),
             gzip_om: tokio::sync::OnceCell::new(),
@@ -355,7 +362,9 @@ pub fn run(cfg: &Config, listeners: Listeners, mode: &mut dyn Mode) -> Result<()
                         let mut page = mode.scrape(last_render);
                         add_families(&mut page, &shared.refused.rendered(shared.probe));
                         add_families(&mut page, &shared.build_info);
-                        let snap = Arc::new(Snapshot::new(Bytes::from(page)));
+                        let mut snap = Snapshot::new(Bytes::from(page));
+                        snap.stacks = mode.stacks();
+                        let snap = Arc::new(snap);
                         last_render = Some(t0.elapsed());
                         let mut latest = shared.latest.lock().unwrap_or_else(|e| e.into_inner());
                         *latest = Some((Instant::now(), snap.clone()));
@@ -504,7 +513,10 @@ async fn handle(
             text(503, format!("the collection loop has not run for {}s\n", LOOP_STALE.as_secs()))
         }
         (Listener::Metrics, "/metrics") => metrics_page(&req, shared, peer).await,
-        (Listener::Metrics, "/") => text(200, format!("{}: /metrics /healthz\n", shared.banner)),
+        (Listener::Metrics, "/stacks") => stacks_page(&req, shared, peer).await,
+        (Listener::Metrics, "/") => {
+            text(200, format!("{}: /metrics /stacks /healthz\n", shared.banner))
+        }
         _ => text(404, "not found\n".into()),
     }
 }
@@ -542,6 +554,34 @@ async fn metrics_page(
         None => snap.chunks(ct),
     };
     r.body(Body(body.into())).expect("a valid response")
+}
+
+/// `/stacks`: the snapshot's culprit stacks in the collapsed format, filtered by the query
+/// (`namespace`, `pod`, `kind`, `pid`); the same authorization as `/metrics`.
+async fn stacks_page(
+    req: &hyper::Request<hyper::body::Incoming>,
+    shared: &Shared,
+    peer: IpAddr,
+) -> hyper::Response<Body> {
+    if let Some(a) = &shared.auth {
+        let given = req.headers().get_all(header::AUTHORIZATION).iter().map(|v| v.as_bytes());
+        if let Some(refused) = refusal(a.check(peer, given).await) {
+            return refused;
+        }
+    }
+    let query = match crate::stacks::Query::parse(req.uri().query()) {
+        Ok(q) => q,
+        Err(why) => return text(400, format!("{why}\n")),
+    };
+    let Some(snap) = snapshot(shared).await else {
+        return text(503, "the collection loop did not answer in time\n".into());
+    };
+    let mut body = String::new();
+    for s in snap.stacks.iter().filter(|s| query.wants(s)) {
+        body.push_str(&s.text);
+        body.push('\n');
+    }
+    text(200, body)
 }
 
 /// The answer to a request `--metrics-auth` refuses (None: allowed).

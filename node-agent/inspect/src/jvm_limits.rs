@@ -1,6 +1,7 @@
 //! Per-JVM limits text: the pod annotation `jvm.diagnostics.dev/limits`
 //! (`maxThreadNames=50,maxMethods=20,maxClasses=20`, only the enabled collectors' names;
-//! `threadStartRate=N`, the threshold of the on-demand starter probe, where one is set), the
+//! `threadStartRate=N`, the threshold of the on-demand starter probe, and
+//! `stackSamplesPerSecond=N`, the culprit stacks' sampling budget, where set), the
 //! sidecar's `JVMDIAG_LIMITS` (the same text) and the text after `TEXT:` of standalone
 //! `--jvm-limits TEXT:LIMITS`.
 //!
@@ -30,6 +31,8 @@ pub struct Limits {
     /// is attached; the resource's `threadStartRate` alert threshold. Not a table size, so
     /// never clamped.
     pub thread_start_rate: Option<u32>,
+    /// `stackSamplesPerSecond`: culprit stacks taken per second at most.
+    pub stack_samples: Option<u32>,
 }
 
 /// A parse: the limits and what was refused (for logs and the invalid count).
@@ -46,6 +49,7 @@ pub struct Caps {
     pub thread_names: u32,
     pub methods: u32,
     pub classes: u32,
+    pub stack_samples: u32,
 }
 
 /// A value from a container, shortened and printable for a log line.
@@ -86,6 +90,7 @@ pub fn parse(text: &str) -> Parsed {
             "maxMethods" => &mut p.limits.methods,
             "maxClasses" => &mut p.limits.classes,
             "threadStartRate" => &mut p.limits.thread_start_rate,
+            "stackSamplesPerSecond" => &mut p.limits.stack_samples,
             _ => continue, // a limit this agent does not have
         };
         match value(v.trim()) {
@@ -109,12 +114,18 @@ impl Limits {
             methods: self.methods.map(|n| n.min(caps.methods)),
             classes: self.classes.map(|n| n.min(caps.classes)),
             thread_start_rate: self.thread_start_rate,
+            stack_samples: self.stack_samples.map(|n| n.min(caps.stack_samples)),
         }
     }
 
     /// The values the kernel's `struct jvm_limits` holds (0: the agent's own).
-    pub fn words(&self) -> [u32; 3] {
-        [self.thread_names.unwrap_or(0), self.methods.unwrap_or(0), self.classes.unwrap_or(0)]
+    pub fn words(&self) -> [u32; 4] {
+        [
+            self.thread_names.unwrap_or(0),
+            self.methods.unwrap_or(0),
+            self.classes.unwrap_or(0),
+            self.stack_samples.unwrap_or(0),
+        ]
     }
 }
 
@@ -131,9 +142,19 @@ mod tests {
     fn the_thread_start_rate_threshold_parses_and_is_not_clamped() {
         let p = parse("maxThreadNames=50,threadStartRate=20");
         assert_eq!(p.limits.thread_start_rate, Some(20));
-        let caps = Caps { thread_names: 10, methods: 10, classes: 10 };
+        let caps = Caps { thread_names: 10, methods: 10, classes: 10, stack_samples: 10 };
         assert_eq!(parse("threadStartRate=5000").limits.clamp(&caps).thread_start_rate, Some(5000));
         assert_eq!(parse("threadStartRate=0").invalid.len(), 1);
+    }
+
+    #[test]
+    fn the_stack_sampling_budget_parses_and_is_clamped_to_the_agents() {
+        let caps = Caps { thread_names: 10, methods: 10, classes: 10, stack_samples: 20 };
+        let p = parse("stackSamplesPerSecond=5");
+        assert_eq!(p.limits.stack_samples, Some(5));
+        assert_eq!(p.limits.clamp(&caps).words(), [0, 0, 0, 5]);
+        assert_eq!(parse("stackSamplesPerSecond=500").limits.clamp(&caps).stack_samples, Some(20));
+        assert_eq!(parse("stackSamplesPerSecond=0").invalid.len(), 1);
     }
 
     #[test]
@@ -188,8 +209,8 @@ mod tests {
 
     #[test]
     fn values_are_clamped_to_the_agents_caps() {
-        let caps = Caps { thread_names: 50, methods: 20, classes: 20 };
+        let caps = Caps { thread_names: 50, methods: 20, classes: 20, stack_samples: 20 };
         assert_eq!(l(Some(500), Some(3), None).clamp(&caps), l(Some(50), Some(3), None));
-        assert_eq!(l(Some(3), None, Some(100)).clamp(&caps).words(), [3, 0, 20]);
+        assert_eq!(l(Some(3), None, Some(100)).clamp(&caps).words(), [3, 0, 20, 0]);
     }
 }

@@ -65,7 +65,7 @@ struct jvm_limits {
 	__u32 thread_names; /* threads (and parking): distinct folded thread names */
 	__u32 methods;      /* compilation: methods named in jvmdiag_method_compilations_total */
 	__u32 classes;      /* monitors: distinct monitor classes */
-	__u32 reserved;
+	__u32 stacks;       /* culprit stacks: samples per second (stacks.bpf.h) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

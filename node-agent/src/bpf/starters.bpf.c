@@ -14,11 +14,13 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
 #include "fold.bpf.h"
 #include "inflight.bpf.h"
 #include "starters.h"
+#include "stacks.bpf.h"
 
 /* (thread name, starter) pairs named per JVM (--max-thread-names; a JVM's own
  * maxThreadNames may lower it); the rest are ("other", "other"). */
@@ -68,6 +70,7 @@ int BPF_UPROBE(starter_enter)
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_JVM_START);
+	capture_stack(slot, STACK_KIND_THREAD_START);
 	struct starter_of s = { .slot = slot };
 	char comm[COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));

@@ -56,6 +56,28 @@ pub static STARTER_WINDOW_SECONDS: Number<u64> = Number {
     help: "How long the on-demand starter probe stays attached to a JVM (seconds); it is attached to that JVM again at the earliest as long after",
 };
 
+/// `--stack-samples-per-second`: culprit stacks taken per JVM and second (src/stacks.rs).
+pub static STACK_SAMPLES: Number<u32> = Number {
+    name: "stack-samples-per-second",
+    value_name: "PER_SECOND",
+    default: 20,
+    min: 0,
+    max: 10_000,
+    hide: false,
+    help: "Culprit stacks: at most this many Java stacks taken per JVM and second where a culprit is seen (the thread starting threads while the starter probe is attached), served at /stacks and counted in jvmdiag_culprit_stack_samples_total; 0 turns them off. A pod's stackSamplesPerSecond limit (--jvm-limits TEXT:stackSamplesPerSecond=N) may lower it",
+};
+
+/// `--max-stacks-per-jvm`: distinct stacks one JVM may hold (src/stacks.rs).
+pub static MAX_STACKS: Number<u32> = Number {
+    name: "max-stacks-per-jvm",
+    value_name: "N",
+    default: 256,
+    min: 1,
+    max: 4096,
+    hide: false,
+    help: "Distinct culprit stacks kept per JVM; a new stack past it is not kept (counted in jvmdiag_agent_stack_walks_total{outcome=\"table_full\"})",
+};
+
 /// This collector's flags; the on-demand starter probe's go with it (it is loaded with the
 /// threads collector, on its bit, and reads its counts).
 pub const FLAGS: &[Flag] = &[
@@ -63,6 +85,8 @@ pub const FLAGS: &[Flag] = &[
     Flag::Switch(&JVM_START_THREAD),
     Flag::U32(&STARTER_THRESHOLD),
     Flag::U64(&STARTER_WINDOW_SECONDS),
+    Flag::U32(&STACK_SAMPLES),
+    Flag::U32(&MAX_STACKS),
 ];
 
 const PROBES: [&str; 3] = super::probe_names([

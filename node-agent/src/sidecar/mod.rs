@@ -93,6 +93,7 @@ impl Settings {
             methods: limits.methods.or(Some(caps.methods)),
             classes: limits.classes.or(Some(caps.classes)),
             thread_start_rate: None, // the sidecar has no probes to attach
+            stack_samples: None,
         };
         Settings {
             tmp: cfg.cli.sidecar_tmp.clone(),

@@ -1,0 +1,322 @@
+/* Culprit stacks: walks the current thread's Java frames in the kernel and counts the stack.
+ * Included by an object whose probe runs in the culprit thread (starters.bpf.c); needs CO-RE
+ * for the thread pointer (task_struct.thread.fsbase), so that object keeps its relocations.
+ *
+ * The walk starts at the thread's last Java frame, which HotSpot records in the JavaThread's
+ * frame anchor whenever Java code calls into the VM (a native method, a runtime call): every
+ * probe here runs inside such a call, so no native frame is unwound. The JavaThread is the
+ * thread-local Thread::_thr_current of libjvm. From there each frame is one of:
+ *  - interpreted (pc in the interpreter's code): Method* and bytecode pointer in the frame at
+ *    fixed slots of the x86-64 interpreter frame, the caller through the saved frame pointer;
+ *  - compiled or a stub (pc in a code heap): its CodeBlob found through the heap's segment
+ *    map, the caller at sp + the blob's frame size;
+ *  - the entry frame (pc = the call stub's return address): the thread's first Java frame
+ *    was its callee, the walk is complete.
+ * Every offset comes from the JVM's own VMStructs tables (src/stacks.rs writes them into
+ * stack_layout); every read is of untrusted memory and may fail, which ends the walk and is
+ * counted by reason (stack_stats). Stacks are counted in stack_counts by a hash of their frames;
+ * user space names the frames. */
+#ifndef JVMDIAG_STACKS_BPF_H
+#define JVMDIAG_STACKS_BPF_H
+
+#include "stacks.h"
+
+/* Samples per second per JVM (--stack-samples-per-second; a JVM's own limit may lower it).
+ * 0: no stacks. */
+const volatile __u32 stack_rate = 0;
+/* Distinct stacks per JVM in stack_counts (--max-stacks-per-jvm). */
+const volatile __u32 stack_share = 256;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, struct stack_layout);
+} stack_layout SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, struct stack_tokens);
+} stack_tokens SEC(".maps");
+
+/* Distinct stacks each JVM holds in stack_counts. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, __u32);
+} stack_held SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, STACK_TABLE_SIZE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct stack_key);
+	__type(value, struct stack_value);
+} stack_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STACK_OUTCOMES * STACK_KINDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} stack_stats SEC(".maps");
+
+/* The walk in progress (per CPU: a stack_value is too large for the BPF stack). */
+struct stack_walk {
+	struct stack_value v;
+	__u64 sp;
+	__u64 fp;
+	__u64 pc;
+	__u32 slot;
+	__u32 done;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_walk);
+} stack_scratch SEC(".maps");
+
+/* x86-64 interpreter frame slots, in words from the frame pointer (frame_x86.hpp; the same
+ * in JDK 11 to 25): the caller's sp, the Method*, the bytecode pointer. */
+#define INTERP_SENDER_SP_SLOT (-1)
+#define INTERP_METHOD_SLOT (-3)
+#define INTERP_BCP_SLOT (-8)
+
+static __always_inline void stack_outcome(__u32 kind, __u32 outcome)
+{
+	__u32 i = outcome * STACK_KINDS + kind;
+	__u64 *v = bpf_map_lookup_elem(&stack_stats, &i);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int read_word(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+/* One token of the JVM's budget for this second. */
+static __always_inline int take_stack_token(__u32 slot)
+{
+	__u32 rate = jvm_limit(slot, stacks, stack_rate);
+	if (!rate)
+		return 0;
+	struct stack_tokens *t = bpf_map_lookup_elem(&stack_tokens, &slot);
+	if (!t)
+		return 0;
+	__u64 second = bpf_ktime_get_ns() / 1000000000ULL;
+	if (t->second != second) {
+		/* Racing CPUs may both reset: a second can take a few more than `rate`. */
+		t->second = second;
+		t->used = 0;
+	}
+	return __sync_fetch_and_add(&t->used, 1) < rate;
+}
+
+/* The code heap holding pc, or -1. */
+static __always_inline int heap_of(const struct stack_layout *L, __u64 pc)
+{
+	for (int i = 0; i < STACK_MAX_HEAPS; i++) {
+		if (i >= L->nheaps)
+			break;
+		if (pc >= L->heaps[i].low && pc < L->heaps[i].high)
+			return i;
+	}
+	return -1;
+}
+
+/* Steps over one frame: records it and moves sp/fp/pc to its caller. Returns 1 to stop. */
+static long stack_step(__u64 index, void *ctx)
+{
+	__u32 zero = 0;
+	struct stack_walk *w = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!w)
+		return 1;
+	__u32 slot = w->slot;
+	struct stack_layout *L = bpf_map_lookup_elem(&stack_layout, &slot);
+	if (!L)
+		return 1;
+	__u32 depth = w->v.depth;
+	if (depth >= STACK_MAX_FRAMES) {
+		w->v.outcome = STACK_TRUNCATED;
+		return 1;
+	}
+	struct java_frame *f = &w->v.frames[depth];
+	__u64 pc = w->pc, sp = w->sp, fp = w->fp;
+	if (L->call_stub_return && pc == L->call_stub_return) {
+		w->v.outcome = STACK_TAKEN;
+		return 1;
+	}
+	if (pc >= L->interp_low && pc < L->interp_high) {
+		__u64 method = 0, bcp = 0, sender_sp = 0, ret = 0, link = 0, cm = 0;
+		if (read_word(&method, fp + INTERP_METHOD_SLOT * 8) || read_word(&bcp, fp + INTERP_BCP_SLOT * 8) ||
+		    read_word(&sender_sp, fp + INTERP_SENDER_SP_SLOT * 8) || read_word(&ret, fp + 8) ||
+		    read_word(&link, fp) || !method) {
+			w->v.outcome = STACK_READ_FAILED;
+			return 1;
+		}
+		read_word(&cm, method + L->method_const_method);
+		f->ptr = method;
+		f->at = bcp;
+		f->type = STACK_FRAME_INTERPRETED;
+		f->cookie = (__u32)cm;
+		w->sp = sender_sp;
+		w->fp = link;
+		w->pc = ret;
+	} else {
+		int h = heap_of(L, pc);
+		if (h < 0 || h >= STACK_MAX_HEAPS) {
+			w->v.outcome = STACK_UNKNOWN_PC;
+			return 1;
+		}
+		const struct stack_code_heap *heap = &L->heaps[h];
+		__u32 shift = heap->log2_segment & 63;
+		__u64 seg = (pc - heap->low) >> shift;
+		__u8 hop = 0;
+		if (bpf_probe_read_user(&hop, 1, (const void *)(heap->segmap + seg))) {
+			w->v.outcome = STACK_READ_FAILED;
+			return 1;
+		}
+		for (int i = 0; i < STACK_SEGMAP_HOPS && hop != 0; i++) {
+			if (hop == 0xff || hop > seg) {
+				w->v.outcome = STACK_BAD_FRAME; /* a free segment, or a hop out of the heap */
+				return 1;
+			}
+			seg -= hop;
+			if (bpf_probe_read_user(&hop, 1, (const void *)(heap->segmap + seg))) {
+				w->v.outcome = STACK_READ_FAILED;
+				return 1;
+			}
+		}
+		if (hop != 0) {
+			w->v.outcome = STACK_BAD_FRAME;
+			return 1;
+		}
+		__u64 blob = heap->low + (seg << shift) + L->heap_block_size;
+		__s32 words = 0;
+		__u32 compile_id = 0;
+		if (bpf_probe_read_user(&words, sizeof(words), (const void *)(blob + L->blob_frame_size))) {
+			w->v.outcome = STACK_READ_FAILED;
+			return 1;
+		}
+		bpf_probe_read_user(&compile_id, sizeof(compile_id), (const void *)(blob + L->nmethod_compile_id));
+		if (words <= 0 || words > STACK_MAX_FRAME_WORDS) {
+			w->v.outcome = STACK_BAD_FRAME;
+			return 1;
+		}
+		f->ptr = blob;
+		f->at = pc;
+		f->type = STACK_FRAME_COMPILED;
+		f->cookie = compile_id;
+		__u64 sender_sp = sp + (__u64)words * 8, ret = 0, link = 0;
+		if (read_word(&ret, sender_sp - 8) || read_word(&link, sender_sp - 16)) {
+			w->v.outcome = STACK_READ_FAILED;
+			return 1;
+		}
+		w->sp = sender_sp;
+		w->fp = link;
+		w->pc = ret;
+	}
+	w->v.depth = depth + 1;
+	return 0;
+}
+
+/* The current JavaThread*, through libjvm's thread-local Thread::_thr_current. */
+static __always_inline __u64 current_java_thread(const struct stack_layout *L)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), dtv = 0, block = 0, thread = 0;
+	if (!fsbase || read_word(&dtv, fsbase + 8) || !dtv || read_word(&block, dtv + L->tls_module * 16) ||
+	    !block || block == (__u64)-1 || read_word(&thread, block + L->tls_offset))
+		return 0;
+	return thread;
+#else
+	return 0;
+#endif
+}
+
+static __always_inline __u64 stack_hash(const struct stack_walk *w)
+{
+	__u64 h = FNV_OFFSET;
+	for (int i = 0; i < STACK_MAX_FRAMES; i++) {
+		if (i >= w->v.depth)
+			break;
+		h = (h ^ w->v.frames[i].ptr) * FNV_PRIME;
+		h = (h ^ w->v.frames[i].at) * FNV_PRIME;
+	}
+	return h;
+}
+
+/* Takes the current thread's stack for `kind` if the JVM's budget allows, and counts it. */
+static __always_inline void capture_stack(__u32 slot, __u32 kind)
+{
+	__u32 zero = 0;
+	struct stack_layout *L = bpf_map_lookup_elem(&stack_layout, &slot);
+	if (!L || !L->ready) {
+		stack_outcome(kind, STACK_NO_LAYOUT);
+		return;
+	}
+	if (!take_stack_token(slot)) {
+		stack_outcome(kind, STACK_NO_TOKEN);
+		return;
+	}
+	__u64 thread = current_java_thread(L);
+	if (!thread) {
+		stack_outcome(kind, STACK_NO_THREAD);
+		return;
+	}
+	struct stack_walk *w = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!w)
+		return;
+	w->v.count = 1;
+	w->v.depth = 0;
+	w->v.outcome = STACK_READ_FAILED;
+	w->slot = slot;
+	w->sp = 0;
+	w->fp = 0;
+	w->pc = 0;
+	if (read_word(&w->sp, thread + L->anchor_sp) || read_word(&w->fp, thread + L->anchor_fp) ||
+	    read_word(&w->pc, thread + L->anchor_pc)) {
+		stack_outcome(kind, STACK_READ_FAILED);
+		return;
+	}
+	if (!w->sp) {
+		stack_outcome(kind, STACK_NO_JAVA_FRAME);
+		return;
+	}
+	if (!w->pc && read_word(&w->pc, w->sp - 8)) {
+		stack_outcome(kind, STACK_READ_FAILED);
+		return;
+	}
+	bpf_loop(STACK_MAX_FRAMES + 1, stack_step, NULL, 0);
+	__u32 outcome = w->v.outcome;
+	stack_outcome(kind, outcome);
+	if (!w->v.depth)
+		return;
+	struct stack_key key = { .slot = slot, .kind = kind, .hash = stack_hash(w) };
+	struct stack_value *v = bpf_map_lookup_elem(&stack_counts, &key);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		return;
+	}
+	__u32 *held = bpf_map_lookup_elem(&stack_held, &slot);
+	if (!held || *held >= stack_share || __sync_fetch_and_add(held, 1) >= stack_share) {
+		stack_outcome(kind, STACK_TABLE_FULL);
+		return;
+	}
+	if (bpf_map_update_elem(&stack_counts, &key, &w->v, BPF_NOEXIST)) {
+		v = bpf_map_lookup_elem(&stack_counts, &key);
+		if (v)
+			__sync_fetch_and_add(&v->count, 1); /* a racing CPU inserted it */
+		else
+			stack_outcome(kind, STACK_TABLE_FULL);
+		__sync_fetch_and_add(held, -1);
+	}
+}
+
+#endif
