@@ -31,7 +31,9 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let limits_fd = limits_map.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
     let namespaces = attach::create_slot_namespace().map_err(bpf_fatal)?;
     let namespaces_fd = namespaces.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
+    let stack_maps = crate::stacks::Maps::create().map_err(bpf_fatal)?;
     let load_cfg = LoadConfig {
+        stacks: Some(std::sync::Arc::new(stack_maps.fds().map_err(bpf_fatal)?)),
         max_jvms: cfg.cli.max_jvms,
         collector_bit: 0,
         jvm_limits: Some(std::sync::Arc::new(limits_fd)),
@@ -69,7 +71,9 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         stats,
         jvm_limits: cfg.jvm_limits(),
         starters,
-        stacks: Vec::new(),
+        culprits: crate::stacks::Stacks::new(stack_maps),
+        max_frames: cfg.settings.get(&threads::MAX_THREAD_NAMES),
+        served: Vec::new(),
     };
     serve::run(&cfg, server, &mut agent)
 }
@@ -82,8 +86,12 @@ struct Agent {
     jvm_limits: Vec<(String, jvmdiag_inspect::jvm_limits::Limits)>,
     /// The on-demand starter probe (None: off, or it could not load).
     starters: Option<crate::starters::Starters>,
+    /// Culprit stacks: each JVM's layout in, named stacks out.
+    culprits: crate::stacks::Stacks,
+    /// Application frames named per JVM in jvmdiag_culprit_stack_samples_total.
+    max_frames: u32,
     /// The culprit stacks of the last scrape, for its snapshot's /stacks.
-    stacks: Vec<crate::stacks::Served>,
+    served: Vec<crate::stacks::Served>,
 }
 
 impl Mode for Agent {
@@ -124,16 +132,18 @@ impl Mode for Agent {
         if let Some(k) = stats.kube.as_mut() {
             k.resolve(mgr);
         }
+        self.culprits.poll(&self.mgr);
     }
 
     fn scrape(&mut self, previous: Option<Duration>) -> String {
-        let (text, stacks) = scrape(&mut self.mgr, &self.stats, self.starters.as_mut(), previous);
-        self.stacks = stacks;
+        let culprits = (&mut self.culprits, self.max_frames);
+        let (text, served) = scrape(&mut self.mgr, &self.stats, self.starters.as_ref(), culprits, previous);
+        self.served = served;
         text
     }
 
     fn stacks(&mut self) -> Vec<crate::stacks::Served> {
-        std::mem::take(&mut self.stacks)
+        std::mem::take(&mut self.served)
     }
 }
 
@@ -188,7 +198,8 @@ fn hostname() -> String {
 fn scrape(
     mgr: &mut AttachManager,
     stats: &AgentStats,
-    starters: Option<&mut crate::starters::Starters>,
+    starters: Option<&crate::starters::Starters>,
+    (culprits, max_frames): (&mut crate::stacks::Stacks, u32),
     previous: Option<Duration>,
 ) -> (String, Vec<crate::stacks::Served>) {
     mgr.reap();
@@ -208,14 +219,24 @@ fn scrape(
             health: c.health().ok(),
         });
     }
-    let mut stack_lines = Vec::new();
-    let mut starter_links = 0;
     if let Some(s) = starters {
-        match s.collect(&mut fams) {
-            Ok(lines) => stack_lines = lines,
-            Err(e) => tracing::warn!(error = format!("{e:#}"), "starters: reading the maps failed"),
+        if let Err(e) = s.collect(&mut fams) {
+            tracing::warn!(error = format!("{e:#}"), "starters: reading the maps failed");
         }
-        starter_links = s.links();
+    }
+    let stack_lines = match culprits.read(max_frames) {
+        Ok((lines, samples)) => {
+            fams.push(samples);
+            lines
+        }
+        Err(e) => {
+            tracing::warn!(error = format!("{e:#}"), "culprit stacks: reading the maps failed");
+            Vec::new()
+        }
+    };
+    match culprits.walks() {
+        Ok(f) => fams.push(f),
+        Err(e) => tracing::warn!(error = format!("{e:#}"), "culprit stacks: reading the stats failed"),
     }
     let pids: Vec<u32> = mgr.jvms.keys().copied().collect();
     let mut jvms = Vec::with_capacity(pids.len());
@@ -232,7 +253,7 @@ fn scrape(
     report.jvms_attached = mgr.live() as u64;
     report.jvms_seen = mgr.seen;
     report.libjvm_files = mgr.files() as u64;
-    report.links = (mgr.links() + starter_links) as u64;
+    report.links = (mgr.links() + starters.map_or(0, |s| s.links())) as u64;
     report.attach_seconds = mgr.attach_time.as_secs_f64();
     report.proc_unreadable = stats.proc_unreadable;
     report.failures = mgr.failures.clone();

@@ -19,14 +19,21 @@ use jvmdiag_inspect::hotspot::vmstructs::{self, Exports};
 use jvmdiag_inspect::hotspot::{read_u64, Memory, ProcMem};
 use jvmdiag_inspect::limits::ELF_MAX_BYTES;
 use jvmdiag_inspect::root::ProcRoot;
-use libbpf_rs::{MapCore, MapFlags};
+use std::mem::size_of;
+use std::os::fd::{AsFd, OwnedFd};
+
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+
+use crate::attach::{AttachManager, JvmState};
 
 use crate::discovery::Found;
 use crate::maps::{self, decode};
 use crate::metrics;
 use crate::model::{Family, Value};
 use crate::skel::consts;
-use crate::skel::starters::types::{stack_code_heap, stack_key, stack_layout, stack_value};
+use crate::skel::starters::types::{
+    stack_code_heap, stack_key, stack_layout, stack_tokens, stack_value,
+};
 
 /// Names kept per JVM in the frame cache before it is cleared.
 const NAME_CACHE_MAX: usize = 65_536;
@@ -171,86 +178,226 @@ struct Jvm {
     named: BTreeSet<String>,
 }
 
-#[derive(Default)]
+/// The maps every object that takes stacks shares (stacks.bpf.h), created by the agent.
+pub struct Maps {
+    layout: MapHandle,
+    tokens: MapHandle,
+    held: MapHandle,
+    counts: MapHandle,
+    stats: MapHandle,
+}
+
+/// Their descriptors, for the objects to reuse ([`configure`]).
+#[derive(Debug)]
+pub struct Fds {
+    pub layout: OwnedFd,
+    pub tokens: OwnedFd,
+    pub held: OwnedFd,
+    pub counts: OwnedFd,
+    pub stats: OwnedFd,
+}
+
+impl Maps {
+    /// Creates them as stacks.bpf.h declares them (a reused map must match in every way).
+    pub fn create() -> Result<Maps> {
+        let create = |kind, name: &str, key: usize, value: usize, entries: u32, flags: u32| {
+            let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+                sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+                map_flags: flags,
+                ..Default::default()
+            };
+            MapHandle::create(kind, Some(name), key as u32, value as u32, entries, &opts)
+                .with_context(|| format!("create the {name} map"))
+        };
+        let jvms = consts::MAX_JVMS;
+        Ok(Maps {
+            layout: create(MapType::Array, "stack_layout", 4, size_of::<stack_layout>(), jvms, 0)?,
+            tokens: create(
+                MapType::Array,
+                "stack_tokens",
+                4,
+                size_of::<stack_tokens>(),
+                jvms * consts::STACK_KINDS,
+                0,
+            )?,
+            held: create(MapType::Array, "stack_held", 4, 4, jvms, 0)?,
+            counts: create(
+                MapType::Hash,
+                "stack_counts",
+                size_of::<stack_key>(),
+                size_of::<stack_value>(),
+                consts::STACK_TABLE_SIZE,
+                libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC,
+            )?,
+            stats: create(
+                MapType::PercpuArray,
+                "stack_stats",
+                4,
+                8,
+                consts::STACK_OUTCOMES * consts::STACK_KINDS,
+                0,
+            )?,
+        })
+    }
+
+    pub fn fds(&self) -> Result<Fds> {
+        let dup = |m: &MapHandle| m.as_fd().try_clone_to_owned().context("dup a stack map");
+        Ok(Fds {
+            layout: dup(&self.layout)?,
+            tokens: dup(&self.tokens)?,
+            held: dup(&self.held)?,
+            counts: dup(&self.counts)?,
+            stats: dup(&self.stats)?,
+        })
+    }
+}
+
+/// Sets an opened object's stack rodata and has it reuse the agent's stack maps; without
+/// them (`cfg.stacks` None) its stacks are off.
+macro_rules! configure {
+    ($open:expr, $cfg:expr) => {{
+        use std::os::fd::AsFd as _;
+        let ro = $open.maps.rodata_data.as_deref_mut().context("no rodata")?;
+        let fds: Option<&$crate::stacks::Fds> = $cfg.stacks.as_deref();
+        ro.stack_rate = match fds {
+            Some(_) => $cfg.settings.get(&$crate::collector::threads::STACK_SAMPLES),
+            None => 0,
+        };
+        ro.stack_share = $cfg.settings.get(&$crate::collector::threads::MAX_STACKS);
+        if let Some(f) = fds {
+            $open.maps.stack_layout.reuse_fd(f.layout.as_fd())?;
+            $open.maps.stack_tokens.reuse_fd(f.tokens.as_fd())?;
+            $open.maps.stack_held.reuse_fd(f.held.as_fd())?;
+            $open.maps.stack_counts.reuse_fd(f.counts.as_fd())?;
+            $open.maps.stack_stats.reuse_fd(f.stats.as_fd())?;
+        }
+    }};
+}
+pub(crate) use configure;
+
+/// JVMs whose layout is read per poll at most (each read is a few thousand small reads of the
+/// JVM's memory).
+const PREPARE_PER_POLL: usize = 4;
+
 pub struct Stacks {
+    maps: Maps,
+    /// `offsetof(struct task_struct, thread.fsbase)` from the kernel's BTF; None: no stacks.
+    task_fsbase: Option<u32>,
     jvms: HashMap<u32, Jvm>,
     /// Slots whose layout could not be read, and why (logged once).
-    refused: HashMap<u32, String>,
+    refused: HashMap<u32, (u32, u64, String)>,
 }
 
 impl Stacks {
-    /// Reads the JVM's layout and writes it into its slot of `stack_layout`, once per JVM.
-    pub fn prepare<M: MapCore>(&mut self, map: &M, slot: u32, found: &Found) -> Result<()> {
-        if self.jvms.get(&slot).is_some_and(|j| j.pid == found.pid && j.start == found.start) {
-            return Ok(());
+    pub fn new(maps: Maps) -> Stacks {
+        let task_fsbase = match task_fsbase_offset() {
+            Ok(o) => Some(o),
+            Err(e) => {
+                tracing::warn!(error = format!("{e:#}"), "culprit stacks are off: the kernel's BTF does not say where a task's thread pointer is");
+                None
+            }
+        };
+        Stacks { maps, task_fsbase, jvms: HashMap::new(), refused: HashMap::new() }
+    }
+
+    /// Forgets released JVMs and reads the layout of new ones (a few per call).
+    pub fn poll(&mut self, mgr: &AttachManager) {
+        let gone: Vec<u32> = self
+            .jvms
+            .iter()
+            .filter(|(slot, j)| {
+                mgr.jvms.get(&j.pid).is_none_or(|m| m.slot != **slot || m.found.start != j.start)
+            })
+            .map(|(slot, _)| *slot)
+            .chain(self.refused.iter().filter(|(slot, (pid, start, _))| {
+                mgr.jvms.get(pid).is_none_or(|m| m.slot != **slot || m.found.start != *start)
+            }).map(|(slot, _)| *slot))
+            .collect();
+        for slot in gone {
+            self.forget(slot);
         }
-        if let Some(why) = self.refused.get(&slot) {
-            anyhow::bail!("{why}");
+        let Some(fsbase) = self.task_fsbase else { return };
+        let new: Vec<(u32, Found)> = mgr
+            .jvms
+            .values()
+            .filter(|j| j.state == JvmState::Live)
+            .filter(|j| !self.jvms.contains_key(&j.slot) && !self.refused.contains_key(&j.slot))
+            .take(PREPARE_PER_POLL)
+            .map(|j| (j.slot, j.found.clone()))
+            .collect();
+        for (slot, found) in new {
+            self.prepare(slot, &found, fsbase);
         }
-        match read_layout(found) {
+    }
+
+    /// Reads the JVM's layout and writes it into its slot of `stack_layout`.
+    fn prepare(&mut self, slot: u32, found: &Found, task_fsbase: u32) {
+        let r = read_layout(found).and_then(|(layout, process)| {
+            let mut v = kernel_layout(&layout, &process);
+            v.task_fsbase = task_fsbase;
+            // SAFETY: a plain C struct of integers (generated from stacks.h).
+            let bytes = unsafe { plain::as_bytes(&v) };
+            self.maps
+                .layout
+                .update(&slot.to_ne_bytes(), bytes, MapFlags::ANY)
+                .context("writing stack_layout")?;
+            Ok((layout, process))
+        });
+        match r {
             Ok((layout, process)) => {
-                let v = kernel_layout(&layout, &process);
-                // SAFETY: a plain C struct of integers (generated from stacks.h).
-                let bytes = unsafe { plain::as_bytes(&v) };
-                map.update(&slot.to_ne_bytes(), bytes, MapFlags::ANY)
-                    .context("writing stack_layout")?;
                 tracing::info!(
                     pid = found.pid,
                     code_heaps = process.code_heaps.len(),
                     "culprit stacks: layout read from the JVM's VMStructs"
                 );
-                self.jvms.insert(
-                    slot,
-                    Jvm {
-                        pid: found.pid,
-                        start: found.start,
-                        layout,
-                        names: HashMap::new(),
-                        named: BTreeSet::new(),
-                    },
-                );
-                Ok(())
+                let jvm = Jvm {
+                    pid: found.pid,
+                    start: found.start,
+                    layout,
+                    names: HashMap::new(),
+                    named: BTreeSet::new(),
+                };
+                self.jvms.insert(slot, jvm);
             }
             Err(e) => {
                 let why = format!("{e:#}");
-                tracing::warn!(pid = found.pid, error = why, "culprit stacks: no layout");
-                self.refused.insert(slot, why.clone());
-                anyhow::bail!("{why}")
+                tracing::warn!(pid = found.pid, error = why, "culprit stacks: no layout for this JVM");
+                self.refused.insert(slot, (found.pid, found.start, why));
             }
         }
     }
 
     /// Forgets a released slot: its layout, its stacks and their budget.
-    pub fn forget<A: MapCore, B: MapCore, C: MapCore>(
-        &mut self,
-        slot: u32,
-        layout: &A,
-        counts: &B,
-        held: &C,
-    ) {
+    fn forget(&mut self, slot: u32) {
         self.jvms.remove(&slot);
         self.refused.remove(&slot);
-        let zero = stack_layout::default();
-        // SAFETY: a plain C struct of integers.
-        let bytes = unsafe { plain::as_bytes(&zero) };
-        let r = layout
-            .update(&slot.to_ne_bytes(), bytes, MapFlags::ANY)
-            .map_err(anyhow::Error::from)
+        let m = &self.maps;
+        let r = maps::reset_slot(&m.layout, slot)
             .and_then(|_| {
-                maps::forget_where(counts, |k| decode::<stack_key>(k).is_some_and(|k| k.slot == slot))
+                maps::forget_where(&m.counts, |k| decode::<stack_key>(k).is_some_and(|k| k.slot == slot))
             })
-            .and_then(|_| maps::reset_slot(held, slot));
+            .and_then(|_| maps::reset_slot(&m.held, slot));
         if let Err(e) = r {
             tracing::warn!(slot, error = format!("{e:#}"), "culprit stacks: forgetting a slot failed");
         }
     }
 
+    /// Slots whose layout could not be read, with why (the agent's health).
+    pub fn refused(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.refused.iter().map(|(slot, (_, _, why))| (*slot, why.as_str()))
+    }
+
+    /// `jvmdiag_agent_stack_walks_total`.
+    pub fn walks(&self) -> Result<Family> {
+        Ok(walks_family(&maps::read_stats(&self.maps.stats)?))
+    }
+
     /// Names the counted stacks: the lines of `/stacks` and the metric's samples. `max_frames`:
     /// application frames named per JVM (the rest are `other`).
-    pub fn read<M: MapCore>(&mut self, counts: &M, max_frames: u32) -> Result<(Vec<Line>, Family)> {
-        let mut lines = Vec::new();
+    pub fn read(&mut self, max_frames: u32) -> Result<(Vec<Line>, Family)> {
+        let mut lines: BTreeMap<(u32, &'static str, String), u64> = BTreeMap::new();
         let mut by_frame: BTreeMap<(u32, &'static str, String), u64> = BTreeMap::new();
-        for (k, v) in maps::entries(counts)? {
+        for (k, v) in maps::entries(&self.maps.counts)? {
             let (Some(key), Some(val)) = (decode::<stack_key>(&k), decode::<stack_value>(&v)) else {
                 continue;
             };
@@ -267,13 +414,17 @@ impl Stacks {
                 None => "none".to_string(),
             };
             *by_frame.entry((key.slot, kind, app)).or_default() += val.count;
-            lines.push(Line { kind, slot: key.slot, frames, count: val.count });
+            // Stacks that differ only where the names do not show (bci, pc) are one line.
+            *lines.entry((key.slot, kind, frames)).or_default() += val.count;
         }
         let mut f = metrics::CULPRIT_STACK_SAMPLES.family();
         for ((slot, kind, frame), n) in by_frame {
             f.jvm(slot, vec![("kind", kind.to_string()), ("frame", frame)], Value::Counter(n));
         }
-        lines.sort_by(|a, b| (a.slot, a.kind, &a.frames).cmp(&(b.slot, b.kind, &b.frames)));
+        let lines = lines
+            .into_iter()
+            .map(|((slot, kind, frames), count)| Line { kind, slot, frames, count })
+            .collect();
         Ok((lines, f))
     }
 }
@@ -358,6 +509,25 @@ fn frame_text(class: &str, method: &str) -> String {
         .chars()
         .map(|c| if c == ';' || c.is_whitespace() || c.is_control() { '_' } else { c })
         .collect()
+}
+
+/// Where a task's user thread pointer (x86-64 FS base) is kept: `task_struct.thread.fsbase`.
+fn task_fsbase_offset() -> Result<u32> {
+    use libbpf_rs::btf::types::{MemberAttr, Struct};
+    use libbpf_rs::btf::Btf;
+    let btf = Btf::from_vmlinux().context("reading /sys/kernel/btf/vmlinux")?;
+    let member = |ty: &str, name: &str| -> Result<u32> {
+        let s: Struct<'_> = btf.type_by_name(ty).with_context(|| format!("no struct {ty}"))?;
+        let m = s
+            .iter()
+            .find(|m| m.name.and_then(|n| n.to_str()) == Some(name))
+            .with_context(|| format!("no {ty}.{name}"))?;
+        match m.attr {
+            MemberAttr::Normal { offset } if offset % 8 == 0 => Ok(offset / 8),
+            _ => anyhow::bail!("{ty}.{name} is a bit field"),
+        }
+    };
+    Ok(member("task_struct", "thread")? + member("thread_struct", "fsbase")?)
 }
 
 /// The JVM's layout and its process statics, read from its own memory.

@@ -87,10 +87,6 @@ pub struct Starters {
     fork: Option<Link>,
     jvms: HashMap<u32, JvmStarters>,
     last_check: Option<Instant>,
-    /// The starting threads' Java stacks (src/stacks.rs).
-    stacks: crate::stacks::Stacks,
-    /// Application frames named per JVM in jvmdiag_culprit_stack_samples_total.
-    max_frames: u32,
 }
 
 /// Loads the object; None (logged) where it cannot load (e.g. no kernel BTF for
@@ -103,8 +99,6 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>, settings: Settings) -
             fork: None,
             jvms: HashMap::new(),
             last_check: None,
-            stacks: Default::default(),
-            max_frames: cfg.settings.get(&threads::MAX_THREAD_NAMES),
         }),
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "the on-demand starter probe is off");
@@ -121,9 +115,8 @@ fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSk
     let max_pairs = cfg.settings.get(&threads::MAX_THREAD_NAMES);
     ro.collector_bit = cfg.collector_bit;
     ro.max_pairs = max_pairs;
-    ro.stack_rate = cfg.settings.get(&threads::STACK_SAMPLES);
-    ro.stack_share = cfg.settings.get(&threads::MAX_STACKS);
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    crate::stacks::configure!(open, cfg);
     collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_jvms, max_pairs))?;
@@ -255,10 +248,6 @@ impl Starters {
     /// JVM_StartThread (uprobe) and hotspot:thread__start (USDT) on this process alone, and
     /// sched_process_fork if no window holds it yet.
     fn attach(&mut self, mgr: &mut AttachManager, pid: u32) -> Result<Vec<Link>> {
-        if let Some(j) = mgr.jvms.get(&pid) {
-            // Without a layout the window still names the starters; the stacks say why not.
-            let _ = self.stacks.prepare(&self.skel.maps.stack_layout, j.slot, &j.found);
-        }
         let p = &self.skel.progs;
         let links = mgr.attach_to_process(pid, |target| {
             let start = target
@@ -273,9 +262,8 @@ impl Starters {
         Ok(links)
     }
 
-    fn forget(&mut self, slot: u32, namespace: u32) {
+    fn forget(&self, slot: u32, namespace: u32) {
         let m = &self.skel.maps;
-        self.stacks.forget(slot, &m.stack_layout, &m.stack_counts, &m.stack_held);
         let r = maps::forget_where(&m.starts_by_starter, |k| {
             decode::<starter_key>(k).is_some_and(|k| k.slot == slot)
         })
@@ -289,11 +277,8 @@ impl Starters {
 
     /// `jvmdiag_thread_starts_by_starter_total`, and for JVMs the probe was attached to, the
     /// attached gauge and the windows counter.
-    pub fn collect(&mut self, out: &mut Vec<Family>) -> Result<Vec<crate::stacks::Line>> {
+    pub fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         out.push(starts_by_starter_family(&maps::entries(&self.skel.maps.starts_by_starter)?));
-        let (lines, samples) = self.stacks.read(&self.skel.maps.stack_counts, self.max_frames)?;
-        out.push(samples);
-        out.push(crate::stacks::walks_family(&maps::read_stats(&self.skel.maps.stack_stats)?));
         let mut attached = metrics::AGENT_STARTER_PROBE_ATTACHED.family();
         let mut windows = metrics::AGENT_STARTER_PROBE_WINDOWS.family();
         for s in self.jvms.values().filter(|s| s.windows > 0) {
@@ -311,7 +296,7 @@ impl Starters {
             "starters",
             &inflight::lost_totals(&maps::read_stats(&self.skel.maps.stats)?, &INFLIGHT),
         ));
-        Ok(lines)
+        Ok(())
     }
 }
 

@@ -12,6 +12,7 @@
 #include "fold.bpf.h"
 #include "inflight.bpf.h"
 #include "monitors.h"
+#include "stacks.bpf.h"
 
 /* Set by the loader before load: monitor classes per JVM (a JVM's own maxClasses in
  * jvm_limits may lower it). */
@@ -142,6 +143,7 @@ int monitor_enter(struct pt_regs *ctx)
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + MON_PROBE_ENTER);
+	capture_stack(ctx, slot, STACK_KIND_MONITOR_WAIT);
 	struct mon_scratch *sc = bpf_map_lookup_elem(&mon_scratch, &zero);
 	struct mon_stat *init = bpf_map_lookup_elem(&mon_zero, &zero);
 	if (!sc || !init)
@@ -177,6 +179,19 @@ int monitor_entered(struct pt_regs *ctx)
 	if (st)
 		hist_add(&st->blocked, ns);
 	inflight_done(&mon_inflight, MON_TABLE_INFLIGHT, &k);
+	return 0;
+}
+
+/* hotspot:monitor__contended__exit(same arguments): the owner releases a monitor another
+ * thread waits for; only its stack is taken (the holder's code, kind monitor_hold). */
+SEC("usdt")
+int monitor_exit(struct pt_regs *ctx)
+{
+	__u32 slot;
+	if (current_slot(&slot))
+		return 0;
+	stat_inc(STAT_EVENTS_0 + MON_PROBE_EXIT);
+	capture_stack(ctx, slot, STACK_KIND_MONITOR_HOLD);
 	return 0;
 }
 

@@ -10,6 +10,7 @@ enum monitors_probe {
 	MON_PROBE_ENTERED = 1, /* USDT hotspot:monitor__contended__entered */
 	MON_PROBE_WAIT = 2,    /* USDT hotspot:monitor__wait (Object.wait) */
 	MON_PROBE_WAITED = 3,  /* USDT hotspot:monitor__waited */
+	MON_PROBE_EXIT = 4,    /* USDT hotspot:monitor__contended__exit (culprit stacks only) */
 };
 
 /* Contended enters in flight at once (one per blocked thread), over all JVMs: the loader

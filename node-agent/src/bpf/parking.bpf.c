@@ -11,6 +11,7 @@
 #include "fold.bpf.h"
 #include "inflight.bpf.h"
 #include "parking.h"
+#include "stacks.bpf.h"
 
 /* Set by the loader before load: names per JVM (--max-thread-names; a JVM's own
  * maxThreadNames in jvm_limits may lower it). */
@@ -66,12 +67,13 @@ static __noinline int count_new(struct park_key *key, const char *comm)
 	return 0;
 }
 
-static __always_inline int begin(__u32 probe)
+static __always_inline int begin(struct pt_regs *ctx, __u32 probe)
 {
 	__u32 slot;
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + probe);
+	capture_stack(ctx, slot, STACK_KIND_PARK);
 	char comm[COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));
 	__u64 h = fold(NULL, comm, COMM_LEN, COMM_LEN);
@@ -111,7 +113,7 @@ static __always_inline int end(__u32 probe)
 SEC("usdt")
 int park_begin(struct pt_regs *ctx)
 {
-	return begin(PARK_PROBE_BEGIN);
+	return begin(ctx, PARK_PROBE_BEGIN);
 }
 
 /* hotspot:thread__park__end(parker): the same thread returns from Parker::park. */
@@ -126,7 +128,7 @@ int park_end(struct pt_regs *ctx)
 SEC("uprobe")
 int park_begin_sym(struct pt_regs *ctx)
 {
-	return begin(PARK_PROBE_BEGIN_SYM);
+	return begin(ctx, PARK_PROBE_BEGIN_SYM);
 }
 
 SEC("uretprobe")

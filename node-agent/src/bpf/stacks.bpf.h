@@ -1,6 +1,7 @@
 /* Culprit stacks: walks the current thread's Java frames in the kernel and counts the stack.
- * Included by an object whose probe runs in the culprit thread (starters.bpf.c); needs CO-RE
- * for the thread pointer (task_struct.thread.fsbase), so that object keeps its relocations.
+ * Included by each object whose probe runs in a culprit thread (starters, vmops, monitors,
+ * parking); its maps are the agent's, shared by every such object (src/stacks.rs), so one
+ * JVM's stacks, budget and layout are one set whichever probe took them.
  *
  * The walk starts at the thread's last Java frame, which HotSpot records in the JavaThread's
  * frame anchor whenever Java code calls into the VM (a native method, a runtime call): every
@@ -36,7 +37,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_JVMS);
+	__uint(max_entries, MAX_JVMS * STACK_KINDS);
 	__type(key, __u32);
 	__type(value, struct stack_tokens);
 } stack_tokens SEC(".maps");
@@ -99,13 +100,14 @@ static __always_inline int read_word(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
 }
 
-/* One token of the JVM's budget for this second. */
-static __always_inline int take_stack_token(__u32 slot)
+/* One token of the JVM's budget for this kind and second. */
+static __always_inline int take_stack_token(__u32 slot, __u32 kind)
 {
 	__u32 rate = jvm_limit(slot, stacks, stack_rate);
 	if (!rate)
 		return 0;
-	struct stack_tokens *t = bpf_map_lookup_elem(&stack_tokens, &slot);
+	__u32 i = slot * STACK_KINDS + kind;
+	struct stack_tokens *t = bpf_map_lookup_elem(&stack_tokens, &i);
 	if (!t)
 		return 0;
 	__u64 second = bpf_ktime_get_ns() / 1000000000ULL;
@@ -229,9 +231,9 @@ static long stack_step(__u64 index, void *ctx)
 static __always_inline __u64 current_java_thread(const struct stack_layout *L)
 {
 #if defined(__TARGET_ARCH_x86)
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), dtv = 0, block = 0, thread = 0;
-	if (!fsbase || read_word(&dtv, fsbase + 8) || !dtv || read_word(&block, dtv + L->tls_module * 16) ||
+	__u64 task = bpf_get_current_task(), fsbase = 0, dtv = 0, block = 0, thread = 0;
+	if (!L->task_fsbase || bpf_probe_read_kernel(&fsbase, sizeof(fsbase), (const void *)(task + L->task_fsbase)) ||
+	    !fsbase || read_word(&dtv, fsbase + 8) || !dtv || read_word(&block, dtv + L->tls_module * 16) ||
 	    !block || block == (__u64)-1 || read_word(&thread, block + L->tls_offset))
 		return 0;
 	return thread;
@@ -252,17 +254,43 @@ static __always_inline __u64 stack_hash(const struct stack_walk *w)
 	return h;
 }
 
+/* A thread in a leaf call from Java into the VM (a monitor exit from compiled code or the
+ * interpreter) has no frame anchor: its Java frames start below the VM's own frames, which
+ * keep frame pointers (HotSpot builds libjvm with them on x86-64). Follows the frame-pointer
+ * chain from the probe's registers to the first return address into Java code; 0 when found. */
+static __always_inline int native_to_java(struct pt_regs *ctx, const struct stack_layout *L, struct stack_walk *w)
+{
+	__u64 fp = PT_REGS_FP(ctx);
+	for (int i = 0; i < STACK_NATIVE_FRAMES; i++) {
+		__u64 ret = 0, link = 0;
+		if (!fp || read_word(&ret, fp + 8) || read_word(&link, fp))
+			return -1;
+		if ((ret >= L->interp_low && ret < L->interp_high) || heap_of(L, ret) >= 0) {
+			w->sp = fp + 16;
+			w->fp = link;
+			w->pc = ret;
+			return 0;
+		}
+		if (link <= fp)
+			return -1; /* a frame chain goes up the stack */
+		fp = link;
+	}
+	return -1;
+}
+
 /* Takes the current thread's stack for `kind` if the JVM's budget allows, and counts it. */
-static __always_inline void capture_stack(__u32 slot, __u32 kind)
+static __always_inline void capture_stack(struct pt_regs *ctx, __u32 slot, __u32 kind)
 {
 	__u32 zero = 0;
+	if (!stack_rate)
+		return; /* stacks off: the verifier drops the rest (stack_rate is read-only) */
+	if (!take_stack_token(slot, kind)) {
+		stack_outcome(kind, STACK_NO_TOKEN);
+		return;
+	}
 	struct stack_layout *L = bpf_map_lookup_elem(&stack_layout, &slot);
 	if (!L || !L->ready) {
 		stack_outcome(kind, STACK_NO_LAYOUT);
-		return;
-	}
-	if (!take_stack_token(slot)) {
-		stack_outcome(kind, STACK_NO_TOKEN);
 		return;
 	}
 	__u64 thread = current_java_thread(L);
@@ -285,7 +313,7 @@ static __always_inline void capture_stack(__u32 slot, __u32 kind)
 		stack_outcome(kind, STACK_READ_FAILED);
 		return;
 	}
-	if (!w->sp) {
+	if (!w->sp && native_to_java(ctx, L, w)) {
 		stack_outcome(kind, STACK_NO_JAVA_FRAME);
 		return;
 	}

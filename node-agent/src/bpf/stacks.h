@@ -13,6 +13,8 @@
 /* Hops back through a code heap's segment map to a blob's first segment: each hop moves up
  * to 254 segments, so 64 hops cover a 1 MiB blob at 64-byte segments. */
 #define STACK_SEGMAP_HOPS 64
+/* VM frames followed to the first Java frame when the thread has no frame anchor. */
+#define STACK_NATIVE_FRAMES 8
 /* A compiled frame larger than this (in words) is taken as a bad read. */
 #define STACK_MAX_FRAME_WORDS 65536
 /* Distinct stacks held at once: a table shared by every JVM, one JVM at most
@@ -86,7 +88,7 @@ struct stack_layout {
 	__u32 blob_frame_size; /* CodeBlob::_frame_size (int, words) */
 	__u32 nmethod_compile_id;
 	__u32 method_const_method;
-	__u32 pad;
+	__u32 task_fsbase; /* offsetof(struct task_struct, thread.fsbase), from the kernel's BTF */
 };
 
 /* Map stack_counts: stack_key -> stack_value. */
@@ -103,7 +105,8 @@ struct stack_value {
 	struct java_frame frames[STACK_MAX_FRAMES];
 };
 
-/* Map stack_tokens, per JVM slot: the sampling budget of the current second. */
+/* Map stack_tokens, per JVM slot and kind (slot * STACK_KINDS + kind): the sampling budget of
+ * the current second, so one kind's storm never takes another kind's samples. */
 struct stack_tokens {
 	__u64 second;
 	__u64 used;

@@ -14,7 +14,6 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 #include "common.bpf.h"
 #include "fold.bpf.h"
@@ -70,7 +69,7 @@ int BPF_UPROBE(starter_enter)
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_JVM_START);
-	capture_stack(slot, STACK_KIND_THREAD_START);
+	capture_stack(ctx, slot, STACK_KIND_THREAD_START);
 	struct starter_of s = { .slot = slot };
 	char comm[COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));

@@ -9,6 +9,7 @@
 #include "common.bpf.h"
 #include "fold.bpf.h"
 #include "vmops.h"
+#include "stacks.bpf.h"
 
 const volatile __u32 max_names = 64;
 /* Requesters named per JVM (--max-thread-names; a JVM's own maxThreadNames may lower it). */
@@ -100,6 +101,7 @@ int BPF_USDT(vmop_request, void *name, long len, long mode)
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + VMOPS_PROBE_REQUEST);
+	capture_stack(ctx, slot, STACK_KIND_VM_OPERATION);
 	struct vmop_req_key *k = bpf_map_lookup_elem(&vmop_req_scratch, &zero);
 	if (!k)
 		return 0;

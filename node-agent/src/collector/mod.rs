@@ -42,6 +42,9 @@ pub struct LoadConfig {
     /// The agent's `slot_namespace` map (inflight.bpf.h: each slot's namespace id), which every
     /// object with in-flight tables reuses (`inflight::configure`); None: no namespace shares.
     pub slot_namespace: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// The agent's culprit-stack maps (src/stacks.rs), which every object taking stacks
+    /// reuses; None: its stacks are off.
+    pub stacks: Option<std::sync::Arc<crate::stacks::Fds>>,
     /// `--max-jvms-per-namespace`: sets the in-flight tables' namespace shares.
     pub max_jvms_per_namespace: u32,
     /// The values of every registered collector's flags (`Registration::flags`).

@@ -30,11 +30,12 @@ use crate::skel::consts;
 use crate::skel::monitors::types::{mon_stat, mon_thread_key, mon_wait, name_key};
 use crate::skel::monitors::{MonitorsSkel, MonitorsSkelBuilder};
 
-const PROBES: [&str; 4] = super::probe_names([
+const PROBES: [&str; 5] = super::probe_names([
     (consts::MON_PROBE_ENTER, "monitor__contended__enter"),
     (consts::MON_PROBE_ENTERED, "monitor__contended__entered"),
     (consts::MON_PROBE_WAIT, "monitor__wait"),
     (consts::MON_PROBE_WAITED, "monitor__waited"),
+    (consts::MON_PROBE_EXIT, "monitor__contended__exit"),
 ]);
 
 /// Bound on /proc/PID/environ (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS).
@@ -84,10 +85,12 @@ pub struct Monitors {
     flags: Mutex<HashMap<u32, (u32, bool)>>,
     /// `--monitors-object-wait`: the wait probes are attached too.
     object_wait: bool,
+    /// Culprit stacks are on: `monitor__contended__exit` is attached for the holders' stacks.
+    holder_stacks: bool,
 }
 
 /// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
-const USDT_PROBES: u32 = 4;
+const USDT_PROBES: u32 = 5;
 
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Collector>> {
     let mut open = MonitorsSkelBuilder::default()
@@ -100,6 +103,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.max_names = max_classes;
     ro.max_thread_names = max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    crate::stacks::configure!(open, cfg);
     crate::probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, max_classes))?;
@@ -120,7 +124,8 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     (ro.inflight_share, ro.inflight_ns_share) = (shares.jvm, shares.namespace);
     let skel = open.load().context("load monitors.bpf.o")?;
     let object_wait = cfg.settings.get(&OBJECT_WAIT);
-    Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()), object_wait }))
+    let holder_stacks = cfg.settings.get(&threads::STACK_SAMPLES) > 0;
+    Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()), object_wait, holder_stacks }))
 }
 
 /// Reads an options file of process `pid` as the JVM does: an absolute path inside its root, a
@@ -199,9 +204,11 @@ impl Collector for Monitors {
         ];
         // Without --monitors-object-wait the wait probes are not attached: no trap per wait.
         let wanted = if self.object_wait { 4 } else { 2 };
+        let exit = (&p.monitor_exit, "monitor__contended__exit");
         let usdt: Result<Vec<_>> = probes
             .into_iter()
             .take(wanted)
+            .chain(self.holder_stacks.then_some(exit))
             .map(|(prog, name)| {
                 target.usdt(prog, "hotspot", name).with_context(|| format!("USDT hotspot:{name}"))
             })

@@ -54,6 +54,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = max_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
+    crate::stacks::configure!(open, cfg);
     probe::prepare_uprobes(open.open_object_mut());
     probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
