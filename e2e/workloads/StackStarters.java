@@ -10,8 +10,8 @@ import java.util.List;
  *
  * Chain A: runA -> levelA1 -> ... -> levelA12 -> startA -> Thread.start; chain B the same with
  * levelB* and startB. First, if WARM > 0, `warm-A` and `warm-B` start WARM threads each
- * (`warm-a-N`, `warm-b-N`) through the same chains so that the JIT compiles (and inlines)
- * them. Then DIR/ready. On DIR/trigger, `trigger` starts short `storm-N` threads from
+ * (`warm-aR-N`, `warm-bR-N`, two rounds R with a pause of 1 s after each) through the same
+ * chains so that the JIT compiles (and inlines) them. Then DIR/ready. On DIR/trigger, `trigger` starts short `storm-N` threads from
  * stormStart (another stack) as fast as it can until DIR/go: the start rate that opens the
  * agent's starter window. Then `starter-A` starts A threads `worker-a-N` through chain A and
  * `starter-B` B threads `worker-b-N` through chain B, both at once; DIR/done gets
@@ -139,13 +139,16 @@ public class StackStarters {
         int b = Integer.parseInt(args[2]);
         int warm = Integer.parseInt(args[3]);
         int[] counts = new int[2];
-        if (warm > 0) {
-            Thread wa = starter("warm-A", true, "warm-a", warm, counts, 0);
-            Thread wb = starter("warm-B", false, "warm-b", warm, counts, 1);
+        // Two rounds with a pause after each: the compilations the first one queued are done
+        // (C2 compiles in the background), the second one runs (and profiles) their code.
+        for (int round = 0; warm > 0 && round < 2; round++) {
+            Thread wa = starter("warm-A", true, "warm-a" + round, warm / 2, counts, 0);
+            Thread wb = starter("warm-B", false, "warm-b" + round, warm / 2, counts, 1);
             wa.start();
             wb.start();
             wa.join();
             wb.join();
+            Thread.sleep(1000);
         }
         Files.write(dir.resolve("ready"), new byte[0]);
         waitFor(dir.resolve("trigger"));
