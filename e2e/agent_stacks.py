@@ -254,6 +254,19 @@ def get_stacks(port):
     return urllib.request.urlopen(url, timeout=10).read().decode()
 
 
+def settled_stacks(port, pid, timeout=15):
+    """/stacks once the pid's lines stop changing for a second (samples reach the agent's
+    tables asynchronously)."""
+    last, t0 = None, time.time()
+    while time.time() - t0 < timeout:
+        text = get_stacks(port)
+        if last is not None and parse_stacks(text, pid) == parse_stacks(last, pid):
+            return text
+        last = text
+        time.sleep(1)
+    return last
+
+
 def culprit_series(metrics, pid):
     """jvmdiag_culprit_stack_samples_total{kind="thread_start"} of one pid, by frame."""
     out = collections.Counter()
@@ -450,7 +463,7 @@ def workload(jdk, tag, mode, port, rate, a=A, b=B):
     )
     procs.append(p)
     r = {"name": name, "pid": p.pid, "rate": rate, "windows": None}
-    agent = None
+    agent, ok = None, False
     try:
         wait_file(os.path.join(d, "ready"), 180, p)
         if port is not None:
@@ -467,7 +480,7 @@ def workload(jdk, tag, mode, port, rate, a=A, b=B):
         wait_file(os.path.join(d, "done"), 120, p)
         r["done"] = open(os.path.join(d, "done")).read().split()
         if port is not None:
-            s1 = get_stacks(port)
+            s1 = settled_stacks(port, p.pid)
             metrics = scrape(port)
             s2 = get_stacks(port)
             open(os.path.join(d, "stacks.txt"), "w").write(s2)
@@ -482,6 +495,7 @@ def workload(jdk, tag, mode, port, rate, a=A, b=B):
             r["stacks"] = parse_stacks(s2, p.pid)
             r["metric"] = culprit_series(metrics, p.pid)
             r["windows"] = st.get("jvmdiag_agent_starter_probe_windows_total")
+        ok = True
     finally:
         if agent is not None:
             stop(agent)
@@ -490,7 +504,8 @@ def workload(jdk, tag, mode, port, rate, a=A, b=B):
             p.wait(timeout=60)  # JFR writes its recording at exit
         except subprocess.TimeoutExpired:
             p.kill()
-            raise RuntimeError("the workload did not stop within 60 s") from None
+            if ok:  # else the error that ended the run says more
+                raise RuntimeError("the workload did not stop within 60 s") from None
     events = jfr_events(jfr)
     r["jfr_events"] = events
     meas = measured(events)
@@ -560,8 +575,13 @@ def checks(name, get):
     cache = {}
 
     def one(check):
-        if "r" not in cache:
-            cache["r"] = get()
+        if "r" not in cache and "error" not in cache:
+            try:
+                cache["r"] = get()
+            except Exception as e:
+                cache["error"] = f"{type(e).__name__}: {e}"
+        if "error" in cache:
+            return [f"the run failed: {cache['error']}"]
         r = cache["r"]
         pre = r["workload"] + ([r["setup"]] if r.get("setup") else [])
         return [f"setup: {p}" for p in pre] + check(r)

@@ -18,8 +18,12 @@ import java.util.List;
  * "A B STORM". Lives until DIR/stop.
  */
 public class StackStarters {
+    /** Waits for p; exits if DIR/stop comes first (the test gave up). */
     static void waitFor(Path p) throws InterruptedException {
         while (!Files.exists(p)) {
+            if (Files.exists(p.resolveSibling("stop"))) {
+                System.exit(3);
+            }
             Thread.sleep(10);
         }
     }
@@ -159,6 +163,9 @@ public class StackStarters {
                 try {
                     Batch batch = new Batch();
                     while (!Files.exists(dir.resolve("go"))) {
+                        if (Files.exists(dir.resolve("stop"))) {
+                            System.exit(3);
+                        }
                         for (int i = 0; i < 50; i++) {
                             batch.add(stormStart("storm-" + storm[0]++));
                         }
