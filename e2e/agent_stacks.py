@@ -685,6 +685,25 @@ def self_test(jdk, tag, mode):
     caught("over budget", good, check_bounded, lambda v: v.update(rate=1))
     # Nothing served for the pid.
     caught("empty /stacks", "", check_match)
+
+    def cut_to(keep):
+        """Each line cut on the root side to its `keep` top frames, marked truncated."""
+        out = []
+        for l in lines:
+            st, _, n = l.rpartition(" ")
+            fr = st.split(";")
+            if len(fr) - 2 > keep:
+                fr = fr[:2] + ["…truncated"] + fr[-keep:]
+            out.append(";".join(fr) + " " + n)
+        return "\n".join(out)
+
+    # Truncated to the chain (+ the JDK frames on top): all checks still pass.
+    for check in (check_match, check_proportional, check_bounded):
+        problems += [
+            f"truncated {check.__name__}: {p}" for p in check(with_agent_view(r, cut_to(DEPTH + 2)))
+        ]
+    # Truncated inside the chain: no longer JFR's stack.
+    caught("truncated to 8 frames", cut_to(8), check_match)
     return problems
 
 
