@@ -28,6 +28,10 @@ open the window early), with --starter-threshold 200, --starter-window-seconds 3
       starts after the warm-up (all but warm-*-N) and at most the token bucket's budget,
       windows x (rate x window + burst), burst assumed one second of tokens (STACKS_BURST
       overrides).
+Each test first checks that the run is the one assumed ("setup: ..." when not): JFR saw
+exactly the workload's 3000 + 1000 measured starts; the chains' frames in JFR are of the
+mode's kind (interpreted; JIT compiled, none inlined; inlined, or where JFR marks no frame
+inlined (JDK 11) the chains inlined per -XX:+PrintInlining); the window was still open after.
 One more run with a low rate (STACKS_LOW_RATE a second) where the budget binds.
 Usage: agent_stacks.py AGENT_BINARY WORKDIR JDK [JDK ...]
        agent_stacks.py --self-test WORKDIR JDK [JDK ...]  (no agent, no root: the workload
