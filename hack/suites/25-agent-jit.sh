@@ -5,6 +5,8 @@
 #    a 4 MB code cache filling up: full events vs jcmd full_count and the JVM's warning.
 #  - tests/fallback.rs: copies of the JDKs without .note.stapsdt, also without .symtab, and
 #    -XX:-UsePerfData land in uprobe / hsperfdata / none, exact against PerfCounter.print.
+#  - e2e/agent_stacks.py: the culprit stacks at thread start (/stacks and the metric) against
+#    JFR's jdk.ThreadStart stacks, interpreted, C1, C2 and inlined (JDK 11 and 21 too when set up).
 # The JDK copies are made once in $JVMDIAG_CACHE/jdk-variants (hard links but libjvm.so).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -36,6 +38,21 @@ wait "$TEST_PID"
 grep -E '^test |test result|panicked|^    ' "$OUT/cargo-test.log" | grep -v '^    [0-9]*: \|^    at ' || true
 read -r pass fail < <(count_cargo "$OUT/cargo-test.log")
 [ $((pass + fail)) -gt 0 ] || fail=1
+
+log "building jvmdiag-agent (release) for the culprit stacks test"
+if nice cargo build --release -p jvmdiag-agent >"$OUT/build-release.log" 2>&1; then
+  log "culprit stacks at thread start against JFR (e2e/agent_stacks.py)"
+  setsid timeout 1800 python3 "$REPO_ROOT/e2e/agent_stacks.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-stacks" "$JDK17" "$JDK25" \
+    > >(tee "$OUT/e2e-stacks.log") 2> "$OUT/e2e-stacks.stderr" &
+  TEST_PID=$!
+  wait "$TEST_PID"
+  cat "$OUT/e2e-stacks.stderr" >&2
+  read -r p f < <(count_cargo "$OUT/e2e-stacks.log")
+  pass=$((pass + p)); fail=$((fail + f))
+  [ $((p + f)) -gt 0 ] || fail=$((fail + 1))
+else
+  tail -n 30 "$OUT/build-release.log"; fail=$((fail + 1))
+fi
 
 suite_result agent-jit "$pass" "$fail"
 [ "$fail" -eq 0 ]
