@@ -307,17 +307,17 @@ mod tests {
         ])
         .unwrap();
         let s = Settings::from(&cfg, &env(&[]));
-        assert_eq!((s.limits.words(), s.limits_invalid), ([7, 9, 20], 0));
+        assert_eq!((s.limits.words(), s.limits_invalid), ([7, 9, 20, 0], 0));
         let s = Settings::from(
             &cfg,
             &env(&[("JVMDIAG_LIMITS", "maxThreadNames=3,maxClasses=5,maxNew=1")]),
         );
-        assert_eq!((s.limits.words(), s.limits_invalid), ([3, 9, 5], 0));
+        assert_eq!((s.limits.words(), s.limits_invalid), ([3, 9, 5, 0], 0));
         let s =
             Settings::from(&cfg, &env(&[("JVMDIAG_LIMITS", "maxThreadNames=300,maxMethods=x")]));
         assert_eq!(
             (s.limits.words(), s.limits_invalid),
-            ([7, 9, 20], 1),
+            ([7, 9, 20, 0], 1),
             "clamped to the flag; a bad value counted"
         );
     }
