@@ -1255,26 +1255,33 @@ def storm_bench(jdk, label, main, args, unit, jvm_opts=(), seconds=4, rounds=2, 
         )
         return int(re.search(r"ops (\d+)", r.stdout).group(1))
 
-    def traced():
-        a = start_agent("--match-jvm", main, object_wait=object_wait)
+    def traced(*extra):
+        a = start_agent("--match-jvm", main, *extra, object_wait=object_wait)
         try:
             return once()
         finally:
             stop(a)
 
-    base, with_agent = [], []
+    # The agent as it runs by default (culprit stacks on), and with stacks off: their ratio is
+    # what the stacks cost on top of the always-on probes.
+    runs = {
+        "base": once,
+        "agent": traced,
+        "nostacks": lambda: traced("--stack-samples-per-second", "0"),
+    }
+    got = {k: [] for k in runs}
+    order = list(runs)
     for i in range(rounds):
-        if i % 2:
-            with_agent.append(traced())
-            base.append(once())
-        else:
-            base.append(once())
-            with_agent.append(traced())
+        for k in order[i % 3 :] + order[: i % 3]:
+            got[k].append(runs[k]())
+    base, with_agent, nostacks = got["base"], got["agent"], got["nostacks"]
     ratios = [t / b for b, t in zip(base, with_agent)]
     print(
         f"# {label} ({seconds}s x{rounds}): without agent median {statistics.median(base):.0f} {unit}, "
         f"with agent {statistics.median(with_agent):.0f} {unit}; ratio per round median {spread(ratios)}; "
-        f"rounds {base} {with_agent}",
+        f"agent with culprit stacks off: ratio {spread([t / b for b, t in zip(base, nostacks)])}; "
+        f"stacks on against off: ratio {spread([t / n for n, t in zip(nostacks, with_agent)])}; "
+        f"rounds {base} {with_agent} {nostacks}",
         flush=True,
     )
     return []
@@ -1331,14 +1338,18 @@ def lock_bench(jdk, seconds=4, rounds=3, threads=4, hold_us=10):
         ]
         r = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)
         m = re.search(r"ops (\d+) cpu_ns_per_op (\d+)", r.stdout)
-        cpu[flag, bool(agent_on)].append(int(m.group(2)))
+        cpu[flag, agent_on[0] if agent_on else None].append(int(m.group(2)))
         return int(m.group(1))
 
-    contended, cpu, agent_on = [], {(f, a): [] for f in (False, True) for a in (False, True)}, []
+    contended, cpu, agent_on = (
+        [],
+        {(f, a): [] for f in (False, True) for a in (None, "agent", "nostacks")},
+        [],
+    )
 
-    def traced():
-        a = start_agent("--match-jvm", "LockContention")
-        agent_on.append(1)
+    def traced(*extra):
+        a = start_agent("--match-jvm", "LockContention", *extra)
+        agent_on.append("nostacks" if extra else "agent")
         try:
             ops = once(True)
             ev = [
@@ -1354,21 +1365,28 @@ def lock_bench(jdk, seconds=4, rounds=3, threads=4, hold_us=10):
             agent_on.clear()
             stop(a)
 
-    runs = {"base": lambda: once(False), "flag": lambda: once(True), "traced": traced}
+    runs = {
+        "base": lambda: once(False),
+        "flag": lambda: once(True),
+        "traced": traced,
+        "nostacks": lambda: traced("--stack-samples-per-second", "0"),
+    }
     got = {k: [] for k in runs}
     order = list(runs)
     for i in range(rounds):
-        for k in order[i % 3 :] + order[: i % 3]:
+        for k in order[i % 4 :] + order[: i % 4]:
             got[k].append(runs[k]())
-    b, f, t = got["base"], got["flag"], got["traced"]
+    b, f, t, n = got["base"], got["flag"], got["traced"], got["nostacks"]
     med = statistics.median
     print(
         f"# lock storm ({threads} threads, one monitor held {hold_us}us, {seconds}s x{rounds}): no flag median {med(b):.0f} enters/s; "
         f"-XX:+DTraceMonitorProbes {med(f):.0f} (ratio per round median {spread([x / y for x, y in zip(f, b)])}); "
         f"flag + agent {med(t):.0f} (ratio {spread([x / y for x, y in zip(t, b)])}; {med(contended):.0f} contended enters/s); "
-        f"process CPU per enter, ratio per round median: flag {spread([x / y for x, y in zip(cpu[True, False], cpu[False, False])])}, "
-        f"flag + agent {spread([x / y for x, y in zip(cpu[True, True], cpu[False, False])])}; "
-        f"rounds {b} {f} {t}",
+        f"process CPU per enter, ratio per round median: flag {spread([x / y for x, y in zip(cpu[True, None], cpu[False, None])])}, "
+        f"flag + agent {spread([x / y for x, y in zip(cpu[True, 'agent'], cpu[False, None])])}; "
+        f"culprit stacks on against off (flag + agent both): enters ratio {spread([x / y for x, y in zip(t, n)])}, "
+        f"CPU per enter ratio {spread([x / y for x, y in zip(cpu[True, 'agent'], cpu[True, 'nostacks'])])}; "
+        f"rounds {b} {f} {t} {n}",
         flush=True,
     )
     return []

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Node agent overhead: thread storm (start+join BENCH_THREADS threads) and safepoint storm
 # (thread dumps + GCs), each without and with the agent (its on-demand starter probe kept off,
-# `agent`, and attached for the whole measured part, `starters`) and under the tools users have today
+# `agent`, and attached for the whole measured part without culprit stacks, `starters`, with them
+# at their default budget, `stacks`, and with a stack at every start, `stacks-all`, whose extra CPU
+# over `starters` per stack taken is the cost of one stack) and under the tools users have today
 # (-Xlog to a file, JFR, async-profiler tracing JVM_StartThread), alternating in one run for
 # BENCH_ROUNDS rounds (order rotated each round). Prints the slowdown against the baseline of
 # the same round (median and min..max), the agent's attach time and what attaching cost the JVM
@@ -33,7 +35,7 @@
 # The storm's slowdown and its counted thread starts must not depend on N.
 #
 # Knobs: BENCH_NEIGHBOUR (1), BENCH_MAX_BUSY (15), BENCH_ROUNDS (10), BENCH_THREADS (100000), BENCH_SAFEPOINT_ROUNDS (300), BENCH_JDK ($JDK17),
-# BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent starters xlog jfr asyncprof"),
+# BENCH_WORKLOADS ("ThreadStorm SafepointStorm"), BENCH_CONFIGS ("baseline agent starters stacks stacks-all xlog jfr asyncprof"),
 # BENCH_IDLE_MS (1000), BENCH_WARM_THREADS (500), BENCH_SHARED ("0 1 8"; "" skips the scenario, as do BENCH_WORKLOADS
 # without ThreadStorm and BENCH_CONFIGS without agent), BENCH_AGENT (an agent
 # binary to measure instead of building node-agent, e.g. to compare two builds),
@@ -67,7 +69,7 @@ unmount_all() {
 unmount_all
 rm -rf "$WORK"; mkdir -p "$WORK"
 
-read -ra CONFIGS <<<"${BENCH_CONFIGS:-baseline agent starters xlog jfr asyncprof}"
+read -ra CONFIGS <<<"${BENCH_CONFIGS:-baseline agent starters stacks stacks-all xlog jfr asyncprof}"
 read -ra WORKLOADS <<<"${BENCH_WORKLOADS:-ThreadStorm SafepointStorm}"
 read -ra SHARED_NS <<<"$SHARED"
 case " ${CONFIGS[*]} " in *" baseline "*) ;; *) die "BENCH_CONFIGS must include baseline (every slowdown is against it)";; esac
@@ -153,7 +155,9 @@ bpf_memlock() {
     | sort -u -k1,1 | awk '{s += $2} END {print s + 0}'
 }
 
-is_agent() { [ "$1" = agent ] || [ "$1" = starters ]; }
+is_agent() { case "$1" in agent|starters|stacks|stacks-all) return 0;; esac; return 1; }
+# The configurations that keep the starter probe attached through the storm.
+with_starters() { case "$1" in starters|stacks|stacks-all) return 0;; esac; return 1; }
 
 # prog_stats PID: "NAME RUNS RUN_TIME_NS" of each BPF program the process holds (fdinfo of its
 # program descriptors, each program once; its name from bpftool).
@@ -184,8 +188,12 @@ run() {
     neighbour)  # the agent traces the idle JVM (IdleJvm) only, not this one
       start_agent IdleJvm --starter-threshold 0
       wait_attached "$@" ;;
-    starters)  # the starter probe attaches when the warm-up passes the default 50/s, for longer than the storm
+    starters)  # the starter probe attaches when the warm-up passes the default 50/s, for longer than the storm; no culprit stacks
+      start_agent "$wl" --starter-window-seconds 3600 --stack-samples-per-second 0 ;;
+    stacks)  # the same with culprit stacks at their default budget (20 per second and kind)
       start_agent "$wl" --starter-window-seconds 3600 ;;
+    stacks-all)  # the same with the starter's stack taken at (almost) every start: the cost per stack
+      start_agent "$wl" --starter-window-seconds 3600 --stack-samples-per-second 10000 ;;
     xlog)
       if [ "$wl" = ThreadStorm ]; then opts=(-Xlog:os+thread=info:file="$WORK/xlog.log"); else opts=(-Xlog:safepoint=info:file="$WORK/xlog.log"); fi ;;
     jfr)
@@ -223,13 +231,13 @@ run() {
       echo "threads $WARM" >&"$gofd"; warm=2 sent=$((sent + 1)) warmed=""
     fi
     if [ "$warm" = 2 ] && [ -z "$warmed" ] && [ "$(grep -c "^WARMED $WARM\$" "$out")" -eq "$sent" ]; then warmed=${EPOCHREALTIME/[.,]/}; fi
-    if [ "$cfg" = starters ] && [ -n "$warmed" ] && [ -z "$probe" ] && scrape "$WORK/poll.prom"; then
+    if with_starters "$cfg" && [ -n "$warmed" ] && [ -z "$probe" ] && scrape "$WORK/poll.prom"; then
       if starter_attached "$WORK/poll.prom" "$pid"; then probe=1
       elif [ $(( (${EPOCHREALTIME/[.,]/} - warmed) / 1000 )) -ge 1500 ]; then warm=1; fi
     fi
     now=${EPOCHREALTIME/[.,]/}
     if [ -n "$ready" ] && [ $(( (now - ${warmed:-$ready}) / 1000 )) -ge "$IDLE_MS" ] && { ! is_agent "$cfg" || [ -n "$att" ]; } \
-      && { [ "$warm" = 0 ] || [ -n "$warmed" ]; } && { [ "$cfg" != starters ] || [ "$warm" = 0 ] || [ -n "$probe" ]; }; then
+      && { [ "$warm" = 0 ] || [ -n "$warmed" ]; } && { ! with_starters "$cfg" || [ "$warm" = 0 ] || [ -n "$probe" ]; }; then
       go=$now; echo go >&"$gofd"; break
     fi
     sleep 0.05
@@ -238,7 +246,7 @@ run() {
   [ -n "$go" ] || { [ -n "$ready" ] || cat "$WORK/run.err" >&2; die "$wl ($cfg): no go within 5 minutes (ready: ${ready:-no}, attached: ${att:-no}, warmed: ${warmed:-no}, starter probe: ${probe:-no})"; }
   wait "$pid" || { cat "$WORK/run.err" >&2; die "$wl ($cfg) failed"; }
   forget_jvm "$pid"
-  local res counted=- jvm_own=- hits=- files=- links=- probed=- windows=-
+  local res counted=- jvm_own=- hits=- files=- links=- probed=- windows=- stacks=-
   res=$(tail -n1 "$out")
   [ "$(wc -w <<<"$res")" -eq 5 ] || die "$wl ($cfg): unexpected output: $res"
   if is_agent "$cfg"; then
@@ -263,6 +271,8 @@ run() {
           /thread_name="pool-N-thread-N",starter="starter-N"|thread_name="starter-N",starter="java"/ {s += $NF}
           index($0, p) && /^jvmdiag_agent_starter_probe_windows_total\{/ {w += $NF} END {print s + 0, w + 0}' "$m")
     fi
+    # Culprit stacks the agent took at the starts (thread_start, taken or truncated).
+    stacks=$(awk '/^jvmdiag_agent_stack_walks_total\{kind="thread_start",outcome="(taken|truncated)"\}/ {s += $NF} END {print s + 0}' "$m")
     files=$(awk '/^jvmdiag_agent_libjvm_files / {print $2 + 0}' "$m"); links=$(awk '/^jvmdiag_agent_bpf_links / {print $2 + 0}' "$m")
     # Peak RSS (VmHWM, KiB), CPU time (ticks), RSS now and its anonymous / file-backed parts (KiB),
     # BPF map memory (bytes).
@@ -281,7 +291,7 @@ run() {
   fi
   local rel=(); local x
   for x in "$ready" "$go" "$att"; do if [ -n "$x" ]; then rel+=($(( (x - t0) / 1000 ))); else rel+=(-); fi; done
-  echo "$scen $wl $r $cfg $res ${rel[*]} $counted $expected $jvm_own ${hits:--} ${files:--} ${links:--} ${probed:--} ${windows:--}" | tee -a "$WORK/results.txt" >&2
+  echo "$scen $wl $r $cfg $res ${rel[*]} $counted $expected $jvm_own ${hits:--} ${files:--} ${links:--} ${probed:--} ${windows:--} ${stacks:--}" | tee -a "$WORK/results.txt" >&2
 }
 
 # The usual comparison: each JVM from the JDK's own path, alone.
@@ -365,12 +375,12 @@ hz = int(hz)
 rows = []
 for l in open(os.path.join(work, "results.txt")):
     f = l.split()
-    if len(f) != 20:
+    if len(f) != 21:
         continue
     num = lambda x: None if x == "-" else float(x)
     rows.append(dict(scen=f[0], wl=f[1], r=int(f[2]), cfg=f[3], wall=float(f[4]), cpu=float(f[5]),
                      pre_cpu=float(f[6]), wait_cpu=float(f[7]), wait=float(f[8]), ready=num(f[9]), go=num(f[10]),
-                     att=num(f[11]), counted=f[12], expected=f[13], jvm_own=f[14], hits=f[15], files=f[16], links=f[17], probed=f[18], windows=f[19]))
+                     att=num(f[11]), counted=f[12], expected=f[13], jvm_own=f[14], hits=f[15], files=f[16], links=f[17], probed=f[18], windows=f[19], stacks=num(f[20])))
 med = statistics.median
 pct = lambda x: f"{100 * x:+.1f} %"
 def spread(xs, fmt):
@@ -381,7 +391,9 @@ def paired(rs, cfg, key):
         by.setdefault(x["r"], {})[x["cfg"]] = x
     return [v[cfg][key] / v["baseline"][key] - 1 for v in by.values() if cfg in v and "baseline" in v and v["baseline"][key] > 0]
 
-names = {"agent": "jvmdiag-agent (eBPF), starter probe not attached", "starters": "jvmdiag-agent, starter probe attached",
+names = {"agent": "jvmdiag-agent (eBPF), starter probe not attached", "starters": "jvmdiag-agent, starter probe attached, no culprit stacks",
+         "stacks": "jvmdiag-agent, starter probe attached, culprit stacks (default budget)",
+         "stacks-all": "jvmdiag-agent, starter probe attached, a culprit stack at every start",
          "xlog": "-Xlog to a file", "jfr": "JFR (default settings)",
          "asyncprof": "async-profiler -e JVM_StartThread"}
 solo = [x for x in rows if x["scen"] == "solo"]
@@ -397,7 +409,7 @@ if solo:
         rs = [x for x in solo if x["wl"] == wl]
         base = [x for x in rs if x["cfg"] == "baseline"]
         print(f"| {wl} | baseline | median {med([x['wall'] for x in base]):.0f} ms | median {med([x['cpu'] for x in base]):.0f} ms |")
-        for cfg in ("agent", "starters", "xlog", "jfr", "asyncprof"):
+        for cfg in ("agent", "starters", "stacks", "stacks-all", "xlog", "jfr", "asyncprof"):
             if any(x["cfg"] == cfg for x in rs):
                 print(f"| {wl} | {names[cfg]} | {spread(paired(rs, cfg, 'wall'), pct)} | {spread(paired(rs, cfg, 'cpu'), pct)} |")
 
@@ -457,6 +469,18 @@ if st:
           f" starter of all {st[0]['expected']} thread starts of the storm in {whole} of {len(st)} runs"
           + ("" if whole == len(st) else f" (seen: {', '.join(sorted(set(x['probed'] for x in st)))})")
           + f"; thread starts counted: {sum(1 for x in st if x['counted'] == x['expected'])} of {len(st)} runs exactly {st[0]['expected']}")
+by_round = {}
+for x in solo:
+    if x["wl"] == "ThreadStorm":
+        by_round.setdefault(x["r"], {})[x["cfg"]] = x
+per_stack = [(v["stacks-all"]["cpu"] - v["starters"]["cpu"]) * 1000 / v["stacks-all"]["stacks"]
+             for v in by_round.values() if "stacks-all" in v and "starters" in v and (v["stacks-all"]["stacks"] or 0) > 0]
+if per_stack:
+    taken = [v["stacks-all"]["stacks"] for v in by_round.values() if "stacks-all" in v]
+    print(f"\nculprit stacks: a stack at (almost) every start costs {med(per_stack):.1f} us of process CPU per stack taken"
+          f" (per round: the stacks-all run's CPU minus the starters run's, over its stacks; min {min(per_stack):.1f}, max {max(per_stack):.1f});"
+          f" stacks taken per run median {med(taken):.0f}; at the default budget (20 per second and kind) that is"
+          f" {20 * med(per_stack) / 1e4:.3f} % of one core")
 c = [x for x in solo if x["cfg"] == "agent" and x["wl"] == "ThreadStorm"]
 if c:
     exact = sum(1 for x in c if x["counted"] == x["expected"])
