@@ -80,9 +80,12 @@ A, B = int(os.environ.get("STACKS_A", "3000")), int(os.environ.get("STACKS_B", "
 DEPTH = 14
 THRESHOLD = 200  # thread starts a second that open the window (the storm does thousands)
 WINDOW = int(os.environ.get("STACKS_WINDOW", "30"))  # outlasts attach + storm + measured part
-RATE = int(os.environ.get("STACKS_RATE", "10000"))  # the agent's maximum, above the start rate: all sampled
+# the agent's maximum, above the start rate: all sampled
+RATE = int(os.environ.get("STACKS_RATE", "10000"))
 BURST_SECONDS = float(os.environ.get("STACKS_BURST", "1"))
 LOW_RATE = int(os.environ.get("STACKS_LOW_RATE", "20"))
+# STACKS_RUNS="17:c2 25:inlined ...": only these (JDK, mode) runs; empty: every JDK in every mode.
+RUNS = set(os.environ.get("STACKS_RUNS", "").split())
 JDK_PACKAGES = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
 # Flags per mode and the warm-up (starts per chain) that gets the chains compiled first.
 MODES = {
@@ -729,6 +732,8 @@ def main():
             return summary()
         for jdk, tag in jdks:
             for mode in MODES:
+                if RUNS and f"{tag}:{mode}" not in RUNS:
+                    continue
                 checks(
                     f"culprit_stacks_jdk{tag}_{mode}",
                     lambda jdk=jdk, tag=tag, mode=mode: workload(jdk, tag, mode, PORT, RATE),
