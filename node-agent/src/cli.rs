@@ -369,7 +369,7 @@ mod tests {
             ("starter-threshold", 50, 0, u32::MAX as u64),
             ("starter-window-seconds", 30, 1, 3600),
             ("stack-samples-per-second", 20, 0, 10_000),
-            ("max-stacks-per-jvm", 256, 1, 4096),
+            ("max-stacks-per-jvm", 64, 1, 4096),
             ("max-vm-operations", 64, 1, 1_000),
             ("max-methods", 20, 1, 500),
             ("method-staging-entries", 16_384, 16, 65_536),

@@ -21,6 +21,7 @@ use jvmdiag_inspect::limits::ELF_MAX_BYTES;
 use jvmdiag_inspect::root::ProcRoot;
 use std::mem::size_of;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
@@ -36,7 +37,12 @@ use crate::skel::starters::types::{
 };
 
 /// Names kept per JVM in the frame cache before it is cleared.
-const NAME_CACHE_MAX: usize = 65_536;
+const NAME_CACHE_MAX: usize = 4096;
+/// A frame's name at most (characters; a longer one is cut and ends in `…`).
+const FRAME_MAX_CHARS: usize = 200;
+/// A stack's frames at most (bytes, root first): a longer line loses frames at its root end
+/// and starts with `…truncated`. 48 frames of 80 characters fit.
+const LINE_MAX_BYTES: usize = 4096;
 
 /// `kind` label values, by `enum stack_kind`.
 pub const KINDS: [&str; consts::STACK_KINDS as usize] =
@@ -66,7 +72,7 @@ pub struct Line {
     pub kind: &'static str,
     pub slot: u32,
     /// Frames root first, `;`-separated (a cut stack starts with `…truncated`).
-    pub frames: String,
+    pub frames: Arc<str>,
     pub count: u64,
 }
 
@@ -173,7 +179,10 @@ struct Jvm {
     start: u64,
     layout: StackLayout,
     /// Frame names by (pointer, cookie); None: not nameable (freed, reused, not Java).
-    names: HashMap<(u64, u32, u64), Option<String>>,
+    names: HashMap<(u64, u32, u64), Option<Vec<String>>>,
+    /// Each stack named once (its frames never change): by (kind, hash), the line's frames and
+    /// the first application frame. Bounded by the JVM's share of stack_counts.
+    stacks: HashMap<(u32, u64), (Arc<str>, Option<String>)>,
     /// Application frames named in the metric so far (the rest are `other`).
     named: BTreeSet<String>,
 }
@@ -355,6 +364,7 @@ impl Stacks {
                     start: found.start,
                     layout,
                     names: HashMap::new(),
+                    stacks: HashMap::new(),
                     named: BTreeSet::new(),
                 };
                 self.jvms.insert(slot, jvm);
@@ -395,7 +405,7 @@ impl Stacks {
     /// Names the counted stacks: the lines of `/stacks` and the metric's samples. `max_frames`:
     /// application frames named per JVM (the rest are `other`).
     pub fn read(&mut self, max_frames: u32) -> Result<(Vec<Line>, Family)> {
-        let mut lines: BTreeMap<(u32, &'static str, String), u64> = BTreeMap::new();
+        let mut lines: BTreeMap<(u32, &'static str, Arc<str>), u64> = BTreeMap::new();
         let mut by_frame: BTreeMap<(u32, &'static str, String), u64> = BTreeMap::new();
         for (k, v) in maps::entries(&self.maps.counts)? {
             let (Some(key), Some(val)) = (decode::<stack_key>(&k), decode::<stack_value>(&v)) else {
@@ -403,7 +413,15 @@ impl Stacks {
             };
             let Some(kind) = KINDS.get(key.kind as usize).copied() else { continue };
             let Some(jvm) = self.jvms.get_mut(&key.slot) else { continue };
-            let (frames, app) = jvm.name_stack(&val);
+            let (frames, app) = match jvm.stacks.get(&(key.kind, key.hash)) {
+                Some(named) => named.clone(),
+                None => {
+                    let (frames, app) = jvm.name_stack(&val);
+                    let named = (Arc::<str>::from(frames), app);
+                    jvm.stacks.insert((key.kind, key.hash), named.clone());
+                    named
+                }
+            };
             let app = match app {
                 Some(f) if jvm.named.contains(&f) => f,
                 Some(f) if (jvm.named.len() as u32) < max_frames => {
@@ -452,11 +470,14 @@ impl Jvm {
         let mut app = None;
         let mem = ProcMem::open(self.pid).ok();
         for f in v.frames.iter().take(depth) {
-            let key = (f.ptr, f.cookie, if f.r#type == consts::STACK_FRAME_INTERPRETED { 0 } else { f.at });
-            let name = match self.names.get(&key) {
+            let at = if f.r#type == consts::STACK_FRAME_INTERPRETED { 0 } else { f.at };
+            let key = (f.ptr, f.cookie, at);
+            let named = match self.names.get(&key) {
                 Some(n) => n.clone(),
                 None => {
-                    let n = mem.as_ref().and_then(|m| name_frame(m, &self.layout, f.r#type, f.ptr, f.cookie));
+                    let n = mem
+                        .as_ref()
+                        .and_then(|m| name_frame(m, &self.layout, f.r#type, f.ptr, f.at, f.cookie));
                     if self.names.len() >= NAME_CACHE_MAX {
                         self.names.clear();
                     }
@@ -464,13 +485,29 @@ impl Jvm {
                     n
                 }
             };
-            let Some(name) = name else { continue };
-            if app.is_none() && !JDK_PACKAGES.iter().any(|p| name.starts_with(p)) {
-                app = Some(name.clone());
+            // A compiled frame names its inlined methods too, innermost first.
+            for name in named.into_iter().flatten() {
+                if app.is_none() && !JDK_PACKAGES.iter().any(|p| name.starts_with(p)) {
+                    app = Some(name.clone());
+                }
+                names.push(name);
             }
-            names.push(name);
         }
-        if v.outcome == consts::STACK_TRUNCATED {
+        let mut cut = v.outcome == consts::STACK_TRUNCATED;
+        // Top first: keep the frames that fit, the culprit's end.
+        let mut len = 0;
+        let keep = names
+            .iter()
+            .take_while(|n| {
+                len += n.len() + 1;
+                len <= LINE_MAX_BYTES
+            })
+            .count();
+        if keep < names.len() {
+            names.truncate(keep);
+            cut = true;
+        }
+        if cut {
             names.push("…truncated".to_string());
         } else if v.outcome != consts::STACK_TAKEN {
             names.push(format!("…{}", OUTCOMES.get(v.outcome as usize).copied().unwrap_or("stopped")));
@@ -482,7 +519,7 @@ impl Jvm {
 
 /// `package.Class.method` of a frame; None when it is not a Java method's (a stub, an adapter)
 /// or its pointer no longer holds what the walker saw (the cookie differs).
-fn name_frame(mem: &dyn Memory, l: &StackLayout, ty: u32, ptr: u64, cookie: u32) -> Option<String> {
+fn name_frame(mem: &dyn Memory, l: &StackLayout, ty: u32, ptr: u64, _at: u64, cookie: u32) -> Option<Vec<String>> {
     let method = match ty {
         consts::STACK_FRAME_INTERPRETED => {
             let cm = read_u64(mem, ptr.checked_add(u64::from(l.method_const_method))?, "Method").ok()?;
@@ -499,16 +536,22 @@ fn name_frame(mem: &dyn Memory, l: &StackLayout, ty: u32, ptr: u64, cookie: u32)
         _ => return None,
     };
     let m = symbolize::method_name(mem, l, method).ok()?;
-    Some(frame_text(&m.class, &m.name))
+    Some(vec![frame_text(&m.class, &m.name)])
 }
 
 /// A frame as /stacks prints it: the characters that would break the collapsed format
 /// (`;`, spaces, line breaks) replaced.
 fn frame_text(class: &str, method: &str) -> String {
-    format!("{class}.{method}")
+    let full = format!("{class}.{method}");
+    let mut out: String = full
         .chars()
+        .take(FRAME_MAX_CHARS)
         .map(|c| if c == ';' || c.is_whitespace() || c.is_control() { '_' } else { c })
-        .collect()
+        .collect();
+    if full.chars().nth(FRAME_MAX_CHARS).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// Where a task's user thread pointer (x86-64 FS base) is kept: `task_struct.thread.fsbase`.
@@ -589,6 +632,9 @@ mod tests {
     fn frames_never_break_the_collapsed_format() {
         assert_eq!(frame_text("a.B c", "m;x\n"), "a.B_c.m_x_");
         assert_eq!(frame_text("java.lang.Thread", "start0"), "java.lang.Thread.start0");
+        let long = frame_text(&"a".repeat(500), "m");
+        assert_eq!(long.chars().count(), FRAME_MAX_CHARS + 1);
+        assert!(long.ends_with('…'));
     }
 
     #[test]

@@ -26,7 +26,7 @@
  * 0: no stacks. */
 const volatile __u32 stack_rate = 0;
 /* Distinct stacks per JVM in stack_counts (--max-stacks-per-jvm). */
-const volatile __u32 stack_share = 256;
+const volatile __u32 stack_share = 64;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

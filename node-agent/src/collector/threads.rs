@@ -71,7 +71,7 @@ pub static STACK_SAMPLES: Number<u32> = Number {
 pub static MAX_STACKS: Number<u32> = Number {
     name: "max-stacks-per-jvm",
     value_name: "N",
-    default: 256,
+    default: 64,
     min: 1,
     max: 4096,
     hide: false,
