@@ -24,6 +24,11 @@ public class JvmDiagnosticsSpec {
   @JsonPropertyDescription("What the agent collects; every collector is on by default.")
   public CollectorsSpec collectors = new CollectorsSpec();
 
+  @JsonPropertyDescription(
+      "Culprit stacks: the Java stack of the thread behind an incident (starting threads, requesting a VM operation, "
+          + "waiting on or holding a monitor, parking), e.g. {samplesPerSecond: 5}.")
+  public StacksSpec stacks = new StacksSpec();
+
   @Default("NodeAgent")
   @JsonPropertyDescription(
       "NodeAgent (the DaemonSet traces the JVMs) or Sidecar (an unprivileged collector container in each pod).")

@@ -21,6 +21,10 @@ import java.util.List;
  * JVM that starts threads faster. It travels in the limits annotation but not in the hash (an alert
  * threshold must not restart pods): a pod gets a changed threshold when it is next created.
  *
+ * <p>{@code stackSamplesPerSecond} is {@code stacks.samplesPerSecond} (0: unset, the agent's own
+ * budget). Unlike threadStartRate it is in the hash: like maxThreadNames it is a budget that
+ * changes what the agent collects from the pod's JVMs, so a change reaches the running pods.
+ *
  * <p>{@code refusedOptions} are the entries of {@code jvmOptions.extra} that {@link
  * JvmOptionPolicy} refuses ("option: why"): never injected and not in the hash. The API server
  * refuses them already; this is the last line for a resource that got in another way (no validating
@@ -33,6 +37,7 @@ public record InjectionConfig(
     int maxMethods,
     int maxClasses,
     int threadStartRate,
+    int stackSamplesPerSecond,
     Collection collection,
     List<String> flags,
     String agentImage,
@@ -78,6 +83,9 @@ public record InjectionConfig(
         c.compilation == null ? 20 : c.compilation.maxMethods,
         c.monitors == null ? 20 : c.monitors.maxClasses,
         threadStartRate(spec),
+        spec.stacks == null || spec.stacks.samplesPerSecond == null
+            ? 0
+            : spec.stacks.samplesPerSecond,
         collection,
         List.copyOf(flags),
         // the image only matters when it runs in the pod
@@ -100,9 +108,10 @@ public record InjectionConfig(
   }
 
   /**
-   * The jvm.diagnostics.dev/limits annotation: the limits of the enabled collectors only, and the
+   * The jvm.diagnostics.dev/limits annotation: the limits of the enabled collectors only, the
    * threshold of the agent's on-demand starter probe where the resource has a threadStartRate
-   * alert.
+   * alert, and the culprit stacks' budget where the resource sets one (it bounds several
+   * collectors' stacks, so it is not tied to one of them).
    */
   public String limits() {
     StringBuilder b = new StringBuilder();
@@ -111,6 +120,8 @@ public record InjectionConfig(
       b.append(",threadStartRate=").append(threadStartRate);
     if (collectors.contains("compilation")) b.append(",maxMethods=").append(maxMethods);
     if (collectors.contains("monitors")) b.append(",maxClasses=").append(maxClasses);
+    if (stackSamplesPerSecond > 0)
+      b.append(",stackSamplesPerSecond=").append(stackSamplesPerSecond);
     return b.isEmpty() ? "" : b.substring(1);
   }
 
@@ -134,7 +145,8 @@ public record InjectionConfig(
    * that leaves it unset gets a new hash once, when the operator that turns monitors on by default
    * first reconciles it: its pods now get -XX:+DTraceMonitorProbes and must roll to get it. Pods
    * injected before {@code parking} existed name it in their collectors annotation from their next
-   * rollout on.
+   * rollout on. {@code stacks.samplesPerSecond} adds a line only when set, so resources without it
+   * keep their hash.
    */
   public String hash() {
     List<String> original = collectors.stream().filter(ORIGINAL_COLLECTORS::contains).toList();
@@ -153,7 +165,10 @@ public record InjectionConfig(
             + String.join("\u0000", flags)
             + "\nagentImage="
             + (collectors.contains("monitors") ? "\nmonitors=maxClasses=" + maxClasses : "")
-            + (collectors.contains("parking") ? "" : "\nparking=off");
+            + (collectors.contains("parking") ? "" : "\nparking=off")
+            + (stackSamplesPerSecond > 0
+                ? "\nstacks=samplesPerSecond=" + stackSamplesPerSecond
+                : "");
     try {
       byte[] d =
           MessageDigest.getInstance("SHA-256").digest(canonical.getBytes(StandardCharsets.UTF_8));

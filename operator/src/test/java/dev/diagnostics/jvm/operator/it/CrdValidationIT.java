@@ -150,6 +150,14 @@ class CrdValidationIT {
             "spec.collectors.monitors.maxClasses",
             "greater than or equal to 1"),
         Arguments.of(
+            TARGET + "stacks: {samplesPerSecond: 0}",
+            "spec.stacks.samplesPerSecond",
+            "greater than or equal to 1"),
+        Arguments.of(
+            TARGET + "stacks: {samplesPerSecond: 10001}",
+            "spec.stacks.samplesPerSecond",
+            "less than or equal to 10000"),
+        Arguments.of(
             TARGET + "collectors: {parking: {enabled: 'yes'}}",
             "spec.collectors.parking.enabled",
             "must be of type boolean"));
@@ -254,5 +262,8 @@ class CrdValidationIT {
         .as("on by default")
         .isTrue();
     assertThat(stored.<Boolean>get("spec", "collectors", "parking", "enabled")).isTrue();
+    assertThat(stored.<Object>get("spec", "stacks", "samplesPerSecond"))
+        .as("no default: the agent's own budget")
+        .isNull();
   }
 }

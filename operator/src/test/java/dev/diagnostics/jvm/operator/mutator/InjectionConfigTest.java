@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.diagnostics.jvm.operator.api.Alerts;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
+import dev.diagnostics.jvm.operator.api.StacksSpec;
 import dev.diagnostics.jvm.operator.api.TargetRef;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.util.List;
@@ -220,5 +221,55 @@ class InjectionConfigTest {
     assertThat(InjectionConfig.of(s, "i").limits()).contains("threadStartRate=1");
     s.collectors.threads.enabled = false;
     assertThat(InjectionConfig.of(s, "i").limits()).doesNotContain("threadStartRate");
+  }
+
+  @Test
+  void theStackBudgetReachesTheAgentAndRollsThePods() {
+    JvmDiagnosticsSpec s = PodMutatorTest.spec();
+    String base = hash(s);
+    assertThat(InjectionConfig.of(s, "i").limits())
+        .as("unset: the agent's own budget")
+        .isEqualTo("maxThreadNames=50,maxMethods=20,maxClasses=20");
+    s.stacks.samplesPerSecond = 5;
+    assertThat(InjectionConfig.of(s, "i").limits())
+        .isEqualTo("maxThreadNames=50,maxMethods=20,maxClasses=20,stackSamplesPerSecond=5");
+    String five = hash(s);
+    assertThat(five).as("a budget changes what the agent does for the pod").isNotEqualTo(base);
+    s.stacks.samplesPerSecond = 6;
+    assertThat(hash(s)).isNotEqualTo(five).isNotEqualTo(base);
+    // with the alert's threshold too, and without any collector's limit
+    s.alerts.threadStartRate = new Alerts.NumberAlert(7.5, "1m", "warning");
+    assertThat(InjectionConfig.of(s, "i").limits())
+        .isEqualTo(
+            "maxThreadNames=50,threadStartRate=8,maxMethods=20,maxClasses=20,stackSamplesPerSecond=6");
+    s.collectors.threads.enabled = false;
+    s.collectors.compilation.enabled = false;
+    s.collectors.monitors.enabled = false;
+    assertThat(InjectionConfig.of(s, "i").limits()).isEqualTo("stackSamplesPerSecond=6");
+  }
+
+  @Test
+  void resourcesWithoutStacksKeepTheirHash() {
+    // unset, as written or left out: the hashes of the releases before spec.stacks
+    assertThat(hash(as(PodMutatorTest.spec(), "{monitors: {enabled: true}}")))
+        .isEqualTo(PREVIOUS_MONITORS_ON);
+    JvmDiagnosticsSpec s = plain();
+    s.stacks = null;
+    assertThat(hash(s)).isEqualTo(PREVIOUS_PLAIN_ON);
+    s.stacks = new StacksSpec();
+    assertThat(hash(s)).isEqualTo(PREVIOUS_PLAIN_ON);
+    s =
+        new KubernetesSerialization()
+            .unmarshal(
+                "targetRef: {kind: Deployment, name: checkout}\nstacks: {}\n",
+                JvmDiagnosticsSpec.class);
+    assertThat(hash(s)).isEqualTo(PREVIOUS_PLAIN_ON);
+    s =
+        new KubernetesSerialization()
+            .unmarshal(
+                "targetRef: {kind: Deployment, name: checkout}\nstacks: {samplesPerSecond: 20}\n",
+                JvmDiagnosticsSpec.class);
+    assertThat(InjectionConfig.of(s, "i").limits()).endsWith(",stackSamplesPerSecond=20");
+    assertThat(hash(s)).isNotEqualTo(PREVIOUS_PLAIN_ON);
   }
 }

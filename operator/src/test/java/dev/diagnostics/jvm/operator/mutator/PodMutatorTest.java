@@ -556,6 +556,16 @@ public class PodMutatorTest {
   }
 
   @Test
+  void theStackBudgetIsStampedWithTheLimits() {
+    JvmDiagnosticsSpec s = spec();
+    s.stacks.samplesPerSecond = 5;
+    Pod in = pod().editSpec().addNewContainer().withName("app").endContainer().endSpec().build();
+    assertThat(PodMutator.mutate(in, config(s)).pod().getMetadata().getAnnotations())
+        .containsEntry(
+            LIMITS, "maxThreadNames=50,maxMethods=20,maxClasses=20,stackSamplesPerSecond=5");
+  }
+
+  @Test
   void monitorsAddTheProbeFlagOnceAndParkingNeedsNone() {
     JvmDiagnosticsSpec s = spec();
     s.jvmOptions.extra = List.of();
