@@ -4,6 +4,8 @@ import static dev.diagnostics.jvm.operator.Contract.INJECT_LABEL;
 
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.api.TargetRef;
+import dev.diagnostics.jvm.operator.cache.Lean;
+import dev.diagnostics.jvm.operator.cache.LeanStore;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
@@ -19,6 +21,7 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
 /**
@@ -35,7 +38,22 @@ final class Watches {
   /** Labelled pods by namespace/label value, so the status reads a resource's pods with no LIST. */
   static final String POD_INDEX = "jvmdiag-pods";
 
+  /**
+   * Objects per page of an informer's LIST: the first list of 20,000 Deployments comes in pages the
+   * API server and this heap hold one at a time, not one response of them all.
+   */
+  public static final long LIST_LIMIT = 500;
+
   private Watches() {}
+
+  /**
+   * A lean store (Lean) when this event source has one informer: JOSDK gives one store to the
+   * informers of every watched namespace, and fabric8 would drop one namespace's objects on
+   * another's relist. Several namespaces: full objects (each a smaller slice of the cluster).
+   */
+  static <T extends HasMetadata> LeanStore<T> leanStore(Set<String> namespaces, Consumer<T> strip) {
+    return namespaces.size() <= 1 ? new LeanStore<>(strip) : null;
+  }
 
   static List<EventSource<?, JvmDiagnostics>> eventSources(
       EventSourceContext<JvmDiagnostics> context) {
@@ -63,6 +81,8 @@ final class Watches {
                             p.getMetadata().getLabels().get(INJECT_LABEL),
                             p.getMetadata().getNamespace())))
                 .withPrimaryToSecondaryMapper((JvmDiagnostics r) -> Set.of())
+                .withItemStore(leanStore(namespaces(context), Lean::pod))
+                .withInformerListLimit(LIST_LIMIT)
                 .build(),
             context);
     pods.addIndexers(
@@ -74,14 +94,23 @@ final class Watches {
                         + "/"
                         + p.getMetadata().getLabels().get(INJECT_LABEL))));
     return List.of(
-        target(Deployment.class, TargetRef.Kind.Deployment, context),
-        target(StatefulSet.class, TargetRef.Kind.StatefulSet, context),
-        target(DaemonSet.class, TargetRef.Kind.DaemonSet, context),
+        target(Deployment.class, TargetRef.Kind.Deployment, Lean::deployment, context),
+        target(StatefulSet.class, TargetRef.Kind.StatefulSet, Lean::statefulSet, context),
+        target(DaemonSet.class, TargetRef.Kind.DaemonSet, Lean::daemonSet, context),
         pods);
   }
 
+  /** The namespaces the controller watches (event sources inherit them). */
+  private static Set<String> namespaces(EventSourceContext<JvmDiagnostics> context) {
+    return context.getControllerConfiguration().getInformerConfig().getNamespaces();
+  }
+
+  /** Targets are cached lean: a write starts from a GET or applies only our fields. */
   private static <T extends HasMetadata> EventSource<?, JvmDiagnostics> target(
-      Class<T> type, TargetRef.Kind kind, EventSourceContext<JvmDiagnostics> context) {
+      Class<T> type,
+      TargetRef.Kind kind,
+      Consumer<T> strip,
+      EventSourceContext<JvmDiagnostics> context) {
     IndexedResourceCache<JvmDiagnostics> primaries = context.getPrimaryCache();
     return new InformerEventSource<>(
         InformerEventSourceConfiguration.from(type, JvmDiagnostics.class)
@@ -96,6 +125,8 @@ final class Watches {
                     .map(ResourceID::fromResource)
                     .collect(Collectors.toSet()))
             .withPrimaryToSecondaryMapper((JvmDiagnostics r) -> Set.of())
+            .withItemStore(leanStore(namespaces(context), strip))
+            .withInformerListLimit(LIST_LIMIT)
             .build(),
         context);
   }
