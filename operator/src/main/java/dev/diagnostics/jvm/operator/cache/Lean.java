@@ -23,6 +23,12 @@ import java.util.Map;
  * annotation are read by nobody here: together often more than half of an object.
  */
 public final class Lean {
+  /**
+   * Objects per page of an informer's first LIST (and relists): 20,000 Deployments come in pages
+   * the API server and this heap hold one at a time, not as one response.
+   */
+  public static final long LIST_LIMIT = 500;
+
   /** kubectl apply's copy of the whole object, as applied. */
   public static final String LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -36,7 +42,7 @@ public final class Lean {
     if (m.getAnnotations() != null && m.getAnnotations().containsKey(LAST_APPLIED)) {
       Map<String, String> a = new HashMap<>(m.getAnnotations());
       a.remove(LAST_APPLIED);
-      m.setAnnotations(a.isEmpty() ? null : a);
+      m.setAnnotations(a);
     }
   }
 
@@ -92,7 +98,8 @@ public final class Lean {
   /** A target's own labels, annotations and owners are not read: the template's are. */
   private static void target(HasMetadata t) {
     t.getMetadata().setManagedFields(null);
-    t.getMetadata().setAnnotations(null);
+    // empty, not null: JOSDK's event handler reads the annotations of every event
+    t.getMetadata().setAnnotations(Map.of());
     t.getMetadata().setLabels(null);
     t.getMetadata().setOwnerReferences(null);
   }

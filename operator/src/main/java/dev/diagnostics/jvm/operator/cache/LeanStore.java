@@ -4,6 +4,7 @@ import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.client.informers.cache.BasicItemStore;
 import io.fabric8.kubernetes.client.informers.cache.Cache;
 import io.fabric8.kubernetes.client.informers.cache.ItemStore;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 
@@ -22,6 +23,16 @@ public final class LeanStore<T extends HasMetadata> implements ItemStore<T> {
 
   public LeanStore(Consumer<T> strip) {
     this.strip = strip;
+  }
+
+  /**
+   * A lean store for the informers of these namespaces (JOSDK's set: one entry for all of them),
+   * when that is one informer; null (full objects) for several, as JOSDK gives each informer of an
+   * event source the same store.
+   */
+  public static <T extends HasMetadata> LeanStore<T> forNamespaces(
+      Set<String> namespaces, Consumer<T> strip) {
+    return namespaces.size() <= 1 ? new LeanStore<>(strip) : null;
   }
 
   @Override

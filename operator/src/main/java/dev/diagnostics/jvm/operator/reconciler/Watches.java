@@ -38,22 +38,7 @@ final class Watches {
   /** Labelled pods by namespace/label value, so the status reads a resource's pods with no LIST. */
   static final String POD_INDEX = "jvmdiag-pods";
 
-  /**
-   * Objects per page of an informer's LIST: the first list of 20,000 Deployments comes in pages the
-   * API server and this heap hold one at a time, not one response of them all.
-   */
-  public static final long LIST_LIMIT = 500;
-
   private Watches() {}
-
-  /**
-   * A lean store (Lean) when this event source has one informer: JOSDK gives one store to the
-   * informers of every watched namespace, and fabric8 would drop one namespace's objects on
-   * another's relist. Several namespaces: full objects (each a smaller slice of the cluster).
-   */
-  static <T extends HasMetadata> LeanStore<T> leanStore(Set<String> namespaces, Consumer<T> strip) {
-    return namespaces.size() <= 1 ? new LeanStore<>(strip) : null;
-  }
 
   static List<EventSource<?, JvmDiagnostics>> eventSources(
       EventSourceContext<JvmDiagnostics> context) {
@@ -81,8 +66,8 @@ final class Watches {
                             p.getMetadata().getLabels().get(INJECT_LABEL),
                             p.getMetadata().getNamespace())))
                 .withPrimaryToSecondaryMapper((JvmDiagnostics r) -> Set.of())
-                .withItemStore(leanStore(namespaces(context), Lean::pod))
-                .withInformerListLimit(LIST_LIMIT)
+                .withItemStore(LeanStore.forNamespaces(namespaces(context), Lean::pod))
+                .withInformerListLimit(Lean.LIST_LIMIT)
                 .build(),
             context);
     pods.addIndexers(
@@ -125,8 +110,8 @@ final class Watches {
                     .map(ResourceID::fromResource)
                     .collect(Collectors.toSet()))
             .withPrimaryToSecondaryMapper((JvmDiagnostics r) -> Set.of())
-            .withItemStore(leanStore(namespaces(context), strip))
-            .withInformerListLimit(LIST_LIMIT)
+            .withItemStore(LeanStore.forNamespaces(namespaces(context), strip))
+            .withInformerListLimit(Lean.LIST_LIMIT)
             .build(),
         context);
   }

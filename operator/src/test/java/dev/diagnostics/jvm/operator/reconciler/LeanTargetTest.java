@@ -64,7 +64,8 @@ class LeanTargetTest {
     String after = JSON.asJson(d);
 
     assertThat(d.getMetadata().getManagedFields()).isNullOrEmpty();
-    assertThat(d.getMetadata().getAnnotations()).isNullOrEmpty();
+    // empty, not null: JOSDK reads them on every event
+    assertThat(d.getMetadata().getAnnotations()).isNotNull().isEmpty();
     assertThat(d.getSpec().getTemplate().getSpec()).isNull();
     assertThat(d.getSpec().getTemplate().getMetadata().getLabels()).containsOnlyKeys(INJECT_LABEL);
     assertThat(d.getStatus().getConditions()).isNullOrEmpty();
