@@ -35,6 +35,7 @@ public final class EventRecorder {
           Thread.ofPlatform().name("events-", 0).daemon(true).factory(),
           (task, pool) -> LOG.warn("{} events queued: dropping one", QUEUE));
   private static final EventAggregator SENT = new EventAggregator();
+  private static volatile boolean patchForbidden;
   private final KubernetesClient client;
 
   public EventRecorder(KubernetesClient client) {
@@ -73,7 +74,7 @@ public final class EventRecorder {
       try {
         var events = client.v1().events().inNamespace(event.getMetadata().getNamespace());
         long at = System.nanoTime();
-        EventAggregator.Sent previous = SENT.repeats(key, at);
+        EventAggregator.Sent previous = patchForbidden ? null : SENT.repeats(key, at);
         if (previous != null) {
           try {
             int count = previous.count() + 1;
@@ -85,7 +86,11 @@ public final class EventRecorder {
             SENT.sent(key, previous.name(), count, at);
             return;
           } catch (KubernetesClientException e) {
-            if (e.getCode() != 404) throw e;
+            if (e.getCode() == 403) {
+              // RBAC without patch on events: a new event per repeat, as before
+              patchForbidden = true;
+              LOG.info("may not patch events: each repeated event is a new one");
+            } else if (e.getCode() != 404) throw e;
             SENT.forget(key); // expired or deleted: a new one
           }
         }
