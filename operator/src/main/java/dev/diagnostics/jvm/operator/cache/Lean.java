@@ -2,13 +2,20 @@ package dev.diagnostics.jvm.operator.cache;
 
 import static dev.diagnostics.jvm.operator.Contract.CONFIG_HASH;
 import static dev.diagnostics.jvm.operator.Contract.INJECT_LABEL;
+import static dev.diagnostics.jvm.operator.Contract.JAVA_TOOL_OPTIONS;
+import static dev.diagnostics.jvm.operator.Contract.JDK_JAVA_OPTIONS;
+import static dev.diagnostics.jvm.operator.Contract.PREFIX;
 
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodSpec;
 import io.fabric8.kubernetes.api.model.PodStatus;
 import io.fabric8.kubernetes.api.model.PodTemplateSpec;
+import io.fabric8.kubernetes.api.model.SecurityContext;
+import io.fabric8.kubernetes.api.model.VolumeBuilder;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.StatefulSet;
@@ -74,14 +81,61 @@ public final class Lean {
     if (ds.getStatus() != null) ds.getStatus().setConditions(null);
   }
 
-  /** A labelled pod: PodInspector re-runs the mutation on it, so its spec and annotations stay. */
+  /**
+   * A labelled pod: PodInspector re-runs the mutation on it, so what PodMutator reads stays (its
+   * labels and our annotations; each container's name, image, JAVA_TOOL_OPTIONS and
+   * JDK_JAVA_OPTIONS, envFrom, volume mounts and runAsUser; the pod's security context and its
+   * volumes' names); of the status, the phase.
+   */
   public static void pod(Pod p) {
     metadata(p);
+    ObjectMeta m = p.getMetadata();
+    m.setOwnerReferences(null);
+    if (m.getAnnotations() != null) {
+      Map<String, String> ours = new HashMap<>();
+      m.getAnnotations()
+          .forEach((k, v) -> {
+            if (k.startsWith(PREFIX)) ours.put(k, v);
+          });
+      m.setAnnotations(ours);
+    }
     if (p.getStatus() != null) {
       PodStatus phase = new PodStatus();
       phase.setPhase(p.getStatus().getPhase());
       p.setStatus(phase);
     }
+    PodSpec spec = p.getSpec();
+    if (spec == null) return;
+    PodSpec lean = new PodSpec();
+    lean.setSecurityContext(spec.getSecurityContext());
+    if (spec.getContainers() != null)
+      lean.setContainers(spec.getContainers().stream().map(Lean::container).toList());
+    if (spec.getVolumes() != null)
+      lean.setVolumes(
+          spec.getVolumes().stream()
+              .map(v -> new VolumeBuilder().withName(v.getName()).build())
+              .toList());
+    p.setSpec(lean);
+  }
+
+  private static Container container(Container c) {
+    Container lean = new Container();
+    lean.setName(c.getName());
+    lean.setImage(c.getImage());
+    if (c.getEnv() != null)
+      lean.setEnv(
+          c.getEnv().stream()
+              .filter(e ->
+                  JAVA_TOOL_OPTIONS.equals(e.getName()) || JDK_JAVA_OPTIONS.equals(e.getName()))
+              .toList());
+    lean.setEnvFrom(c.getEnvFrom());
+    lean.setVolumeMounts(c.getVolumeMounts());
+    if (c.getSecurityContext() != null && c.getSecurityContext().getRunAsUser() != null) {
+      SecurityContext user = new SecurityContext();
+      user.setRunAsUser(c.getSecurityContext().getRunAsUser());
+      lean.setSecurityContext(user);
+    }
+    return lean;
   }
 
   /** A JvmDiagnostics as the reconciler reads it. */
