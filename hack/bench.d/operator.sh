@@ -31,4 +31,4 @@ if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
   echo "top types by retained instances (GC.class_histogram):"
   "$jcmd" "$pid" GC.class_histogram | sed -n '2,17p'
 fi
-exit "$rc"
+[ "$rc" -eq 0 ] # the bench's own status
