@@ -143,7 +143,7 @@ public final class OperatorApp implements AutoCloseable {
       if (closing) stopReconciler(); // closed while starting
     } catch (RuntimeException e) {
       LOG.error(
-          "{}; the webhook keeps serving; next attempt in {} s",
+          "the reconciler did not start: {}; the webhook keeps serving; next attempt in {} s",
           e.getMessage(),
           START_RETRY.toSeconds());
       if (!closing)
@@ -157,8 +157,7 @@ public final class OperatorApp implements AutoCloseable {
     boolean timeout =
         why.toLowerCase(Locale.ROOT).contains("timeout")
             || why.toLowerCase(Locale.ROOT).contains("timed out");
-    return "the reconciler did not start: "
-        + why
+    return why
         + (timeout
             ? " (its caches' first LIST took longer than --cache-sync-timeout="
                 + cacheSyncTimeout
@@ -195,7 +194,8 @@ public final class OperatorApp implements AutoCloseable {
       running = true;
     } catch (RuntimeException e) {
       stopReconciler();
-      throw new IllegalStateException(startFailure(e, rs.cacheSyncTimeout()), e);
+      // Fatal: its message is the whole story, for this log and the leader elector's
+      throw new Errors.Fatal(startFailure(e, rs.cacheSyncTimeout()));
     }
   }
 

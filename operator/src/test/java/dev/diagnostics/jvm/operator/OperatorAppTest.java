@@ -17,8 +17,7 @@ class OperatorAppTest {
                 new IllegalStateException("Timed out waiting for informer cache to sync")),
             Duration.ofSeconds(60));
     assertThat(msg)
-        .startsWith("the reconciler did not start: ")
-        .contains("Timed out waiting")
+        .startsWith("Couldn't start source Deployment: Timed out waiting")
         .contains("--cache-sync-timeout=PT1M")
         .contains("operator.cacheSyncTimeout");
   }
@@ -29,8 +28,6 @@ class OperatorAppTest {
         OperatorApp.startFailure(
             new OperatorException("CRD jvmdiagnostics.jvm.diagnostics.dev not found"),
             Duration.ofSeconds(60));
-    assertThat(msg)
-        .isEqualTo(
-            "the reconciler did not start: CRD jvmdiagnostics.jvm.diagnostics.dev not found");
+    assertThat(msg).isEqualTo("CRD jvmdiagnostics.jvm.diagnostics.dev not found");
   }
 }
