@@ -124,7 +124,7 @@ maven_deps() {
 }
 
 # operator_image TAG JAR DEPS [VERSION REVISION CREATED]: the operator targets Java 21: it runs
-# on the JDK 25 base. Its SBOM: the base's, plus the Maven artifacts in the jar (DEPS: the
+# on the JDK 25 base, with the JVM flags of operator/Dockerfile (heap: half the memory limit). Its SBOM: the base's, plus the Maven artifacts in the jar (DEPS: the
 # project's runtime dependencies, maven_deps).
 operator_image() {
   local tag="$1" jar="$2" deps="$3" base="$JVMDIAG_IMAGES/jvmdiag_jdk25-base_dev.tar"
@@ -135,7 +135,7 @@ operator_image() {
   [ -f "$base" ] || { log "$tag: skipped, no jvmdiag/jdk25-base:dev"; return; }
   if KEY_EXTRA="${5:-$REVISION}" fresh "$tag" "$jar" "$deps" "$base"; then log "$tag: up to date"; return; fi
   "${BUILD[@]}" --tag "$tag" --base jvmdiag/jdk25-base:dev --add "$jar:/app/jvmdiag-operator.jar" \
-    --entrypoint '["/opt/java/bin/java", "-jar", "/app/jvmdiag-operator.jar"]' "${SBOM[@]}" \
+    --entrypoint '["/opt/java/bin/java", "-XX:MaxRAMPercentage=50", "-jar", "/app/jvmdiag-operator.jar"]' "${SBOM[@]}" \
     --sbom-maven-list "/app/jvmdiag-operator.jar:$deps"
   done_build "$tag"
 }

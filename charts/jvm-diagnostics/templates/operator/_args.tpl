@@ -13,6 +13,7 @@ The operator's flags (see `java -jar jvmdiag-operator.jar --help`), derived from
 {{- end }}
 - --agent-image={{ include "jvm-diagnostics.image" (dict "image" .Values.agent.image "global" .Values.global "appVersion" .Chart.AppVersion) }}
 - --max-rollouts-per-minute={{ .Values.operator.maxRolloutsPerMinute }}
+- --cache-sync-timeout={{ .Values.operator.cacheSyncTimeout }}
 - --operator-deployment={{ include "jvm-diagnostics.operator.fullname" . }}
 {{- $logFormat := .Values.operator.logFormat | default .Values.global.logFormat | default "logfmt" }}
 - --log-format={{ eq $logFormat "text" | ternary "logfmt" $logFormat }}

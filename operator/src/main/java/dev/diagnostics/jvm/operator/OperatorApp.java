@@ -1,5 +1,7 @@
 package dev.diagnostics.jvm.operator;
 
+import dev.diagnostics.jvm.operator.cache.Lean;
+import dev.diagnostics.jvm.operator.cache.LeanStore;
 import dev.diagnostics.jvm.operator.election.LeaderElector;
 import dev.diagnostics.jvm.operator.http.HttpListener;
 import dev.diagnostics.jvm.operator.metrics.BuildInfo;
@@ -12,10 +14,15 @@ import dev.diagnostics.jvm.operator.webhook.Webhook;
 import dev.diagnostics.jvm.operator.webhook.WebhookSettings;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.javaoperatorsdk.operator.Operator;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -61,6 +68,8 @@ public final class OperatorApp implements AutoCloseable {
   private volatile boolean running;
   private LeaderElector elector;
   private volatile boolean healthy = true;
+  private volatile boolean closing;
+  private ScheduledExecutorService retries;
 
   public OperatorApp(KubernetesClient client, Settings settings) {
     this.client = client;
@@ -84,8 +93,20 @@ public final class OperatorApp implements AutoCloseable {
       // made once, shared by every term: the registry takes each name once
       reconcileMetrics = new ReconcileMetrics(registry);
       reconciler = new JvmDiagnosticsReconciler(rs, registry);
+      GaugeWithCallback.builder()
+          .name("jvmdiag_operator_reconciler_running")
+          .help(
+              "1 while this replica reconciles (caches synced; with leader election: the Lease holder), else 0.")
+          .callback(cb -> cb.call(running ? 1 : 0))
+          .register(registry);
       if (rs.leaderElection() == null) {
-        startReconciler(); // throws: the caller exits non-zero
+        retries =
+            Executors.newSingleThreadScheduledExecutor(r -> {
+              Thread t = new Thread(r, "reconciler-start");
+              t.setDaemon(true);
+              return t;
+            });
+        startOrRetry(); // the first attempt before start() returns, as with no failure
       } else {
         elector =
             new LeaderElector(
@@ -108,9 +129,46 @@ public final class OperatorApp implements AutoCloseable {
     return this;
   }
 
+  /** Retry delay of a failed start without leader election. */
+  static final Duration START_RETRY = Duration.ofSeconds(15);
+
+  /**
+   * Without leader election: a start that fails (caches not synced in time, API server refusing) is
+   * tried again, and the webhook keeps serving meanwhile: admission never waits on the reconciler.
+   */
+  private void startOrRetry() {
+    if (closing) return;
+    try {
+      startReconciler();
+      if (closing) stopReconciler(); // closed while starting
+    } catch (RuntimeException e) {
+      LOG.error(
+          "the reconciler did not start: {}; the webhook keeps serving; next attempt in {} s",
+          e.getMessage(),
+          START_RETRY.toSeconds());
+      if (!closing)
+        retries.schedule(this::startOrRetry, START_RETRY.toMillis(), TimeUnit.MILLISECONDS);
+    }
+  }
+
+  /** Why the reconciler did not start, in one line: a cache sync that timed out names its flag. */
+  static String startFailure(RuntimeException e, Duration cacheSyncTimeout) {
+    String why = Errors.oneLine(e);
+    boolean timeout =
+        why.toLowerCase(Locale.ROOT).contains("timeout")
+            || why.toLowerCase(Locale.ROOT).contains("timed out");
+    return why
+        + (timeout
+            ? " (its caches' first LIST took longer than --cache-sync-timeout="
+                + cacheSyncTimeout
+                + ", chart value operator.cacheSyncTimeout: raise it for a cluster this large, or see"
+                + " the API server's load)"
+            : "");
+  }
+
   /**
    * A fresh JOSDK operator: a stopped one cannot start again (its informers and executors are
-   * gone).
+   * gone). Throws with a message that says why ({@link #startFailure}).
    */
   private void startReconciler() {
     ReconcilerSettings rs = s.reconciler();
@@ -119,13 +177,16 @@ public final class OperatorApp implements AutoCloseable {
             c.withKubernetesClient(client)
                 .withCloseClientOnStop(false)
                 .withStopOnInformerErrorDuringStartup(true)
-                .withCacheSyncTimeout(Duration.ofSeconds(60))
+                .withCacheSyncTimeout(rs.cacheSyncTimeout())
                 .withConcurrentReconciliationThreads(RECONCILE_THREADS)
                 .withMetrics(reconcileMetrics));
     o.register(
         reconciler,
         c -> {
           if (!rs.watchNamespaces().isEmpty()) c.settingNamespaces(rs.watchNamespaces());
+          // one informer (all namespaces, or one): see LeanStore.forNamespaces
+          if (rs.watchNamespaces().size() <= 1) c.withItemStore(new LeanStore<>(Lean::resource));
+          c.withInformerListLimit(Lean.LIST_LIMIT);
         });
     operator = o;
     try {
@@ -133,7 +194,8 @@ public final class OperatorApp implements AutoCloseable {
       running = true;
     } catch (RuntimeException e) {
       stopReconciler();
-      throw e;
+      // Fatal: its message is the whole story, for this log and the leader elector's
+      throw new Errors.Fatal(startFailure(e, rs.cacheSyncTimeout()));
     }
   }
 
@@ -187,6 +249,8 @@ public final class OperatorApp implements AutoCloseable {
 
   @Override
   public void close() {
+    closing = true;
+    if (retries != null) retries.shutdownNow();
     if (elector != null) elector.close(); // stops reconciling, then shortens the Lease
     else stopReconciler();
     if (webhook != null) webhook.close();

@@ -152,6 +152,16 @@ final class Options {
   Duration certCheckInterval;
 
   @Option(
+      names = "--cache-sync-timeout",
+      paramLabel = "DURATION",
+      defaultValue = "PT60S",
+      description =
+          "how long the reconciler waits for the first LIST of its caches (resources, workloads, labelled pods), ISO-8601;"
+              + " past it the start is given up and tried again (with leader election: the Lease is given up first),"
+              + " while the webhook keeps serving (default: ${DEFAULT-VALUE})")
+  Duration cacheSyncTimeout;
+
+  @Option(
       names = "--webhook-warmup",
       paramLabel = "N",
       defaultValue = "5000",
@@ -270,6 +280,9 @@ final class Options {
       throw invalid("--webhook-drain-seconds must be 0 or more, got " + webhookDrainSeconds());
     }
     webhookPeerLimits(); // each names its flag when it cannot be read
+    if (cacheSyncTimeout.isNegative() || cacheSyncTimeout.isZero()) {
+      throw invalid("--cache-sync-timeout must be positive, e.g. PT60S, got " + cacheSyncTimeout);
+    }
     if (maxRolloutsPerMinute < 0) {
       throw invalid(
           "--max-rollouts-per-minute must be 0 (no limit) or more, got " + maxRolloutsPerMinute);
@@ -323,7 +336,8 @@ final class Options {
                 election,
                 WebhookRegistration.excludedNamespaces(namespace),
                 Duration.ofMinutes(1),
-                operatorRollout())
+                operatorRollout(),
+                cacheSyncTimeout)
             : null,
         metricsBind.isEmpty() ? null : address(metricsBind, "--metrics-bind"),
         probeBind.isEmpty() ? null : address(probeBind, "--probe-bind"));

@@ -48,6 +48,15 @@ class OptionsTest {
   }
 
   @Test
+  void cacheSyncTimeoutIsAMinuteByDefaultAndReachesTheReconciler() {
+    assertThat(parse().cacheSyncTimeout).isEqualTo(java.time.Duration.ofSeconds(60));
+    assertThat(parse("--cache-sync-timeout=PT5M").settings().reconciler().cacheSyncTimeout())
+        .isEqualTo(java.time.Duration.ofMinutes(5));
+    assertThat(refusal("--cache-sync-timeout=PT0S"))
+        .isEqualTo("--cache-sync-timeout must be positive, e.g. PT60S, got PT0S");
+  }
+
+  @Test
   void refusesNegativeCountsAndDisallowedPrefixesNamingTheFlag() {
     assertThat(refusal("--webhook-warmup=-1"))
         .isEqualTo("--webhook-warmup must be 0 or more (0: no warm-up), got -1");

@@ -124,7 +124,7 @@ public class JvmDiagnosticsReconciler
           message);
     }
     if (!healed.isEmpty()) {
-      LOG.info("restarting the target once to inject pods the webhook missed: {}", healed);
+      LOG.info("restarting the target once to inject pods the webhook missed: {}", listed(healed));
       events.record(
           r,
           true,
@@ -134,8 +134,14 @@ public class JvmDiagnosticsReconciler
               + "/"
               + r.getSpec().targetRef.name
               + " once to inject pods the webhook missed: "
-              + String.join(", ", healed));
+              + listed(healed));
     }
+  }
+
+  /** At most 10 names, then how many more: an event's size does not grow with the pod count. */
+  static String listed(List<String> names) {
+    if (names.size() <= 10) return String.join(", ", names);
+    return String.join(", ", names.subList(0, 10)) + " and " + (names.size() - 10) + " more";
   }
 
   @Override

@@ -22,6 +22,8 @@ import java.util.Set;
  *     only in tests
  * @param operator this replica and its Deployment: pod templates wait while replicas of another
  *     operator pod template may answer the webhook (null: none to wait for)
+ * @param cacheSyncTimeout how long the reconciler waits for its caches' first LIST before it gives
+ *     up this start and tries again (--cache-sync-timeout)
  */
 public record ReconcilerSettings(
     String agentImage,
@@ -31,7 +33,11 @@ public record ReconcilerSettings(
     LeaderElection leaderElection,
     List<String> excludedNamespaces,
     Duration rolloutWindow,
-    OperatorRollout.Self operator) {
+    OperatorRollout.Self operator,
+    Duration cacheSyncTimeout) {
+  /** --cache-sync-timeout's default. */
+  public static final Duration DEFAULT_CACHE_SYNC_TIMEOUT = Duration.ofSeconds(60);
+
   /** maxRolloutsPerMinute: the limit as --max-rollouts-per-minute and the chart give it. */
   public ReconcilerSettings(
       String agentImage,
@@ -48,6 +54,7 @@ public record ReconcilerSettings(
         leaderElection,
         excludedNamespaces,
         Duration.ofMinutes(1),
+        null,
         null);
   }
 
@@ -68,11 +75,35 @@ public record ReconcilerSettings(
         leaderElection,
         excludedNamespaces,
         rolloutWindow,
+        null,
+        null);
+  }
+
+  /** The default cache-sync timeout. */
+  public ReconcilerSettings(
+      String agentImage,
+      List<String> allowedJvmOptions,
+      Set<String> watchNamespaces,
+      int maxRollouts,
+      LeaderElection leaderElection,
+      List<String> excludedNamespaces,
+      Duration rolloutWindow,
+      OperatorRollout.Self operator) {
+    this(
+        agentImage,
+        allowedJvmOptions,
+        watchNamespaces,
+        maxRollouts,
+        leaderElection,
+        excludedNamespaces,
+        rolloutWindow,
+        operator,
         null);
   }
 
   public ReconcilerSettings {
     rolloutWindow = rolloutWindow == null ? Duration.ofMinutes(1) : rolloutWindow;
+    cacheSyncTimeout = cacheSyncTimeout == null ? DEFAULT_CACHE_SYNC_TIMEOUT : cacheSyncTimeout;
     excludedNamespaces = excludedNamespaces == null ? List.of() : List.copyOf(excludedNamespaces);
     allowedJvmOptions = allowedJvmOptions == null ? List.of() : List.copyOf(allowedJvmOptions);
     watchNamespaces = watchNamespaces == null ? Set.of() : Set.copyOf(watchNamespaces);

@@ -4,6 +4,8 @@ import static dev.diagnostics.jvm.operator.Contract.INJECT_LABEL;
 
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.api.TargetRef;
+import dev.diagnostics.jvm.operator.cache.Lean;
+import dev.diagnostics.jvm.operator.cache.LeanStore;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
@@ -19,6 +21,7 @@ import io.javaoperatorsdk.operator.processing.event.source.informer.InformerEven
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.stream.Collectors;
 
 /**
@@ -63,6 +66,8 @@ final class Watches {
                             p.getMetadata().getLabels().get(INJECT_LABEL),
                             p.getMetadata().getNamespace())))
                 .withPrimaryToSecondaryMapper((JvmDiagnostics r) -> Set.of())
+                .withItemStore(LeanStore.forNamespaces(namespaces(context), Lean::pod))
+                .withInformerListLimit(Lean.LIST_LIMIT)
                 .build(),
             context);
     pods.addIndexers(
@@ -74,14 +79,23 @@ final class Watches {
                         + "/"
                         + p.getMetadata().getLabels().get(INJECT_LABEL))));
     return List.of(
-        target(Deployment.class, TargetRef.Kind.Deployment, context),
-        target(StatefulSet.class, TargetRef.Kind.StatefulSet, context),
-        target(DaemonSet.class, TargetRef.Kind.DaemonSet, context),
+        target(Deployment.class, TargetRef.Kind.Deployment, Lean::deployment, context),
+        target(StatefulSet.class, TargetRef.Kind.StatefulSet, Lean::statefulSet, context),
+        target(DaemonSet.class, TargetRef.Kind.DaemonSet, Lean::daemonSet, context),
         pods);
   }
 
+  /** The namespaces the controller watches (event sources inherit them). */
+  private static Set<String> namespaces(EventSourceContext<JvmDiagnostics> context) {
+    return context.getControllerConfiguration().getInformerConfig().getNamespaces();
+  }
+
+  /** Targets are cached lean: a write starts from a GET or applies only our fields. */
   private static <T extends HasMetadata> EventSource<?, JvmDiagnostics> target(
-      Class<T> type, TargetRef.Kind kind, EventSourceContext<JvmDiagnostics> context) {
+      Class<T> type,
+      TargetRef.Kind kind,
+      Consumer<T> strip,
+      EventSourceContext<JvmDiagnostics> context) {
     IndexedResourceCache<JvmDiagnostics> primaries = context.getPrimaryCache();
     return new InformerEventSource<>(
         InformerEventSourceConfiguration.from(type, JvmDiagnostics.class)
@@ -96,6 +110,8 @@ final class Watches {
                     .map(ResourceID::fromResource)
                     .collect(Collectors.toSet()))
             .withPrimaryToSecondaryMapper((JvmDiagnostics r) -> Set.of())
+            .withItemStore(LeanStore.forNamespaces(namespaces(context), strip))
+            .withInformerListLimit(Lean.LIST_LIMIT)
             .build(),
         context);
   }

@@ -1,6 +1,8 @@
 package dev.diagnostics.jvm.operator.webhook;
 
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.cache.Lean;
+import dev.diagnostics.jvm.operator.cache.LeanStore;
 import dev.diagnostics.jvm.operator.certs.CertificateRotation;
 import dev.diagnostics.jvm.operator.certs.WebhookCertificates;
 import dev.diagnostics.jvm.operator.http.HttpListener;
@@ -53,8 +55,16 @@ public final class Webhook implements AutoCloseable {
             WebhookCertificates.DEFAULT_SETTLE);
     WebhookCertificates.Material material = certs.ensure(); // nothing published before listening
     // the webhook reads resources from its own cache, one for both webhooks: an admission must not
-    // wait on the API server. Indexed by target for the validating side's one-owner check.
-    resources = client.resources(JvmDiagnostics.class).inAnyNamespace().runnableInformer(0);
+    // wait on the API server. Indexed by target for the validating side's one-owner check. Lean
+    // (metadata and spec: what admission reads) and listed in pages. Not the reconciler's cache:
+    // that one runs on the Lease holder only, and every replica admits.
+    resources =
+        client
+            .resources(JvmDiagnostics.class)
+            .inAnyNamespace()
+            .withLimit(Lean.LIST_LIMIT)
+            .runnableInformer(0);
+    resources.itemStore(new LeanStore<>(Lean::admitted));
     resources.addIndexers(Map.of(TargetClaims.INDEX, TargetClaims::indexKeys));
     TargetClaims claims =
         new TargetClaims(key -> resources.getIndexer().byIndex(TargetClaims.INDEX, key));

@@ -1,0 +1,115 @@
+package dev.diagnostics.jvm.operator.reconciler;
+
+import static dev.diagnostics.jvm.operator.Contract.*;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
+import dev.diagnostics.jvm.operator.cache.Lean;
+import dev.diagnostics.jvm.operator.mutator.InjectionConfig;
+import dev.diagnostics.jvm.operator.mutator.PodMutator;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.EnvVarSourceBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.VolumeMountBuilder;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import java.io.IOException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+
+/** The inspection of a lean labelled pod says what it says of the full pod. */
+class LeanPodTest {
+  private static final KubernetesSerialization JSON = new KubernetesSerialization();
+
+  static Pod pod(InjectionConfig config, Consumer<Pod> change) throws IOException {
+    Pod p = JSON.unmarshal(CacheFootprint.resource("/cache/pod.json"), Pod.class);
+    p.getMetadata().setLabels(new HashMap<>(p.getMetadata().getLabels()));
+    p.getMetadata().getLabels().put(INJECT_LABEL, "checkout");
+    // as the webhook leaves it: mutated, stamped with this configuration
+    p = PodMutator.mutate(p, config).pod();
+    change.accept(p);
+    return p;
+  }
+
+  static void sameReport(InjectionConfig config, Consumer<Pod> change) throws IOException {
+    Pod full = pod(config, change);
+    Pod lean = pod(config, change);
+    Lean.pod(lean);
+    var a = PodInspector.inspect(List.of(full), "checkout", null, config);
+    var b = PodInspector.inspect(List.of(lean), "checkout", null, config);
+    assertThat(b.injected()).isEqualTo(a.injected());
+    assertThat(b.live()).isEqualTo(a.live()).isEqualTo(1);
+    assertThat(b.missing()).usingRecursiveComparison().isEqualTo(a.missing());
+    assertThat(b.launcherOnly()).isEqualTo(a.launcherOnly());
+  }
+
+  static InjectionConfig config(JvmDiagnosticsSpec.Collection collection) {
+    JvmDiagnostics r = Fixtures.resource("checkout");
+    r.getSpec().collection = collection;
+    return Fixtures.config(r);
+  }
+
+  @Test
+  void anInjectedPodReadsTheSameLean() throws IOException {
+    for (var collection : JvmDiagnosticsSpec.Collection.values())
+      sameReport(config(collection), p -> {});
+  }
+
+  @Test
+  void flagsFromValueFromReadTheSameLean() throws IOException {
+    sameReport(
+        config(JvmDiagnosticsSpec.Collection.NodeAgent),
+        p ->
+            p.getSpec()
+                .getContainers()
+                .get(0)
+                .setEnv(
+                    List.of(
+                        new EnvVar(
+                            JAVA_TOOL_OPTIONS,
+                            null,
+                            new EnvVarSourceBuilder()
+                                .withNewConfigMapKeyRef("opts", "jvm", false)
+                                .build()))));
+  }
+
+  @Test
+  void aForeignTmpMountReadsTheSameLean() throws IOException {
+    sameReport(
+        config(JvmDiagnosticsSpec.Collection.Sidecar),
+        p ->
+            p.getSpec()
+                .getContainers()
+                .get(0)
+                .setVolumeMounts(
+                    List.of(
+                        new VolumeMountBuilder().withName("tmp").withMountPath("/tmp").build())));
+  }
+
+  @Test
+  void aSidecarRunningAsTheAppsUserReadsTheSameLean() throws IOException {
+    sameReport(
+        config(JvmDiagnosticsSpec.Collection.Sidecar),
+        p -> p.getSpec().getContainers().get(0).getSecurityContext().setRunAsUser(1001L));
+  }
+
+  @Test
+  void keepsNoStatusBeyondThePhaseAndNoManagedFields() throws IOException {
+    Pod p = pod(config(JvmDiagnosticsSpec.Collection.NodeAgent), x -> {});
+    int before = JSON.asJson(p).length();
+    Lean.pod(p);
+    assertThat(p.getMetadata().getManagedFields()).isNullOrEmpty();
+    assertThat(p.getStatus().getPhase()).isEqualTo("Running");
+    assertThat(p.getStatus().getContainerStatuses()).isNullOrEmpty();
+    assertThat(p.getSpec().getTolerations()).isNullOrEmpty();
+    assertThat(p.getMetadata().getAnnotations())
+        .containsKey(INJECTED)
+        .doesNotContainKey("prometheus.io/port");
+    assertThat(p.getSpec().getContainers().get(0).getEnv())
+        .extracting(EnvVar::getName)
+        .containsExactly(JAVA_TOOL_OPTIONS);
+    assertThat(JSON.asJson(p).length()).isLessThan(before / 2);
+  }
+}
