@@ -1,6 +1,7 @@
 //! The HotSpot reader against real JVMs (JDK 11, 17, 21, 25 where installed), checked against
 //! the JVM's own `jcmd` output: code heap bounds (`Compiler.codecache`), every nmethod's
-//! compile id, method and code start (`Compiler.codelist`), and `readelf` for the TLS symbol.
+//! compile id, method and code start (`Compiler.codelist`), `readelf` for the TLS symbol and
+//! its relocation, and gdb's `$fs_base` of each thread for the current-thread lookup.
 //! Needs root (reads /proc/PID/mem):
 //!   cargo test -p jvmdiag-inspect --test hotspot_live -- --ignored --nocapture
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -11,7 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use jvmdiag_inspect::hotspot::{
-    code_blob, find_blob, method_name, vmstructs, BlobKind, ProcMem, ProcessStacks, StackLayout,
+    code_blob, find_blob, method_name, read_i32, read_u64, vmstructs, BlobKind, ProcMem,
+    ProcessStacks, StackLayout,
 };
 use jvmdiag_inspect::{elf, procfs};
 
@@ -177,6 +179,72 @@ fn readelf_tls(lib: &Path) -> Option<u64> {
     })
 }
 
+/// `readelf -rW`'s first R_X86_64_DTPMOD64 slot.
+fn readelf_dtpmod(lib: &Path) -> Option<u64> {
+    let out = Command::new("readelf").arg("-rW").arg(lib).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 3 && f[2] == "R_X86_64_DTPMOD64").then(|| hex(f[0]))
+    })
+}
+
+/// (LWP, fs base) of each thread, from gdb (an independent reader of the registers);
+/// `None` without gdb.
+fn gdb_fs_bases(pid: u32) -> Option<Vec<(i32, u64)>> {
+    let out = Command::new("gdb")
+        .args(["-nx", "-batch", "-p", &pid.to_string()])
+        .args(["-ex", "set auto-solib-add off", "-ex", "thread apply all p/x $fs_base"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut v = Vec::new();
+    let mut lwp = None;
+    for l in text.lines() {
+        if let Some(i) = l.find("(LWP ") {
+            lwp = l[i + 5..].split(')').next().and_then(|n| n.parse().ok());
+        } else if let (Some(t), Some(val)) = (lwp, l.strip_prefix('$')) {
+            if let Some((_, h)) = val.split_once(" = ") {
+                v.push((t, hex(h)));
+            }
+            lwp = None;
+        }
+    }
+    Some(v)
+}
+
+/// Each thread's `Thread::current()` the way the eBPF side finds it (dtv = *(fs + 8),
+/// `dtv[module].val + tls_offset`), checked through `Thread::_osthread->_thread_id` against
+/// the thread's own id. Returns how many threads matched.
+fn check_thread_current(
+    mem: &ProcMem,
+    vs: &vmstructs::VmStructs,
+    ps: &ProcessStacks,
+    threads: &[(i32, u64)],
+) -> usize {
+    let osthread = vs
+        .field("Thread", "_osthread")
+        .or_else(|| vs.field("JavaThread", "_osthread"))
+        .expect("no Thread::_osthread")
+        .offset;
+    let tid = vs.field("OSThread", "_thread_id").expect("no OSThread::_thread_id").offset;
+    let mut matched = 0;
+    for &(lwp, fs) in threads {
+        let dtv = read_u64(mem, fs + 8, "dtv").unwrap();
+        let block = read_u64(mem, dtv + ps.tls_module * 16, "dtv entry").unwrap();
+        if block == 0 || block == u64::MAX {
+            continue; // never touched libjvm's TLS (the launcher's first thread)
+        }
+        let thread = read_u64(mem, block + ps.tls_offset, "Thread::_thr_current").unwrap();
+        if thread == 0 {
+            continue; // not attached to the JVM
+        }
+        let os = read_u64(mem, thread + osthread, "Thread::_osthread").unwrap();
+        assert_eq!(read_i32(mem, os + tid, "OSThread::_thread_id").unwrap(), lwp);
+        matched += 1;
+    }
+    matched
+}
+
 #[test]
 #[ignore]
 fn hotspot_tables_match_jcmd_on_every_jdk() {
@@ -213,10 +281,25 @@ fn hotspot_tables_match_jcmd_on_every_jdk() {
         );
 
         // TLS: the symbol's value as readelf prints it; a plausible module id.
+        match (readelf_tls(&lib), readelf_dtpmod(&lib)) {
+            (Some(val), Some(got)) => {
+                assert_eq!((tls.offset, tls.dtpmod_got), (val, got), "JDK {v}");
+            }
+            _ => eprintln!("JDK {v}: readelf not found, TLS symbol not cross-checked"),
+        }
         if let Some(val) = readelf_tls(&lib) {
             assert_eq!(ps.tls_offset, val, "JDK {v}");
         }
         assert!((1..=4096).contains(&ps.tls_module), "JDK {v}: module {}", ps.tls_module);
+
+        match gdb_fs_bases(pid) {
+            Some(t) if !t.is_empty() => {
+                let n = check_thread_current(&mem, &vs, &ps, &t);
+                assert!(n >= 5, "JDK {v}: {n} of {} threads found through TLS", t.len());
+                eprintln!("JDK {v}: Thread::current() of {n} of {} threads is theirs", t.len());
+            }
+            _ => eprintln!("JDK {v}: gdb not found, Thread::current() through TLS not checked"),
+        }
 
         // Interpreter: non-empty, inside a code heap (the non-nmethods one).
         assert!(ps.interpreter_start < ps.interpreter_end);
