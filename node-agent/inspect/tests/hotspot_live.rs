@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use jvmdiag_inspect::hotspot::{
-    code_blob, find_blob, method_name, read_i32, read_u64, vmstructs, BlobKind, ProcMem,
+    code_blob, find_blob, method_name, read_i32, read_u64, symbolize, vmstructs, BlobKind, ProcMem,
     ProcessStacks, StackLayout,
 };
 use jvmdiag_inspect::{elf, procfs};
@@ -23,10 +23,30 @@ const BUSY: &str = r#"
 import java.util.function.LongUnaryOperator;
 public class Busy {
     static long work(long n) { long s = 0; for (long i = 0; i < n; i++) { s += i ^ (s >>> 3); } return s; }
+    static long gap(long n) {
+        long s = n;
+
+
+
+        s = s * 3 + 1;
+
+
+
+
+
+
+
+
+
+
+
+        if (s > 10) { s -= 7; }
+        return s;
+    }
     public static void main(String[] a) throws Exception {
         LongUnaryOperator f = x -> x * 31 + (x >>> 7);
         long s = 0;
-        for (int i = 0; i < 3000; i++) { s += work(5000); }
+        for (int i = 0; i < 3000; i++) { s += work(5000) + gap(i); }
         for (int i = 0; i < 2_000_000; i++) { s += f.applyAsLong(i); s += System.identityHashCode(a) & 1; }
         System.out.println("sum " + s);
         System.out.println("ready");
@@ -188,6 +208,26 @@ fn readelf_dtpmod(lib: &Path) -> Option<u64> {
     })
 }
 
+/// `javap -l -p`'s LineNumberTable of each method of Busy: name → sorted (bci, line).
+fn javap_lines(dir: &Path) -> Option<std::collections::BTreeMap<String, Vec<(i64, i64)>>> {
+    let javap = jdks().into_iter().map(|(_, p)| p.join("bin/javap")).find(|p| p.exists())?;
+    let out = Command::new(javap).args(["-l", "-p", "-cp"]).arg(dir).arg("Busy").output().ok()?;
+    let mut m = std::collections::BTreeMap::new();
+    let mut cur: Option<String> = None;
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        if l.starts_with("  ") && !l.starts_with("   ") && l.contains('(') {
+            let name = l.split('(').next().unwrap().rsplit(' ').next().unwrap().to_string();
+            cur = Some(name);
+        } else if let (Some(c), Some(rest)) = (&cur, l.trim().strip_prefix("line ")) {
+            let (line, pc) = rest.split_once(": ").unwrap();
+            let e: &mut Vec<(i64, i64)> = m.entry(c.clone()).or_default();
+            e.push((pc.parse().unwrap(), line.parse().unwrap()));
+        }
+    }
+    m.values_mut().for_each(|v: &mut Vec<(i64, i64)>| v.sort());
+    Some(m)
+}
+
 /// (LWP, fs base) of each thread, from gdb (an independent reader of the registers);
 /// `None` without gdb.
 fn gdb_fs_bases(pid: u32) -> Option<Vec<(i32, u64)>> {
@@ -251,6 +291,10 @@ fn hotspot_tables_match_jcmd_on_every_jdk() {
     let dir = std::env::temp_dir().join(format!("jvmdiag-hotspot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     classes(&dir);
+    let lines = javap_lines(&dir);
+    if lines.is_none() {
+        eprintln!("no javap: line number tables not checked");
+    }
     let mut checked = Vec::new();
     for (v, jdk) in jdks() {
         let jvm = start(&jdk, &dir);
@@ -316,7 +360,7 @@ fn hotspot_tables_match_jcmd_on_every_jdk() {
         // Every nmethod jcmd lists.
         let list = codelist(&jcmd(&jdk, pid, "Compiler.codelist").unwrap());
         assert!(list.len() > 10, "JDK {v}: {} nmethods listed", list.len());
-        let (mut natives, mut hidden, mut busy) = (0, 0, 0);
+        let (mut natives, mut hidden, mut busy, mut line_tables) = (0, 0, 0, 0);
         for n in &list {
             let ctx = format!("JDK {v}: {} {}.{} at {:#x}", n.id, n.class, n.method, n.blob);
             for pc in [n.blob, n.code_begin, (n.code_begin + n.code_end) / 2, n.code_end - 1] {
@@ -347,12 +391,28 @@ fn hotspot_tables_match_jcmd_on_every_jdk() {
                 (n.class.as_str(), n.method.as_str()),
                 "{ctx}"
             );
+            if let Some(want) =
+                lines.as_ref().and_then(|l| l.get(&jm.name)).filter(|_| jm.class == "Busy")
+            {
+                let cm =
+                    read_u64(&mem, method + u64::from(layout.method_const_method), "cm").unwrap();
+                let mut got = symbolize::line_table(&mem, &layout, cm).unwrap();
+                got.sort();
+                assert_eq!(&got, want, "{ctx}: line number table");
+                for &(b, line) in want {
+                    let first = want.iter().find(|p| p.0 == b).unwrap().1;
+                    let ours = symbolize::line_number(&mem, &layout, cm, b as u32).unwrap();
+                    assert_eq!(ours, Some(first as u32), "{ctx}: line of bci {b} (line {line})");
+                }
+                line_tables += 1;
+            }
             hidden += usize::from(jm.class.contains("$$Lambda"));
             busy += usize::from(jm.class == "Busy");
         }
         assert!(busy > 0 && hidden > 0, "JDK {v}: Busy {busy}, lambdas {hidden}");
+        assert!(lines.is_none() || line_tables >= 2, "JDK {v}: {line_tables} line tables");
         eprintln!(
-            "JDK {v}: {} code heaps, interpreter {} KiB, {} nmethods ({natives} native wrappers, {hidden} of hidden classes) match jcmd; TLS module {} offset {:#x}",
+            "JDK {v}: {} code heaps, interpreter {} KiB, {} nmethods ({natives} native wrappers, {hidden} of hidden classes) match jcmd, {line_tables} line number tables match javap; TLS module {} offset {:#x}",
             ps.code_heaps.len(),
             (ps.interpreter_end - ps.interpreter_start) >> 10,
             list.len(),

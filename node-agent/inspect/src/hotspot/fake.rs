@@ -68,6 +68,9 @@ pub fn exports_at(base: u64) -> Exports {
     Exports::from_symbols(&syms, base).unwrap_or_default()
 }
 
+/// Where an image's TLS module id is, from its base: right after the 20 symbols' words.
+pub const TLS_GOT: u64 = 20 * 8;
+
 /// Strides and field offsets of the fake tables.
 const STRUCT_STRIDE: u64 = 48;
 const TYPE_STRIDE: u64 = 40;
@@ -136,15 +139,21 @@ pub struct FakeJvm {
     pub interpreter_code: u64,
 }
 
+/// Where the fake image is mapped.
+pub const BASE: u64 = 0x7f00_0000_0000;
+
 /// Segments of the fake code heap (64 bytes each).
 pub const HEAP_SEGMENTS: u64 = 64;
 
 /// Builds the image; `skip` leaves out the struct entries whose `type::field` it names.
 pub fn fake_jvm(skip: &[&str]) -> FakeJvm {
-    let base = 0x7f00_0000_0000;
+    let base = BASE;
     let mut m = Image::new(base);
-    let sym_slots = m.alloc(SYMBOLS.len() * 8);
+    // The 20 symbols' words, then the TLS module id (see TLS_GOT).
+    let sym_slots = m.alloc(SYMBOLS.len() * 8 + 8);
     let exports = exports_at(sym_slots);
+    let tls_got = sym_slots + TLS_GOT;
+    m.u64(tls_got, 2);
 
     // Objects first, so the statics can point at them.
     let seg = 64u64;
@@ -216,8 +225,6 @@ pub fn fake_jvm(skip: &[&str]) -> FakeJvm {
     m.u64(s_heaps, heaps);
     let s_call = m.alloc(8);
     m.u64(s_call, interpreter_code + 0x10);
-    let tls_got = m.alloc(8);
-    m.u64(tls_got, 2);
 
     // The tables.
     let statics: [(&str, &str, &str, u64); 3] = [
