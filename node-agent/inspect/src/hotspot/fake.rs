@@ -255,10 +255,13 @@ pub fn fake_jvm(skip: &[&str]) -> FakeJvm {
         m.u64(types + e * TYPE_STRIDE, t);
         m.u64(types + e * TYPE_STRIDE + 32, *size);
     }
-    let ints = m.alloc((2 * CONST_STRIDE) as usize);
+    let ints = m.alloc((3 * CONST_STRIDE) as usize);
     let n = m.cstr("oopSize");
     m.u64(ints, n);
     m.u32(ints + 8, 8);
+    let n = m.cstr("ConstMethod::_has_linenumber_table");
+    m.u64(ints + CONST_STRIDE, n);
+    m.u32(ints + CONST_STRIDE + 8, 1);
     let longs = m.alloc((2 * CONST_STRIDE) as usize);
     let n = m.cstr("markWord::hash_mask");
     m.u64(longs, n);

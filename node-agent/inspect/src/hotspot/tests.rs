@@ -195,3 +195,50 @@ fn hidden_class_names_lose_their_address() {
     assert_eq!(external_class_name("a/0x"), "a.0x");
     assert_eq!(external_class_name(""), "");
 }
+
+/// A ConstMethod of 10 bytecodes whose line number table is `table`.
+fn with_lines(f: &mut FakeJvm, table: &[u8]) -> u64 {
+    let cm = f.image.alloc(48 + 10 + table.len());
+    f.image.u16(cm + 0x20, 10);
+    f.image.u16(cm + 0x1c, 1);
+    f.image.put(cm + 48 + 10, table);
+    cm
+}
+
+#[test]
+fn line_numbers_in_both_encodings() {
+    use super::symbolize::{line_number, line_table};
+    let mut f = fake_jvm(&[]);
+    let (mut l, _) = resolve(&f);
+    assert_eq!(l.const_method_has_linenumber_table, Some(1));
+    assert!(!l.line_table_unsigned5);
+    // (0, +10) escaped, (+5, +2) in one byte, (+0, +500) escaped over two bytes.
+    let old = with_lines(&mut f, &[0xFF, 0, 20, 42, 0xFF, 0, 232, 12, 0]);
+    let u5 = with_lines(&mut f, &[0xFF, 1, 21, 42, 0xFF, 1, 233, 13, 0]);
+    let mem = f.image.mem();
+    assert_eq!(line_table(&mem, &l, old).unwrap(), vec![(0, 10), (5, 12), (5, 512)]);
+    assert_eq!(line_number(&mem, &l, old, 3).unwrap(), Some(10));
+    assert_eq!(line_number(&mem, &l, old, 5).unwrap(), Some(12));
+    assert_eq!(line_number(&mem, &l, old, 9).unwrap(), Some(512));
+    l.line_table_unsigned5 = true;
+    assert_eq!(line_table(&mem, &l, u5).unwrap(), vec![(0, 10), (5, 12), (5, 512)]);
+    // A zero byte cannot be in an UNSIGNED5 number.
+    let e = line_table(&mem, &l, old).unwrap_err().to_string();
+    assert!(e.contains("zero byte"), "{e}");
+    // No table: no line.
+    assert_eq!(line_number(&mem, &l, f.const_method, 0).unwrap(), None);
+}
+
+#[test]
+fn an_unterminated_line_table_is_refused_at_its_bound() {
+    use super::symbolize::line_number;
+    let mut f = fake_jvm(&[]);
+    let (l, _) = resolve(&f);
+    let cm = with_lines(&mut f, &vec![0x08; crate::limits::LINE_TABLE_MAX_BYTES + 100]);
+    let e = line_number(&f.image.mem(), &l, cm, 1).unwrap_err().to_string();
+    assert!(e.contains("line number table") && e.contains("over the limit"), "{e}");
+    // Ending at the image's end without a terminator: unreadable, an error.
+    let cm = with_lines(&mut f, &[0x08, 0x08]);
+    f.image.bytes.truncate((cm + 48 + 12 - f.image.base) as usize);
+    assert!(line_number(&f.image.mem(), &l, cm, 1).is_err());
+}
