@@ -308,6 +308,7 @@ fn hotspot_tables_match_jcmd_on_every_jdk() {
         let bias = m.start; // libjvm's first PT_LOAD is at vaddr 0
         let syms = elf::symbols_in_file(&f, &vmstructs::Exports::wanted).unwrap();
         let ex = vmstructs::Exports::from_symbols(&syms, bias).unwrap();
+        assert_eq!(vmstructs::Exports::from_file(&f, bias).unwrap(), ex);
         let mem = ProcMem::open(pid).unwrap();
         let vs = vmstructs::read(&mem, &ex).unwrap();
         let layout = StackLayout::resolve(&vs).unwrap_or_else(|e| panic!("JDK {v}: {e}"));
