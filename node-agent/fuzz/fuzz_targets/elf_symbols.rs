@@ -53,6 +53,13 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
+    // libjvm's current-thread TLS: the same from memory and from the file.
+    match (elf::thread_tls(data), elf::thread_tls_in_file(f)) {
+        (Ok(m), Ok(d)) => assert_eq!(m, d),
+        (Err(_), Err(_)) => {}
+        (m, d) => panic!("thread_tls in memory and from the file disagree: {m:?} vs {d:?}"),
+    }
+
     if let Some(v) = data.get(..8) {
         let vaddr = u64::from_le_bytes(v.try_into().unwrap_or_default());
         let len = u64::from(data.get(8).copied().unwrap_or(0));

@@ -91,3 +91,6 @@ pub const CODE_BLOB_NAME_MAX: usize = 256;
 /// Entries of one ELF relocation section (libjvm's `.rela.dyn` has 100 000–125 000; 24
 /// bytes each), checked from the section header before it is read.
 pub const ELF_MAX_RELOCS: usize = 1_000_000;
+/// A method's compressed line number table (one to six bytes per line of a method of at
+/// most 65 535 bytecodes).
+pub const LINE_TABLE_MAX_BYTES: usize = 256 << 10;

@@ -81,3 +81,12 @@ fn write_fuzz_seeds() {
     put(dir, "safepoint_log", "jdk25", b"[1.212s][1211824636ns][info ][safepoint      ] Safepoint \"G1CollectFull\", Time since last: 257994616 ns, Reaching safepoint: 37005 ns, At safepoint: 25901863 ns, Leaving safepoint: 788265 ns, Total: 26727133 ns, Threads: 0 runnable, 10 total\n");
     put(dir, "safepoint_log", "jdk11", b"[10.001s][info][safepoint] Entering safepoint region: G1CollectForAllocation\n[10.012s][info][safepoint] Leaving safepoint region\n[10.012s][info][safepoint] Total time for which application threads were stopped: 0.0110234 seconds, Stopping threads took: 0.0000345 seconds\n");
 }
+
+/// The `hotspot` target's seed: the hand-built JVM image (no JVM needed).
+#[test]
+#[ignore]
+fn write_hotspot_seed() {
+    let Ok(dir) = std::env::var("FUZZ_SEEDS_DIR") else { return };
+    let f = jvmdiag_inspect::hotspot::fake::fake_jvm(&[]);
+    put(Path::new(&dir), "hotspot", "fake_jdk17", &f.image.bytes);
+}

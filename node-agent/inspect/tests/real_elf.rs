@@ -98,3 +98,35 @@ fn file_reader_matches_the_slice_reader() {
         );
     }
 }
+
+#[test]
+fn thread_tls_matches_readelf() {
+    for jdk in common::jdks() {
+        let path = common::libjvm(&jdk);
+        let b = std::fs::read(&path).unwrap();
+        let ours = elf::thread_tls(&b).unwrap().expect("no Thread::_thr_current or DTPMOD64");
+        let from_file = elf::thread_tls_in_file(&std::fs::File::open(&path).unwrap()).unwrap();
+        assert_eq!(Some(ours), from_file);
+        let syms = tool(&["readelf", "-sW", path.to_str().unwrap()]);
+        let value = syms
+            .lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() >= 8 && f[3] == "TLS" && f[7] == elf::THR_CURRENT)
+                    .then(|| u64::from_str_radix(f[1], 16).unwrap())
+            })
+            .unwrap();
+        let relocs = tool(&["readelf", "-rW", path.to_str().unwrap()]);
+        let got = relocs
+            .lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() >= 3 && f[2] == "R_X86_64_DTPMOD64")
+                    .then(|| u64::from_str_radix(f[0], 16).unwrap())
+            })
+            .unwrap();
+        assert_eq!((ours.offset, ours.dtpmod_got), (value, got), "{}", path.display());
+    }
+    // A library without the symbol: None, not an error.
+    assert_eq!(elf::thread_tls(&common::sample_elf().bytes).unwrap(), None);
+}

@@ -51,6 +51,12 @@ pub struct StackLayout {
     pub const_method_flags: u32,
     /// 2 (JDK 11–17) or 4 (21+).
     pub const_method_flags_width: u8,
+    /// The flag bit telling that the compressed line number table follows the bytecodes;
+    /// `None` when the JVM does not export it (no line numbers then).
+    pub const_method_has_linenumber_table: Option<u32>,
+    /// JDK 21+ compresses the line number table's escaped pairs with UNSIGNED5 (no zero
+    /// bytes); before, with the older CompressedStream ints. Told apart by the u4 flags of 21.
+    pub line_table_unsigned5: bool,
     pub constant_pool_pool_holder: u32,
     /// `ConstantPool::_length`: the number of slots after the header.
     pub constant_pool_length: u32,
@@ -150,6 +156,14 @@ impl StackLayout {
             const_method_size: size(vs, "ConstMethod")?,
             const_method_flags,
             const_method_flags_width: if flags_kind == 0 { 4 } else { 2 },
+            const_method_has_linenumber_table: [
+                "ConstMethodFlags::_misc_has_linenumber_table",
+                "ConstMethod::_has_linenumber_table",
+            ]
+            .iter()
+            .find_map(|n| vs.int_constant(n))
+            .and_then(|v| u32::try_from(v).ok()),
+            line_table_unsigned5: flags_kind == 0,
             constant_pool_pool_holder: off(vs, &[("ConstantPool", "_pool_holder")])?,
             constant_pool_length: off(vs, &[("ConstantPool", "_length")])?,
             constant_pool_size: size(vs, "ConstantPool")?,

@@ -11,6 +11,8 @@ use std::os::unix::fs::FileExt;
 use crate::limits::{HOTSPOT_MAX_READ, HOTSPOT_MAX_STRING};
 use crate::Error;
 
+#[doc(hidden)]
+pub mod fake;
 pub mod layout;
 pub mod symbolize;
 pub mod vmstructs;
@@ -161,7 +163,12 @@ pub fn read_cstr(
                 reason: format!("string longer than {max} bytes"),
             });
         }
-        let chunk = read_bytes(mem, at, n as usize, what)?; // n <= 4096
+        // A memory whose end is not at a page boundary (an image): byte by byte there.
+        let chunk = match read_bytes(mem, at, n as usize, what) {
+            Ok(c) => c,
+            Err(_) if n > 1 => read_bytes(mem, at, 1, what)?,
+            Err(e) => return Err(e),
+        };
         if let Some(nul) = chunk.iter().position(|&c| c == 0) {
             out.extend(chunk.iter().take(nul));
             if out.len() > max {
@@ -174,7 +181,7 @@ pub fn read_cstr(
             });
         }
         out.extend_from_slice(&chunk);
-        at = at.checked_add(n).ok_or_else(|| Error::Malformed {
+        at = at.checked_add(chunk.len() as u64).ok_or_else(|| Error::Malformed {
             what,
             offset: addr,
             reason: "string runs past the end of the address space".into(),
@@ -185,7 +192,7 @@ pub fn read_cstr(
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
-mod tests {
+mod read_tests {
     use super::*;
 
     #[test]
@@ -203,3 +210,6 @@ mod tests {
         assert!(read_u64(&m, u64::MAX - 3, "x").is_err());
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,7 +3,7 @@
 //! heap's segment map, the lookup the eBPF walker also does).
 use super::layout::{CodeStart, ProcessStacks, StackLayout};
 use super::{read_bytes, read_cstr, read_i32, read_u16, read_u64, read_u8, Memory};
-use crate::limits::{CODE_BLOB_NAME_MAX, JAVA_NAME_MAX, SEGMAP_MAX_HOPS};
+use crate::limits::{CODE_BLOB_NAME_MAX, JAVA_NAME_MAX, LINE_TABLE_MAX_BYTES, SEGMAP_MAX_HOPS};
 use crate::Error;
 
 /// A Java method: `class` dotted (`java.lang.Thread`), `name` as in the class file.
@@ -213,4 +213,126 @@ pub fn find_blob(
         return Ok(None);
     }
     Ok(Some(at(block, l.heap_block_size, "HeapBlock")?))
+}
+
+/// The method's compressed line number table (right after its bytecodes), read byte by byte
+/// through a small buffer: it may end just before unmapped memory. At most
+/// [`LINE_TABLE_MAX_BYTES`] bytes.
+struct TableReader<'m> {
+    mem: &'m dyn Memory,
+    at: u64,
+    read: usize,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl TableReader<'_> {
+    fn byte(&mut self) -> Result<u8, Error> {
+        const T: &str = "line number table";
+        if let Some(&b) = self.buf.get(self.pos) {
+            self.pos += 1;
+            return Ok(b);
+        }
+        if self.read >= LINE_TABLE_MAX_BYTES {
+            return Err(Error::too_large(T, self.read as u64, LINE_TABLE_MAX_BYTES as u64));
+        }
+        let n = 64 - (self.at % 64) as usize; // never across a 64-byte boundary
+        self.buf =
+            read_bytes(self.mem, self.at, n, T).or_else(|_| read_bytes(self.mem, self.at, 1, T))?;
+        self.at = self.at.saturating_add(self.buf.len() as u64);
+        self.read = self.read.saturating_add(self.buf.len());
+        self.pos = 0;
+        self.byte()
+    }
+
+    /// A CompressedStream int: UNSIGNED5 (JDK 21+: bytes offset by 1, so none is 0) or the
+    /// older form; both 6 bits per continuation byte, at most 5 bytes.
+    fn int(&mut self, unsigned5: bool) -> Result<u32, Error> {
+        let x = u32::from(unsigned5);
+        let l = 256 - 64 - x; // bytes below x + l end the number
+        let mut sum = 0u32;
+        let mut shift = 0u32;
+        for i in 0..5 {
+            let b = u32::from(self.byte()?);
+            let v = b.checked_sub(x).ok_or_else(|| Error::Malformed {
+                what: "line number table",
+                offset: self.at,
+                reason: "zero byte inside an UNSIGNED5 number".into(),
+            })?;
+            sum = sum.wrapping_add(v.wrapping_shl(shift));
+            if b < x + l || i == 4 {
+                break;
+            }
+            shift += 6;
+        }
+        Ok(sum)
+    }
+
+    fn signed(&mut self, unsigned5: bool) -> Result<i32, Error> {
+        let v = self.int(unsigned5)?;
+        Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+    }
+}
+
+/// The source line of `bci` in the method whose ConstMethod is `const_method`, from its
+/// compressed line number table: the line of the last entry at or before `bci` (as
+/// `Method::line_number_from_bci` does). `None` when the method has no table or no entry
+/// covers `bci`.
+pub fn line_number(
+    mem: &dyn Memory,
+    l: &StackLayout,
+    const_method: u64,
+    bci: u32,
+) -> Result<Option<u32>, Error> {
+    const CM: &str = "ConstMethod";
+    let Some(flag) = l.const_method_has_linenumber_table else { return Ok(None) };
+    let flags_at = at(const_method, l.const_method_flags, CM)?;
+    let flags = if l.const_method_flags_width == 4 {
+        super::read_u32(mem, flags_at, CM)?
+    } else {
+        u32::from(read_u16(mem, flags_at, CM)?)
+    };
+    if flags & flag == 0 {
+        return Ok(None);
+    }
+    let bci = i64::from(bci);
+    let mut best: Option<(i64, i64)> = None;
+    for (b, line) in line_table(mem, l, const_method)? {
+        if b == bci {
+            return Ok(u32::try_from(line).ok());
+        }
+        if b < bci && best.map_or(true, |(bb, _)| b >= bb) {
+            best = Some((b, line));
+        }
+    }
+    Ok(best.and_then(|(_, line)| u32::try_from(line).ok()))
+}
+
+/// The whole line number table as (bci, line) pairs, at most [`LINE_TABLE_MAX_BYTES`] bytes
+/// of it; the caller checks that the method has one ([`line_number`] does).
+pub fn line_table(
+    mem: &dyn Memory,
+    l: &StackLayout,
+    const_method: u64,
+) -> Result<Vec<(i64, i64)>, Error> {
+    const CM: &str = "ConstMethod";
+    let code_size = read_u16(mem, at(const_method, l.const_method_code_size, CM)?, CM)?;
+    let start = at(at(const_method, l.const_method_size, CM)?, u32::from(code_size), CM)?;
+    let mut r = TableReader { mem, at: start, read: 0, buf: Vec::new(), pos: 0 };
+    let (mut cur_bci, mut line) = (0i64, 0i64);
+    let mut out = Vec::new();
+    loop {
+        let b = r.byte()?;
+        if b == 0 {
+            return Ok(out);
+        }
+        if b == 0xFF {
+            cur_bci += i64::from(r.signed(l.line_table_unsigned5)?);
+            line += i64::from(r.signed(l.line_table_unsigned5)?);
+        } else {
+            cur_bci += i64::from(b >> 3);
+            line += i64::from(b & 7);
+        }
+        out.push((cur_bci, line));
+    }
 }

@@ -72,6 +72,12 @@ impl Exports {
         SYMBOLS.contains(&name)
     }
 
+    /// From an open libjvm.so (its `.symtab`/`.dynsym`, read with
+    /// [`crate::elf::symbols_in_file`]) and the load bias.
+    pub fn from_file(f: &std::fs::File, bias: u64) -> Result<Exports, Error> {
+        Exports::from_symbols(&crate::elf::symbols_in_file(f, &Exports::wanted)?, bias)
+    }
+
     /// From libjvm's symbols (their `st_value`) and the load bias (where the file's vaddr 0
     /// is mapped). Error: the first symbol missing, or an address that overflows.
     pub fn from_symbols(syms: &[Symbol], bias: u64) -> Result<Exports, Error> {
