@@ -470,8 +470,7 @@ impl Jvm {
         let mut app = None;
         let mem = ProcMem::open(self.pid).ok();
         for f in v.frames.iter().take(depth) {
-            let at = if f.r#type == consts::STACK_FRAME_INTERPRETED { 0 } else { f.at };
-            let key = (f.ptr, f.cookie, at);
+            let key = (f.ptr, f.cookie, f.at);
             let named = match self.names.get(&key) {
                 Some(n) => n.clone(),
                 None => {
@@ -488,7 +487,7 @@ impl Jvm {
             // A compiled frame names its inlined methods too, innermost first.
             for name in named.into_iter().flatten() {
                 if app.is_none() && !JDK_PACKAGES.iter().any(|p| name.starts_with(p)) {
-                    app = Some(name.clone());
+                    app = Some(without_line(&name).to_string());
                 }
                 names.push(name);
             }
@@ -519,14 +518,23 @@ impl Jvm {
 
 /// `package.Class.method` of a frame; None when it is not a Java method's (a stub, an adapter)
 /// or its pointer no longer holds what the walker saw (the cookie differs).
-fn name_frame(mem: &dyn Memory, l: &StackLayout, ty: u32, ptr: u64, _at: u64, cookie: u32) -> Option<Vec<String>> {
+fn name_frame(mem: &dyn Memory, l: &StackLayout, ty: u32, ptr: u64, at: u64, cookie: u32) -> Option<Vec<String>> {
     let method = match ty {
         consts::STACK_FRAME_INTERPRETED => {
             let cm = read_u64(mem, ptr.checked_add(u64::from(l.method_const_method))?, "Method").ok()?;
             if cm as u32 != cookie {
                 return None;
             }
-            ptr
+            let m = symbolize::method_name(mem, l, ptr).ok()?;
+            let line = symbolize::bci(mem, l, cm, at)
+                .ok()
+                .flatten()
+                .and_then(|bci| symbolize::line_number(mem, l, cm, bci).ok().flatten());
+            let name = frame_text(&m.class, &m.name);
+            return Some(vec![match line {
+                Some(n) => format!("{name}:{n}"),
+                None => name,
+            }]);
         }
         consts::STACK_FRAME_COMPILED => match symbolize::code_blob(mem, l, ptr).ok()?.kind {
             BlobKind::Nmethod { method, compile_id } if compile_id == cookie => method,
@@ -537,6 +545,14 @@ fn name_frame(mem: &dyn Memory, l: &StackLayout, ty: u32, ptr: u64, _at: u64, co
     };
     let m = symbolize::method_name(mem, l, method).ok()?;
     Some(vec![frame_text(&m.class, &m.name)])
+}
+
+/// A frame's `package.Class.method`, without the `:line` /stacks adds where known.
+fn without_line(frame: &str) -> &str {
+    match frame.rsplit_once(':') {
+        Some((m, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => m,
+        _ => frame,
+    }
 }
 
 /// A frame as /stacks prints it: the characters that would break the collapsed format
@@ -632,6 +648,8 @@ mod tests {
     fn frames_never_break_the_collapsed_format() {
         assert_eq!(frame_text("a.B c", "m;x\n"), "a.B_c.m_x_");
         assert_eq!(frame_text("java.lang.Thread", "start0"), "java.lang.Thread.start0");
+        assert_eq!(without_line("a.B.m:12"), "a.B.m");
+        assert_eq!(without_line("a.B.m"), "a.B.m");
         let long = frame_text(&"a".repeat(500), "m");
         assert_eq!(long.chars().count(), FRAME_MAX_CHARS + 1);
         assert!(long.ends_with('…'));
