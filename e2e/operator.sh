@@ -171,12 +171,6 @@ replica() {  # kubeconfig lease log args... ; sets REPLICA_PID
   REPLICA_PID=$!
   le_pids+=("$REPLICA_PID")
 }
-# wait_exit PID SECONDS: sets rc to the replica's exit code, or "running" (not in a subshell: wait needs the parent)
-wait_exit() {
-  local end=$(( $(date +%s) + $2 ))
-  while kill -0 "$1" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.5; done
-  if kill -0 "$1" 2>/dev/null; then rc=running; else wait "$1"; rc=$?; fi
-}
 holder() { k -n "$OPERATOR_NS" get lease "$1" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
 lelog=$(mktemp -d)
 trap 'for p in "${le_pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$lelog"' EXIT

@@ -64,8 +64,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         .with_slot_namespace(namespaces);
     mgr.match_jvm = cfg.cli.match_jvm.clone();
     let stats = AgentStats { kube: crate::kube::Attributor::start(&cfg)?, ..Default::default() };
-    let mut agent =
-        Agent {
+    let mut agent = Agent {
         mgr,
         disc: Discovery::default(),
         stats,
@@ -137,7 +136,8 @@ impl Mode for Agent {
 
     fn scrape(&mut self, previous: Option<Duration>) -> String {
         let culprits = (&mut self.culprits, self.max_frames);
-        let (text, served) = scrape(&mut self.mgr, &self.stats, self.starters.as_ref(), culprits, previous);
+        let (text, served) =
+            scrape(&mut self.mgr, &self.stats, self.starters.as_ref(), culprits, previous);
         self.served = served;
         text
     }
@@ -236,7 +236,9 @@ fn scrape(
     };
     match culprits.walks() {
         Ok(f) => fams.push(f),
-        Err(e) => tracing::warn!(error = format!("{e:#}"), "culprit stacks: reading the stats failed"),
+        Err(e) => {
+            tracing::warn!(error = format!("{e:#}"), "culprit stacks: reading the stats failed")
+        }
     }
     let pids: Vec<u32> = mgr.jvms.keys().copied().collect();
     let mut jvms = Vec::with_capacity(pids.len());

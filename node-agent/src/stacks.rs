@@ -94,7 +94,8 @@ impl Line {
             crate::labels::Scope::Standalone { .. } => format!("pid={pid}"),
             _ => format!("{}/{}", labels.namespace, labels.pod),
         };
-        let who: String = who.chars().map(|c| if c == ';' || c.is_whitespace() { '_' } else { c }).collect();
+        let who: String =
+            who.chars().map(|c| if c == ';' || c.is_whitespace() { '_' } else { c }).collect();
         let text = if self.frames.is_empty() {
             format!("{};{who} {}", self.kind, self.count)
         } else {
@@ -126,15 +127,21 @@ impl Query {
         let mut out = Query::default();
         for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = percent_decode(v).ok_or_else(|| format!("{k}: not a valid percent-encoded value"))?;
+            let v = percent_decode(v)
+                .ok_or_else(|| format!("{k}: not a valid percent-encoded value"))?;
             match k {
                 "namespace" => out.namespace = Some(v),
                 "pod" => out.pod = Some(v),
                 "kind" if KINDS.contains(&v.as_str()) => out.kind = Some(v),
                 "kind" => return Err(format!("kind={v}: not one of {}", KINDS.join(", "))),
-                "pid" => out.pid = Some(v.parse().map_err(|_| format!("pid={v}: not a process id"))?),
+                "pid" => {
+                    out.pid = Some(v.parse().map_err(|_| format!("pid={v}: not a process id"))?)
+                }
                 "seconds" => {
-                    return Err("seconds: counts are since the JVM was traced; take two reads and subtract".into())
+                    return Err(
+                        "seconds: counts are since the JVM was traced; take two reads and subtract"
+                            .into(),
+                    )
                 }
                 _ => return Err(format!("{k}: unknown parameter (namespace, pod, kind, pid)")),
             }
@@ -318,9 +325,16 @@ impl Stacks {
                 mgr.jvms.get(&j.pid).is_none_or(|m| m.slot != **slot || m.found.start != j.start)
             })
             .map(|(slot, _)| *slot)
-            .chain(self.refused.iter().filter(|(slot, (pid, start, _))| {
-                mgr.jvms.get(pid).is_none_or(|m| m.slot != **slot || m.found.start != *start)
-            }).map(|(slot, _)| *slot))
+            .chain(
+                self.refused
+                    .iter()
+                    .filter(|(slot, (pid, start, _))| {
+                        mgr.jvms
+                            .get(pid)
+                            .is_none_or(|m| m.slot != **slot || m.found.start != *start)
+                    })
+                    .map(|(slot, _)| *slot),
+            )
             .collect();
         for slot in gone {
             self.forget(slot);
@@ -371,7 +385,11 @@ impl Stacks {
             }
             Err(e) => {
                 let why = format!("{e:#}");
-                tracing::warn!(pid = found.pid, error = why, "culprit stacks: no layout for this JVM");
+                tracing::warn!(
+                    pid = found.pid,
+                    error = why,
+                    "culprit stacks: no layout for this JVM"
+                );
                 self.refused.insert(slot, (found.pid, found.start, why));
             }
         }
@@ -384,11 +402,17 @@ impl Stacks {
         let m = &self.maps;
         let r = maps::reset_slot(&m.layout, slot)
             .and_then(|_| {
-                maps::forget_where(&m.counts, |k| decode::<stack_key>(k).is_some_and(|k| k.slot == slot))
+                maps::forget_where(&m.counts, |k| {
+                    decode::<stack_key>(k).is_some_and(|k| k.slot == slot)
+                })
             })
             .and_then(|_| maps::reset_slot(&m.held, slot));
         if let Err(e) = r {
-            tracing::warn!(slot, error = format!("{e:#}"), "culprit stacks: forgetting a slot failed");
+            tracing::warn!(
+                slot,
+                error = format!("{e:#}"),
+                "culprit stacks: forgetting a slot failed"
+            );
         }
     }
 
@@ -408,7 +432,8 @@ impl Stacks {
         let mut lines: BTreeMap<(u32, &'static str, Arc<str>), u64> = BTreeMap::new();
         let mut by_frame: BTreeMap<(u32, &'static str, String), u64> = BTreeMap::new();
         for (k, v) in maps::entries(&self.maps.counts)? {
-            let (Some(key), Some(val)) = (decode::<stack_key>(&k), decode::<stack_value>(&v)) else {
+            let (Some(key), Some(val)) = (decode::<stack_key>(&k), decode::<stack_value>(&v))
+            else {
                 continue;
             };
             let Some(kind) = KINDS.get(key.kind as usize).copied() else { continue };
@@ -509,7 +534,10 @@ impl Jvm {
         if cut {
             names.push("…truncated".to_string());
         } else if v.outcome != consts::STACK_TAKEN {
-            names.push(format!("…{}", OUTCOMES.get(v.outcome as usize).copied().unwrap_or("stopped")));
+            names.push(format!(
+                "…{}",
+                OUTCOMES.get(v.outcome as usize).copied().unwrap_or("stopped")
+            ));
         }
         names.reverse();
         (names.join(";"), app)
@@ -518,10 +546,18 @@ impl Jvm {
 
 /// `package.Class.method` of a frame; None when it is not a Java method's (a stub, an adapter)
 /// or its pointer no longer holds what the walker saw (the cookie differs).
-fn name_frame(mem: &dyn Memory, l: &StackLayout, ty: u32, ptr: u64, at: u64, cookie: u32) -> Option<Vec<String>> {
+fn name_frame(
+    mem: &dyn Memory,
+    l: &StackLayout,
+    ty: u32,
+    ptr: u64,
+    at: u64,
+    cookie: u32,
+) -> Option<Vec<String>> {
     let method = match ty {
         consts::STACK_FRAME_INTERPRETED => {
-            let cm = read_u64(mem, ptr.checked_add(u64::from(l.method_const_method))?, "Method").ok()?;
+            let cm =
+                read_u64(mem, ptr.checked_add(u64::from(l.method_const_method))?, "Method").ok()?;
             if cm as u32 != cookie {
                 return None;
             }
@@ -592,13 +628,12 @@ fn task_fsbase_offset() -> Result<u32> {
 /// The JVM's layout and its process statics, read from its own memory.
 fn read_layout(found: &Found) -> Result<(StackLayout, ProcessStacks)> {
     let root = ProcRoot::open(found.pid).context("its root")?;
-    let file = root
-        .open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES)
-        .context("its libjvm.so")?;
+    let file =
+        root.open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES).context("its libjvm.so")?;
     let syms = elf::symbols_in_file(&file, &Exports::wanted).context("libjvm's symbols")?;
-    let tls = elf::thread_tls_in_file(&file)
-        .context("libjvm's relocations")?
-        .context("libjvm has no Thread::_thr_current symbol (a stripped .symtab) or no TLS relocation")?;
+    let tls = elf::thread_tls_in_file(&file).context("libjvm's relocations")?.context(
+        "libjvm has no Thread::_thr_current symbol (a stripped .symtab) or no TLS relocation",
+    )?;
     let bias = found.libjvm_start;
     let exports = Exports::from_symbols(&syms, bias).context("libjvm's VMStructs exports")?;
     let mem = ProcMem::open(found.pid).context("its memory")?;
@@ -680,7 +715,13 @@ mod tests {
         v[consts::STACK_NO_TOKEN as usize * KINDS.len() + 4] = 3; // park, no_token
         let f = walks_family(&v);
         assert_eq!(f.samples.len(), 2);
-        assert_eq!(f.samples[0].labels, vec![("kind", "thread_start".into()), ("outcome", "taken".into())]);
-        assert_eq!(f.samples[1].labels, vec![("kind", "park".into()), ("outcome", "no_token".into())]);
+        assert_eq!(
+            f.samples[0].labels,
+            vec![("kind", "thread_start".into()), ("outcome", "taken".into())]
+        );
+        assert_eq!(
+            f.samples[1].labels,
+            vec![("kind", "park".into()), ("outcome", "no_token".into())]
+        );
     }
 }

@@ -93,13 +93,9 @@ pub struct Starters {
 /// `tp_btf/sched_process_fork`): the agent runs on without starters.
 pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>, settings: Settings) -> Option<Starters> {
     match load_skel(cfg, traced_pids) {
-        Ok(skel) => Some(Starters {
-            skel,
-            settings,
-            fork: None,
-            jvms: HashMap::new(),
-            last_check: None,
-        }),
+        Ok(skel) => {
+            Some(Starters { skel, settings, fork: None, jvms: HashMap::new(), last_check: None })
+        }
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "the on-demand starter probe is off");
             None
