@@ -618,12 +618,24 @@ for pod in "${PARKERS[@]}"; do
   whos=$(awk -F';' '{print $1 ";" $2}' "$f" | sort -u | tr '\n' ' ')
   malformed=$(grep -cvE '^park;default/[^;]+(;[^;]+)* [0-9]+$' "$f")
   if [ "$methods" = "PodParks.$want " ] && [ "$whos" = "park;default/$pod " ] && [ "$malformed" = 0 ]; then
-    ok "$pod: /stacks?pod=…&kind=park: $(grep -c . "$f") stack(s), all park;default/$pod, naming PodParks.$want and no other replica's method: $(grep -F "PodParks.$want" "$f" | sort -t' ' -k2 -rn | head -n1 | cut -c1-200)"
+    ok "$pod: /stacks?pod=…&kind=park: $(grep -c . "$f") stack(s), all park;default/$pod, naming PodParks.$want and no other replica's method; its top stack: $(grep -F "PodParks.$want" "$f" | sort -t' ' -k2 -rn | head -n1 | awk '{print $NF " samples, " substr($1, 1, 200)}')"
   else bad "$pod: /stacks of the pod names only its own method PodParks.$want" "methods: $methods; kinds and pods: $whos; $malformed malformed; $(head -c 400 "$f" | tr '\n' ' ')"; fi
   frames=$(scrape | grep -F "$sel" | grep '^jvmdiag_culprit_stack_samples_total{' | grep -F 'kind="park"' \
     | awk '$NF + 0 > 0' | sed -n 's/.*frame="\([^"]*\)".*/\1/p' | bare_frames | grep -E '^PodParks\.' | sort -u | tr '\n' ' ')
   if [ "$frames" = "PodParks.$want " ]; then ok "$pod: jvmdiag_culprit_stack_samples_total{kind=\"park\"} names the same first application frame PodParks.$want"
   else bad "$pod: jvmdiag_culprit_stack_samples_total{kind=\"park\"} names PodParks.$want alone" "application frames: ${frames:-none}"; fi
+done
+# Taken at every park (10 a second, under the agent's 20 per JVM and kind): each pod's samples
+# of its method grow by at least 10 in the 3 s after its read above.
+park_samples() { grep -E "[;]PodParks\.$2(:[0-9]+)?(_\[i\])?[; ]" "$1" | awk '{s += $NF} END {print s + 0}'; }
+sleep 3
+for pod in "${PARKERS[@]}"; do
+  want=${PARK_OF[$pod]} f="$WORK/stacks-$pod"
+  [ -s "$f" ] || continue
+  curl -fsS --max-time 10 "http://127.0.0.1:$PORT/stacks?namespace=default&pod=$pod&kind=park" >"$f.later"
+  n1=$(park_samples "$f" "$want") n2=$(park_samples "$f.later" "$want")
+  if [ $((n2 - n1)) -ge 10 ]; then ok "$pod: samples of PodParks.$want grew $n1 -> $n2 in 3 s and more"
+  else bad "$pod: samples of PodParks.$want grow with its parks (10/s)" "$n1 -> $n2; walks: $(scrape | grep '^jvmdiag_agent_stack_walks_total{kind="park"' | tr '\n' ' ')"; fi
 done
 code=$(curl -sS -o "$WORK/stacks-400" -w '%{http_code}' --max-time 10 "http://127.0.0.1:$PORT/stacks?namespace=default&kind=parked")
 if [ "$code" = 400 ] && grep -q 'kind=parked' "$WORK/stacks-400"; then ok "/stacks?kind=parked: 400 naming it ($(head -n1 "$WORK/stacks-400"))"
