@@ -257,10 +257,20 @@ pub async fn run(client: &Client, a: &StacksArgs) -> anyhow::Result<String> {
                 src.describe(),
                 crate::table::cell(body.trim(), 300)
             )),
-            // Not allowed, or the agent wants a token: the same for every agent, say it once.
-            Err(e) if crate::cluster::is_code(&e, 403) || e.to_string().contains("requires a token") => {
-                return Err(e)
-            }
+            // Not allowed: the same for every agent, say it once.
+            Err(e) if crate::cluster::is_code(&e, 403) => return Err(e),
+            // Prometheus has no stacks: the way around the proxy is a token of one's own.
+            Err(e) if e.to_string().contains("requires a token") => anyhow::bail!(
+                "the {} requires a token (agent.metricsAuth is on) and the API server's pod proxy does not forward yours: \
+                 read its /stacks with a token directly, e.g. kubectl -n {} port-forward pod/{} {port} and \
+                 curl -H \"Authorization: Bearer $(kubectl create token SA)\" 'http://127.0.0.1:{port}/{path}' \
+                 (SA: a ServiceAccount allowed to get the non-resource URL /metrics), see docs/kubectl-plugin.md#when-the-agent-requires-a-token",
+                src.describe(),
+                src.namespace,
+                src.pod,
+                port = src.port,
+                path = query(&a.namespace, None, a.stack_kind.as_deref()),
+            ),
             Err(e) => failures.push(e.to_string()),
         }
     }
