@@ -30,7 +30,7 @@ use clap::{Parser, Subcommand, ValueEnum};
     name = "kubectl-jvmdiag",
     bin_name = "kubectl jvmdiag",
     version,
-    about = "jvm-diagnostics from kubectl: resource status, and per-pod thread storms, safepoints, locks and code cache",
+    about = "jvm-diagnostics from kubectl: resource status, per-pod thread storms, safepoints, locks and code cache, and culprit stacks",
     after_help = "Docs: docs/kubectl-plugin.md (install, RBAC, examples)."
 )]
 struct Cli {
