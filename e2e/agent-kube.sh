@@ -73,7 +73,7 @@ step "building the agent and the workload images"
 (cd "$REPO_ROOT/node-agent" && nice cargo build -p jvmdiag-agent >"$WORK/build.log" 2>&1) || { bad "agent build" "$(tail -3 "$WORK/build.log")"; finish; }
 AGENT="${CARGO_TARGET_DIR:-$REPO_ROOT/node-agent/target}/debug/jvmdiag-agent"
 mkdir -p "$WORK/classes" "$WORK/agent-root/etc" "$WORK/agent-root/tmp"
-"$JDK17/bin/javac" --release 17 -d "$WORK/classes" "$JVMDIAG_WORKLOADS/sidecar/SafepointBurst.java" "$JVMDIAG_WORKLOADS/ThreadStarters.java"
+"$JDK17/bin/javac" --release 17 -d "$WORK/classes" "$JVMDIAG_WORKLOADS/sidecar/SafepointBurst.java" "$JVMDIAG_WORKLOADS/ThreadStarters.java" "$JVMDIAG_WORKLOADS/PodParks.java"
 IMAGES_NO_IMPORT=1 "$REPO_ROOT/hack/images/build.sh" pause jdk17-base jdk25-base >"$WORK/images.log" 2>&1 || { bad "base images" "$(tail -3 "$WORK/images.log")"; finish; }
 for v in 17 25; do
   python3 "$REPO_ROOT/hack/images/build-image.py" --tag "jvmdiag/agent-kube-e2e$v:dev" --base "jvmdiag/jdk$v-base:dev" \
@@ -127,14 +127,17 @@ scrape() {
 }
 
 MARK="e2e-$$"
-deploy() {  # name version injected(0/1) [pod securityContext [replicas]]
+deploy() {  # name version injected(0/1) [pod securityContext [replicas [container's command lines]]]
   local meta="labels: {app: $1}" sc="${4:-}" replicas="${5:-1}"
+  local run="${6:-args: [\"40\", \"5\", \"20\", \"3000\", \"/tmp/burst-$MARK-$1\"]}"
   [ -n "$sc" ] || sc='{}'
   local limits="threadStartRate=${START_RATE[$1]:-}"
   [ "$1" = "$LIMITED" ] && limits="maxThreadNames=3,$limits"
+  local collectors=threads,safepoints,vmOperations,compilation
+  [ "$1" = podparks ] && collectors+=,parking
   limits=", jvm.diagnostics.dev/limits: \"$limits\""
   [ "$3" = 1 ] && [ "$E2E_OPERATOR" = 0 ] && meta="labels: {app: $1, jvm.diagnostics.dev/inject: res-$1}
-      annotations: {jvm.diagnostics.dev/injected: \"h\", jvm.diagnostics.dev/collectors: \"threads,safepoints,vmOperations,compilation\", jvm.diagnostics.dev/containers: app$limits}"
+      annotations: {jvm.diagnostics.dev/injected: \"h\", jvm.diagnostics.dev/collectors: \"$collectors\", jvm.diagnostics.dev/containers: app$limits}"
   kc apply -f - >/dev/null <<EOF
 apiVersion: apps/v1
 kind: Deployment
@@ -153,7 +156,7 @@ spec:
       - name: app
         image: jvmdiag/agent-kube-e2e$2:dev
         imagePullPolicy: Never
-        args: ["40", "5", "20", "3000", "/tmp/burst-$MARK-$1"]
+        $run
         resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 256Mi}}
 EOF
 }
@@ -177,7 +180,7 @@ EOF
 # its JVM shows at most 3 thread names + other, its starts still counted exactly below.
 LIMITED=jdk17b
 INJECTED=(jdk17 jdk17b jdk25 jdk25b) SIDECARS=()
-declare -A REPLICAS=([jdk17]=3 [jdk17b]=1 [jdk25]=3 [jdk25b]=1)
+declare -A REPLICAS=([jdk17]=3 [jdk17b]=1 [jdk25]=3 [jdk25b]=1 [podparks]=3)
 # Each resource's threadStartRate alert threshold (threads/s), which the webhook carries to the
 # agent as the threshold of its on-demand starter probe. BELOW's pods storm faster than the
 # agent's own threshold but slower than theirs: no probe; the others slower than the agent's but
@@ -200,10 +203,16 @@ if [ "$E2E_OPERATOR" = 1 ]; then
 fi
 for d in "${INJECTED[@]}"; do v=${d#jdk}; deploy "$d" "${v%b}" 1 '' "${REPLICAS[$d]}"; done
 deploy plain 17 0
+# Culprit stacks per pod: 3 replicas of one image, each parking in the method its own name picks
+# (e2e/workloads/PodParks.java; the name from the downward API).
+# shellcheck disable=SC2016 # $(POD_NAME): the kubelet expands it
+deploy podparks 25 1 '' "${REPLICAS[podparks]}" 'command: [java, -Xmx32m, -cp, /app, PodParks]
+        args: ["$(POD_NAME)"]
+        env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]'
 # The sidecar reads the app's 0600 hsperfdata: both run as the app's (non-root) user.
 for d in "${SIDECARS[@]}"; do deploy "$d" "${d#side}" 1 '{runAsUser: 65534, runAsGroup: 65534}'; done
 if [ "$E2E_OPERATOR" = 1 ]; then
-  for d in "${INJECTED[@]}"; do resource "$d" NodeAgent; done
+  for d in "${INJECTED[@]}" podparks; do resource "$d" NodeAgent; done
   for d in "${SIDECARS[@]}"; do resource "$d" Sidecar; done
 fi
 # The Deployment's pods (as many as its replicas, none terminating) Ready, stamped by the
@@ -224,11 +233,24 @@ settled() {  # deployment injected(0/1) replicas
   done
 }
 step "waiting for the pods (bound to $NODE_NAME, JVMs at IDLE)"
-for d in "${INJECTED[@]/%/:1}" plain:0 "${SIDECARS[@]/%/:1}"; do
+for d in "${INJECTED[@]/%/:1}" podparks:1 plain:0 "${SIDECARS[@]/%/:1}"; do
   n=${REPLICAS[${d%:*}]:-1}
   if until_ok 180 "deployment ${d%:*}: $n Ready pod(s)$([ "${d#*:}" = 1 ] && echo ', stamped by the webhook'), their JVMs printed IDLE" settled "${d%:*}" "${d#*:}" "$n"; then
     ok "${d%:*}: $n pod(s) running$([ "${d#*:}" = 1 ] && echo ', instrumented by the operator')"
   else bad "${d%:*}: pods running" "$(explain "app=${d%:*}")"; fi
+done
+# podparks: each pod's method is picked by its name, so two replicas may pick the same; such
+# pods are deleted until the 3 differ (the ReplicaSet names the replacements anew).
+park_of() { python3 -c 'import sys; print("park" + "ABCDEFGH"[sum(map(ord, sys.argv[1])) % 8])' "$1"; }
+PARKERS=()
+for _ in 1 2 3 4 5 6; do
+  mapfile -t PARKERS < <(kc get pods -l app=podparks -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 {print $1}')
+  dup=() seen=" "
+  for pod in "${PARKERS[@]}"; do m=$(park_of "$pod"); if [[ "$seen" == *" $m "* ]]; then dup+=("$pod"); else seen+="$m "; fi; done
+  [ "${#dup[@]}" -eq 0 ] && [ "${#PARKERS[@]}" -eq "${REPLICAS[podparks]}" ] && break
+  [ "${#dup[@]}" -gt 0 ] && kc delete pod "${dup[@]}" --wait=false >/dev/null
+  until_ok 90 "podparks: ${REPLICAS[podparks]} Ready pods again after deleting ${dup[*]}" settled podparks 1 "${REPLICAS[podparks]}"
+  PARKERS=()
 done
 step "checking the node agent's series"
 
@@ -566,6 +588,64 @@ plain=$(kc get pods -l app=plain -o jsonpath='{.items[0].metadata.name}')
 if [ -z "$plain" ]; then bad "pod without the annotation exists"
 elif scrape | grep -q "pod=\"$plain\""; then bad "pod without the annotation ($plain) not traced"
 else ok "pod without the annotation ($plain) not traced"; fi
+# Culprit stacks per pod: each podparks replica parks in its own method (its name picks it). The
+# agent's /stacks for the pod and kind park names that method and no other replica's, every line
+# is the pod's, and jvmdiag_culprit_stack_samples_total{kind="park"} of the pod names the same
+# first application frame.
+step "culprit stacks per pod: ${#PARKERS[@]} podparks replicas, each parking in its own method"
+declare -A PARK_OF
+for pod in "${PARKERS[@]}"; do PARK_OF[$pod]=$(park_of "$pod"); done
+if [ "${#PARKERS[@]}" -ne "${REPLICAS[podparks]}" ] || [ "$(printf '%s\n' "${PARK_OF[@]}" | sort -u | grep -c .)" -ne "${REPLICAS[podparks]}" ]; then
+  bad "podparks: ${REPLICAS[podparks]} pods whose names pick different methods" "pods: ${PARKERS[*]}; methods: ${PARK_OF[*]}"
+fi
+# bare: a frame as class.method (the agent may add :line and _[i] for an inlined frame)
+bare_frames() { sed -E 's/(:[0-9]+)?(_\[i\])?$//'; }
+for pod in "${PARKERS[@]}"; do
+  want=${PARK_OF[$pod]} f="$WORK/stacks-$pod"
+  sel="namespace=\"default\",pod=\"$pod\",container=\"app\",jvm=\"PodParks\",jvmdiagnostics=\"res-podparks\""
+  if ! kc logs "$pod" -c app | grep -qx "IDLE $want"; then
+    bad "$pod: its JVM parks in $want (picked by its name)" "log: $(kc logs "$pod" -c app 2>&1 | tail -n 2 | tr '\n' ' ')"; continue
+  fi
+  # shellcheck disable=SC2317 # called by until_ok
+  parked() {
+    curl -fsS --max-time 10 "http://127.0.0.1:$PORT/stacks?namespace=default&pod=$pod&kind=park" >"$f" || return 1
+    tr ';' '\n' <"$f" | sed 's/ [0-9]*$//' | bare_frames | grep -qx "PodParks.$want"
+  }
+  if ! until_ok 60 "$pod: /stacks?pod=$pod&kind=park to show PodParks.$want" parked; then
+    bad "$pod: /stacks names its park method PodParks.$want" "$(head -c 600 "$f" 2>/dev/null | tr '\n' ' ')"; continue
+  fi
+  methods=$(tr ';' '\n' <"$f" | sed 's/ [0-9]*$//' | bare_frames | grep -E '^PodParks\.park[A-H]$' | sort -u | tr '\n' ' ')
+  whos=$(awk -F';' '{print $1 ";" $2}' "$f" | sort -u | tr '\n' ' ')
+  malformed=$(grep -cvE '^park;default/[^;]+(;[^;]+)* [0-9]+$' "$f")
+  if [ "$methods" = "PodParks.$want " ] && [ "$whos" = "park;default/$pod " ] && [ "$malformed" = 0 ]; then
+    ok "$pod: /stacks?pod=…&kind=park: $(grep -c . "$f") stack(s), all park;default/$pod, naming PodParks.$want and no other replica's method; its top stack: $(grep -F "PodParks.$want" "$f" | sort -t' ' -k2 -rn | head -n1 | awk '{print $NF " samples, " substr($1, 1, 200)}')"
+  else bad "$pod: /stacks of the pod names only its own method PodParks.$want" "methods: $methods; kinds and pods: $whos; $malformed malformed; $(head -c 400 "$f" | tr '\n' ' ')"; fi
+  frames=$(scrape | grep -F "$sel" | grep '^jvmdiag_culprit_stack_samples_total{' | grep -F 'kind="park"' \
+    | awk '$NF + 0 > 0' | sed -n 's/.*frame="\([^"]*\)".*/\1/p' | bare_frames | grep -E '^PodParks\.' | sort -u | tr '\n' ' ')
+  if [ "$frames" = "PodParks.$want " ]; then ok "$pod: jvmdiag_culprit_stack_samples_total{kind=\"park\"} names the same first application frame PodParks.$want"
+  else bad "$pod: jvmdiag_culprit_stack_samples_total{kind=\"park\"} names PodParks.$want alone" "application frames: ${frames:-none}"; fi
+done
+# Taken at every park (10 a second, under the agent's 20 per JVM and kind): each pod's samples
+# of its method grow by at least 10 in the 3 s after its read above.
+park_samples() { grep -E "[;]PodParks\.$2(:[0-9]+)?(_\[i\])?[; ]" "$1" | awk '{s += $NF} END {print s + 0}'; }
+sleep 3
+for pod in "${PARKERS[@]}"; do
+  want=${PARK_OF[$pod]} f="$WORK/stacks-$pod"
+  [ -s "$f" ] || continue
+  curl -fsS --max-time 10 "http://127.0.0.1:$PORT/stacks?namespace=default&pod=$pod&kind=park" >"$f.later"
+  n1=$(park_samples "$f" "$want") n2=$(park_samples "$f.later" "$want")
+  if [ $((n2 - n1)) -ge 10 ]; then ok "$pod: samples of PodParks.$want grew $n1 -> $n2 in 3 s and more"
+  else bad "$pod: samples of PodParks.$want grow with its parks (10/s)" "$n1 -> $n2; walks: $(scrape | grep '^jvmdiag_agent_stack_walks_total{kind="park"' | tr '\n' ' ')"; fi
+done
+code=$(curl -sS -o "$WORK/stacks-400" -w '%{http_code}' --max-time 10 "http://127.0.0.1:$PORT/stacks?namespace=default&kind=parked")
+if [ "$code" = 400 ] && grep -q 'kind=parked' "$WORK/stacks-400"; then ok "/stacks?kind=parked: 400 naming it ($(head -n1 "$WORK/stacks-400"))"
+else bad "/stacks refuses an unknown kind with a 400 naming it" "HTTP $code: $(head -c 200 "$WORK/stacks-400")"; fi
+# Gone before the next check counts the agent's program runs: their parks would run its probes.
+kc delete deployment podparks --wait=false >/dev/null
+# shellcheck disable=SC2317 # called by until_ok
+parkers_gone() { [ -z "$(kc get pods -l app=podparks -o name)" ]; }
+until_ok 60 "podparks' pods gone" parkers_gone || bad "podparks' pods gone"
+
 # ...and pays nothing: its JVM maps the same libjvm.so file as the traced pods of its image, but
 # the agent's probes sit in the traced processes alone. It starts 2,000 threads (a burst, through
 # its request file) while the traced pods idle: the agent's probe programs run not for it (the

@@ -12,10 +12,14 @@
 #     agent's page (`kubectl get --raw …/proxy/metrics`) taken before and after it, and its code
 #     cache size is the page's; the table names the pod and the agent; deploy/sc is read from the
 #     pod's own sidecar;
-#  4. errors name their fix: deploy/nope "no such workload"; a workload no resource targets "no
-#     JvmDiagnostics targets"; a user who may not list the resources, and one who may read
-#     everything but pods/proxy, get the verb and resource to grant; `stacks` says it is not
-#     available yet and exits with 2.
+#  4. `kubectl jvmdiag stacks -n lifecycle deploy/mon` reads the agent's /stacks through the same
+#     proxy: collapsed lines of mon's pod only (its monitor contention names Contend), by count,
+#     each count between two direct reads of the agent's /stacks before and after it;
+#     `--kind` and `--top` narrow it;
+#  5. errors name their fix: deploy/nope "no such workload" (top and stacks); a workload no
+#     resource targets "no JvmDiagnostics targets"; a user who may not list the resources, and
+#     one who may read everything but pods/proxy, get the verb and resource to grant (top and
+#     stacks).
 # shellcheck disable=SC2015 # `test && ok … || bad …`: ok always returns 0
 KP_NS=lifecycle KP_AGENT_NS=jvm-diagnostics
 
@@ -40,6 +44,38 @@ kp_json() {
   python3 -c 'import json, sys; v = json.load(open(sys.argv[1]))["pods"][0].get(sys.argv[2]); print("none" if v is None else repr(float(v)))' "$WORK/kp-top.json" "$1" 2>/dev/null
 }
 # kp_expect_error WHAT WANT_TEXT ARGS...: the plugin fails (exit 1) with WANT_TEXT on stderr
+# kp_stacks_check OUT BEFORE AFTER POD: the plugin's lines (OUT) are POD's, well formed, by
+# count (highest first), one names a Contend frame, and each count lies between the same line's
+# in the direct reads BEFORE (absent: 0) and AFTER; prints what it found, fails otherwise.
+kp_stacks_check() {
+  python3 - "$@" <<'PY'
+import re, sys
+out, before, after, pod = sys.argv[1:5]
+def read(path):
+    d = {}
+    for line in open(path, encoding="utf-8", errors="replace"):
+        stack, _, n = line.rstrip("\n").rpartition(" ")
+        if stack:
+            d[stack] = d.get(stack, 0) + int(n)
+    return d
+b, a = read(before), read(after)
+shape = re.compile(r"^(thread_start|vm_operation|monitor_wait|monitor_hold|park);lifecycle/%s(;[^; ]+)* [0-9]+$" % re.escape(pod))
+lines = open(out, encoding="utf-8").read().splitlines()
+counts, contend = [], 0
+for line in lines:
+    if not shape.match(line):
+        sys.exit("not mon's or malformed: %r" % line[:300])
+    stack, _, n = line.rpartition(" ")
+    n = int(n)
+    if not b.get(stack, 0) <= n <= a.get(stack, -1):
+        sys.exit("%r: %d, not between the direct reads %d and %s" % (stack[:200], n, b.get(stack, 0), a.get(stack, "absent")))
+    counts.append(n)
+    contend += any(f.startswith("Contend.") for f in stack.split(";")[2:])
+if not lines or not contend or counts != sorted(counts, reverse=True):
+    sys.exit("%d lines, %d name Contend, sorted by count: %s" % (len(lines), contend, counts == sorted(counts, reverse=True)))
+print("%d lines, %d naming Contend, %d samples; top: %s" % (len(lines), contend, sum(counts), lines[0][:160]))
+PY
+}
 kp_expect_error() {
   local what="$1" want="$2" rc
   shift 2
@@ -49,7 +85,7 @@ kp_expect_error() {
 }
 
 kubectl_plugin_checks() {
-  local t0 bin rc apod jpod a b got max_page max_top st r
+  local t0 bin rc apod jpod mpod a b got max_page max_top st r
   echo "--- the kubectl plugin (kubectl jvmdiag)"
   # --- 1. build, unit tests, on PATH -----------------------------------------------------------
   t0=$(date +%s)
@@ -119,10 +155,28 @@ kubectl_plugin_checks() {
        && ! grep -q "no series for this pod" "$WORK/kp-top-sc.out"; then
       ok "kubectl jvmdiag top deploy/sc: read from the pod's own sidecar (collection: Sidecar)"
     else bad "kubectl jvmdiag top deploy/sc reads the sidecar" "$(head -c 500 "$WORK/kp-top-sc.out")"; fi
+
+    # --- 4. stacks through the pod proxy, against direct reads of the agent's /stacks -------------
+    mpod=$(kubectl -n $KP_NS get pods -l lifecycle=mon -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 {print $1; exit}')
+    kp_read_stacks() {  # TAG: the agent's /stacks of mon's pod into $WORK/kp-stacks.TAG
+      kubectl get --raw "/api/v1/namespaces/$KP_AGENT_NS/pods/$apod:9464/proxy/stacks?namespace=$KP_NS&pod=$mpod" >"$WORK/kp-stacks.$1" 2>"$WORK/kp-stacks.err"
+    }
+    # Contend's two threads block on each other's lock about 20 times a second: wait for the first stack.
+    for _ in $(seq 1 60); do kp_read_stacks before && grep -q ';Contend\.' "$WORK/kp-stacks.before" && break; sleep 1; done
+    kubectl jvmdiag stacks -n $KP_NS deploy/mon >"$WORK/kp-stacks.out" 2>"$WORK/kp-stacks.stderr"; rc=$?
+    kp_read_stacks after
+    if [ "$rc" = 0 ] && got=$(kp_stacks_check "$WORK/kp-stacks.out" "$WORK/kp-stacks.before" "$WORK/kp-stacks.after" "$mpod" 2>&1); then
+      ok "kubectl jvmdiag stacks -n $KP_NS deploy/mon: $got; every count between direct reads of the agent's /stacks"
+    else bad "kubectl jvmdiag stacks deploy/mon agrees with the agent's /stacks" "exit $rc; $got; stderr: $(head -c 300 "$WORK/kp-stacks.stderr"); direct read: $(head -c 300 "$WORK/kp-stacks.before")"; fi
+    kubectl jvmdiag stacks -n $KP_NS deploy/mon --kind monitor_wait --top 1 >"$WORK/kp-stacks-k.out" 2>&1; rc=$?
+    [ "$rc" = 0 ] && [ "$(grep -c . "$WORK/kp-stacks-k.out")" = 1 ] && grep -q "^monitor_wait;$KP_NS/$mpod;" "$WORK/kp-stacks-k.out" \
+      && ok "kubectl jvmdiag stacks deploy/mon --kind monitor_wait --top 1: one monitor_wait line" \
+      || bad "kubectl jvmdiag stacks --kind monitor_wait --top 1" "exit $rc: $(head -c 300 "$WORK/kp-stacks-k.out")"
   fi
 
-  # --- 4. errors that name their fix -------------------------------------------------------------
+  # --- 5. errors that name their fix -------------------------------------------------------------
   kp_expect_error "no such workload" "no such workload: deployment/nope in namespace $KP_NS" top -n $KP_NS deploy/nope
+  kp_expect_error "no such workload" "no such workload: deployment/nope in namespace $KP_NS" stacks -n $KP_NS deploy/nope
   kp_expect_error "a workload no resource targets" "no JvmDiagnostics targets deployment/jd-jvm-diagnostics-operator" \
     top -n $KP_AGENT_NS deploy/jd-jvm-diagnostics-operator
   kp_expect_error "a user without any grant is told what to ask for" "not allowed: get deployments in namespace $KP_NS" \
@@ -135,14 +189,14 @@ kubectl_plugin_checks() {
     --serviceaccount=$KP_NS:plugin-viewer >/dev/null 2>&1
   kp_expect_error "a user without pods/proxy gets the verb and resource to grant" "not allowed: get pods/proxy in namespace $KP_AGENT_NS" \
     top -n $KP_NS deploy/jto --interval 1s --as=system:serviceaccount:$KP_NS:plugin-viewer
+  kp_expect_error "a user without pods/proxy gets the verb and resource to grant" "not allowed: get pods/proxy in namespace $KP_AGENT_NS" \
+    stacks -n $KP_NS deploy/mon --as=system:serviceaccount:$KP_NS:plugin-viewer
   kubectl jvmdiag status -n $KP_NS --as=system:serviceaccount:$KP_NS:plugin-viewer >/dev/null 2>&1 \
     && ok "the same user may run kubectl jvmdiag status (get/list jvmdiagnostics)" || bad "status with get/list jvmdiagnostics only"
   kubectl delete clusterrolebinding/jvmdiag-plugin-viewer-e2e clusterrole/jvmdiag-plugin-viewer-e2e >/dev/null 2>&1
   kubectl -n $KP_NS delete serviceaccount plugin-viewer >/dev/null 2>&1
-  kubectl jvmdiag stacks -n $KP_NS deploy/jto >"$WORK/kp.out" 2>"$WORK/kp.err"; rc=$?
-  [ "$rc" = 2 ] && grep -q "not available yet" "$WORK/kp.err" && ok "kubectl jvmdiag stacks: not available yet, exit 2" \
-    || bad "kubectl jvmdiag stacks says it is not available (exit 2)" "exit $rc: $(head -c 200 "$WORK/kp.err")"
   echo "(kubectl jvmdiag status -n $KP_NS, as the suite saw it:)"; sed 's/^/    /' "$WORK/kp-status.out"
   [ -f "$WORK/kp-top.out" ] && { echo "(kubectl jvmdiag top -n $KP_NS deploy/jto:)"; sed 's/^/    /' "$WORK/kp-top.out"; }
+  [ -f "$WORK/kp-stacks.out" ] && { echo "(kubectl jvmdiag stacks -n $KP_NS deploy/mon, first lines:)"; head -n 5 "$WORK/kp-stacks.out" | cut -c1-240 | sed 's/^/    /'; }
   return 0
 }

@@ -6,14 +6,16 @@
 //!   pause by VM operation and who requested it, blocked and parked seconds, code cache use; read
 //!   from the node agents through the API server's pod proxy (two scrapes, `--interval` apart), or
 //!   from Prometheus (`--prometheus URL`).
-//! - `stacks`: not served by the agent yet; says so (exit code 2).
+//! - `stacks -n NS deploy/NAME`: the culprit stacks of a workload's pods, from the node agents'
+//!   `/stacks` through the same pod proxy, as collapsed lines (root first) by count, for
+//!   flamegraph.pl.
 //!
-//! Exit codes: 0 done, 1 an error (the message names the fix), 2 a usage error or a command that
-//! is not available yet.
+//! Exit codes: 0 done, 1 an error (the message names the fix), 2 a usage error.
 mod cluster;
 mod expo;
 mod prom;
 mod report;
+mod stacks;
 mod status;
 mod table;
 mod top;
@@ -28,7 +30,7 @@ use clap::{Parser, Subcommand, ValueEnum};
     name = "kubectl-jvmdiag",
     bin_name = "kubectl jvmdiag",
     version,
-    about = "jvm-diagnostics from kubectl: resource status, and per-pod thread storms, safepoints, locks and code cache",
+    about = "jvm-diagnostics from kubectl: resource status, per-pod thread storms, safepoints, locks and code cache, and culprit stacks",
     after_help = "Docs: docs/kubectl-plugin.md (install, RBAC, examples)."
 )]
 struct Cli {
@@ -89,11 +91,27 @@ enum Command {
         #[arg(short = 'o', long, value_enum, default_value = "table")]
         output: Output,
     },
-    /// Culprit stacks (flame graphs): not served by the agent yet; exits with 2.
+    /// Culprit stacks of a workload's pods (the thread behind each incident, taken by the node
+    /// agents): collapsed lines `kind;namespace/pod;root;…;leaf count`, highest count first,
+    /// ready for flamegraph.pl.
     Stacks {
-        /// Anything (ignored): the command is not available yet.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        rest: Vec<String>,
+        /// The workload: deploy/NAME, sts/NAME or ds/NAME.
+        workload: String,
+        /// Only this kind of incident.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(stacks::KINDS), value_name = "KIND")]
+        kind: Option<String>,
+        /// Only this pod of the workload.
+        #[arg(long, value_name = "POD")]
+        pod: Option<String>,
+        /// Only the N stacks of highest count.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        top: Option<u64>,
+        /// Sum equal stacks of all the pods (no namespace/pod frame): one flame graph of the workload.
+        #[arg(long)]
+        merge_pods: bool,
+        /// Namespace of the agent DaemonSet (default: found by its labels, else jvm-diagnostics).
+        #[arg(long, value_name = "NS")]
+        agent_namespace: Option<String>,
     },
 }
 
@@ -117,10 +135,6 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     Ok(Duration::from_secs_f64(v * mult))
 }
-
-const STACKS_NOT_YET: &str = "kubectl jvmdiag stacks: not available yet. The node agent does not serve culprit \
-stacks (GET /stacks) yet; when it does, this command will fetch them through the same pod proxy as `top`. \
-Meanwhile `kubectl jvmdiag top` names the culprit thread, VM operation, requester and monitor class.";
 
 async fn run(cli: Cli) -> anyhow::Result<String> {
     let conn = cluster::Conn {
@@ -164,16 +178,25 @@ async fn run(cli: Cli) -> anyhow::Result<String> {
             };
             top::run(&client, &args).await
         }
-        Command::Stacks { .. } => unreachable!("handled before connecting"),
+        Command::Stacks { workload, kind: stack_kind, pod, top, merge_pods, agent_namespace } => {
+            let (kind, name) = top::parse_workload(&workload).map_err(|e| anyhow::anyhow!(e))?;
+            let args = stacks::StacksArgs {
+                namespace: ns,
+                kind,
+                name,
+                stack_kind,
+                pod,
+                top: top.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                merge_pods,
+                agent_namespace,
+            };
+            stacks::run(&client, &args).await
+        }
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Stacks { .. }) {
-        eprintln!("{STACKS_NOT_YET}");
-        return ExitCode::from(2);
-    }
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -249,11 +272,35 @@ mod tests {
             "-n",
             "x",
             "deploy/y",
-            "--seconds",
-            "30",
+            "--kind",
+            "park",
+            "--pod",
+            "y-1",
+            "--top",
+            "5",
         ])
         .unwrap();
-        assert!(matches!(c.command, Command::Stacks { .. }));
+        assert_eq!(c.namespace.as_deref(), Some("x"));
+        match c.command {
+            Command::Stacks { workload, kind, pod, top, merge_pods, .. } => {
+                assert_eq!(workload, "deploy/y");
+                assert_eq!(kind.as_deref(), Some("park"));
+                assert_eq!(pod.as_deref(), Some("y-1"));
+                assert_eq!(top, Some(5));
+                assert!(!merge_pods);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            Cli::try_parse_from(["kubectl-jvmdiag", "stacks", "deploy/y", "--kind", "gc"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["kubectl-jvmdiag", "stacks", "deploy/y", "--top", "0"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["kubectl-jvmdiag", "stacks"]).is_err(),
+            "stacks needs a workload"
+        );
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub struct TopArgs {
 }
 
 /// The workload's pod selector; a 404 is "no such workload".
-async fn workload_selector(
+pub(crate) async fn workload_selector(
     client: &Client,
     ns: &str,
     kind: Kind,
@@ -118,7 +118,7 @@ async fn workload_selector(
     r.map_err(|e| api_err(req, e))?.ok_or_else(no_such)
 }
 
-fn running(p: &Pod) -> bool {
+pub(crate) fn running(p: &Pod) -> bool {
     p.metadata.deletion_timestamp.is_none()
         && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
         && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
@@ -133,7 +133,7 @@ fn ready(p: &Pod) -> bool {
 }
 
 /// The port named `metrics` of `container` (any container if None), else [`DEFAULT_PORT`].
-fn metrics_port(p: &Pod, container: Option<&str>) -> u16 {
+pub(crate) fn metrics_port(p: &Pod, container: Option<&str>) -> u16 {
     p.spec
         .as_ref()
         .into_iter()
@@ -145,7 +145,7 @@ fn metrics_port(p: &Pod, container: Option<&str>) -> u16 {
         .unwrap_or(DEFAULT_PORT)
 }
 
-fn has_sidecar(p: &Pod) -> bool {
+pub(crate) fn has_sidecar(p: &Pod) -> bool {
     p.spec
         .as_ref()
         .map(|s| s.containers.iter().any(|c| c.name == SIDECAR_CONTAINER))
@@ -163,27 +163,54 @@ pub struct Source {
 }
 
 impl Source {
-    pub fn path(&self) -> String {
+    /// The API server's proxy path of `rest` (a path and query, no leading slash) on the source.
+    pub fn proxy(&self, rest: &str) -> String {
         format!(
-            "/api/v1/namespaces/{}/pods/{}:{}/proxy/metrics",
+            "/api/v1/namespaces/{}/pods/{}:{}/proxy/{rest}",
             self.namespace, self.pod, self.port
         )
     }
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{} {}/{}", self.what, self.namespace, self.pod)
     }
 }
 
 /// The agents: namespace (flag, else the chart's DaemonSet found by its labels, else
 /// jvm-diagnostics) and, per node, its running agent pod.
-struct Agents {
-    namespace: String,
-    daemonset: Option<String>,
-    by_node: BTreeMap<String, Pod>,
-    how: String,
+pub(crate) struct Agents {
+    pub namespace: String,
+    pub daemonset: Option<String>,
+    pub by_node: BTreeMap<String, Pod>,
+    pub how: String,
 }
 
-async fn find_agents(client: &Client, flag: Option<&str>) -> anyhow::Result<Agents> {
+impl Agents {
+    /// The agent of `node`; Err: why there is none, with the fix.
+    pub fn of(&self, pod: &str, node: &str) -> Result<Source, String> {
+        match self.by_node.get(node) {
+            Some(ap) => Ok(Source {
+                namespace: self.namespace.clone(),
+                pod: ap.metadata.name.clone().unwrap_or_default(),
+                port: metrics_port(ap, Some("agent")),
+                what: "agent",
+            }),
+            None => {
+                let ds = self
+                    .daemonset
+                    .clone()
+                    .map(|d| format!("DaemonSet {}/{d}", self.namespace))
+                    .unwrap_or_else(|| format!("no agent DaemonSet found ({})", self.how));
+                Err(format!(
+                    "{pod}: no agent on node {node}: {ds} has no running pod there (kubectl -n {} get pods -l {AGENT_POD_SELECTOR} -o wide; \
+                     its nodeSelector or tolerations may exclude the node, or --agent-namespace names another namespace)",
+                    self.namespace
+                ))
+            }
+        }
+    }
+}
+
+pub(crate) async fn find_agents(client: &Client, flag: Option<&str>) -> anyhow::Result<Agents> {
     // The agent pods: the DaemonSet's own selector when it was found, else the pods' fixed label.
     let mut pod_selector = AGENT_POD_SELECTOR.to_string();
     let (namespace, daemonset, how) = match flag {
@@ -247,18 +274,19 @@ async fn find_agents(client: &Client, flag: Option<&str>) -> anyhow::Result<Agen
     Ok(Agents { namespace, daemonset, by_node, how })
 }
 
-/// One scrape of a source: the samples of the wanted pods (namespace `ns`), and when it answered.
-async fn scrape(
+/// GET `rest` of a source through the pod proxy: Ok for 200 and the codes in `also`; otherwise
+/// an error naming the fix (a 403 of the API server: the grant; the agent's 401/403: its token).
+pub(crate) async fn fetch(
     client: &Client,
     src: &Source,
-    ns: &str,
-    pods: &BTreeSet<String>,
-) -> anyhow::Result<(Vec<expo::Sample>, Instant)> {
-    let (code, body) =
-        get_raw(client, &src.path(), "text/plain;version=0.0.4", MAX_PAGE_BYTES).await?;
-    let at = Instant::now();
+    rest: &str,
+    accept: &str,
+    also: &[u16],
+) -> anyhow::Result<(u16, String)> {
+    let (code, body) = get_raw(client, &src.proxy(rest), accept, MAX_PAGE_BYTES).await?;
     match code {
         200 => {}
+        c if also.contains(&c) && !is_status(&body) => {}
         401 | 403 if !is_status(&body) => anyhow::bail!(
             "the {} requires a token (agent.metricsAuth is on: HTTP {code}, \"{}\"), and the API server's pod proxy \
              does not forward yours: use --prometheus URL (a Prometheus that scrapes the agents with its token), \
@@ -282,6 +310,18 @@ async fn scrape(
             );
         }
     }
+    Ok((code, body))
+}
+
+/// One scrape of a source: the samples of the wanted pods (namespace `ns`), and when it answered.
+async fn scrape(
+    client: &Client,
+    src: &Source,
+    ns: &str,
+    pods: &BTreeSet<String>,
+) -> anyhow::Result<(Vec<expo::Sample>, Instant)> {
+    let (_, body) = fetch(client, src, "metrics", "text/plain;version=0.0.4", &[]).await?;
+    let at = Instant::now();
     let page = expo::parse(&body, Limits::default(), |s| {
         s.name.starts_with("jvmdiag_")
             && s.label("namespace") == Some(ns)
@@ -298,48 +338,62 @@ async fn scrape(
 }
 
 /// The resource that targets the workload, by name; its absence is an error naming the fix.
-async fn check_resource(client: &Client, a: &TopArgs) -> anyhow::Result<String> {
-    let items = status::list(client, Some(&a.namespace)).await?;
+async fn check_resource(
+    client: &Client,
+    ns: &str,
+    kind: Kind,
+    name: &str,
+) -> anyhow::Result<String> {
+    let items = status::list(client, Some(ns)).await?;
     items
         .iter()
         .find(|o| {
             let (k, n) = status::target_ref(o);
-            k == a.kind.name() && n == a.name
+            k == kind.name() && n == name
         })
         .and_then(|o| o.metadata.name.clone())
         .ok_or_else(|| {
             anyhow::anyhow!(
                 "no JvmDiagnostics targets {}/{} in namespace {} ({} resource(s) there: {}): apply one \
                  (examples/checkout.yaml) and the operator injects its pods",
-                a.kind.name().to_ascii_lowercase(),
-                a.name,
-                a.namespace,
+                kind.name().to_ascii_lowercase(),
+                name,
+                ns,
                 items.len(),
                 if items.is_empty() { "none".to_string() } else { items.iter().filter_map(|o| o.metadata.name.clone()).collect::<Vec<_>>().join(", ") }
             )
         })
 }
 
-pub async fn run(client: &Client, a: &TopArgs) -> anyhow::Result<String> {
-    let selector = workload_selector(client, &a.namespace, a.kind, &a.name).await?;
-    let resource = check_resource(client, a).await?;
+/// The workload's running pods (by name) and the JvmDiagnostics that targets it; each missing
+/// piece is an error naming the fix.
+pub(crate) async fn workload_pods(
+    client: &Client,
+    ns: &str,
+    kind: Kind,
+    name: &str,
+) -> anyhow::Result<(String, Vec<Pod>)> {
+    let selector = workload_selector(client, ns, kind, name).await?;
+    let resource = check_resource(client, ns, kind, name).await?;
     let sel = Selector::try_from(selector)
         .map_err(|e| anyhow::anyhow!("the workload's selector: {e}"))?;
-    let pods = Api::<Pod>::namespaced(client.clone(), &a.namespace)
+    let pods = Api::<Pod>::namespaced(client.clone(), ns)
         .list(&ListParams::default().labels_from(&sel))
         .await
-        .map_err(|e| api_err(Req::new("list", "pods", Some(&a.namespace)), e))?;
+        .map_err(|e| api_err(Req::new("list", "pods", Some(ns)), e))?;
     let mut pods: Vec<Pod> = pods.items.into_iter().filter(running).collect();
     pods.sort_by(|x, y| x.metadata.name.cmp(&y.metadata.name));
     if pods.is_empty() {
         anyhow::bail!(
-            "{}/{} in namespace {} has no running pod (kubectl get pods -n {} -l {sel})",
-            a.kind.name().to_ascii_lowercase(),
-            a.name,
-            a.namespace,
-            a.namespace
+            "{}/{name} in namespace {ns} has no running pod (kubectl get pods -n {ns} -l {sel})",
+            kind.name().to_ascii_lowercase(),
         );
     }
+    Ok((resource, pods))
+}
+
+pub async fn run(client: &Client, a: &TopArgs) -> anyhow::Result<String> {
+    let (resource, pods) = workload_pods(client, &a.namespace, a.kind, &a.name).await?;
     let node_of = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
     let name_of = |p: &Pod| p.metadata.name.clone().unwrap_or_default();
 
@@ -370,26 +424,10 @@ pub async fn run(client: &Client, a: &TopArgs) -> anyhow::Result<String> {
             }
         } else {
             let ag = agents.as_ref().expect("agents looked up for NodeAgent pods");
-            match ag.by_node.get(&node_of(p)) {
-                Some(ap) => Source {
-                    namespace: ag.namespace.clone(),
-                    pod: name_of(ap),
-                    port: metrics_port(ap, Some("agent")),
-                    what: "agent",
-                },
-                None => {
-                    let ds = ag
-                        .daemonset
-                        .clone()
-                        .map(|d| format!("DaemonSet {}/{d}", ag.namespace))
-                        .unwrap_or_else(|| format!("no agent DaemonSet found ({})", ag.how));
-                    errors.push(format!(
-                        "{}: no agent on node {}: {ds} has no running pod there (kubectl -n {} get pods -l {AGENT_POD_SELECTOR} -o wide; \
-                         its nodeSelector or tolerations may exclude the node, or --agent-namespace names another namespace)",
-                        name_of(p),
-                        node_of(p),
-                        ag.namespace
-                    ));
+            match ag.of(&name_of(p), &node_of(p)) {
+                Ok(src) => src,
+                Err(e) => {
+                    errors.push(e);
                     continue;
                 }
             }
@@ -512,7 +550,7 @@ mod tests {
     }
 
     #[test]
-    fn the_proxy_path_of_a_source() {
+    fn the_proxy_paths_of_a_source() {
         let s = Source {
             namespace: "jvm-diagnostics".into(),
             pod: "jd-agent-x".into(),
@@ -520,8 +558,12 @@ mod tests {
             what: "agent",
         };
         assert_eq!(
-            s.path(),
+            s.proxy("metrics"),
             "/api/v1/namespaces/jvm-diagnostics/pods/jd-agent-x:9464/proxy/metrics"
+        );
+        assert_eq!(
+            s.proxy(&crate::stacks::query("shop", Some("web-1"), Some("park"))),
+            "/api/v1/namespaces/jvm-diagnostics/pods/jd-agent-x:9464/proxy/stacks?namespace=shop&pod=web-1&kind=park"
         );
     }
 
