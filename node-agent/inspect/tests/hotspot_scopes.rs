@@ -86,10 +86,10 @@ fn all_jdks() -> Vec<PathBuf> {
     v
 }
 
-/// A JVM running `MAIN`, compiled for Java 11 by the first JDK's javac; its stdout lines.
-fn start(jdk: &Path, flags: &[&str]) -> (common::Jvm, Arc<Mutex<Vec<String>>>) {
+/// A JVM running `source` (class `Main`), compiled for Java 11 by the first JDK's javac; its stdout lines.
+fn start(jdk: &Path, source: &str, flags: &[&str]) -> (common::Jvm, Arc<Mutex<Vec<String>>>) {
     let dir = common::TempDir::new("scopes");
-    std::fs::write(dir.path().join("Main.java"), MAIN).unwrap();
+    std::fs::write(dir.path().join("Main.java"), source).unwrap();
     let st = Command::new(common::jdks()[0].join("bin/javac"))
         .args(["--release", "11", "-d", dir.path().to_str().unwrap()])
         .arg(dir.path().join("Main.java"))
@@ -134,8 +134,9 @@ fn tables(pid: u32) -> (ProcMem, VmStructs) {
     (mem, vs)
 }
 
-/// `jcmd PID Compiler.codelist` rows for `Main.outer`: (compile id, blob, code begin).
-fn codelist(jdk: &Path, pid: u32) -> Vec<(u32, u64, u64)> {
+/// `jcmd PID Compiler.codelist` rows whose method contains `filter`: (compile id, blob, code
+/// begin).
+fn codelist(jdk: &Path, pid: u32, filter: &str) -> Vec<(u32, u64, u64)> {
     let jcmd = jdk.join("bin/jcmd");
     let mut cmd = if jcmd.exists() {
         Command::new(jcmd)
@@ -149,14 +150,13 @@ fn codelist(jdk: &Path, pid: u32) -> Vec<(u32, u64, u64)> {
     let hex = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.contains(" Main.outer(I)I "))
-        .map(|l| {
-            let id: u32 = l.split_whitespace().next().unwrap().parse().unwrap();
-            let (_, addrs) = l.split_once('[').unwrap();
-            let addrs = addrs.trim_end_matches(']');
-            let (blob, rest) = addrs.split_once(',').unwrap();
-            let (begin, _) = rest.split_once('-').unwrap();
-            (id, hex(blob), hex(begin))
+        .filter(|l| l.contains(filter) && l.contains('['))
+        .filter_map(|l| {
+            let id: u32 = l.split_whitespace().next()?.parse().ok()?;
+            let (_, addrs) = l.rsplit_once(" [")?;
+            let (blob, rest) = addrs.trim_end_matches(']').split_once(',')?;
+            let (begin, _) = rest.split_once('-')?;
+            Some((id, hex(blob), hex(begin)))
         })
         .collect()
 }
@@ -263,13 +263,13 @@ fn check_jvm(jdk: &Path, printing: bool) {
     if printing {
         flags.extend(PRINTING);
     }
-    let (jvm, lines) = start(jdk, &flags);
+    let (jvm, lines) = start(jdk, MAIN, &flags);
     let pid = jvm.pid();
     let (mem, vs) = tables(pid);
     let layout = StackLayout::resolve(&vs).unwrap();
     let mut sl = ScopesLayout::resolve(&vs).unwrap();
     let coding = sl.read_coding(&mem).unwrap();
-    let rows = codelist(jdk, pid);
+    let rows = codelist(jdk, pid, " Main.outer(I)I ");
     let printed = parse_printed(&lines.lock().unwrap());
     assert!(!rows.is_empty(), "{}: no nmethod of Main.outer", jdk.display());
     let inner_chain: Vec<(String, i32)> =
@@ -359,5 +359,107 @@ fn inlined_scopes_match_the_jvm() {
     for jdk in all_jdks() {
         check_jvm(&jdk, true);
         check_jvm(&jdk, false);
+    }
+}
+
+/// Collections, strings, streams and lambdas, compiled by C1 and C2 (tiered, the default).
+const BUSY: &str = r#"
+import java.util.*;
+import java.util.stream.*;
+public class Main {
+    public static void main(String[] a) throws Exception {
+        long s = 0;
+        for (int r = 0; r < 300; r++) {
+            Map<String, Integer> m = new HashMap<>();
+            for (int i = 0; i < 2000; i++) { m.merge("k" + (i % 300), i, Integer::sum); }
+            s += m.values().stream().mapToLong(Integer::longValue).filter(v -> v % 3 != 0).sum();
+            StringBuilder sb = new StringBuilder();
+            for (int i = 0; i < 500; i++) { sb.append(i).append(','); }
+            s += Arrays.stream(sb.toString().split(",")).map(String::trim).collect(Collectors.toList()).size();
+            List<Integer> l = new ArrayList<>();
+            for (int i = 0; i < 1000; i++) { l.add((i * 7919) % 1000); }
+            Collections.sort(l);
+            s += l.get(500) + String.format("%d-%s", r, "x").length();
+        }
+        System.out.println(s);
+        System.out.println("ready");
+        System.out.flush();
+        Thread.sleep(120_000);
+    }
+}
+"#;
+
+/// Every nmethod the code cache lists, C1's and C2's: every PcDesc with a scope decodes, its
+/// outermost method is the nmethod's own, every method in it has a name, and the lookup by pc
+/// finds the same chain. Blobs freed or reused while we read (the compile id no longer the
+/// listed one) are skipped.
+#[test]
+#[ignore]
+fn every_nmethod_of_a_busy_jvm_decodes() {
+    for jdk in all_jdks() {
+        let (jvm, _) = start(&jdk, BUSY, &["-Xmx128m"]);
+        let pid = jvm.pid();
+        let (mem, vs) = tables(pid);
+        let layout = StackLayout::resolve(&vs).unwrap();
+        let mut sl = ScopesLayout::resolve(&vs).unwrap();
+        sl.read_coding(&mem).unwrap();
+        let rows = codelist(&jdk, pid, "");
+        let mut cache = BTreeMap::new();
+        let (mut nmethods, mut natives, mut skipped, mut pcs, mut scopes) = (0, 0, 0, 0, 0);
+        let (mut deepest, mut max_offset, mut inlined_methods) = (0, 0, BTreeSet::new());
+        for (id, blob, begin) in rows {
+            let Ok(info) = code_blob(&mem, &layout, blob) else {
+                skipped += 1;
+                continue;
+            };
+            let method = match info.kind {
+                BlobKind::Nmethod { method, compile_id } if compile_id == id => method,
+                BlobKind::NativeWrapper { .. } => {
+                    let got = inlined(&mem, &sl, blob, begin);
+                    assert_eq!(got.unwrap(), vec![], "a native wrapper has no scopes");
+                    natives += 1;
+                    continue;
+                }
+                _ => {
+                    skipped += 1;
+                    continue;
+                }
+            };
+            nmethods += 1;
+            let nm = NmethodScopes::read(&mem, &sl, blob).unwrap();
+            assert_eq!(nm.code_begin, begin);
+            let pds = nm.pc_descs(&mem, &sl).unwrap();
+            for pd in pds.iter().skip(1).take(pds.len().saturating_sub(2)) {
+                pcs += 1;
+                if pd.scope_decode_offset == 0 {
+                    continue;
+                }
+                scopes += 1;
+                max_offset = max_offset.max(pd.scope_decode_offset);
+                let chain = nm.scopes(&mem, pd.scope_decode_offset).unwrap();
+                assert_eq!(chain.last().unwrap().method, method, "compile {id}");
+                let pc = begin + pd.pc_offset as u64;
+                assert_eq!(inlined(&mem, &sl, blob, pc).unwrap(), chain, "compile {id} {pc:#x}");
+                deepest = deepest.max(chain.len());
+                let named = names(&mem, &layout, &chain, &mut cache);
+                for (n, _) in &named[..named.len() - 1] {
+                    inlined_methods.insert(n.clone());
+                }
+                // Callers are at a call site; only the innermost may be at entry (-1).
+                assert!(named[1..].iter().all(|(_, bci)| *bci >= 0), "{named:?}");
+            }
+            // The recorded identity still holds: nothing was freed under us.
+            let again = code_blob(&mem, &layout, blob).unwrap();
+            assert_eq!(again.kind, info.kind);
+        }
+        eprintln!(
+            "{}: {nmethods} nmethods, {natives} native wrappers, {skipped} skipped; {pcs} PcDescs, \
+             {scopes} with scopes, deepest {deepest}, largest decode offset {max_offset}, \
+             {} distinct inlined methods",
+            jdk.display(),
+            inlined_methods.len()
+        );
+        assert!(nmethods > 50 && scopes > 500, "too little compiled to mean much");
+        assert!(deepest >= 4 && max_offset > 191, "multi-byte offsets and deep inlining seen");
     }
 }
