@@ -14,8 +14,9 @@
 //!   `nmethod::_metadata_offset` to the scopes data.
 //! - JDK 25: the PcDescs and then the scopes data are in a C-heap block at
 //!   `nmethod::_immutable_data`, from `_scopes_pcs_offset` to `_scopes_data_offset` and from
-//!   there to at most `_immutable_data_size`; the metadata is in the blob's mutable data, after
-//!   its `CodeBlob::_relocation_size` bytes of relocations.
+//!   there to at most `_immutable_data_size` (HotSpot's own print of an nmethod shows this
+//!   order; JDK 25's serviceability agent has the two swapped); the metadata is in the blob's
+//!   mutable data, after its `CodeBlob::_relocation_size` bytes of relocations.
 //!
 //! UNSIGNED5 changed in JDK 20: byte 0 is excluded (X = 1, 191 "low" bytes); JDK 11–19 use
 //! X = 0 and 192 low bytes. Nothing in vmStructs says which, so the JVM's major version
@@ -45,7 +46,7 @@ const UNSIGNED5_X1_SINCE: i32 = 20;
 const UNSIGNED5_MAX_LEN: usize = 5;
 /// A scope's header: sender offset, method index, bci.
 const SCOPE_HEADER_MAX: usize = 3 * UNSIGNED5_MAX_LEN;
-/// Bytecode indexes stop below 65535 (a method has at most 65535 bytes of code).
+/// Past any bci: a method has at most 65535 bytes of code.
 const BCI_MAX: i64 = 65535;
 
 /// An integer field as vmStructs types it.
@@ -621,8 +622,10 @@ impl NmethodScopes {
 }
 
 /// The methods executing at `pc` in the nmethod at `nmethod` (a `CodeBlob*`), innermost (the
-/// code at `pc`) first, the nmethod's own method last. Empty when `pc` has no debug
-/// information (a native wrapper, a pc past the last PcDesc, a PcDesc without a scope).
+/// code at `pc`) first, the nmethod's own method last. A return address finds its call's
+/// PcDesc; any other pc the next PcDesc ([`NmethodScopes::find_pc_desc`]). Empty when `pc`
+/// has no debug information (a native wrapper, a pc past the last PcDesc, a PcDesc without a
+/// scope).
 pub fn inlined(
     mem: &dyn Memory,
     sl: &ScopesLayout,
