@@ -94,3 +94,11 @@ pub const ELF_MAX_RELOCS: usize = 1_000_000;
 /// A method's compressed line number table (one to six bytes per line of a method of at
 /// most 65 535 bytecodes).
 pub const LINE_TABLE_MAX_BYTES: usize = 256 << 10;
+/// Scopes of one compiled frame (the method and the ones inlined into it): C2's and C1's
+/// `MaxInlineLevel` is 15 (9 before JDK 14), and recursive inlining adds little.
+pub const SCOPES_MAX_DEPTH: usize = 64;
+/// PcDescs listed from one nmethod (16 bytes each): a large C2 nmethod has a few thousand.
+pub const SCOPES_MAX_PC_DESCS: usize = 1 << 18;
+/// One section of an nmethod read for its scopes (PcDescs, scopes data, metadata): checked
+/// before any address in it is computed (real ones are KiBs, at most a few MiB).
+pub const NMETHOD_SECTION_MAX_BYTES: u64 = 64 << 20;

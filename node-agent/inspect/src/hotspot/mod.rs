@@ -14,6 +14,7 @@ use crate::Error;
 #[doc(hidden)]
 pub mod fake;
 pub mod layout;
+pub mod scopes;
 pub mod symbolize;
 pub mod vmstructs;
 
