@@ -14,6 +14,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use jvmdiag_inspect::elf;
 use jvmdiag_inspect::hotspot::layout::{ProcessStacks, StackLayout};
+use jvmdiag_inspect::hotspot::scopes::{self, ScopesLayout};
 use jvmdiag_inspect::hotspot::symbolize::{self, BlobKind};
 use jvmdiag_inspect::hotspot::vmstructs::{self, Exports};
 use jvmdiag_inspect::hotspot::{read_u64, Memory, ProcMem};
@@ -33,7 +34,7 @@ use crate::metrics;
 use crate::model::{Family, Value};
 use crate::skel::consts;
 use crate::skel::starters::types::{
-    stack_code_heap, stack_key, stack_layout, stack_tokens, stack_value,
+    java_frame, stack_code_heap, stack_key, stack_layout, stack_tokens, stack_value,
 };
 
 /// Names kept per JVM in the frame cache before it is cleared.
@@ -185,6 +186,8 @@ struct Jvm {
     pid: u32,
     start: u64,
     layout: StackLayout,
+    /// Where compiled frames' inlined methods are (None: not readable in this JVM).
+    scopes: Option<ScopesLayout>,
     /// Frame names by (pointer, cookie); None: not nameable (freed, reused, not Java).
     names: HashMap<(u64, u32, u64), Option<Vec<String>>>,
     /// Each stack named once (its frames never change): by (kind, hash), the line's frames and
@@ -355,7 +358,7 @@ impl Stacks {
 
     /// Reads the JVM's layout and writes it into its slot of `stack_layout`.
     fn prepare(&mut self, slot: u32, found: &Found, task_fsbase: u32) {
-        let r = read_layout(found).and_then(|(layout, process)| {
+        let r = read_layout(found).and_then(|(layout, process, scopes)| {
             let mut v = kernel_layout(&layout, &process);
             v.task_fsbase = task_fsbase;
             // SAFETY: a plain C struct of integers (generated from stacks.h).
@@ -364,10 +367,10 @@ impl Stacks {
                 .layout
                 .update(&slot.to_ne_bytes(), bytes, MapFlags::ANY)
                 .context("writing stack_layout")?;
-            Ok((layout, process))
+            Ok((layout, process, scopes))
         });
         match r {
-            Ok((layout, process)) => {
+            Ok((layout, process, scopes)) => {
                 tracing::info!(
                     pid = found.pid,
                     code_heaps = process.code_heaps.len(),
@@ -377,6 +380,7 @@ impl Stacks {
                     pid: found.pid,
                     start: found.start,
                     layout,
+                    scopes,
                     names: HashMap::new(),
                     stacks: HashMap::new(),
                     named: BTreeSet::new(),
@@ -501,7 +505,7 @@ impl Jvm {
                 None => {
                     let n = mem
                         .as_ref()
-                        .and_then(|m| name_frame(m, &self.layout, f.r#type, f.ptr, f.at, f.cookie));
+                        .and_then(|m| name_frame(m, &self.layout, self.scopes.as_ref(), f));
                     if self.names.len() >= NAME_CACHE_MAX {
                         self.names.clear();
                     }
@@ -549,42 +553,73 @@ impl Jvm {
 fn name_frame(
     mem: &dyn Memory,
     l: &StackLayout,
-    ty: u32,
-    ptr: u64,
-    at: u64,
-    cookie: u32,
+    sl: Option<&ScopesLayout>,
+    f: &java_frame,
 ) -> Option<Vec<String>> {
-    let method = match ty {
+    match f.r#type {
         consts::STACK_FRAME_INTERPRETED => {
-            let cm =
-                read_u64(mem, ptr.checked_add(u64::from(l.method_const_method))?, "Method").ok()?;
-            if cm as u32 != cookie {
+            let cm = read_u64(mem, f.ptr.checked_add(u64::from(l.method_const_method))?, "Method")
+                .ok()?;
+            if cm as u32 != f.cookie {
                 return None;
             }
-            let m = symbolize::method_name(mem, l, ptr).ok()?;
-            let line = symbolize::bci(mem, l, cm, at)
-                .ok()
-                .flatten()
-                .and_then(|bci| symbolize::line_number(mem, l, cm, bci).ok().flatten());
-            let name = frame_text(&m.class, &m.name);
-            return Some(vec![match line {
-                Some(n) => format!("{name}:{n}"),
-                None => name,
-            }]);
+            let bci = symbolize::bci(mem, l, cm, f.at).ok().flatten();
+            Some(vec![method_text(mem, l, f.ptr, bci, false)?])
         }
-        consts::STACK_FRAME_COMPILED => match symbolize::code_blob(mem, l, ptr).ok()?.kind {
-            BlobKind::Nmethod { method, compile_id } if compile_id == cookie => method,
-            BlobKind::NativeWrapper { method } => method,
-            _ => return None,
+        consts::STACK_FRAME_COMPILED => match symbolize::code_blob(mem, l, f.ptr).ok()?.kind {
+            BlobKind::Nmethod { method, compile_id } if compile_id == f.cookie => {
+                // Innermost first; every scope but the nmethod's own method was inlined.
+                let chain = sl
+                    .and_then(|sl| scopes::inlined(mem, sl, f.ptr, f.at).ok())
+                    .unwrap_or_default();
+                if chain.is_empty() {
+                    return Some(vec![method_text(mem, l, method, None, false)?]);
+                }
+                let last = chain.len() - 1;
+                chain
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        method_text(mem, l, s.method, u32::try_from(s.bci).ok(), i < last)
+                    })
+                    .collect()
+            }
+            BlobKind::NativeWrapper { method } => {
+                Some(vec![method_text(mem, l, method, None, false)?])
+            }
+            _ => None,
         },
-        _ => return None,
-    };
-    let m = symbolize::method_name(mem, l, method).ok()?;
-    Some(vec![frame_text(&m.class, &m.name)])
+        _ => None,
+    }
 }
 
-/// A frame's `package.Class.method`, without the `:line` /stacks adds where known.
+/// `package.Class.method`, `:line` where the bci has one, `_[i]` when inlined.
+fn method_text(
+    mem: &dyn Memory,
+    l: &StackLayout,
+    method: u64,
+    bci: Option<u32>,
+    inlined: bool,
+) -> Option<String> {
+    let m = symbolize::method_name(mem, l, method).ok()?;
+    let mut name = frame_text(&m.class, &m.name);
+    let line = bci.and_then(|bci| {
+        let cm =
+            read_u64(mem, method.checked_add(u64::from(l.method_const_method))?, "Method").ok()?;
+        symbolize::line_number(mem, l, cm, bci).ok().flatten()
+    });
+    if let Some(n) = line {
+        name.push_str(&format!(":{n}"));
+    }
+    if inlined {
+        name.push_str("_[i]");
+    }
+    Some(name)
+}
+
+/// A frame's `package.Class.method`, without the `:line` and `_[i]` /stacks adds where known.
 fn without_line(frame: &str) -> &str {
+    let frame = frame.strip_suffix("_[i]").unwrap_or(frame);
     match frame.rsplit_once(':') {
         Some((m, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => m,
         _ => frame,
@@ -626,7 +661,7 @@ fn task_fsbase_offset() -> Result<u32> {
 }
 
 /// The JVM's layout and its process statics, read from its own memory.
-fn read_layout(found: &Found) -> Result<(StackLayout, ProcessStacks)> {
+fn read_layout(found: &Found) -> Result<(StackLayout, ProcessStacks, Option<ScopesLayout>)> {
     let root = ProcRoot::open(found.pid).context("its root")?;
     let file =
         root.open_file(Path::new(&found.libjvm_path), ELF_MAX_BYTES).context("its libjvm.so")?;
@@ -641,7 +676,12 @@ fn read_layout(found: &Found) -> Result<(StackLayout, ProcessStacks)> {
     let layout = StackLayout::resolve(&vs).context("the fields a stack walk needs")?;
     let got = bias.checked_add(tls.dtpmod_got).context("TLS GOT slot overflows")?;
     let process = ProcessStacks::read(&mem, &layout, tls.offset, got).context("its code heaps")?;
-    Ok((layout, process))
+    // Without it compiled frames are named by their nmethod's own method only.
+    let scopes = ScopesLayout::resolve(&vs)
+        .and_then(|mut sl| sl.read_coding(&mem).map(|_| sl))
+        .map_err(|e| tracing::info!(pid = found.pid, error = %e, "culprit stacks: inlined frames not named"))
+        .ok();
+    Ok((layout, process, scopes))
 }
 
 /// The kernel's `struct stack_layout` of a JVM.
@@ -685,6 +725,7 @@ mod tests {
         assert_eq!(frame_text("java.lang.Thread", "start0"), "java.lang.Thread.start0");
         assert_eq!(without_line("a.B.m:12"), "a.B.m");
         assert_eq!(without_line("a.B.m"), "a.B.m");
+        assert_eq!(without_line("a.B.m:7_[i]"), "a.B.m");
         let long = frame_text(&"a".repeat(500), "m");
         assert_eq!(long.chars().count(), FRAME_MAX_CHARS + 1);
         assert!(long.ends_with('…'));
