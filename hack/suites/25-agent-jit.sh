@@ -42,8 +42,9 @@ read -r pass fail < <(count_cargo "$OUT/cargo-test.log")
 log "building jvmdiag-agent (release) for the culprit stacks test"
 if nice cargo build --release -p jvmdiag-agent >"$OUT/build-release.log" 2>&1; then
   log "culprit stacks at thread start against JFR (e2e/agent_stacks.py)"
-  # Every JDK in a compiled mode, JDK 17 in each; STACKS_RUNS="" runs every JDK in every mode.
-  STACKS_RUNS="${STACKS_RUNS-17:interpreted 17:c1 17:c2 25:interpreted 25:c2 11:c2 21:c1}" \
+  # Every JDK with inlining (C2 with its inlined frames), the other modes once each;
+  # STACKS_RUNS="" runs every JDK in every mode.
+  STACKS_RUNS="${STACKS_RUNS-17:interpreted 17:c1 25:c2 11:inlined 17:inlined 21:inlined 25:inlined}" \
     setsid timeout 1800 python3 "$REPO_ROOT/e2e/agent_stacks.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-stacks" "$JDK17" "$JDK25" \
     > >(tee "$OUT/e2e-stacks.log") 2> "$OUT/e2e-stacks.stderr" &
   TEST_PID=$!
