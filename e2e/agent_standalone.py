@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import log_lines
 from harness import (
@@ -597,7 +598,8 @@ def test_vm_operation_requesters(jdk, tag):
     equals each, by requester, and no other thread is named for those operations."""
     port = e2e_port(16)
     gcs, dumps, retransforms = 7, 11, 5
-    agent = start_agent(port, "--match-jvm", "VmOpRequesters")
+    # Every request's stack taken (the budget far above the requests of a second).
+    agent = start_agent(port, "--match-jvm", "VmOpRequesters", "--stack-samples-per-second", "1000")
     classes = compile_for(jdk, tag, [f"{WORKLOADS}/VmOpRequesters.java"], "vmreq")
     # The workload is its own Java agent (JDK 17's jar tool; a jar is the same for every JDK).
     manifest = os.path.join(classes, "agent.mf")
@@ -670,12 +672,42 @@ def test_vm_operation_requesters(jdk, tag):
                     f"{op}: requested by {who!r} {n} times, agent {mine}; others {others}"
                 )
         log(f"vm operation requesters jdk{tag}: {sorted(got.items())}")
+        problems += requester_stacks(
+            port, p.pid, {"System.gc": gcs, "dumpAllThreads": dumps, "retransformClasses": did}
+        )
     finally:
         open(os.path.join(d, "stop"), "w").close()
         p.wait(timeout=20)
         agent.terminate()
         agent.wait(timeout=10)
     return problems
+
+
+def requester_stacks(port, pid, want):
+    """The culprit stacks of the requesters (kind vm_operation, /stacks): each request's stack
+    runs from the workload's own lambda (VmOpRequesters.lambda$main$N, root side) to the API it
+    called (`System.gc`, `ThreadImpl.dumpAllThreads`, `InstrumentationImpl.retransformClasses`),
+    in that order, and each API's stacks count exactly the workload's calls of it."""
+    body = (
+        urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/stacks?pid={pid}&kind=vm_operation", timeout=10
+        )
+        .read()
+        .decode()
+    )
+    got = dict.fromkeys(want, 0)
+    for line in body.splitlines():
+        frames, _, n = line.rpartition(" ")
+        frames = frames.split(";")
+        for api in want:
+            at = [i for i, f in enumerate(frames) if f.split(":")[0].endswith("." + api)]
+            mine = [i for i, f in enumerate(frames) if f.startswith("VmOpRequesters.lambda$main$")]
+            if at and mine and mine[0] < at[0]:
+                got[api] += int(n)
+    if got != want:
+        return [f"requester stacks by API: agent {got}, workload {want}; /stacks:\n{body[:2000]}"]
+    log(f"requester stacks: {got}")
+    return []
 
 
 def extra_jdks():
