@@ -21,17 +21,26 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(p.limits, limits::Limits::default());
         assert_eq!(p.invalid.len(), 1);
     }
-    for v in [p.limits.thread_names, p.limits.methods, p.limits.classes].into_iter().flatten() {
+    for v in [p.limits.thread_names, p.limits.methods, p.limits.classes, p.limits.stack_samples]
+        .into_iter()
+        .flatten()
+    {
         assert!(v >= 1);
     }
-    let caps = Caps { thread_names: 50, methods: 20, classes: 20 };
+    let caps = Caps { thread_names: 50, methods: 20, classes: 20, stack_samples: 20 };
     let c = p.limits.clamp(&caps);
     assert!(c.thread_names.is_none_or(|n| (1..=50).contains(&n)));
     assert!(c.methods.is_none_or(|n| (1..=20).contains(&n)));
     assert!(c.classes.is_none_or(|n| (1..=20).contains(&n)));
+    assert!(c.stack_samples.is_none_or(|n| (1..=20).contains(&n)));
     assert_eq!(
         c.words(),
-        [c.thread_names.unwrap_or(0), c.methods.unwrap_or(0), c.classes.unwrap_or(0)]
+        [
+            c.thread_names.unwrap_or(0),
+            c.methods.unwrap_or(0),
+            c.classes.unwrap_or(0),
+            c.stack_samples.unwrap_or(0)
+        ]
     );
     // Parsing is a function of the text: the same text gives the same limits.
     assert_eq!(limits::parse(&text), p);
