@@ -44,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 import harness
 from harness import (
@@ -292,10 +293,14 @@ def test_monitors(jdk, tag):
     unavailable = [
         l for n, l, v in samples(text, p.pid) if n == "jvmdiag_agent_collector_unavailable"
     ]
+    # Read while the JVM lives: the agent names frames from its memory.
+    stacks = {k: culprit_stacks(p.pid, k) for k in ("monitor_wait", "monitor_hold")}
     open(os.path.join(ctl, "quit"), "w").close()
     p.wait(60)
     want, want_pairs = jfr_monitor_enters(jdk, jfr)
+    problems_stacks = contention_stacks(tag, stacks, sum(n for n, _ in want.values()))
     problems = contract(text, "jvmdiag_monitor_contended_total", "jvmdiag_monitor_blocked_seconds")
+    problems += problems_stacks
     if unavailable:
         problems.append(f"JVM with the flag reported unavailable: {unavailable}")
     for cls in ["LockContention$Alpha", "LockContention$Beta", "java.util.BitSet"]:
@@ -350,6 +355,47 @@ def test_monitors(jdk, tag):
             )
     else:
         log(f"  {tag}: no sun.rt._sync_ContendedLockAttempts in hsperfdata")
+    return problems
+
+
+def culprit_stacks(pid, kind):
+    """The agent's /stacks lines of KIND for PID: [(frames root first, count)]."""
+    body = (
+        urllib.request.urlopen(f"http://127.0.0.1:{PORT}/stacks?pid={pid}&kind={kind}", timeout=10)
+        .read()
+        .decode()
+    )
+    out = []
+    for line in body.splitlines():
+        frames, _, n = line.rpartition(" ")
+        out.append((frames.split(";"), int(n)))
+    return out
+
+
+def contention_stacks(tag, stacks, jfr_enters):
+    """The waiters' stacks (monitor_wait, at each contended enter) and the holders' (monitor_hold,
+    at each release of a contended monitor): LockContention's threads block and hold only in
+    their lambda's `synchronized`, so the top frame of every such stack is that lambda, below it
+    Thread.run; sampled, so at least one and at most JFR's count of contended enters."""
+    problems = []
+    for kind, lines in stacks.items():
+        # The JVM's own locks (JFR's start) may contend too: only the workload's stacks count.
+        mine = [(f, n) for f, n in lines if any(x.startswith("LockContention.") for x in f)]
+        total = sum(n for _, n in mine)
+        tops = {f[-1].split(":")[0] for f, _ in mine}
+        log(
+            f"  {tag} {kind} stacks: {total} samples in {len(mine)} lines, top frames {sorted(tops)}"
+        )
+        if not 0 < total <= jfr_enters:
+            problems.append(f"{kind}: {total} stack samples, want 1..{jfr_enters} (JFR's enters)")
+        bad = [
+            f
+            for f, _ in mine
+            if not f[-1].startswith("LockContention.lambda$main$")
+            or "java.lang.Thread.run" not in ";".join(f)
+        ]
+        if bad:
+            problems.append(f"{kind}: stacks not topped by the workload's lambda: {bad[:3]}")
     return problems
 
 
