@@ -92,9 +92,7 @@ def culprit_code(kind, found, missing, window=None):
     of KIND (over WINDOW, or since the JVM was traced), else MISSING. Frames `none` (only JDK
     frames) and `other` (past the name budget) name no code."""
     matchers = ",".join(f"{l}=%[{i}]q" for i, l in enumerate(_STACK_JVM, 1))
-    series = (
-        f'jvmdiag_culprit_stack_samples_total{{{matchers},kind=\\"{kind}\\",frame!~\\"none|other\\"}}'
-    )
+    series = f'jvmdiag_culprit_stack_samples_total{{{matchers},kind=\\"{kind}\\",frame!~\\"none|other\\"}}'
     q = f"topk(1, sum by (frame) ({grown(series, window) if window else series}))"
     args = " ".join(f"$labels.{l}" for l in _STACK_JVM)
     frame = "{{ .Labels.frame }}"

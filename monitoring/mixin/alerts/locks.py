@@ -6,7 +6,6 @@ from .common import WHERE, Alert, culprit_code, sel
 NOT_OTHER = 'monitor_class!="other"'
 
 
-
 def _code(window):
     # The stacks are per JVM, not per monitor class: the code around any contended monitor.
     return culprit_code(

@@ -14,7 +14,6 @@ def _hist(metric, p):
 REQUESTED_BY = "{{ if $labels.requester }} requested by {{ $labels.requester }}{{ end }}"
 
 
-
 def _requesting_code(window):
     # The stacks are per JVM, not per VM operation: the code that requested any of them most.
     return culprit_code(
