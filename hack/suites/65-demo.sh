@@ -226,6 +226,7 @@ done
 # client loop, TlsStorm.lambda$main$N, when the JIT inlined request into it); RetransformAgent.loop
 # calls retransformClasses; DheStall.libraryKeyPair holds the shared SecureRandom (synchronized)
 # while it generates DH parameters, and the other handshake threads wait to enter it there.
+# shellcheck disable=SC2016 # regexes: \$ is a dollar sign in a method name, not an expansion
 for want in 'incident 1: the code starting threads \(thread_start\) in pod tls-storm-[^:]*: TlsStorm\.(request|lambda\$main\$[0-9]+) ' \
             'incident 2: the code requesting VM operations \(vm_operation\) in pod retransform-[^:]*: RetransformAgent\.loop ' \
             'incident 4: the code holding contended monitors \(monitor_hold\) in pod dhe-stall-[^:]*: DheStall\.libraryKeyPair ' \
