@@ -417,6 +417,8 @@ CODE = [
 ]
 # Frames that name no code: only JDK frames, past the JVM's name budget.
 NO_CODE = ("none", "other")
+# Samples of a kind in the incident's JVM before its top frame is named (not the first few).
+MIN_SAMPLES = 10
 
 
 def update_code(s, elapsed, culprits, code, lock, seen=None):
@@ -445,7 +447,7 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
             seen[(i, kind)] = f"in pod {pods[i]}: " + ", ".join(
                 f"{f} ({n:.0f})" for f, n in top[:4]
             )
-        if top and top[0][0] not in NO_CODE:
+        if top and top[0][0] not in NO_CODE and sum(n for _, n in top) >= MIN_SAMPLES:
             rest = ", ".join(f"{f} ({n:.0f})" for f, n in top[1:4])
             code[(i, kind)] = (top[0][0], top[0][1], rest, pods[i], elapsed)
 
