@@ -19,8 +19,8 @@ def _requesting_code(window):
     return culprit_code(
         "vm_operation",
         f" Code requesting VM operations most in the last {window}: {{frame}}.",
-        f" Code requesting VM operations: none sampled in the last {window} (a GC, a request "
-        "from outside the JVM, or only JDK frames).",
+        f" Code requesting VM operations: none sampled in the last {window} (the VM's own "
+        "operations, a jcmd from outside the JVM, or only JDK frames).",
         window,
     )
 
