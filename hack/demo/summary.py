@@ -422,8 +422,8 @@ MIN_SAMPLES = 10
 
 
 def update_code(s, elapsed, culprits, code, lock, seen=None):
-    """The code behind each incident once its JVM is known: its top frames of the kind; named
-    when the top one is an application frame. SEEN: the top frames now, named or not."""
+    """The code behind each incident once its JVM is known: the top application frame of the
+    kind, once the JVM has MIN_SAMPLES of it. SEEN: the top frames now, named or not."""
     pods = {}
     for r in s["threads"] + s.get("starters", []):
         if "HandshakeCompletedNotify" in r["metric"].get("thread_name", ""):
@@ -447,9 +447,11 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
             seen[(i, kind)] = f"in pod {pods[i]}: " + ", ".join(
                 f"{f} ({n:.0f})" for f, n in top[:4]
             )
-        if top and top[0][0] not in NO_CODE and sum(n for _, n in top) >= MIN_SAMPLES:
-            rest = ", ".join(f"{f} ({n:.0f})" for f, n in top[1:4])
-            code[(i, kind)] = (top[0][0], top[0][1], rest, pods[i], elapsed)
+        # The top application frame, as the alerts name it; the rest (none, other too) beside it.
+        app = [(f, n) for f, n in top if f not in NO_CODE]
+        if app and sum(n for _, n in top) >= MIN_SAMPLES:
+            rest = ", ".join(f"{f} ({n:.0f})" for f, n in top if f != app[0][0])
+            code[(i, kind)] = (app[0][0], app[0][1], rest, pods[i], elapsed)
 
 
 def code_line(i, kind, what, c):
