@@ -26,6 +26,12 @@ The pause alert also names the thread that requested the VM operation (`requeste
 `jvmdiag_vm_operation_requests_total`) and the thread-storm alert the thread that starts them
 (`starter`, from the agent's on-demand `jvmdiag_thread_starts_by_starter_total`), each through
 a join that leaves the alert as it is, without the label, where that series is absent.
+The descriptions of the thread-storm, pause and monitor-contention alerts also name the
+culprit's code where the agent sampled it: the application frame most counted for that JVM in
+`jvmdiag_culprit_stack_samples_total` (kind `thread_start`; `vm_operation` and `monitor_hold` /
+`monitor_wait` over the alert's window), looked up by a `query` in the annotation template at
+the alert's evaluation; "not sampled" where there is none (the whole stacks: the runbooks' *Find
+the code*).
 
 Pause and time-to-safepoint alerts are exact: "any pause longer than X in the last
 {eventWindow}" is `increase(_count) - increase(_bucket{{le="X"}}) > 0`, and X is always
@@ -88,6 +94,7 @@ TAIL = """
 the rules taken from `helm template` of the packaged chart and from the operator's
 `render-rules` of a `JvmDiagnostics`; mutations of the rules (wrong bucket, no new-series
 arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method, requester and starter joins dropped,
+the culprit code's query without its pod matcher, its window, or taking JDK-only frames or the wrong kind,
 the operator's `absent()` arm dropped, a scraped-but-down agent counted as missing, the resource webhook's own refusals
 or a JVM's in-flight share alerted on)
 must make those tests fail; and an end-to-end test on JDK 17 and 25: a real Prometheus scrapes the real agent while a

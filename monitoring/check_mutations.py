@@ -111,6 +111,43 @@ def m_events_jvm_share(g):  # alert on a JVM holding its share of an in-flight t
     r["expr"] = re.sub(r'\{?,?\s*reason="full"\}?', "", r["expr"])
 
 
+def _culprit_stacks(g, name, old, new):  # edit the culprit stacks' query in a description
+    r = rule(g, name)
+    d = r["annotations"]["description"]
+    assert old in d, (name, old)
+    r["annotations"]["description"] = d.replace(old, new)
+
+
+def m_code_pod(g):  # name another pod's code (the culprit stacks' pod matcher lost)
+    _culprit_stacks(g, "JvmDiagThreadStartRateHigh", "pod=%[2]q,", "")
+
+
+def m_code_jdk(g):  # name "none" (only JDK frames) or "other" as the code
+    _culprit_stacks(g, "JvmDiagThreadStartRateHigh", ',frame!~\\"none|other\\"', "")
+
+
+def m_code_window(g):  # name code that requested VM operations before the window
+    r = rule(g, "JvmDiagSafepointPauseHigh")
+    d = r["annotations"]["description"]
+    r["annotations"]["description"] = re.sub(
+        r"increase\((jvmdiag_culprit_stack_samples_total\{[^}]*\})\[\w+\]\) > 0 or \(.*? offset \w+\)",
+        r"\1",
+        d,
+    )
+    assert r["annotations"]["description"] != d
+
+
+def m_code_kind(g):  # name the waiters' code as the holder's
+    _culprit_stacks(
+        g, "JvmDiagMonitorContentionHigh", 'kind=\\"monitor_hold\\"', 'kind=\\"monitor_wait\\"'
+    )
+
+
+# The description's query is the same text in both rule sets: these two are tested by the
+# default rules' tests alone.
+m_code_window.only = m_code_kind.only = "defaults"
+
+
 MUTATIONS = [
     m_threshold_le,
     m_no_new_series_arm,
@@ -127,12 +164,18 @@ MUTATIONS = [
     m_agent_missing_down,
     m_webhook_own_refusals,
     m_events_jvm_share,
+    m_code_pod,
+    m_code_jdk,
+    m_code_window,
+    m_code_kind,
 ]
 
 
 def main(rules_path, test_path):
     bad = 0
     for m in MUTATIONS:
+        if not os.path.basename(test_path).startswith(getattr(m, "only", "")):
+            continue
         g = yaml.safe_load(open(rules_path))
         try:
             m(g)

@@ -11,7 +11,8 @@
 #      until the pods are injected and the agent traces the JVMs (the monitors collector is on
 #      by default: the webhook adds -XX:+DTraceMonitorProbes, which the fourth, dhe-stall, needs);
 #   6. a live summary until Ctrl-C, or for DEMO_DURATION seconds (then exits: 0 when every
-#      incident was named and the rate check passed). Once the incidents are named, the
+#      incident was named, with the culprit thread and code behind it, and the rate check
+#      passed). Once the incidents are named, the
 #      summary checks itself once, beside the live view: the TLS storm's thread-start rate it
 #      shows against the JVM's own java.threads.started over the same minute
 #      (hack/demo/rate-check.py); a multiplied count shows as FAIL.

@@ -17,9 +17,13 @@ the workloads were applied):
                      JvmDiagMonitorContentionHigh; the alert's firing is shown beside it
 and when the culprit behind the first two was named: the thread starting the
 HandshakeCompletedNotify-Threads (jvmdiag_thread_starts_by_starter_total) and the thread that
-requested the RedefineClasses (jvmdiag_vm_operation_requests_total).
-With --duration it stops after that many seconds and exits 1 unless all four, and both
-culprits, were named.
+requested the RedefineClasses (jvmdiag_vm_operation_requests_total). And the code behind
+incidents 1, 2 and 4, from the culprit stacks (jvmdiag_culprit_stack_samples_total: the stacks'
+first application frames, by samples) of the incident's pod: kind thread_start in the storm's
+JVM, vm_operation in the JVM whose RedefineClasses were requested (the last minute: its class
+loading's GCs came before), monitor_hold and monitor_wait in the stalled DHE server's.
+With --duration it stops after that many seconds and exits 1 unless all four, both
+culprits, and the code of each were named.
 
 With --rate-check, once the incidents are named (or 30 s after the thread storm was, if
 another one is slow), it runs rate-check.py once beside the summary: the thread-start rate
@@ -129,6 +133,15 @@ def snapshot(base, sel):
         base,
         f"sum by ({GROUP}, vm_operation, requester) (jvmdiag_vm_operation_requests_total{{{sel}}}) > 0",
     )
+    # The culprit stacks' first application frames: since the JVM was traced, and the last minute.
+    s["frames"] = query(
+        base,
+        f"sum by ({GROUP}, kind, frame) (jvmdiag_culprit_stack_samples_total{{{sel}}}) > 0",
+    )
+    s["frames_1m"] = query(
+        base,
+        f"sum by ({GROUP}, kind, frame) (increase(jvmdiag_culprit_stack_samples_total{{{sel}}}[1m])) > 0",
+    )
     s["alerts"] = [a for a in alerts(base) if selected(a["labels"], sel)]
     return s
 
@@ -164,7 +177,7 @@ def key(m):
     return (m.get("namespace", ""), m.get("pod", ""), m.get("jvm", ""), m.get("pid", ""))
 
 
-def render(s, elapsed, named, check=None, lock=None, culprits=None):
+def render(s, elapsed, named, check=None, lock=None, culprits=None, code=None, seen=None):
     out = []
     out.append(
         f"jvm-diagnostics demo — {elapsed:4.0f}s since the workloads were applied, {len(s['jvms'])} JVM(s) traced"
@@ -283,6 +296,17 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None):
             verb = ("started by", "requested by", None, "blocked most")[i]
             line += f"; {verb}: {c[0]} after {c[1]:.0f}s" if c else f"; {verb}: not yet"
         out.append(line)
+    for i, kind, what, _ in CODE:
+        c = (code or {}).get((i, kind))
+        out.append(
+            "  "
+            + (
+                code_line(i, kind, what, c)
+                if c
+                else f"incident {i + 1}: {what} ({kind}): not yet"
+                + (f" ({seen[(i, kind)]})" if (i, kind) in (seen or {}) else "")
+            )
+        )
     if check is not None:
         out.append("")
         out.extend(check.render())
@@ -383,6 +407,62 @@ def update_culprits(s, elapsed, culprits):
                     break
 
 
+# The code behind incidents 1, 2 and 4 (the culprit stacks' kind; what its frame is; the
+# snapshot's series of it: since the JVM was traced, or the last minute).
+CODE = [
+    (0, "thread_start", "the code starting threads", "frames"),
+    (1, "vm_operation", "the code requesting VM operations", "frames_1m"),
+    (3, "monitor_hold", "the code holding contended monitors", "frames"),
+    (3, "monitor_wait", "the code blocked on them", "frames"),
+]
+# Frames that name no code: only JDK frames, past the JVM's name budget.
+NO_CODE = ("none", "other")
+# Samples of a kind in the incident's JVM before its top frame is named (not the first few).
+MIN_SAMPLES = 10
+
+
+def update_code(s, elapsed, culprits, code, lock, seen=None):
+    """The code behind each incident once its JVM is known: the top application frame of the
+    kind, once the JVM has MIN_SAMPLES of it. SEEN: the top frames now, named or not."""
+    pods = {}
+    for r in s["threads"] + s.get("starters", []):
+        if "HandshakeCompletedNotify" in r["metric"].get("thread_name", ""):
+            pods.setdefault(0, r["metric"].get("pod", ""))
+    if 1 in culprits:  # after the first RedefineClasses was requested
+        for r in s.get("requesters", []):
+            if r["metric"].get("vm_operation") == "RedefineClasses":
+                pods.setdefault(1, r["metric"].get("pod", ""))
+    if lock.get("pod"):
+        pods[3] = lock["pod"]
+    for i, kind, _, series in CODE:
+        if (i, kind) in code or i not in pods:
+            continue
+        per = {}
+        for r in s.get(series, []):
+            m = r["metric"]
+            if m.get("pod") == pods[i] and m.get("kind") == kind:
+                per[m.get("frame", "?")] = per.get(m.get("frame", "?"), 0.0) + float(r["value"][1])
+        top = sorted(per.items(), key=lambda x: -x[1])
+        if seen is not None and top:
+            seen[(i, kind)] = f"in pod {pods[i]}: " + ", ".join(
+                f"{f} ({n:.0f})" for f, n in top[:4]
+            )
+        # The top application frame, as the alerts name it; the rest (none, other too) beside it.
+        app = [(f, n) for f, n in top if f not in NO_CODE]
+        if app and sum(n for _, n in top) >= MIN_SAMPLES:
+            rest = ", ".join(f"{f} ({n:.0f})" for f, n in top if f != app[0][0])
+            code[(i, kind)] = (app[0][0], app[0][1], rest, pods[i], elapsed)
+
+
+def code_line(i, kind, what, c):
+    frame, n, rest, pod, t = c
+    return (
+        f"incident {i + 1}: {what} ({kind}) in pod {pod}: {frame} ({n:.0f} samples)"
+        + (f"; then {rest}" if rest else "")
+        + f" (named after {t:.0f}s)"
+    )
+
+
 # Seconds blocked per second on one class that make a stall: the demo's dhe-stall resource's
 # spec.alerts.monitorContention threshold (examples/workloads/k8s/dhe-stall.yaml).
 LOCK_STALL = 0.5
@@ -476,6 +556,7 @@ def run(a, check):
     named = [None, None, None, None]
     lock = {}
     culprits = {}
+    code, seen = {}, {}
     end = time.time() + a.duration if a.duration else None
     last_print = 0.0
     while True:
@@ -485,6 +566,8 @@ def run(a, check):
         update_named(s, elapsed, named, lock)
         before_culprits = dict(culprits)
         update_culprits(s, elapsed, culprits)
+        before_code = dict(code)
+        update_code(s, elapsed, culprits, code, lock, seen)
         for i, (by, t) in sorted(culprits.items()):
             if not tty and i not in before_culprits:
                 what = {
@@ -493,6 +576,9 @@ def run(a, check):
                     3: "the threads blocked most on the SecureRandom:",
                 }[i]
                 print(f"demo: incident {i + 1}: {what} {by} (named after {t:.0f}s)", flush=True)
+        for i, kind, what, _ in CODE:
+            if not tty and (i, kind) in code and (i, kind) not in before_code:
+                print("demo: " + code_line(i, kind, what, code[(i, kind)]), flush=True)
         if not tty and before[0] is None and named[3] is not None:
             print(
                 f"demo: incident 4 named after {named[3]:.0f}s: threads blocked on contended monitors of class {lock['class']} in pod {lock['pod']}",
@@ -514,7 +600,7 @@ def run(a, check):
         ):
             check.start(elapsed)
         n_check = len(check.lines) if check is not None else 0
-        text = render(s, elapsed, named, check, lock, culprits)
+        text = render(s, elapsed, named, check, lock, culprits, code, seen)
         if tty:
             sys.stdout.write(
                 "\033[H\033[2J" + text + "\n\n(Ctrl-C stops the demo and everything it started)\n"
@@ -541,7 +627,7 @@ def run(a, check):
             check.stop()
     if check is not None and check.reader is not None:
         check.reader.join(timeout=5)  # its last lines
-    print(render(s, time.time() - a.since, named, check, lock, culprits))
+    print(render(s, time.time() - a.since, named, check, lock, culprits, code, seen))
     failed = False
     missing = [i + 1 for i, t in enumerate(named) if t is None]
     if missing:
@@ -565,6 +651,16 @@ def run(a, check):
         else:
             print(
                 f"demo: culprit of incident {i + 1} not named within {a.duration:.0f}s: {what}",
+                file=sys.stderr,
+            )
+            failed = True
+    for i, kind, what, _ in CODE:
+        if (i, kind) in code:
+            print("demo: code behind " + code_line(i, kind, what, code[(i, kind)]))
+        else:
+            now = seen.get((i, kind), "no stacks of that kind")
+            print(
+                f"demo: code behind incident {i + 1} not named within {a.duration:.0f}s: {what} ({kind}): {now}",
                 file=sys.stderr,
             )
             failed = True

@@ -289,12 +289,35 @@ def dashboard():
             g(12, 92, 12),
             stack=True,
         ),
+        # Culprit stacks: the agent's Java stack at each culprit probe, within its per-JVM budget.
+        row("Code behind it", 100),
+        ranked(
+            "Code behind it: top application frames by kind",
+            "Java stacks the agent took where a culprit was seen, over the time range, by kind and the stack's "
+            "first application frame from the top (package.Class.method, the first frame outside java., javax., "
+            "jdk., sun., com.sun.); top 10 per kind. Kinds: thread_start (the code calling Thread.start while the "
+            "starter probe is attached: JvmDiagThreadStartRateHigh), vm_operation (the code requesting a VM "
+            "operation: System.gc(), a thread dump, RedefineClasses: JvmDiagSafepointPauseHigh), monitor_wait and "
+            "monitor_hold (the code blocked on, and the code releasing, a contended monitor: "
+            "JvmDiagMonitorContentionHigh), park (a thread parking, e.g. a pool worker). Frame none: only JDK "
+            "frames; other: past the JVM's name budget. Counts are samples (at most stackSamplesPerSecond per JVM "
+            "and kind), not events. The whole stacks, root first, in the collapsed flame-graph format: the "
+            "agent's /stacks on its metrics port, e.g. kubectl get --raw "
+            '"/api/v1/namespaces/<agent namespace>/pods/<agent pod on the node>:9464/proxy/stacks?namespace=<ns>&pod=<pod>&kind=park" '
+            "(needs get on pods/proxy in the agent's namespace; with agent.metricsAuth use port-forward and a "
+            "bearer token), then flamegraph.pl or speedscope; the runbooks' Find the code.",
+            f"topk by (kind) (10, sum by (kind, frame) (increase(jvmdiag_culprit_stack_samples_total{{{SEL}}}[$__range]))) > 0",
+            "samples",
+            g(0, 101, 24, 10),
+            columns=("kind", "frame"),
+        ),
     ]
     return make(
         "jvm-diagnostics-workload",
         "JVM diagnostics / Workload",
         "One workload (JvmDiagnostics) drilled down: pause heat map and p99/max by VM operation, time to safepoint, "
         "who requested the VM operations, thread starts by name and who started them, compilation rate, most-compiled methods, code cache, probe mode, "
-        "blocked time by monitor class, the threads blocked most, and parked time by pool.",
+        "blocked time by monitor class, the threads blocked most, parked time by pool, and the code behind it "
+        "(the culprit stacks' top application frames).",
         p,
     )

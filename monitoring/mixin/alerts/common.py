@@ -79,3 +79,24 @@ def with_culprit(expr, culprits, label, on):
         f"(0 * topk by ({by}) (1, {culprits}) + 1)\n"
         f"or on ({by})\n(\n{inner}\n)"
     )
+
+
+# The culprit stacks' labels that name one JVM (docs/metrics.md); a label the alert lacks is
+# "" in $labels, and label="" matches the series without it (standalone vs Kubernetes).
+_STACK_JVM = ("namespace", "pod", "container", "jvm", "host", "pid")
+
+
+def culprit_code(kind, found, missing, window=None):
+    """Template text naming the code behind the alert: FOUND with "{frame}" replaced by the
+    application frame sampled most for the alert's JVM in jvmdiag_culprit_stack_samples_total
+    of KIND (over WINDOW, or since the JVM was traced), else MISSING. Frames `none` (only JDK
+    frames) and `other` (past the name budget) name no code."""
+    matchers = ",".join(f"{l}=%[{i}]q" for i, l in enumerate(_STACK_JVM, 1))
+    series = f'jvmdiag_culprit_stack_samples_total{{{matchers},kind=\\"{kind}\\",frame!~\\"none|other\\"}}'
+    q = f"topk(1, sum by (frame) ({grown(series, window) if window else series}))"
+    args = " ".join(f"$labels.{l}" for l in _STACK_JVM)
+    frame = "{{ .Labels.frame }}"
+    return (
+        f'{{{{ with printf "{q}" {args} | query }}}}{{{{ with . | first }}}}'
+        f"{found.replace('{frame}', frame)}{{{{ end }}}}{{{{ else }}}}{missing}{{{{ end }}}}"
+    )

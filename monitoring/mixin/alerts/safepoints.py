@@ -1,6 +1,6 @@
 """Safepoint alerts: pauses and time to safepoint, exact from the histogram buckets."""
 
-from .common import WHERE, Alert, grown, increased, sel, with_culprit
+from .common import WHERE, Alert, culprit_code, grown, increased, sel, with_culprit
 
 
 def _hist(metric, p):
@@ -12,6 +12,18 @@ def _hist(metric, p):
 
 # " requested by <thread>" where the requester is known (USDT hotspot:vmops__request).
 REQUESTED_BY = "{{ if $labels.requester }} requested by {{ $labels.requester }}{{ end }}"
+
+
+def _requesting_code(window):
+    # The stacks are per JVM, not per VM operation: the code that requested any of them most.
+    return culprit_code(
+        "vm_operation",
+        f" Code requesting VM operations most in the last {window}: {{frame}}.",
+        f" Code requesting VM operations: none sampled in the last {window} (the VM's own "
+        "operations, a jcmd from outside the JVM, or only JDK frames).",
+        window,
+    )
+
 
 ALERTS = [
     Alert(
@@ -34,6 +46,7 @@ ALERTS = [
             f"{WHERE} stopped all its threads for more than {p.threshold}s in safepoint "
             f"VM operation {{{{ $labels.vm_operation }}}}{REQUESTED_BY} "
             f'({{{{ printf "%.0f" $value }}}} such pause(s) in the last {p.windows["eventWindow"]}).'
+            f"{_requesting_code(p.windows['eventWindow'])}"
         ),
     ),
     Alert(

@@ -1,6 +1,14 @@
 """Thread alerts: a thread storm, named by the thread name that is started."""
 
-from .common import WHERE, Alert, sel, with_culprit
+from .common import WHERE, Alert, culprit_code, sel, with_culprit
+
+# The code calling Thread.start, from the culprit stacks taken while the starter probe was
+# attached (kept for the JVM's life, like the starter's counts).
+CODE = culprit_code(
+    "thread_start",
+    " Code starting threads (most sampled): {frame}.",
+    " Code starting threads: not sampled (starter probe not attached yet, or only JDK frames).",
+)
 
 # " by <thread>" where the on-demand starter probe has named the starting thread.
 STARTED_BY = "{{ if $labels.starter }} by {{ $labels.starter }}{{ end }}"
@@ -28,7 +36,7 @@ ALERTS = [
         description=lambda p: (
             f"{WHERE} starts threads named {{{{ $labels.thread_name }}}}{STARTED_BY} at "
             f"{{{{ $value | humanize }}}} per second (threshold {p.threshold}/s, averaged over "
-            f"{p.windows['rateWindow']})."
+            f"{p.windows['rateWindow']}).{CODE}"
         ),
     ),
 ]
