@@ -132,6 +132,11 @@ impl Mode for Agent {
             k.resolve(mgr);
         }
         self.culprits.poll(&self.mgr);
+        if self.culprits.history_due(Instant::now()) {
+            if let Err(e) = self.culprits.read(self.max_frames) {
+                tracing::warn!(error = format!("{e:#}"), "culprit stacks: reading the maps failed");
+            }
+        }
     }
 
     fn scrape(&mut self, previous: Option<Duration>) -> String {
@@ -142,8 +147,11 @@ impl Mode for Agent {
         text
     }
 
-    fn stacks(&mut self) -> Vec<crate::stacks::Served> {
-        std::mem::take(&mut self.served)
+    fn stacks(&mut self) -> crate::stacks::Page {
+        crate::stacks::Page {
+            lines: std::mem::take(&mut self.served),
+            history: self.culprits.history(Instant::now()),
+        }
     }
 }
 

@@ -70,8 +70,8 @@ pub trait Mode {
     /// render took (`jvmdiag_agent_scrape_duration_seconds`).
     fn scrape(&mut self, previous: Option<Duration>) -> String;
     /// The culprit stacks of the page `scrape` just rendered (`/stacks`).
-    fn stacks(&mut self) -> Vec<crate::stacks::Served> {
-        Vec::new()
+    fn stacks(&mut self) -> crate::stacks::Page {
+        Default::default()
     }
 }
 
@@ -112,13 +112,13 @@ pub struct Snapshot {
     gzip_om: tokio::sync::OnceCell<Option<Bytes>>,
     gzip_prom: tokio::sync::OnceCell<Option<Bytes>>,
     /// The culprit stacks of the same render (`/stacks`).
-    stacks: Vec<crate::stacks::Served>,
+    stacks: crate::stacks::Page,
 }
 
 impl Snapshot {
     fn new(om: Bytes) -> Snapshot {
         Snapshot {
-            stacks: Vec::new(),
+            stacks: Default::default(),
             om,
             prom: OnceLock::new(),
             gzip_om: tokio::sync::OnceCell::new(),
@@ -576,12 +576,28 @@ async fn stacks_page(
     let Some(snap) = snapshot(shared).await else {
         return text(503, "the collection loop did not answer in time\n".into());
     };
+    let page = &snap.stacks;
+    let base = query.seconds.and_then(|n| page.baseline(n));
     let mut body = String::new();
-    for s in snap.stacks.iter().filter(|s| query.wants(s)) {
-        body.push_str(&s.text);
-        body.push('\n');
+    for s in page.lines.iter().filter(|s| query.wants(s)) {
+        let n = match base {
+            Some((_, then)) => s.count.saturating_sub(then.get(&s.key).copied().unwrap_or(0)),
+            None => s.count,
+        };
+        if n > 0 {
+            body.push_str(&format!("{} {n}\n", s.text));
+        }
     }
-    text(200, body)
+    let mut r = text(200, body);
+    if query.seconds.is_some() {
+        // The window the counts cover: the kept counts nearest `seconds` ago (every 10 s for 10
+        // minutes), or since the JVM was traced when none are kept yet.
+        let window = base.map_or("all".to_string(), |(age, _)| age.as_secs().max(1).to_string());
+        if let Ok(v) = header::HeaderValue::from_str(&window) {
+            r.headers_mut().insert("x-window-seconds", v);
+        }
+    }
+    r
 }
 
 /// The answer to a request `--metrics-auth` refuses (None: allowed).

@@ -8,8 +8,9 @@
 //! JVM by pointer and cookie, so a freed and reused `Method*` or nmethod is never named after
 //! its new owner) and gives the collapsed lines of `/stacks` and the samples of
 //! `jvmdiag_culprit_stack_samples_total` by first application frame.
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use jvmdiag_inspect::elf;
@@ -72,6 +73,8 @@ const JDK_PACKAGES: [&str; 5] = ["java.", "javax.", "jdk.", "sun.", "com.sun."];
 pub struct Line {
     pub kind: &'static str,
     pub slot: u32,
+    /// The JVM's host pid (with kind and frames, the line's key over time).
+    pub pid: u32,
     /// Frames root first, `;`-separated (a cut stack starts with `…truncated`).
     pub frames: Arc<str>,
     pub count: u64,
@@ -84,9 +87,42 @@ pub struct Served {
     pub namespace: String,
     pub pod: String,
     pub pid: u32,
-    /// `kind;<namespace/pod, or pid=N standalone>;<frames> <count>`.
+    /// `kind;<namespace/pod, or pid=N standalone>;<frames>`: the line without its count.
     pub text: String,
+    /// Samples since the JVM was traced.
+    pub count: u64,
+    pub key: LineKey,
 }
+
+/// A line over time: the JVM's host pid, the kind, the frames.
+pub type LineKey = (u32, &'static str, Arc<str>);
+/// Every line's count at one moment.
+pub type Counts = HashMap<LineKey, u64>;
+
+/// What one render gives `/stacks`: the lines, and earlier counts for `seconds=`.
+#[derive(Debug, Default, Clone)]
+pub struct Page {
+    pub lines: Vec<Served>,
+    /// (age, counts then), newest first.
+    pub history: Vec<(Duration, Arc<Counts>)>,
+}
+
+impl Page {
+    /// The counts `seconds` ago (the newest at least that old, else the oldest kept) and their
+    /// age; None without any.
+    pub fn baseline(&self, seconds: u64) -> Option<(Duration, &Counts)> {
+        let want = Duration::from_secs(seconds);
+        self.history
+            .iter()
+            .find(|(age, _)| *age >= want)
+            .or(self.history.last())
+            .map(|(age, c)| (*age, c.as_ref()))
+    }
+}
+
+/// How often the counts are kept for `seconds=`, and for how long.
+const HISTORY_EVERY: Duration = Duration::from_secs(10);
+pub const HISTORY_SPAN: Duration = Duration::from_secs(600);
 
 impl Line {
     /// The served line for a JVM labelled `labels` (pid: its host pid).
@@ -98,9 +134,9 @@ impl Line {
         let who: String =
             who.chars().map(|c| if c == ';' || c.is_whitespace() { '_' } else { c }).collect();
         let text = if self.frames.is_empty() {
-            format!("{};{who} {}", self.kind, self.count)
+            format!("{};{who}", self.kind)
         } else {
-            format!("{};{who};{} {}", self.kind, self.frames, self.count)
+            format!("{};{who};{}", self.kind, self.frames)
         };
         Served {
             kind: self.kind,
@@ -108,6 +144,8 @@ impl Line {
             pod: labels.pod.clone(),
             pid,
             text,
+            count: self.count,
+            key: (self.pid, self.kind, self.frames.clone()),
         }
     }
 }
@@ -120,6 +158,8 @@ pub struct Query {
     pub pod: Option<String>,
     pub kind: Option<String>,
     pub pid: Option<u32>,
+    /// Samples of the last `seconds` only.
+    pub seconds: Option<u64>,
 }
 
 impl Query {
@@ -139,12 +179,17 @@ impl Query {
                     out.pid = Some(v.parse().map_err(|_| format!("pid={v}: not a process id"))?)
                 }
                 "seconds" => {
-                    return Err(
-                        "seconds: counts are since the JVM was traced; take two reads and subtract"
-                            .into(),
-                    )
+                    let max = HISTORY_SPAN.as_secs();
+                    out.seconds =
+                        Some(v.parse().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
+                            format!("seconds={v}: not a number of seconds from 1 to {max}")
+                        })?)
                 }
-                _ => return Err(format!("{k}: unknown parameter (namespace, pod, kind, pid)")),
+                _ => {
+                    return Err(format!(
+                        "{k}: unknown parameter (namespace, pod, kind, pid, seconds)"
+                    ))
+                }
             }
         }
         Ok(out)
@@ -305,6 +350,8 @@ pub struct Stacks {
     jvms: HashMap<u32, Jvm>,
     /// Slots whose layout could not be read, and why (logged once).
     refused: HashMap<u32, (u32, u64, String)>,
+    /// Every line's count every HISTORY_EVERY for HISTORY_SPAN, oldest first (`seconds=`).
+    history: VecDeque<(Instant, Arc<Counts>)>,
 }
 
 impl Stacks {
@@ -316,7 +363,13 @@ impl Stacks {
                 None
             }
         };
-        Stacks { maps, task_fsbase, jvms: HashMap::new(), refused: HashMap::new() }
+        Stacks {
+            maps,
+            task_fsbase,
+            jvms: HashMap::new(),
+            refused: HashMap::new(),
+            history: VecDeque::new(),
+        }
     }
 
     /// Forgets released JVMs and reads the layout of new ones (a few per call).
@@ -433,7 +486,7 @@ impl Stacks {
     /// Names the counted stacks: the lines of `/stacks` and the metric's samples. `max_frames`:
     /// application frames named per JVM (the rest are `other`).
     pub fn read(&mut self, max_frames: u32) -> Result<(Vec<Line>, Family)> {
-        let mut lines: BTreeMap<(u32, &'static str, Arc<str>), u64> = BTreeMap::new();
+        let mut lines: BTreeMap<(u32, &'static str, Arc<str>), (u32, u64)> = BTreeMap::new();
         let mut by_frame: BTreeMap<(u32, &'static str, String), u64> = BTreeMap::new();
         for (k, v) in maps::entries(&self.maps.counts)? {
             let (Some(key), Some(val)) = (decode::<stack_key>(&k), decode::<stack_value>(&v))
@@ -451,6 +504,9 @@ impl Stacks {
                     named
                 }
             };
+            if frames.is_empty() {
+                continue; // no frame could be named (the JVM exited before): nothing to show
+            }
             let app = match app {
                 Some(f) if jvm.named.contains(&f) => f,
                 Some(f) if (jvm.named.len() as u32) < max_frames => {
@@ -462,17 +518,42 @@ impl Stacks {
             };
             *by_frame.entry((key.slot, kind, app)).or_default() += val.count;
             // Stacks that differ only where the names do not show (bci, pc) are one line.
-            *lines.entry((key.slot, kind, frames)).or_default() += val.count;
+            lines.entry((key.slot, kind, frames)).or_insert((jvm.pid, 0)).1 += val.count;
         }
         let mut f = metrics::CULPRIT_STACK_SAMPLES.family();
         for ((slot, kind, frame), n) in by_frame {
             f.jvm(slot, vec![("kind", kind.to_string()), ("frame", frame)], Value::Counter(n));
         }
-        let lines = lines
+        let lines: Vec<Line> = lines
             .into_iter()
-            .map(|((slot, kind, frames), count)| Line { kind, slot, frames, count })
+            .map(|((slot, kind, frames), (pid, count))| Line { kind, slot, pid, frames, count })
             .collect();
+        self.remember(&lines, Instant::now());
         Ok((lines, f))
+    }
+
+    /// True when the counts are due to be kept again (the loop reads them then, so a window
+    /// does not depend on how often /metrics is scraped).
+    pub fn history_due(&self, now: Instant) -> bool {
+        self.history.back().is_none_or(|(t, _)| now.duration_since(*t) >= HISTORY_EVERY)
+    }
+
+    /// Keeps the lines' counts every HISTORY_EVERY, for HISTORY_SPAN.
+    fn remember(&mut self, lines: &[Line], now: Instant) {
+        if !self.history_due(now) {
+            return;
+        }
+        let counts: Counts =
+            lines.iter().map(|l| ((l.pid, l.kind, l.frames.clone()), l.count)).collect();
+        self.history.push_back((now, Arc::new(counts)));
+        while self.history.front().is_some_and(|(t, _)| now.duration_since(*t) > HISTORY_SPAN) {
+            self.history.pop_front();
+        }
+    }
+
+    /// The counts kept, with their age, newest first.
+    pub fn history(&self, now: Instant) -> Vec<(Duration, Arc<Counts>)> {
+        self.history.iter().rev().map(|(t, c)| (now.duration_since(*t), c.clone())).collect()
     }
 }
 
@@ -744,9 +825,33 @@ mod tests {
             pod: "web-1".into(),
             pid: 7,
             text: String::new(),
+            count: 1,
+            key: (7, "thread_start", Arc::from("")),
         };
         assert!(q.wants(&s));
         assert!(!Query { pod: Some("web-2".into()), ..q }.wants(&s));
+    }
+
+    #[test]
+    fn a_window_subtracts_the_counts_kept_nearest_that_long_ago() {
+        assert_eq!(Query::parse(Some("seconds=60")).unwrap().seconds, Some(60));
+        assert!(Query::parse(Some("seconds=0")).unwrap_err().starts_with("seconds=0"));
+        assert!(Query::parse(Some("seconds=601")).is_err());
+        let key: LineKey = (7, "park", Arc::from("a.B.run;a.B.m"));
+        let at = |n: u64| Arc::new(Counts::from([(key.clone(), n)]));
+        let page = Page {
+            lines: vec![],
+            history: vec![
+                (Duration::from_secs(5), at(90)),
+                (Duration::from_secs(65), at(40)),
+                (Duration::from_secs(125), at(10)),
+            ],
+        };
+        let (age, then) = page.baseline(60).unwrap();
+        assert_eq!((age.as_secs(), then[&key]), (65, 40));
+        // Nothing kept that long ago: the oldest, and its age says so.
+        assert_eq!(page.baseline(300).unwrap().0.as_secs(), 125);
+        assert!(Page::default().baseline(60).is_none());
     }
 
     #[test]
