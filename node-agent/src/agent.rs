@@ -131,7 +131,8 @@ impl Mode for Agent {
         if let Some(k) = stats.kube.as_mut() {
             k.resolve(mgr);
         }
-        self.culprits.poll(&self.mgr);
+        let live = |j: &crate::attach::Jvm| j.state == crate::attach::JvmState::Live;
+        self.culprits.poll(self.mgr.jvms.values().map(|j| (j.slot, &j.found, live(j))));
         if self.culprits.history_due(Instant::now()) {
             if let Err(e) = self.culprits.read(self.max_frames) {
                 tracing::warn!(error = format!("{e:#}"), "culprit stacks: reading the maps failed");

@@ -27,8 +27,6 @@ use std::sync::Arc;
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
-use crate::attach::{AttachManager, JvmState};
-
 use crate::discovery::Found;
 use crate::maps::{self, decode};
 use crate::metrics;
@@ -319,15 +317,12 @@ impl Maps {
 /// Sets an opened object's stack rodata and has it reuse the agent's stack maps; without
 /// them (`cfg.stacks` None) its stacks are off.
 macro_rules! configure {
-    ($open:expr, $cfg:expr) => {{
+    ($open:expr, $fds:expr, $rate:expr, $share:expr) => {{
         use std::os::fd::AsFd as _;
         let ro = $open.maps.rodata_data.as_deref_mut().context("no rodata")?;
-        let fds: Option<&$crate::stacks::Fds> = $cfg.stacks.as_deref();
-        ro.stack_rate = match fds {
-            Some(_) => $cfg.settings.get(&$crate::collector::threads::STACK_SAMPLES),
-            None => 0,
-        };
-        ro.stack_share = $cfg.settings.get(&$crate::collector::threads::MAX_STACKS);
+        let fds: Option<&$crate::stacks::Fds> = $fds;
+        ro.stack_rate = if fds.is_some() { $rate } else { 0 };
+        ro.stack_share = $share;
         if let Some(f) = fds {
             $open.maps.stack_layout.reuse_fd(f.layout.as_fd())?;
             $open.maps.stack_tokens.reuse_fd(f.tokens.as_fd())?;
@@ -373,22 +368,21 @@ impl Stacks {
     }
 
     /// Forgets released JVMs and reads the layout of new ones (a few per call).
-    pub fn poll(&mut self, mgr: &AttachManager) {
+    /// `jvms`: every JVM the agent holds, (slot, what discovery found, live).
+    pub fn poll<'a>(&mut self, jvms: impl Iterator<Item = (u32, &'a Found, bool)>) {
+        let jvms: Vec<(u32, &Found, bool)> = jvms.collect();
+        let holds = |slot: u32, pid: u32, start: u64| {
+            jvms.iter().any(|(s, f, _)| *s == slot && f.pid == pid && f.start == start)
+        };
         let gone: Vec<u32> = self
             .jvms
             .iter()
-            .filter(|(slot, j)| {
-                mgr.jvms.get(&j.pid).is_none_or(|m| m.slot != **slot || m.found.start != j.start)
-            })
+            .filter(|(slot, j)| !holds(**slot, j.pid, j.start))
             .map(|(slot, _)| *slot)
             .chain(
                 self.refused
                     .iter()
-                    .filter(|(slot, (pid, start, _))| {
-                        mgr.jvms
-                            .get(pid)
-                            .is_none_or(|m| m.slot != **slot || m.found.start != *start)
-                    })
+                    .filter(|(slot, (pid, start, _))| !holds(**slot, *pid, *start))
                     .map(|(slot, _)| *slot),
             )
             .collect();
@@ -396,13 +390,13 @@ impl Stacks {
             self.forget(slot);
         }
         let Some(fsbase) = self.task_fsbase else { return };
-        let new: Vec<(u32, Found)> = mgr
-            .jvms
-            .values()
-            .filter(|j| j.state == JvmState::Live)
-            .filter(|j| !self.jvms.contains_key(&j.slot) && !self.refused.contains_key(&j.slot))
+        let new: Vec<(u32, Found)> = jvms
+            .iter()
+            .filter(|(slot, _, live)| {
+                *live && !self.jvms.contains_key(slot) && !self.refused.contains_key(slot)
+            })
             .take(PREPARE_PER_POLL)
-            .map(|j| (j.slot, j.found.clone()))
+            .map(|(slot, found, _)| (*slot, (*found).clone()))
             .collect();
         for (slot, found) in new {
             self.prepare(slot, &found, fsbase);

@@ -112,7 +112,12 @@ fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSk
     ro.collector_bit = cfg.collector_bit;
     ro.max_pairs = max_pairs;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
-    crate::stacks::configure!(open, cfg);
+    crate::stacks::configure!(
+        open,
+        cfg.stacks.as_deref(),
+        cfg.settings.get(&threads::STACK_SAMPLES),
+        cfg.settings.get(&threads::MAX_STACKS)
+    );
     collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_jvms, max_pairs))?;

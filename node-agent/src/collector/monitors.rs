@@ -103,7 +103,12 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.max_names = max_classes;
     ro.max_thread_names = max_thread_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
-    crate::stacks::configure!(open, cfg);
+    crate::stacks::configure!(
+        open,
+        cfg.stacks.as_deref(),
+        cfg.settings.get(&threads::STACK_SAMPLES),
+        cfg.settings.get(&threads::MAX_STACKS)
+    );
     crate::probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     open.maps.mon_stats.set_max_entries(super::table_size(cfg.max_jvms, max_classes))?;

@@ -54,7 +54,12 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.collector_bit = cfg.collector_bit;
     ro.max_names = max_names;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
-    crate::stacks::configure!(open, cfg);
+    crate::stacks::configure!(
+        open,
+        cfg.stacks.as_deref(),
+        cfg.settings.get(&threads::STACK_SAMPLES),
+        cfg.settings.get(&threads::MAX_STACKS)
+    );
     probe::prepare_uprobes(open.open_object_mut());
     probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;

@@ -56,7 +56,12 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     ro.max_names = max_names;
     ro.max_requesters = max_requesters;
     open.maps.traced_pids.reuse_fd(traced_pids)?;
-    crate::stacks::configure!(open, cfg);
+    crate::stacks::configure!(
+        open,
+        cfg.stacks.as_deref(),
+        cfg.settings.get(&threads::STACK_SAMPLES),
+        cfg.settings.get(&threads::MAX_STACKS)
+    );
     super::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     probe::size_usdt_specs(open.open_object_mut(), cfg.max_jvms, USDT_PROBES)?;
