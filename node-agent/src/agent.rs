@@ -31,7 +31,11 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     let limits_fd = limits_map.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
     let namespaces = attach::create_slot_namespace().map_err(bpf_fatal)?;
     let namespaces_fd = namespaces.as_fd().try_clone_to_owned().map_err(|e| bpf_fatal(e.into()))?;
-    let stack_maps = crate::stacks::Maps::create().map_err(bpf_fatal)?;
+    let stack_maps = crate::stacks::Maps::create(
+        cfg.cli.max_jvms,
+        cfg.settings.get(&crate::collector::threads::MAX_STACKS),
+    )
+    .map_err(bpf_fatal)?;
     let load_cfg = LoadConfig {
         stacks: Some(std::sync::Arc::new(stack_maps.fds().map_err(bpf_fatal)?)),
         max_jvms: cfg.cli.max_jvms,

@@ -242,6 +242,7 @@ struct Jvm {
 
 /// The maps every object that takes stacks shares (stacks.bpf.h), created by the agent.
 pub struct Maps {
+    table: u32,
     layout: MapHandle,
     tokens: MapHandle,
     held: MapHandle,
@@ -257,11 +258,14 @@ pub struct Fds {
     pub held: OwnedFd,
     pub counts: OwnedFd,
     pub stats: OwnedFd,
+    /// stack_counts' size: every JVM's share.
+    pub table: u32,
 }
 
 impl Maps {
-    /// Creates them as stacks.bpf.h declares them (a reused map must match in every way).
-    pub fn create() -> Result<Maps> {
+    /// Creates them as stacks.bpf.h declares them (a reused map must match in every way), the
+    /// stack table with room for `share` stacks of each of `jvms` JVMs.
+    pub fn create(jvms: u32, share: u32) -> Result<Maps> {
         let create = |kind, name: &str, key: usize, value: usize, entries: u32, flags: u32| {
             let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
                 sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
@@ -271,8 +275,10 @@ impl Maps {
             MapHandle::create(kind, Some(name), key as u32, value as u32, entries, &opts)
                 .with_context(|| format!("create the {name} map"))
         };
+        let table = jvms.saturating_mul(share).clamp(1, STACK_TABLE_MAX);
         let jvms = consts::MAX_JVMS;
         Ok(Maps {
+            table,
             layout: create(MapType::Array, "stack_layout", 4, size_of::<stack_layout>(), jvms, 0)?,
             tokens: create(
                 MapType::Array,
@@ -288,7 +294,7 @@ impl Maps {
                 "stack_counts",
                 size_of::<stack_key>(),
                 size_of::<stack_value>(),
-                consts::STACK_TABLE_SIZE,
+                table,
                 libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC,
             )?,
             stats: create(
@@ -310,6 +316,7 @@ impl Maps {
             held: dup(&self.held)?,
             counts: dup(&self.counts)?,
             stats: dup(&self.stats)?,
+            table: self.table,
         })
     }
 }
@@ -327,12 +334,16 @@ macro_rules! configure {
             $open.maps.stack_layout.reuse_fd(f.layout.as_fd())?;
             $open.maps.stack_tokens.reuse_fd(f.tokens.as_fd())?;
             $open.maps.stack_held.reuse_fd(f.held.as_fd())?;
+            $open.maps.stack_counts.set_max_entries(f.table)?;
             $open.maps.stack_counts.reuse_fd(f.counts.as_fd())?;
             $open.maps.stack_stats.reuse_fd(f.stats.as_fd())?;
         }
     }};
 }
 pub(crate) use configure;
+
+/// The stack table at most (1,024 JVMs x 256 stacks; ~1.2 KiB each, allocated as used).
+const STACK_TABLE_MAX: u32 = 262_144;
 
 /// JVMs whose layout is read per poll at most (each read is a few thousand small reads of the
 /// JVM's memory).

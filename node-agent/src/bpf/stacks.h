@@ -17,8 +17,9 @@
 #define STACK_NATIVE_FRAMES 8
 /* A compiled frame larger than this (in words) is taken as a bad read. */
 #define STACK_MAX_FRAME_WORDS 65536
-/* Distinct stacks held at once: a table shared by every JVM, one JVM at most
- * --max-stacks-per-jvm of it. */
+/* Distinct stacks held at once: one table for every JVM, sized by the loader to --max-jvms x
+ * --max-stacks-per-jvm (this is the object's default), so every JVM always has room for its
+ * share and none can take another's. Entries are allocated as used (BPF_F_NO_PREALLOC). */
 #define STACK_TABLE_SIZE 4096
 
 /* Why a stack was taken (the kind; the first frame of every line of /stacks). */
