@@ -1,15 +1,20 @@
 //! Culprit stacks (src/bpf/stacks.bpf.h): the walker's layout in, named stacks out.
 //!
-//! Before a probe that takes stacks is attached to a JVM, [`Stacks::prepare`] reads that JVM's
-//! own VMStructs tables and a few of its statics (interpreter, code heaps, call stub, libjvm's
-//! thread-local) through `jvmdiag_inspect::hotspot` and writes them into the JVM's slot of
-//! `stack_layout`; a JVM whose layout cannot be read gets no stacks (logged once, counted as
-//! `no_layout`). At a scrape, [`Stacks::read`] names every counted stack's frames (cached per
-//! JVM by pointer and cookie, so a freed and reused `Method*` or nmethod is never named after
-//! its new owner) and gives the collapsed lines of `/stacks` and the samples of
-//! `jvmdiag_culprit_stack_samples_total` by first application frame.
+//! The agent creates the maps every object that takes stacks shares ([`Maps`], [`configure`]).
+//! Once a JVM is traced, [`Stacks::poll`] reads that JVM's own VMStructs tables and a few of
+//! its statics (interpreter, code heaps, call stub, libjvm's thread-local) through
+//! `jvmdiag_inspect::hotspot` and writes them into its slot of `stack_layout`; a JVM whose layout
+//! cannot be read gets no stacks (logged once, counted as `no_layout`). At a scrape,
+//! [`Stacks::read`] names every counted stack's frames once (checked against each frame's
+//! cookie, so a freed and reused `Method*` or nmethod is never named after its new owner) and
+//! gives the collapsed lines of `/stacks` and the samples of
+//! `jvmdiag_culprit_stack_samples_total` by first application frame; it keeps every line's count
+//! every 10 s for `/stacks?seconds=`.
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::mem::size_of;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -21,10 +26,6 @@ use jvmdiag_inspect::hotspot::vmstructs::{self, Exports};
 use jvmdiag_inspect::hotspot::{read_u64, Memory, ProcMem};
 use jvmdiag_inspect::limits::ELF_MAX_BYTES;
 use jvmdiag_inspect::root::ProcRoot;
-use std::mem::size_of;
-use std::os::fd::{AsFd, OwnedFd};
-use std::sync::Arc;
-
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 use crate::discovery::Found;
@@ -476,11 +477,6 @@ impl Stacks {
                 "culprit stacks: forgetting a slot failed"
             );
         }
-    }
-
-    /// Slots whose layout could not be read, with why (the agent's health).
-    pub fn refused(&self) -> impl Iterator<Item = (u32, &str)> {
-        self.refused.iter().map(|(slot, (_, _, why))| (*slot, why.as_str()))
     }
 
     /// `jvmdiag_agent_stack_walks_total`.
