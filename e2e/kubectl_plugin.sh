@@ -168,10 +168,11 @@ kubectl_plugin_checks() {
     if [ "$rc" = 0 ] && got=$(kp_stacks_check "$WORK/kp-stacks.out" "$WORK/kp-stacks.before" "$WORK/kp-stacks.after" "$mpod" 2>&1); then
       ok "kubectl jvmdiag stacks -n $KP_NS deploy/mon: $got; every count between direct reads of the agent's /stacks"
     else bad "kubectl jvmdiag stacks deploy/mon agrees with the agent's /stacks" "exit $rc; $got; stderr: $(head -c 300 "$WORK/kp-stacks.stderr"); direct read: $(head -c 300 "$WORK/kp-stacks.before")"; fi
-    kubectl jvmdiag stacks -n $KP_NS deploy/mon --kind monitor_wait --top 1 >"$WORK/kp-stacks-k.out" 2>&1; rc=$?
+    # stdout only: the plugin's progress and totals go to stderr, the lines to stdout
+    kubectl jvmdiag stacks -n $KP_NS deploy/mon --kind monitor_wait --top 1 >"$WORK/kp-stacks-k.out" 2>"$WORK/kp-stacks-k.err"; rc=$?
     [ "$rc" = 0 ] && [ "$(grep -c . "$WORK/kp-stacks-k.out")" = 1 ] && grep -q "^monitor_wait;$KP_NS/$mpod;" "$WORK/kp-stacks-k.out" \
       && ok "kubectl jvmdiag stacks deploy/mon --kind monitor_wait --top 1: one monitor_wait line" \
-      || bad "kubectl jvmdiag stacks --kind monitor_wait --top 1" "exit $rc: $(head -c 300 "$WORK/kp-stacks-k.out")"
+      || bad "kubectl jvmdiag stacks --kind monitor_wait --top 1" "exit $rc: $(head -c 300 "$WORK/kp-stacks-k.out"); stderr: $(head -c 200 "$WORK/kp-stacks-k.err")"
   fi
 
   # --- 5. errors that name their fix -------------------------------------------------------------
