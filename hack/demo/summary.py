@@ -296,7 +296,7 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None, code=None, s
             verb = ("started by", "requested by", None, "blocked most")[i]
             line += f"; {verb}: {c[0]} after {c[1]:.0f}s" if c else f"; {verb}: not yet"
         out.append(line)
-    for i, kind, what, _ in CODE:
+    for i, kind, what, *_ in CODE:
         c = (code or {}).get((i, kind))
         out.append(
             "  "
@@ -408,22 +408,22 @@ def update_culprits(s, elapsed, culprits):
 
 
 # The code behind incidents 1, 2 and 4 (the culprit stacks' kind; what its frame is; the
-# snapshot's series of it: since the JVM was traced, or the last minute).
+# snapshot's series of it: since the JVM was traced, or the last minute; the samples of the kind
+# in the incident's JVM before its top frame is named). The retransformer requests one
+# RedefineClasses per round (every 30 s), so two in the last minute are all it can have.
 CODE = [
-    (0, "thread_start", "the code starting threads", "frames"),
-    (1, "vm_operation", "the code requesting VM operations", "frames_1m"),
-    (3, "monitor_hold", "the code holding contended monitors", "frames"),
-    (3, "monitor_wait", "the code blocked on them", "frames"),
+    (0, "thread_start", "the code starting threads", "frames", 10),
+    (1, "vm_operation", "the code requesting VM operations", "frames_1m", 2),
+    (3, "monitor_hold", "the code holding contended monitors", "frames", 10),
+    (3, "monitor_wait", "the code blocked on them", "frames", 10),
 ]
 # Frames that name no code: only JDK frames, past the JVM's name budget.
 NO_CODE = ("none", "other")
-# Samples of a kind in the incident's JVM before its top frame is named (not the first few).
-MIN_SAMPLES = 10
 
 
 def update_code(s, elapsed, culprits, code, lock, seen=None):
     """The code behind each incident once its JVM is known: the top application frame of the
-    kind, once the JVM has MIN_SAMPLES of it. SEEN: the top frames now, named or not."""
+    kind, once the JVM has enough samples of it (CODE). SEEN: the top frames now, named or not."""
     pods = {}
     for r in s["threads"] + s.get("starters", []):
         if "HandshakeCompletedNotify" in r["metric"].get("thread_name", ""):
@@ -434,7 +434,7 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
                 pods.setdefault(1, r["metric"].get("pod", ""))
     if lock.get("pod"):
         pods[3] = lock["pod"]
-    for i, kind, _, series in CODE:
+    for i, kind, _, series, min_samples in CODE:
         if (i, kind) in code or i not in pods:
             continue
         per = {}
@@ -449,7 +449,7 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
             )
         # The top application frame, as the alerts name it; the rest (none, other too) beside it.
         app = [(f, n) for f, n in top if f not in NO_CODE]
-        if app and sum(n for _, n in top) >= MIN_SAMPLES:
+        if app and sum(n for _, n in top) >= min_samples:
             rest = ", ".join(f"{f} ({n:.0f})" for f, n in top if f != app[0][0])
             code[(i, kind)] = (app[0][0], app[0][1], rest, pods[i], elapsed)
 
@@ -576,7 +576,7 @@ def run(a, check):
                     3: "the threads blocked most on the SecureRandom:",
                 }[i]
                 print(f"demo: incident {i + 1}: {what} {by} (named after {t:.0f}s)", flush=True)
-        for i, kind, what, _ in CODE:
+        for i, kind, what, *_ in CODE:
             if not tty and (i, kind) in code and (i, kind) not in before_code:
                 print("demo: " + code_line(i, kind, what, code[(i, kind)]), flush=True)
         if not tty and before[0] is None and named[3] is not None:
@@ -654,7 +654,7 @@ def run(a, check):
                 file=sys.stderr,
             )
             failed = True
-    for i, kind, what, _ in CODE:
+    for i, kind, what, *_ in CODE:
         if (i, kind) in code:
             print("demo: code behind " + code_line(i, kind, what, code[(i, kind)]))
         else:
