@@ -278,7 +278,9 @@ def test_monitors(jdk, tag):
         jdk,
         f"locks-{tag}",
         "LockContention",
-        [6, 80, 2],
+        # 6 threads a class, 200 rounds of 2 ms: about 2.4 s of contention per class, long
+        # enough for the on-demand holder probe (src/holders.rs) to open a window in it.
+        [6, 200, 2],
         ["@jvm.args", f"-XX:StartFlightRecording=filename={jfr},settings={ctl_jfc}"],
         [("jvm.args@link", "# as a ConfigMap would hold them\n-Xss1m\n-XX:+DTraceMonitorProbes\n")],
     )
@@ -374,7 +376,9 @@ def culprit_stacks(pid, kind):
 
 def contention_stacks(tag, stacks, jfr_enters):
     """The waiters' stacks (monitor_wait, at each contended enter) and the holders' (monitor_hold,
-    at each release of a contended monitor): LockContention's threads block and hold only in
+    at each release of a contended monitor while the agent's on-demand holder probe is
+    attached, src/holders.rs: a window opens within a second of the contention's start, and
+    the workload contends for seconds): LockContention's threads block and hold only in
     their lambda's `synchronized`, so the top frame of every such stack is that lambda, below it
     Thread.run; sampled, so at least one and at most JFR's count of contended enters."""
     problems = []

@@ -47,6 +47,10 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
     };
     let mut collectors: Vec<Box<dyn Collector>> = Vec::new();
     let mut starters = None;
+    // The holders' stacks go with the monitors collector, on demand, while stacks are on.
+    let holders = (cfg.collectors.contains(&"monitors")
+        && cfg.settings.get(&threads::STACK_SAMPLES) > 0)
+        .then(crate::holders::Holders::default);
     for name in &cfg.collectors {
         let r = REGISTRY.iter().find(|r| r.name == *name).expect("registered");
         let own = LoadConfig { collector_bit: r.bit(), ..load_cfg.clone() };
@@ -74,6 +78,7 @@ pub fn run(cfg: Config) -> Result<(), Fatal> {
         stats,
         jvm_limits: cfg.jvm_limits(),
         starters,
+        holders,
         culprits: crate::stacks::Stacks::new(stack_maps),
         max_frames: cfg.settings.get(&threads::MAX_THREAD_NAMES),
         served: Vec::new(),
@@ -89,6 +94,8 @@ struct Agent {
     jvm_limits: Vec<(String, jvmdiag_inspect::jvm_limits::Limits)>,
     /// The on-demand starter probe (None: off, or it could not load).
     starters: Option<crate::starters::Starters>,
+    /// The on-demand holder probe (None: no monitors collector, or culprit stacks off).
+    holders: Option<crate::holders::Holders>,
     /// Culprit stacks: each JVM's layout in, named stacks out.
     culprits: crate::stacks::Stacks,
     /// Application frames named per JVM in jvmdiag_culprit_stack_samples_total.
@@ -108,6 +115,9 @@ impl Mode for Agent {
         // can take it.
         if let Some(s) = self.starters.as_mut() {
             s.poll(mgr, Instant::now());
+        }
+        if let Some(h) = self.holders.as_mut() {
+            h.poll(mgr, Instant::now());
         }
         mgr.reap();
         stats.fallback.poll(mgr);
@@ -146,8 +156,9 @@ impl Mode for Agent {
 
     fn scrape(&mut self, previous: Option<Duration>) -> String {
         let culprits = (&mut self.culprits, self.max_frames);
-        let (text, served) =
-            scrape(&mut self.mgr, &self.stats, self.starters.as_ref(), culprits, previous);
+        let holder_links = self.holders.as_ref().map_or(0, |h| h.links());
+        let on_demand = (self.starters.as_ref(), holder_links);
+        let (text, served) = scrape(&mut self.mgr, &self.stats, on_demand, culprits, previous);
         self.served = served;
         text
     }
@@ -211,7 +222,7 @@ fn hostname() -> String {
 fn scrape(
     mgr: &mut AttachManager,
     stats: &AgentStats,
-    starters: Option<&crate::starters::Starters>,
+    (starters, holder_links): (Option<&crate::starters::Starters>, usize),
     (culprits, max_frames): (&mut crate::stacks::Stacks, u32),
     previous: Option<Duration>,
 ) -> (String, Vec<crate::stacks::Served>) {
@@ -268,7 +279,7 @@ fn scrape(
     report.jvms_attached = mgr.live() as u64;
     report.jvms_seen = mgr.seen;
     report.libjvm_files = mgr.files() as u64;
-    report.links = (mgr.links() + starters.map_or(0, |s| s.links())) as u64;
+    report.links = (mgr.links() + starters.map_or(0, |s| s.links()) + holder_links) as u64;
     report.attach_seconds = mgr.attach_time.as_secs_f64();
     report.proc_unreadable = stats.proc_unreadable;
     report.failures = mgr.failures.clone();

@@ -17,6 +17,7 @@ pub mod fallback;
 pub mod file_identity;
 #[cfg(test)]
 mod golden_test;
+pub mod holders;
 pub mod kube;
 pub mod labels;
 pub mod limits;

@@ -240,6 +240,16 @@ pub trait Collector {
     fn starts_per_slot(&self) -> Option<Result<std::collections::HashMap<u32, u64>>> {
         None
     }
+    /// Contended monitor enters so far per JVM slot: what the on-demand holder probe's rate
+    /// trigger reads (src/holders.rs). Only the monitors collector counts them.
+    fn contended_per_slot(&self) -> Option<Result<std::collections::HashMap<u32, u64>>> {
+        None
+    }
+    /// The on-demand holder probe (`monitor__contended__exit`, src/holders.rs) in one JVM;
+    /// None from every collector but the monitors collector.
+    fn attach_holder(&self, _target: &Target<'_>) -> Option<Result<Vec<Link>>> {
+        None
+    }
 }
 
 #[derive(Debug, Default, Clone)]

@@ -16,7 +16,7 @@ use jvmdiag_inspect::limits::{CMDLINE_MAX_BYTES, OPTIONS_FILE_MAX_BYTES};
 use jvmdiag_inspect::options::{jvm_options, monitor_probes_enabled};
 use jvmdiag_inspect::root::{read_host_file, ProcRoot};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::{Link, MapCore, MapFlags};
 
 use super::inflight::{self, Table};
 use super::parking;
@@ -85,8 +85,6 @@ pub struct Monitors {
     flags: Mutex<HashMap<u32, (u32, bool)>>,
     /// `--monitors-object-wait`: the wait probes are attached too.
     object_wait: bool,
-    /// Culprit stacks are on: `monitor__contended__exit` is attached for the holders' stacks.
-    holder_stacks: bool,
 }
 
 /// USDT probes it attaches in each JVM (`probe::size_usdt_specs`).
@@ -129,8 +127,7 @@ pub fn load(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<Box<dyn Col
     (ro.inflight_share, ro.inflight_ns_share) = (shares.jvm, shares.namespace);
     let skel = open.load().context("load monitors.bpf.o")?;
     let object_wait = cfg.settings.get(&OBJECT_WAIT);
-    let holder_stacks = cfg.settings.get(&threads::STACK_SAMPLES) > 0;
-    Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()), object_wait, holder_stacks }))
+    Ok(Box::new(Monitors { skel, flags: Mutex::new(HashMap::new()), object_wait }))
 }
 
 /// Reads an options file of process `pid` as the JVM does: an absolute path inside its root, a
@@ -208,12 +205,11 @@ impl Collector for Monitors {
             (&p.monitor_waited, "monitor__waited"),
         ];
         // Without --monitors-object-wait the wait probes are not attached: no trap per wait.
+        // monitor__contended__exit is attached on demand (attach_holder).
         let wanted = if self.object_wait { 4 } else { 2 };
-        let exit = (&p.monitor_exit, "monitor__contended__exit");
         let usdt: Result<Vec<_>> = probes
             .into_iter()
             .take(wanted)
-            .chain(self.holder_stacks.then_some(exit))
             .map(|(prog, name)| {
                 target.usdt(prog, "hotspot", name).with_context(|| format!("USDT hotspot:{name}"))
             })
@@ -228,6 +224,25 @@ impl Collector for Monitors {
                 Ok(Attached { links: Vec::new(), mode: ProbeMode::Usdt })
             }
         }
+    }
+
+    fn contended_per_slot(&self) -> Option<Result<HashMap<u32, u64>>> {
+        Some(maps::entries(&self.skel.maps.mon_threads).map(|pairs| {
+            let mut per = HashMap::new();
+            for (k, v) in &pairs {
+                if let (Some(k), Some(n)) = (decode::<mon_thread_key>(k), maps::counter(v)) {
+                    *per.entry(k.cls.slot).or_default() += n;
+                }
+            }
+            per
+        }))
+    }
+
+    fn attach_holder(&self, target: &Target<'_>) -> Option<Result<Vec<Link>>> {
+        let exit = target
+            .usdt(&self.skel.progs.monitor_exit, "hotspot", "monitor__contended__exit")
+            .context("USDT hotspot:monitor__contended__exit");
+        Some(exit.map(|l| vec![l]))
     }
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
