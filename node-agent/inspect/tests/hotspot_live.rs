@@ -5,10 +5,10 @@
 //! Needs root (reads /proc/PID/mem):
 //!   cargo test -p jvmdiag-inspect --test hotspot_live -- --ignored --nocapture
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod common;
 use std::collections::BTreeSet;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use jvmdiag_inspect::hotspot::{
@@ -80,47 +80,10 @@ fn jdks() -> Vec<(&'static str, PathBuf)> {
         .collect()
 }
 
-struct Jvm(Child);
-impl Drop for Jvm {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn classes(dir: &Path) {
-    std::fs::write(dir.join("Busy.java"), BUSY).unwrap();
-    let javac = jdks().into_iter().map(|(_, p)| p.join("bin/javac")).find(|p| p.exists());
-    let javac = javac.expect("no JDK with javac");
-    let st = Command::new(javac)
-        .args(["--release", "11", "-d"])
-        .arg(dir)
-        .arg(dir.join("Busy.java"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
-
-fn start(jdk: &Path, dir: &Path) -> Jvm {
-    let mut child = Command::new(jdk.join("bin/java"))
-        .args(["-Xmx64m", "-cp"])
-        .arg(dir)
-        .arg("Busy")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if l.trim() == "ready" {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let jvm = Jvm(child);
-    rx.recv_timeout(Duration::from_secs(60)).expect("no 'ready' in 60 s");
-    std::thread::sleep(Duration::from_millis(500)); // late compilations settle
+/// A JVM running Busy from `dir`, its late compilations settled.
+fn start(jdk: &Path, dir: &Path) -> common::Jvm {
+    let jvm = common::launch(jdk, dir, "Busy", &["-Xmx64m"]);
+    std::thread::sleep(Duration::from_millis(500));
     jvm
 }
 
@@ -288,17 +251,19 @@ fn check_thread_current(
 #[test]
 #[ignore]
 fn hotspot_tables_match_jcmd_on_every_jdk() {
-    let dir = std::env::temp_dir().join(format!("jvmdiag-hotspot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    classes(&dir);
-    let lines = javap_lines(&dir);
+    // Compiled for Java 11 by the first JDK with javac (the JDK 11 and 21 runtimes have none).
+    let javac = jdks().into_iter().map(|(_, p)| p.join("bin/javac")).find(|p| p.exists());
+    let classes =
+        common::compile(&javac.expect("no JDK with javac"), "Busy", BUSY, &["--release", "11"]);
+    let dir = classes.path();
+    let lines = javap_lines(dir);
     if lines.is_none() {
         eprintln!("no javap: line number tables not checked");
     }
     let mut checked = Vec::new();
     for (v, jdk) in jdks() {
-        let jvm = start(&jdk, &dir);
-        let pid = jvm.0.id();
+        let jvm = start(&jdk, dir);
+        let pid = jvm.pid();
         let maps =
             procfs::parse_maps(&std::fs::read(format!("/proc/{pid}/maps")).unwrap()).unwrap();
         let m = procfs::find_libjvm(&maps).unwrap();
@@ -422,7 +387,6 @@ fn hotspot_tables_match_jcmd_on_every_jdk() {
         );
         checked.push(v);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     eprintln!("checked JDKs: {checked:?}");
     assert!(!checked.is_empty());
 }

@@ -26,9 +26,7 @@
 mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::process::Command;
 
 use jvmdiag_inspect::hotspot::scopes::{inlined, NmethodScopes, ScopeFrame, ScopesLayout};
 use jvmdiag_inspect::hotspot::symbolize::{code_blob, method_name, BlobKind};
@@ -86,40 +84,13 @@ fn all_jdks() -> Vec<PathBuf> {
     v
 }
 
-/// A JVM running `source` (class `Main`), compiled for Java 11 by the first JDK's javac; its stdout lines.
-fn start(jdk: &Path, source: &str, flags: &[&str]) -> (common::Jvm, Arc<Mutex<Vec<String>>>) {
-    let dir = common::TempDir::new("scopes");
-    std::fs::write(dir.path().join("Main.java"), source).unwrap();
-    let st = Command::new(common::jdks()[0].join("bin/javac"))
-        .args(["--release", "11", "-d", dir.path().to_str().unwrap()])
-        .arg(dir.path().join("Main.java"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "javac failed");
-    let mut child = Command::new(jdk.join("bin/java"))
-        .args(flags)
-        .args(["-cp", dir.path().to_str().unwrap(), "Main"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let keep = lines.clone();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            let ready = l.contains("ready");
-            keep.lock().unwrap().push(l);
-            if ready {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let jvm = common::Jvm { child, dir };
-    rx.recv_timeout(Duration::from_secs(60)).expect("JVM did not print 'ready' in 60 s");
-    (jvm, lines)
+/// A JVM running `source` (class `Main`), compiled for Java 11 by the first JDK's javac.
+fn start(jdk: &Path, source: &str, flags: &[&str]) -> common::Jvm {
+    let javac = common::jdks()[0].join("bin/javac");
+    let dir = common::compile(&javac, "Main", source, &["--release", "11"]);
+    let mut jvm = common::launch(jdk, dir.path(), "Main", flags);
+    jvm.classes = Some(dir);
+    jvm
 }
 
 /// The JVM's vmStructs, read as the agent does: libjvm's exports, biased by its mapping.
@@ -263,7 +234,8 @@ fn check_jvm(jdk: &Path, printing: bool) {
     if printing {
         flags.extend(PRINTING);
     }
-    let (jvm, lines) = start(jdk, MAIN, &flags);
+    let jvm = start(jdk, MAIN, &flags);
+    let lines = jvm.lines.clone();
     let pid = jvm.pid();
     let (mem, vs) = tables(pid);
     let layout = StackLayout::resolve(&vs).unwrap();
@@ -397,7 +369,7 @@ public class Main {
 #[ignore]
 fn every_nmethod_of_a_busy_jvm_decodes() {
     for jdk in all_jdks() {
-        let (jvm, _) = start(&jdk, BUSY, &["-Xmx128m"]);
+        let jvm = start(&jdk, BUSY, &["-Xmx128m"]);
         let pid = jvm.pid();
         let (mem, vs) = tables(pid);
         let layout = StackLayout::resolve(&vs).unwrap();

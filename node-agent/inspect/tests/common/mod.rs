@@ -9,6 +9,7 @@
 )]
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub struct TempDir(pub PathBuf);
@@ -57,10 +58,12 @@ pub fn libjvm(jdk: &Path) -> PathBuf {
     jdk.join("lib/server/libjvm.so")
 }
 
-/// A running JVM, killed on drop.
+/// A running JVM, killed on drop; `lines` is what it printed on stdout so far; `classes` the
+/// directory of its classes when it is the JVM's own (removed after it).
 pub struct Jvm {
     pub child: Child,
-    pub dir: TempDir,
+    pub lines: Arc<Mutex<Vec<String>>>,
+    pub classes: Option<TempDir>,
 }
 impl Jvm {
     pub fn pid(&self) -> u32 {
@@ -74,36 +77,56 @@ impl Drop for Jvm {
     }
 }
 
-/// Starts `java <flags> Main` from a compiled copy of `source` (class `Main`), and waits until
-/// it prints "ready" on stdout (so its hsperfdata file exists and it has done its work).
-pub fn start_jvm(jdk: &Path, source: &str, flags: &[&str]) -> Jvm {
+/// Compiles `source` (public class `class`) with `javac` (a JDK's bin/javac) and `javac_opts`
+/// into a new directory.
+pub fn compile(javac: &Path, class: &str, source: &str, javac_opts: &[&str]) -> TempDir {
     let dir = TempDir::new("jvm");
-    std::fs::write(dir.path().join("Main.java"), source).unwrap();
-    let st = Command::new(jdk.join("bin/javac"))
-        .args(["-d", dir.path().to_str().unwrap()])
-        .arg(dir.path().join("Main.java"))
-        .status()
-        .unwrap();
+    let file = dir.path().join(format!("{class}.java"));
+    std::fs::write(&file, source).unwrap();
+    let st =
+        Command::new(javac).args(javac_opts).arg("-d").arg(dir.path()).arg(&file).status().unwrap();
     assert!(st.success(), "javac failed");
+    dir
+}
+
+/// Starts `java <flags> -cp <dir> <class>` and waits until it prints a line containing
+/// "ready" on stdout (so its hsperfdata file exists and it has done its work); every line it
+/// prints is kept in `lines`.
+pub fn launch(jdk: &Path, dir: &Path, class: &str, flags: &[&str]) -> Jvm {
     let mut child = Command::new(jdk.join("bin/java"))
         .args(flags)
-        .args(["-cp", dir.path().to_str().unwrap(), "Main"])
+        .arg("-cp")
+        .arg(dir)
+        .arg(class)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let out = child.stdout.take().unwrap();
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let keep = lines.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead;
         for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if l.trim() == "ready" {
+            let ready = l.contains("ready");
+            keep.lock().unwrap().push(l);
+            if ready {
                 let _ = tx.send(());
             }
         }
     });
-    let jvm = Jvm { child, dir };
+    let jvm = Jvm { child, lines, classes: None };
     rx.recv_timeout(Duration::from_secs(60)).expect("JVM did not print 'ready' in 60 s");
+    jvm
+}
+
+/// Starts `java <flags> Main` from a compiled copy of `source` (class `Main`), and waits until
+/// it prints "ready".
+pub fn start_jvm(jdk: &Path, source: &str, flags: &[&str]) -> Jvm {
+    let dir = compile(&jdk.join("bin/javac"), "Main", source, &[]);
+    let mut jvm = launch(jdk, dir.path(), "Main", flags);
+    jvm.classes = Some(dir);
     jvm
 }
 
