@@ -59,9 +59,10 @@ TAIL = """
   labels): a JVM with neither probes nor hsperfdata, named by its pod. With
   `jvmdiag_agent_jvms_untraced{{reason}}` (agent, gauge: JVMs the agent could not attach
   to, by reason; `not_selected` never alerts) it drives `JvmDiagJvmNotTraced`.
-- `jvmdiag_operator_pods_missing_injection{{namespace, jvmdiagnostics, pod, reason}}`
-  (operator, gauge = 1 per pod listed in `status.podsMissingInjection`, `reason` as there):
-  drives `JvmDiagPodsMissingInjection`.
+- `jvmdiag_operator_pods_missing_injection{{namespace, jvmdiagnostics, reason}}`
+  (operator, gauge: the pods `status.podsMissingInjection` lists, by `reason` as there; no
+  `pod` label, so the scraped operator's keeps its meaning): drives
+  `JvmDiagPodsMissingInjection`.
 - `up` of the agents' scrape job ({agentSelector}): drives `JvmDiagAgentDown`.
 - `up` of the operator's scrape job ({operatorJobSelector}, the chart's PodMonitor or
   ServiceMonitor with `*.operator: true`): drives `JvmDiagOperatorDown` (every replica down,

@@ -52,11 +52,14 @@ ALERTS = [
         runbook="JvmDiagPodsMissingInjection.md",
         meaning="a pod of a JvmDiagnostics target runs without the injection",
         expr=lambda p: f"jvmdiag_operator_pods_missing_injection{sel(p)} > 0",
-        summary=lambda p: "Pod {{ $labels.pod }} is not injected ({{ $labels.reason }}).",
+        summary=lambda p: (
+            '{{ printf "%.0f" $value }} pod(s) of {{ $labels.jvmdiagnostics }} not injected ({{ $labels.reason }}).'
+        ),
         description=lambda p: (
-            "Pod {{ $labels.namespace }}/{{ $labels.pod }} of JvmDiagnostics {{ $labels.jvmdiagnostics }} "
-            "runs without the jvm-diagnostics injection (reason: {{ $labels.reason }}) for "
-            f"{p.for_}: its JVMs are not traced with the requested collectors."
+            '{{ printf "%.0f" $value }} pod(s) of JvmDiagnostics {{ $labels.namespace }}/{{ $labels.jvmdiagnostics }} '
+            "run without the jvm-diagnostics injection (reason: {{ $labels.reason }}) for "
+            f"{p.for_}: their JVMs are not traced with the requested collectors. "
+            "The resource's status.podsMissingInjection names them."
         ),
     ),
 ]

@@ -26,12 +26,6 @@ class OperatorMetricLabelsTest {
           "\\.name\\(\"(jvmdiag_operator_[a-z_]+)\"\\)(.*?)\\.register\\(", Pattern.DOTALL);
   private static final Pattern LABELS = Pattern.compile("\\.labelNames\\(([^)]*)\\)");
 
-  /**
-   * One per pod of a target missing the injection, by design (its alert names the pod); bounded by
-   * the status's cap per resource. To be renamed together with the alert.
-   */
-  private static final List<String> KNOWN = List.of("jvmdiag_operator_pods_missing_injection");
-
   static Map<String, List<String>> labelsByMetric() throws IOException {
     Map<String, List<String>> out = new TreeMap<>();
     try (Stream<Path> files = Files.walk(Path.of("src/main/java"))) {
@@ -54,8 +48,6 @@ class OperatorMetricLabelsTest {
     Map<String, List<String>> metrics = labelsByMetric();
     assertThat(metrics)
         .containsKeys("jvmdiag_operator_admissions_total", "jvmdiag_operator_reconciler_running");
-    metrics.forEach((name, labels) -> {
-      if (!KNOWN.contains(name)) assertThat(labels).as(name).doesNotContain("pod");
-    });
+    metrics.forEach((name, labels) -> assertThat(labels).as(name).doesNotContain("pod"));
   }
 }
