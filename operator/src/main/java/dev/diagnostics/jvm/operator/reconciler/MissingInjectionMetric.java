@@ -12,8 +12,8 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * jvmdiag_operator_pods_missing_injection: per resource and reason, how many pods its
  * status.podsMissingInjection lists (the JvmDiagPodsMissingInjection alert). No pod label: the
- * series stay one per resource and reason however many pods a target has, and Prometheus's own
- * pod label (the scraped operator's) keeps its meaning. Series of reasons no longer listed, or of
+ * series stay one per resource and reason however many pods a target has, and Prometheus's own pod
+ * label (the scraped operator's) keeps its meaning. Series of reasons no longer listed, or of
  * deleted resources, are removed, not set to 0. Only the leader reconciles, so only the leader
  * exports it.
  */
