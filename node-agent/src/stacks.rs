@@ -346,6 +346,10 @@ pub(crate) use configure;
 /// The stack table at most (1,024 JVMs x 256 stacks; ~1.2 KiB each, allocated as used).
 const STACK_TABLE_MAX: u32 = 262_144;
 
+/// Reads of a JVM's layout before it is refused: one a poll, so a JVM found a few ms after its
+/// start (before its interpreter and code cache are set up) gets its layout at a later poll.
+const PREPARE_TRIES: u32 = 10;
+
 /// JVMs whose layout is read per poll at most (each read is a few thousand small reads of the
 /// JVM's memory).
 const PREPARE_PER_POLL: usize = 4;
@@ -355,8 +359,10 @@ pub struct Stacks {
     /// `offsetof(struct task_struct, thread.fsbase)` from the kernel's BTF; None: no stacks.
     task_fsbase: Option<u32>,
     jvms: HashMap<u32, Jvm>,
-    /// Slots whose layout could not be read, and why (logged once).
-    refused: HashMap<u32, (u32, u64, String)>,
+    /// Slots whose layout could not be read: (pid, start, why, reads tried). Read again at the
+    /// next polls up to PREPARE_TRIES times (a JVM found within milliseconds of its start may
+    /// not have set up its interpreter or code cache yet), then refused (logged once).
+    refused: HashMap<u32, (u32, u64, String, u32)>,
     /// Every line's count every HISTORY_EVERY for HISTORY_SPAN, oldest first (`seconds=`).
     history: VecDeque<(Instant, Arc<Counts>)>,
 }
@@ -394,7 +400,7 @@ impl Stacks {
             .chain(
                 self.refused
                     .iter()
-                    .filter(|(slot, (pid, start, _))| !holds(**slot, *pid, *start))
+                    .filter(|(slot, (pid, start, _, _))| !holds(**slot, *pid, *start))
                     .map(|(slot, _)| *slot),
             )
             .collect();
@@ -405,7 +411,9 @@ impl Stacks {
         let new: Vec<(u32, Found)> = jvms
             .iter()
             .filter(|(slot, _, live)| {
-                *live && !self.jvms.contains_key(slot) && !self.refused.contains_key(slot)
+                *live
+                    && !self.jvms.contains_key(slot)
+                    && self.refused.get(slot).is_none_or(|r| r.3 < PREPARE_TRIES)
             })
             .take(PREPARE_PER_POLL)
             .map(|(slot, found, _)| (*slot, (*found).clone()))
@@ -445,16 +453,28 @@ impl Stacks {
                     stacks: HashMap::new(),
                     named: BTreeSet::new(),
                 };
+                self.refused.remove(&slot);
                 self.jvms.insert(slot, jvm);
             }
             Err(e) => {
                 let why = format!("{e:#}");
-                tracing::warn!(
-                    pid = found.pid,
-                    error = why,
-                    "culprit stacks: no layout for this JVM"
-                );
-                self.refused.insert(slot, (found.pid, found.start, why));
+                let tries = self.refused.get(&slot).map_or(0, |r| r.3) + 1;
+                if tries == PREPARE_TRIES {
+                    tracing::warn!(
+                        pid = found.pid,
+                        error = why,
+                        tries,
+                        "culprit stacks: no layout for this JVM"
+                    );
+                } else {
+                    tracing::debug!(
+                        pid = found.pid,
+                        error = why,
+                        tries,
+                        "culprit stacks: no layout yet"
+                    );
+                }
+                self.refused.insert(slot, (found.pid, found.start, why, tries));
             }
         }
     }
