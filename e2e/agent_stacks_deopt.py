@@ -6,20 +6,24 @@ HotSpot deoptimizes a compiled frame that is not on top (its nmethod invalidated
 waits for a callee) by patching the return address the callee holds to the nmethod's deopt
 handler, the pc it was at saved in the frame. A workload (e2e/workloads/DeoptStacks.java) makes
 one: its thread `deopt-worker` runs Worker.run -> outer -> a -> Square.b -> waitHere, with a()
-C2-compiled (-XX:-TieredCompilation -Xbatch, kept out of inlining) and Square.b inlined into it
-on a class hierarchy assumption (Square the only Shape); waitHere parks at one line, then the
+C2-compiled (-XX:-TieredCompilation -Xbatch, kept out of inlining) and its call of Square.b bound
+on a class hierarchy assumption (Square the only Shape): Square.b inlined into it (mode
+`inlined`), or compiled on its own (mode `compiled_callee`: a()'s callee is a compiled frame,
+stepped over by its frame size); waitHere parks at one line, then the
 main thread loads Circle (another Shape), which invalidates a()'s nmethod while a() waits, and
 waitHere parks at another line. The agent (one for every JDK, --match-jvm DeoptStacks) takes
-the park stacks. Per JDK (those given, and 11 and 21 from hack/setup.d/jdks.sh when set up):
-  deopt_frame_named_at_its_original_pc_jdkN: every park stack of the pid taken after the load
+the park stacks. Per JDK (those given, and 11 and 21 from hack/setup.d/jdks.sh when set up) and
+mode:
+  deopt_frame_named_at_its_original_pc_jdkN_MODE: every park stack of the pid taken after the load
       (waitHere at the line marked park-after) has, below the JDK's park frames, exactly the
       known chain leaf first, each frame with the line its `// MARK` comment is on:
-        DeoptStacks.waitHere:park-after, DeoptStacks$Square.b:b_[i], DeoptStacks.a:a,
-        DeoptStacks.outer:outer, DeoptStacks$Worker.run:run
+        DeoptStacks.waitHere:park-after, DeoptStacks$Square.b:b_[i] (`:b` when compiled on its
+        own), DeoptStacks.a:a, DeoptStacks.outer:outer, DeoptStacks$Worker.run:run
       and the walk reached the thread's first frame (no `…outcome` marker).
   Setup, checked first ("setup: ..." when not so): the stacks before the load (park-before)
-  have the same chain (so a() was compiled with Square.b inlined before the load), the JVM's
-  -XX:+PrintCompilation says a() was compiled and then made not entrant.
+  have the same chain (so a() was compiled, with Square.b inlined in mode `inlined`, before the
+  load), the JVM's -XX:+PrintCompilation says a() was compiled and then made not entrant (and
+  Square.b compiled, in mode `compiled_callee`).
 Usage: agent_stacks_deopt.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
@@ -61,20 +65,28 @@ FLAGS = [
     "-XX:+PrintCompilation",
     "-XX:CompileCommand=quiet",
     "-XX:CompileCommand=dontinline,DeoptStacks::a",
-    "-XX:CompileCommand=inline,DeoptStacks$Square::b",
     "-XX:CompileCommand=exclude,DeoptStacks::waitHere",
     "-XX:CompileCommand=dontinline,DeoptStacks::waitHere",
     "-XX:CompileCommand=exclude,DeoptStacks::outer",
     "-XX:CompileCommand=exclude,DeoptStacks$Worker::run",
 ]
-# Leaf first: (frame, the MARK its line is on, inlined).
-CHAIN = [
-    ("DeoptStacks.waitHere", None, False),  # the park's line: park-before or park-after
-    ("DeoptStacks$Square.b", "b", True),
-    ("DeoptStacks.a", "a", False),
-    ("DeoptStacks.outer", "outer", False),
-    ("DeoptStacks$Worker.run", "run", False),
-]
+# Square.b inlined into a() (the deoptimized frame has an inlined method at its call), or
+# compiled on its own (a()'s callee is then a compiled frame, stepped over by its frame size).
+MODES = {
+    "inlined": ["-XX:CompileCommand=inline,DeoptStacks$Square::b"],
+    "compiled_callee": ["-XX:CompileCommand=dontinline,DeoptStacks$Square::b"],
+}
+
+
+def chain(mode):
+    """Leaf first: (frame, the MARK its line is on, inlined)."""
+    return [
+        ("DeoptStacks.waitHere", None, False),  # the park's line: park-before or park-after
+        ("DeoptStacks$Square.b", "b", mode == "inlined"),
+        ("DeoptStacks.a", "a", False),
+        ("DeoptStacks.outer", "outer", False),
+        ("DeoptStacks$Worker.run", "run", False),
+    ]
 
 
 def marks():
@@ -87,10 +99,10 @@ def marks():
     return out
 
 
-def want(park, lines):
+def want(mode, park, lines):
     """The chain as the agent writes it, leaf first, waitHere at the mark `park`."""
     out = []
-    for frame, mark, inlined in CHAIN:
+    for frame, mark, inlined in chain(mode):
         out.append(f"{frame}:{lines[mark or park]}" + ("_[i]" if inlined else ""))
     return out
 
@@ -180,14 +192,14 @@ def wrong(stacks, chain):
     return out
 
 
-def deopt_run(jdk, tag):
+def deopt_run(jdk, tag, mode):
     lines = marks()
-    d = os.path.join(WORK, f"jdk{tag}")
+    d = os.path.join(WORK, f"jdk{tag}-{mode}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     stdout = os.path.join(d, "stdout")
     p = subprocess.Popen(
-        [f"{jdk}/bin/java", *FLAGS, "-cp", classes(), "DeoptStacks", d],
+        [f"{jdk}/bin/java", *FLAGS, *MODES[mode], "-cp", classes(), "DeoptStacks", d],
         stdout=open(stdout, "w"),
         stderr=open(os.path.join(d, "stderr"), "w"),
     )
@@ -214,7 +226,7 @@ def deopt_run(jdk, tag):
     compiled = re.search(r"DeoptStacks::a \(\d+ bytes\)", log_)
     invalidated = re.search(r"DeoptStacks::a \(\d+ bytes\).*made not entrant", log_)
     log(
-        f"  jdk{tag}: pid {p.pid}; before the load {sum(n for _, n, _ in before)} samples in"
+        f"  jdk{tag} {mode}: pid {p.pid}; before the load {sum(n for _, n, _ in before)} samples in"
         f" {len(before)} line(s), after {sum(n for _, n, _ in after)} in {len(after)};"
         f" a() compiled {bool(compiled)}, made not entrant {bool(invalidated)}; park walks {walks}"
     )
@@ -223,21 +235,21 @@ def deopt_run(jdk, tag):
             log(f"    {label}: {n} x {';'.join(frames)}" + (f" …{outcome}" if outcome else ""))
     if not before:
         problems.append("setup: no park stack before the load (the agent traced the JVM?)")
-    bad = wrong(before, want("park-before", lines))
+    bad = wrong(before, want(mode, "park-before", lines))
     if bad:
-        problems.append(
-            f"setup: before the load, not the chain (a() compiled, b inlined?): {bad[:3]}"
-        )
+        problems.append(f"setup: before the load, not the chain (a() compiled?): {bad[:3]}")
+    if mode == "compiled_callee" and not re.search(r"DeoptStacks\$Square::b \(\d+ bytes\)", log_):
+        problems.append("setup: -XX:+PrintCompilation: Square.b not compiled")
     if not compiled or not invalidated:
         problems.append(
             f"setup: -XX:+PrintCompilation: a() compiled {bool(compiled)}, made not entrant {bool(invalidated)}"
         )
     if not after:
         problems.append("no park stack after the load")
-    bad = wrong(after, want("park-after", lines))
+    bad = wrong(after, want(mode, "park-after", lines))
     if bad:
         problems.append(
-            f"after the load, want leaf first {want('park-after', lines)}; got {bad[:3]}"
+            f"after the load, want leaf first {want(mode, 'park-after', lines)}; got {bad[:3]}"
         )
     return problems
 
@@ -247,7 +259,9 @@ def main():
     try:
         agent = start_agent()
         for jdk, tag in all_jdks():
-            run(f"deopt_frame_named_at_its_original_pc_jdk{tag}", deopt_run, jdk, tag)
+            for mode in MODES:
+                name = f"deopt_frame_named_at_its_original_pc_jdk{tag}_{mode}"
+                run(name, deopt_run, jdk, tag, mode)
         stop(agent)
     finally:
         kill_leftovers()

@@ -6,12 +6,11 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * A C2-compiled frame deoptimized while it waits for its callee (e2e/agent_stacks_deopt.py, the
  * agent's culprit stacks). Usage: DeoptStacks DIR, with -XX:-TieredCompilation -Xbatch and the
- * CompileCommands the test gives (a() compiled and not inlined, Square.b inlined into it,
- * outer(), waitHere() and Worker.run interpreted).
+ * CompileCommands the test gives (a() compiled and not inlined, Square.b inlined into it or
+ * compiled on its own, outer(), waitHere() and Worker.run interpreted).
  *
  * `deopt-worker` calls a() 20,000 times (compiled then: its call s.b() is bound to Square.b, the
- * only implementation of Shape.b loaded, and inlined, on that assumption: a class hierarchy
- * dependency), then Worker.run -> outer -> a -> Square.b -> waitHere, which writes DIR/waiting
+ * only implementation of Shape.b loaded, on that assumption: a class hierarchy dependency), then Worker.run -> outer -> a -> Square.b -> waitHere, which writes DIR/waiting
  * and parks at the line marked park-before until DIR/load. Then the main thread loads Circle, a
  * second implementation of Shape.b: the JVM invalidates a()'s nmethod and, since a() is on the
  * worker's stack and not on top, patches the return address waitHere holds to the nmethod's
