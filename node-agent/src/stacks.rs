@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use jvmdiag_inspect::elf;
-use jvmdiag_inspect::hotspot::layout::{ProcessStacks, StackLayout};
+use jvmdiag_inspect::hotspot::layout::{CodeStart, ProcessStacks, StackLayout};
 use jvmdiag_inspect::hotspot::scopes::{self, ScopesLayout};
 use jvmdiag_inspect::hotspot::symbolize::{self, BlobKind};
 use jvmdiag_inspect::hotspot::vmstructs::{self, Exports};
@@ -346,6 +346,10 @@ pub(crate) use configure;
 /// The stack table at most (1,024 JVMs x 256 stacks; ~1.2 KiB each, allocated as used).
 const STACK_TABLE_MAX: u32 = 262_144;
 
+/// Reads of a JVM's layout before it is refused: one a poll, so a JVM found a few ms after its
+/// start (before its interpreter and code cache are set up) gets its layout at a later poll.
+const PREPARE_TRIES: u32 = 10;
+
 /// JVMs whose layout is read per poll at most (each read is a few thousand small reads of the
 /// JVM's memory).
 const PREPARE_PER_POLL: usize = 4;
@@ -355,8 +359,10 @@ pub struct Stacks {
     /// `offsetof(struct task_struct, thread.fsbase)` from the kernel's BTF; None: no stacks.
     task_fsbase: Option<u32>,
     jvms: HashMap<u32, Jvm>,
-    /// Slots whose layout could not be read, and why (logged once).
-    refused: HashMap<u32, (u32, u64, String)>,
+    /// Slots whose layout could not be read: (pid, start, why, reads tried). Read again at the
+    /// next polls up to PREPARE_TRIES times (a JVM found within milliseconds of its start may
+    /// not have set up its interpreter or code cache yet), then refused (logged once).
+    refused: HashMap<u32, (u32, u64, String, u32)>,
     /// Every line's count every HISTORY_EVERY for HISTORY_SPAN, oldest first (`seconds=`).
     history: VecDeque<(Instant, Arc<Counts>)>,
 }
@@ -394,7 +400,7 @@ impl Stacks {
             .chain(
                 self.refused
                     .iter()
-                    .filter(|(slot, (pid, start, _))| !holds(**slot, *pid, *start))
+                    .filter(|(slot, (pid, start, _, _))| !holds(**slot, *pid, *start))
                     .map(|(slot, _)| *slot),
             )
             .collect();
@@ -405,7 +411,9 @@ impl Stacks {
         let new: Vec<(u32, Found)> = jvms
             .iter()
             .filter(|(slot, _, live)| {
-                *live && !self.jvms.contains_key(slot) && !self.refused.contains_key(slot)
+                *live
+                    && !self.jvms.contains_key(slot)
+                    && self.refused.get(slot).is_none_or(|r| r.3 < PREPARE_TRIES)
             })
             .take(PREPARE_PER_POLL)
             .map(|(slot, found, _)| (*slot, (*found).clone()))
@@ -433,6 +441,7 @@ impl Stacks {
                 tracing::info!(
                     pid = found.pid,
                     code_heaps = process.code_heaps.len(),
+                    deoptimized_frames = layout.nmethod_deopt.is_some(),
                     "culprit stacks: layout read from the JVM's VMStructs"
                 );
                 let jvm = Jvm {
@@ -444,16 +453,28 @@ impl Stacks {
                     stacks: HashMap::new(),
                     named: BTreeSet::new(),
                 };
+                self.refused.remove(&slot);
                 self.jvms.insert(slot, jvm);
             }
             Err(e) => {
                 let why = format!("{e:#}");
-                tracing::warn!(
-                    pid = found.pid,
-                    error = why,
-                    "culprit stacks: no layout for this JVM"
-                );
-                self.refused.insert(slot, (found.pid, found.start, why));
+                let tries = self.refused.get(&slot).map_or(0, |r| r.3) + 1;
+                if tries == PREPARE_TRIES {
+                    tracing::warn!(
+                        pid = found.pid,
+                        error = why,
+                        tries,
+                        "culprit stacks: no layout for this JVM"
+                    );
+                } else {
+                    tracing::debug!(
+                        pid = found.pid,
+                        error = why,
+                        tries,
+                        "culprit stacks: no layout yet"
+                    );
+                }
+                self.refused.insert(slot, (found.pid, found.start, why, tries));
             }
         }
     }
@@ -756,6 +777,12 @@ fn read_layout(found: &Found) -> Result<(StackLayout, ProcessStacks, Option<Scop
     let mem = ProcMem::open(found.pid).context("its memory")?;
     let vs = vmstructs::read(&mem, &exports).context("its VMStructs tables")?;
     let layout = StackLayout::resolve(&vs).context("the fields a stack walk needs")?;
+    if layout.nmethod_deopt.is_none() {
+        tracing::info!(
+            pid = found.pid,
+            "culprit stacks: the JVM does not export its deopt handlers or _orig_pc_offset; a deoptimized compiled frame is named by its method only, without the methods inlined into it"
+        );
+    }
     let got = bias.checked_add(tls.dtpmod_got).context("TLS GOT slot overflows")?;
     let process = ProcessStacks::read(&mem, &layout, tls.offset, got).context("its code heaps")?;
     // Without it compiled frames are named by their nmethod's own method only.
@@ -784,6 +811,26 @@ fn kernel_layout(l: &StackLayout, p: &ProcessStacks) -> stack_layout {
         method_const_method: l.method_const_method,
         ..Default::default()
     };
+    if let Some(d) = &l.nmethod_deopt {
+        let (handler, offsets) = match d.handler {
+            CodeStart::Address(o) => (o, false),
+            CodeStart::Offset(o) => (o, true),
+        };
+        v.deopt_flags = consts::STACK_DEOPT_KNOWN;
+        if offsets {
+            v.deopt_flags |= consts::STACK_DEOPT_OFFSETS;
+        }
+        v.deopt_handler = handler;
+        v.orig_pc_offset = d.orig_pc_offset;
+        // The walker reads both handlers alike: a method handle handler of the other kind is
+        // left out (no JDK has one).
+        if let (Some(CodeStart::Address(o)), false) | (Some(CodeStart::Offset(o)), true) =
+            (d.mh_handler, offsets)
+        {
+            v.deopt_mh_handler = o;
+            v.deopt_flags |= consts::STACK_DEOPT_MH_HANDLER;
+        }
+    }
     for (d, h) in v.heaps.iter_mut().zip(&p.code_heaps) {
         *d = stack_code_heap {
             low: h.low,
@@ -853,6 +900,42 @@ mod tests {
         // Nothing kept that long ago: the oldest, and its age says so.
         assert_eq!(page.baseline(300).unwrap().0.as_secs(), 125);
         assert!(Page::default().baseline(60).is_none());
+    }
+
+    #[test]
+    fn the_kernel_layout_says_where_a_deoptimized_frame_saved_its_pc() {
+        use jvmdiag_inspect::hotspot::{fake::fake_jvm, vmstructs, DeoptLayout};
+        let f = fake_jvm(&[]);
+        let mem = f.image.mem();
+        let vs = vmstructs::read(&mem, &f.exports).unwrap();
+        let mut l = StackLayout::resolve(&vs).unwrap();
+        let p = ProcessStacks::read(&mem, &l, 0x20, f.tls_got).unwrap();
+        let (known, offsets, mh) = (
+            consts::STACK_DEOPT_KNOWN,
+            consts::STACK_DEOPT_OFFSETS,
+            consts::STACK_DEOPT_MH_HANDLER,
+        );
+        // JDK 11 to 21: the handlers' addresses.
+        let k = kernel_layout(&l, &p);
+        assert_eq!(k.deopt_flags, known | mh);
+        assert_eq!((k.deopt_handler, k.deopt_mh_handler, k.orig_pc_offset), (0x98, 0xa0, 0x134));
+        // JDK 25: their offsets from the nmethod.
+        let d = DeoptLayout {
+            handler: CodeStart::Offset(0xb8),
+            mh_handler: Some(CodeStart::Offset(0xbc)),
+            orig_pc_offset: 0xd4,
+        };
+        l.nmethod_deopt = Some(d);
+        let k = kernel_layout(&l, &p);
+        assert_eq!(k.deopt_flags, known | offsets | mh);
+        assert_eq!((k.deopt_handler, k.deopt_mh_handler, k.orig_pc_offset), (0xb8, 0xbc, 0xd4));
+        // The walker reads both handlers alike: one of the other kind is left out.
+        l.nmethod_deopt = Some(DeoptLayout { mh_handler: Some(CodeStart::Address(0xa0)), ..d });
+        let k = kernel_layout(&l, &p);
+        assert_eq!((k.deopt_flags, k.deopt_mh_handler), (known | offsets, 0));
+        // Not exported: the walker does not look.
+        l.nmethod_deopt = None;
+        assert_eq!(kernel_layout(&l, &p).deopt_flags, 0);
     }
 
     #[test]

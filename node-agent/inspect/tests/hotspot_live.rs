@@ -1,7 +1,8 @@
 //! The HotSpot reader against real JVMs (JDK 11, 17, 21, 25 where installed), checked against
 //! the JVM's own `jcmd` output: code heap bounds (`Compiler.codecache`), every nmethod's
-//! compile id, method and code start (`Compiler.codelist`), `readelf` for the TLS symbol and
-//! its relocation, and gdb's `$fs_base` of each thread for the current-thread lookup.
+//! compile id, method, code start and deopt handler inside its code (`Compiler.codelist`),
+//! `readelf` for the TLS symbol and its relocation, and gdb's `$fs_base` of each thread for the
+//! current-thread lookup.
 //! Needs root (reads /proc/PID/mem):
 //!   cargo test -p jvmdiag-inspect --test hotspot_live -- --ignored --nocapture
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -12,8 +13,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use jvmdiag_inspect::hotspot::{
-    code_blob, find_blob, method_name, read_i32, read_u64, symbolize, vmstructs, BlobKind, ProcMem,
-    ProcessStacks, StackLayout,
+    code_blob, deopt_handler, find_blob, method_name, read_i32, read_u64, symbolize, vmstructs,
+    BlobKind, ProcMem, ProcessStacks, StackLayout,
 };
 use jvmdiag_inspect::{elf, procfs};
 
@@ -342,6 +343,10 @@ fn hotspot_tables_match_jcmd_on_every_jdk() {
                 BlobKind::Nmethod { method, compile_id } => {
                     assert_eq!(compile_id, n.id, "{ctx}");
                     assert_ne!(n.level, 0, "{ctx}: a native wrapper is level 0");
+                    // Its deopt handler: in its code, past the instructions' start.
+                    let h = deopt_handler(&mem, &layout, n.blob).unwrap();
+                    let h = h.unwrap_or_else(|| panic!("{ctx}: no deopt handler exported"));
+                    assert!(n.code_begin < h && h < n.code_end, "{ctx}: deopt handler {h:#x}");
                     method
                 }
                 BlobKind::NativeWrapper { method } => {

@@ -10,7 +10,9 @@
  *  - interpreted (pc in the interpreter's code): Method* and bytecode pointer in the frame at
  *    fixed slots of the x86-64 interpreter frame, the caller through the saved frame pointer;
  *  - compiled or a stub (pc in a code heap): its CodeBlob found through the heap's segment
- *    map, the caller at sp + the blob's frame size;
+ *    map, the caller at sp + the blob's frame size; a compiled frame HotSpot deoptimized while
+ *    it waited for its callee returns to its nmethod's deopt handler, and is recorded at the
+ *    pc it was at, which HotSpot saved in the frame (deopt_original_pc);
  *  - the entry frame (pc = the call stub's return address): the thread's first Java frame
  *    was its callee, the walk is complete.
  * Every offset comes from the JVM's own VMStructs tables (src/stacks.rs writes them into
@@ -131,6 +133,63 @@ static __always_inline int heap_of(const struct stack_layout *L, __u64 pc)
 	return -1;
 }
 
+/* Where in the nmethod at `blob` one of its deopt handlers is (the field at `field` holds its
+ * address, or with STACK_DEOPT_OFFSETS its int offset from the nmethod): 0 with *handler set
+ * (0 when the field holds no such thing: the blob is not an nmethod), -1 when unreadable. */
+static __always_inline int deopt_handler(const struct stack_layout *L, __u64 blob, __u32 field, __u64 *handler)
+{
+	*handler = 0;
+	if (L->deopt_flags & STACK_DEOPT_OFFSETS) {
+		__s32 off = 0;
+		if (bpf_probe_read_user(&off, sizeof(off), (const void *)(blob + field)))
+			return -1;
+		if (off > 0)
+			*handler = blob + (__u64)off;
+		return 0;
+	}
+	return read_word(handler, blob + field) ? -1 : 0;
+}
+
+/* The pc a compiled frame is at, given the return address `pc` its callee holds. HotSpot
+ * deoptimizes a compiled frame that is not on top (its nmethod was invalidated while the frame
+ * waited for a callee: a class load broke an assumption it was compiled on) by saving that
+ * return address in the frame, at sp + nmethod::_orig_pc_offset, and patching it to the
+ * nmethod's deopt handler (frame::deoptimize), where the callee's return converts the frame
+ * into interpreted ones. The saved pc is where the frame is, with the debug information (the
+ * inlined methods, the line) of its call; the handler's pc has none. A saved pc is taken only
+ * where HotSpot would have put it: inside the nmethod's code, before its handlers.
+ * Returns 0 with *at set, or the outcome that ends the walk. */
+static __always_inline __u32 deopt_original_pc(const struct stack_layout *L, __u64 blob, __u64 pc, __u64 sp,
+					       __s32 words, __u64 *at)
+{
+	__u64 handler = 0, mh_handler = 0;
+	*at = pc;
+	if (deopt_handler(L, blob, L->deopt_handler, &handler))
+		return STACK_READ_FAILED;
+	if (!handler)
+		return 0; /* not an nmethod */
+	if (pc != handler) {
+		if (!(L->deopt_flags & STACK_DEOPT_MH_HANDLER))
+			return 0;
+		if (deopt_handler(L, blob, L->deopt_mh_handler, &mh_handler))
+			return STACK_READ_FAILED;
+		if (pc != mh_handler)
+			return 0; /* not a deoptimized frame */
+	}
+	__s32 slot = 0;
+	__u64 orig = 0;
+	if (bpf_probe_read_user(&slot, sizeof(slot), (const void *)(blob + L->orig_pc_offset)))
+		return STACK_READ_FAILED;
+	if (slot < 0 || (__u64)slot + 8 > (__u64)words * 8)
+		return STACK_BAD_FRAME; /* not a slot of this frame */
+	if (read_word(&orig, sp + (__u64)slot))
+		return STACK_READ_FAILED;
+	if (orig <= blob || orig >= handler)
+		return STACK_BAD_FRAME;
+	*at = orig;
+	return 0;
+}
+
 /* Steps over one frame: records it and moves sp/fp/pc to its caller. Returns 1 to stop. */
 static long stack_step(__u64 index, void *ctx)
 {
@@ -210,8 +269,16 @@ static long stack_step(__u64 index, void *ctx)
 			w->v.outcome = STACK_BAD_FRAME;
 			return 1;
 		}
+		__u64 at = pc;
+		if (L->deopt_flags & STACK_DEOPT_KNOWN) {
+			__u32 outcome = deopt_original_pc(L, blob, pc, sp, words, &at);
+			if (outcome) {
+				w->v.outcome = outcome;
+				return 1;
+			}
+		}
 		f->ptr = blob;
-		f->at = pc;
+		f->at = at;
 		f->type = STACK_FRAME_COMPILED;
 		f->cookie = compile_id;
 		__u64 sender_sp = sp + (__u64)words * 8, ret = 0, link = 0;

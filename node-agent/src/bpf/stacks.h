@@ -60,6 +60,11 @@ struct java_frame {
 	__u32 cookie;
 };
 
+/* stack_layout.deopt_flags: how a deoptimized compiled frame's original pc is found. */
+#define STACK_DEOPT_KNOWN 1      /* the JVM exports the deopt handler and _orig_pc_offset */
+#define STACK_DEOPT_OFFSETS 2    /* handler fields: int offsets from the nmethod (25), not addresses */
+#define STACK_DEOPT_MH_HANDLER 4 /* the JVM exports the method handle call sites' handler too */
+
 /* One code heap: [low, high) and its segment map (one byte per segment). */
 struct stack_code_heap {
 	__u64 low;
@@ -90,6 +95,10 @@ struct stack_layout {
 	__u32 nmethod_compile_id;
 	__u32 method_const_method;
 	__u32 task_fsbase; /* offsetof(struct task_struct, thread.fsbase), from the kernel's BTF */
+	__u32 deopt_flags;      /* STACK_DEOPT_*; 0: deoptimized frames not recognized */
+	__u32 deopt_handler;    /* CompiledMethod::_deopt_handler_begin, nmethod::_deopt_handler_offset */
+	__u32 deopt_mh_handler; /* … _deopt_mh_handler_begin / _offset */
+	__u32 orig_pc_offset;   /* nmethod::_orig_pc_offset (int): where in the frame the pc was saved */
 };
 
 /* Map stack_counts: stack_key -> stack_value. */

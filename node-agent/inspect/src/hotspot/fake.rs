@@ -89,7 +89,10 @@ pub const FIELDS: &[(&str, &str, &str, u64)] = &[
     ("CodeBlob", "_name", "const char*", 0x60),
     ("CodeBlob", "_code_begin", "address", 0x20),
     ("CompiledMethod", "_method", "Method*", 0x70),
+    ("CompiledMethod", "_deopt_handler_begin", "address", 0x98),
+    ("CompiledMethod", "_deopt_mh_handler_begin", "address", 0xa0),
     ("nmethod", "_compile_id", "int", 0x130),
+    ("nmethod", "_orig_pc_offset", "int", 0x134),
     ("Method", "_constMethod", "ConstMethod*", 8),
     ("ConstMethod", "_constants", "ConstantPool*", 8),
     ("ConstMethod", "_code_size", "u2", 0x20),
@@ -201,6 +204,8 @@ pub fn fake_jvm(skip: &[&str]) -> FakeJvm {
     m.u32(nmethod + 0x1c, 4);
     m.u64(nmethod + 0x70, method);
     m.u32(nmethod + 0x130, 42);
+    m.u64(nmethod + 0x98, nmethod_code + 0xc0); // the deopt handler
+    m.u32(nmethod + 0x134, 0x10); // the saved pc's slot, from the frame's sp
     m.u64(interpreter + 0x60, int_name);
     m.u64(interpreter + 0x20, interpreter_code);
 

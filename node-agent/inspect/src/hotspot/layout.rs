@@ -7,7 +7,8 @@
 //! `CompiledMethod::_method` (11–21) became `nmethod::_method` (25 has no CompiledMethod);
 //! `CodeBlob::_code_begin` (an address, 11–21) became `_code_offset` (from the blob, 25);
 //! `ConstMethod::_flags` (u2, 11–17) became `_flags._flags` (u4, 21); `HeapBlock` shrank from
-//! 16 to 8 bytes in 25 (its size is read, never assumed).
+//! 16 to 8 bytes in 25 (its size is read, never assumed); `CompiledMethod::_deopt_handler_begin`
+//! (an address, 11–21) became `nmethod::_deopt_handler_offset` (from the nmethod, 25).
 use super::vmstructs::VmStructs;
 use super::{read_i32, read_u64, Memory};
 use crate::limits::{CODE_HEAPS_MAX, HOTSPOT_MAX_OFFSET, INTERPRETER_MAX_BYTES};
@@ -15,13 +16,32 @@ use crate::Error;
 
 const W: &str = "HotSpot vmStructs";
 
-/// Where a CodeBlob's code starts.
+/// Where something in a CodeBlob starts (its code, an nmethod's deopt handler).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CodeStart {
-    /// `CodeBlob::_code_begin`: the field at this offset holds the address.
+    /// The field at this offset holds the address (`CodeBlob::_code_begin`).
     Address(u32),
-    /// `CodeBlob::_code_offset`: the `i32` at this offset is added to the blob's address.
+    /// The `i32` at this offset is added to the blob's address (`CodeBlob::_code_offset`).
     Offset(u32),
+}
+
+/// Where a deoptimized compiled frame keeps the pc it was at.
+///
+/// HotSpot deoptimizes a compiled frame that is not on top (its nmethod was invalidated while
+/// the frame waited for a callee) by patching the return address its callee holds to the
+/// nmethod's deopt handler, having saved the pc it replaced in the frame at
+/// `sp + nmethod::_orig_pc_offset` (`frame::deoptimize`, `nmethod::orig_pc_addr`: the frame's
+/// unextended sp, which on x86-64 is its sp for compiled frames).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeoptLayout {
+    /// `CompiledMethod::_deopt_handler_begin` (11–21) or `nmethod::_deopt_handler_offset` (25).
+    pub handler: CodeStart,
+    /// The handler of frames at a method handle call site (`_deopt_mh_handler_*`), where the
+    /// JVM exports it.
+    pub mh_handler: Option<CodeStart>,
+    /// `nmethod::_orig_pc_offset` (an `int`): the offset of the field that holds the saved
+    /// pc's offset from the frame's sp.
+    pub orig_pc_offset: u32,
 }
 
 /// Field offsets and sizes (bytes) a frame walker and a symbolizer need, plus the addresses
@@ -41,6 +61,9 @@ pub struct StackLayout {
     pub code_blob_code: CodeStart,
     pub nmethod_method: u32,
     pub nmethod_compile_id: u32,
+    /// `None` when the JVM does not export what it takes (a deoptimized frame is then named
+    /// by its nmethod's method only).
+    pub nmethod_deopt: Option<DeoptLayout>,
     pub method_const_method: u32,
     pub const_method_constants: u32,
     pub const_method_name_index: u32,
@@ -119,6 +142,50 @@ fn static_addr(vs: &VmStructs, t: &str, n: &str) -> Result<u64, Error> {
     }
 }
 
+/// A field that holds where something in a CodeBlob starts, told by its type: an `address`
+/// holds it, an `int` is its offset from the blob. The first of `alts` that exists; `None`
+/// when none does or its type is neither.
+fn code_start(vs: &VmStructs, alts: &[(&str, &str)]) -> Option<CodeStart> {
+    let (t, n, f) = alts
+        .iter()
+        .find_map(|(t, n)| vs.field(t, n).filter(|f| !f.is_static).map(|f| (t, n, f)))?;
+    let o = small(f.offset, &format!("offset of {t}::{n}")).ok()?;
+    match f.type_string.as_str() {
+        "address" => Some(CodeStart::Address(o)),
+        "int" => Some(CodeStart::Offset(o)),
+        _ => None,
+    }
+}
+
+impl DeoptLayout {
+    /// What a walker needs to name a deoptimized frame at its original pc; `None` when the JVM
+    /// does not export it.
+    pub fn resolve(vs: &VmStructs) -> Option<DeoptLayout> {
+        let handler = code_start(
+            vs,
+            &[
+                ("CompiledMethod", "_deopt_handler_begin"),
+                ("nmethod", "_deopt_handler_begin"),
+                ("nmethod", "_deopt_handler_offset"),
+            ],
+        )?;
+        let mh_handler = code_start(
+            vs,
+            &[
+                ("CompiledMethod", "_deopt_mh_handler_begin"),
+                ("nmethod", "_deopt_mh_handler_begin"),
+                ("nmethod", "_deopt_mh_handler_offset"),
+            ],
+        );
+        let orig = vs.field("nmethod", "_orig_pc_offset").filter(|f| !f.is_static)?;
+        if orig.type_string != "int" {
+            return None;
+        }
+        let orig_pc_offset = small(orig.offset, "offset of nmethod::_orig_pc_offset").ok()?;
+        Some(DeoptLayout { handler, mh_handler, orig_pc_offset })
+    }
+}
+
 fn size(vs: &VmStructs, t: &str) -> Result<u32, Error> {
     let s = vs.type_size(t).ok_or_else(|| missing(format!("no type {t}")))?;
     small(s, &format!("sizeof({t})"))
@@ -148,6 +215,7 @@ impl StackLayout {
             code_blob_code,
             nmethod_method: off(vs, &[("nmethod", "_method"), ("CompiledMethod", "_method")])?,
             nmethod_compile_id: off(vs, &[("nmethod", "_compile_id")])?,
+            nmethod_deopt: DeoptLayout::resolve(vs),
             method_const_method: off(vs, &[("Method", "_constMethod")])?,
             const_method_constants: off(vs, &[("ConstMethod", "_constants")])?,
             const_method_name_index: off(vs, &[("ConstMethod", "_name_index")])?,

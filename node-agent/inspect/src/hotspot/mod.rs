@@ -18,8 +18,10 @@ pub mod scopes;
 pub mod symbolize;
 pub mod vmstructs;
 
-pub use layout::{CodeHeapBounds, CodeStart, ProcessStacks, StackLayout};
-pub use symbolize::{bci, code_blob, find_blob, method_name, BlobKind, CodeBlobInfo, JavaMethod};
+pub use layout::{CodeHeapBounds, CodeStart, DeoptLayout, ProcessStacks, StackLayout};
+pub use symbolize::{
+    bci, code_blob, deopt_handler, find_blob, method_name, BlobKind, CodeBlobInfo, JavaMethod,
+};
 pub use vmstructs::{Exports, Field, VmStructs};
 
 /// A process's memory, read at absolute addresses.

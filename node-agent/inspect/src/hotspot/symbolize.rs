@@ -160,6 +160,27 @@ pub fn code_blob(mem: &dyn Memory, l: &StackLayout, blob: u64) -> Result<CodeBlo
     Ok(CodeBlobInfo { kind, code_begin, frame_size_words })
 }
 
+/// Where the nmethod at `blob` has its deopt handler, the return address HotSpot patches into
+/// the callee of a frame it deoptimizes (as the eBPF walker reads it); `None` when the JVM does
+/// not export it.
+pub fn deopt_handler(mem: &dyn Memory, l: &StackLayout, blob: u64) -> Result<Option<u64>, Error> {
+    const N: &str = "nmethod";
+    let Some(d) = l.nmethod_deopt else { return Ok(None) };
+    let blob = nonnull(blob, N, 0)?;
+    Ok(Some(match d.handler {
+        CodeStart::Address(o) => read_u64(mem, at(blob, o, N)?, N)?,
+        CodeStart::Offset(o) => {
+            let off = read_i32(mem, at(blob, o, N)?, N)?;
+            let off = u32::try_from(off).map_err(|_| Error::Malformed {
+                what: N,
+                offset: blob,
+                reason: format!("negative deopt handler offset {off}"),
+            })?;
+            at(blob, off, N)?
+        }
+    }))
+}
+
 /// The CodeBlob holding `pc`, through its code heap's segment map: `None` when `pc` is in no
 /// code heap, in a free segment, or in a free block. Each map byte is the number of segments
 /// back towards its block's first segment (0 there; 0xFF: segment not in use); at most

@@ -28,6 +28,14 @@ fn a_consistent_image_resolves_and_symbolizes() {
     );
     let (l, ps) = resolve(&f);
     assert_eq!(l.code_blob_code, layout::CodeStart::Address(0x20));
+    assert_eq!(
+        l.nmethod_deopt,
+        Some(DeoptLayout {
+            handler: CodeStart::Address(0x98),
+            mh_handler: Some(CodeStart::Address(0xa0)),
+            orig_pc_offset: 0x134,
+        })
+    );
     assert_eq!((l.const_method_flags, l.const_method_flags_width), (0x1c, 2));
     assert_eq!(l.heap_block_size, 16);
     assert_eq!(
@@ -60,6 +68,78 @@ fn a_consistent_image_resolves_and_symbolizes() {
     assert_eq!(bci(&mem, &l, f.const_method, code + 9).unwrap(), Some(9));
     assert_eq!(bci(&mem, &l, f.const_method, code + 10).unwrap(), None);
     assert_eq!(bci(&mem, &l, f.const_method, code - 1).unwrap(), None);
+}
+
+#[test]
+fn deoptimized_frames_are_found_in_either_shape_or_not_at_all() {
+    let fld = |t: &str, n: &str, offset: u64, ty: &str| {
+        let f = Field { offset, is_static: false, address: 0, type_string: ty.into() };
+        (t.to_string(), n.to_string(), f)
+    };
+    let resolve =
+        |fields| DeoptLayout::resolve(&VmStructs::from_parts(fields, vec![], vec![], vec![]));
+    let orig = fld("nmethod", "_orig_pc_offset", 0x134, "int");
+    // JDK 11 to 21: CompiledMethod holds the handlers' addresses.
+    let jdk17 = vec![
+        fld("CompiledMethod", "_deopt_handler_begin", 0x98, "address"),
+        fld("CompiledMethod", "_deopt_mh_handler_begin", 0xa0, "address"),
+        orig.clone(),
+    ];
+    assert_eq!(
+        resolve(jdk17.clone()),
+        Some(DeoptLayout {
+            handler: CodeStart::Address(0x98),
+            mh_handler: Some(CodeStart::Address(0xa0)),
+            orig_pc_offset: 0x134,
+        })
+    );
+    // JDK 25: nmethod holds their offsets from itself.
+    let jdk25 = vec![
+        fld("nmethod", "_deopt_handler_offset", 0xb8, "int"),
+        fld("nmethod", "_deopt_mh_handler_offset", 0xbc, "int"),
+        fld("nmethod", "_orig_pc_offset", 0xd4, "int"),
+    ];
+    assert_eq!(
+        resolve(jdk25),
+        Some(DeoptLayout {
+            handler: CodeStart::Offset(0xb8),
+            mh_handler: Some(CodeStart::Offset(0xbc)),
+            orig_pc_offset: 0xd4,
+        })
+    );
+    // Without the method handle handler: the other still counts.
+    let d = resolve(vec![jdk17[0].clone(), orig.clone()]).unwrap();
+    assert_eq!((d.handler, d.mh_handler), (CodeStart::Address(0x98), None));
+    // Without the saved pc's slot, a handler of an unknown type, or a slot that is not an int:
+    // nothing (the walker then records such a frame at the handler).
+    assert_eq!(resolve(jdk17[..2].to_vec()), None);
+    assert_eq!(
+        resolve(vec![fld("CompiledMethod", "_deopt_handler_begin", 0x98, "u2"), orig.clone()]),
+        None
+    );
+    assert_eq!(resolve(vec![jdk17[0].clone(), fld("nmethod", "_orig_pc_offset", 8, "u2")]), None);
+    assert_eq!(
+        resolve(vec![jdk17[0].clone(), fld("nmethod", "_orig_pc_offset", 1 << 20, "int")]),
+        None
+    );
+    // The handler as the walker reads it: an address (11 to 21) or an offset (25).
+    let f = fake_jvm(&[]);
+    let mem = f.image.mem();
+    let (mut l, _) = self::resolve(&f);
+    assert_eq!(deopt_handler(&mem, &l, f.nmethod).unwrap(), Some(f.nmethod_code + 0xc0));
+    let mut img = f.image.clone();
+    img.u32(f.nmethod + 0xb8, 0x1c0);
+    l.nmethod_deopt =
+        Some(DeoptLayout { handler: CodeStart::Offset(0xb8), ..l.nmethod_deopt.unwrap() });
+    assert_eq!(deopt_handler(&img.mem(), &l, f.nmethod).unwrap(), Some(f.nmethod + 0x1c0));
+    img.u32(f.nmethod + 0xb8, (-8i32) as u32);
+    assert!(deopt_handler(&img.mem(), &l, f.nmethod).unwrap_err().to_string().contains("negative"));
+    l.nmethod_deopt = None;
+    assert_eq!(deopt_handler(&mem, &l, f.nmethod).unwrap(), None);
+    // A JVM without them still has a layout.
+    let f = fake_jvm(&["nmethod::_orig_pc_offset"]);
+    let vs = vmstructs::read(&f.image.mem(), &f.exports).unwrap();
+    assert_eq!(StackLayout::resolve(&vs).unwrap().nmethod_deopt, None);
 }
 
 #[test]

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""End-to-end test of the agent's culprit stacks through a deoptimized compiled frame (run as
+root).
+
+HotSpot deoptimizes a compiled frame that is not on top (its nmethod invalidated while the frame
+waits for a callee) by patching the return address the callee holds to the nmethod's deopt
+handler, the pc it was at saved in the frame. A workload (e2e/workloads/DeoptStacks.java) makes
+one: its thread `deopt-worker` runs Worker.run -> outer -> a -> Square.b -> waitHere, with a()
+C2-compiled (-XX:-TieredCompilation -Xbatch, kept out of inlining) and its call of Square.b bound
+on a class hierarchy assumption (Square the only Shape): Square.b inlined into it (mode
+`inlined`), or compiled on its own (mode `compiled_callee`: a()'s callee is a compiled frame,
+stepped over by its frame size); waitHere parks at one line, then the
+main thread loads Circle (another Shape), which invalidates a()'s nmethod while a() waits, and
+waitHere parks at another line. The agent (one for every JDK, --match-jvm DeoptStacks) takes
+the park stacks. Per JDK (those given, and 11 and 21 from hack/setup.d/jdks.sh when set up) and
+mode:
+  deopt_frame_named_at_its_original_pc_jdkN_MODE: every park stack of the pid taken after the load
+      (waitHere at the line marked park-after) has, below the JDK's park frames, exactly the
+      known chain leaf first, each frame with the line its `// MARK` comment is on:
+        DeoptStacks.waitHere:park-after, DeoptStacks$Square.b:b_[i] (`:b` when compiled on its
+        own), DeoptStacks.a:a, DeoptStacks.outer:outer, DeoptStacks$Worker.run:run
+      and the walk reached the thread's first frame (no `…outcome` marker).
+  Setup, checked first ("setup: ..." when not so): the stacks before the load (park-before)
+  have the same chain (so a() was compiled, with Square.b inlined in mode `inlined`, before the
+  load), the JVM's -XX:+PrintCompilation says a() was compiled and then made not entrant (and
+  Square.b compiled, in mode `compiled_callee`).
+Usage: agent_stacks_deopt.py AGENT_BINARY WORKDIR JDK [JDK ...]
+Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+from agent_stacks import all_jdks, is_jdk
+from harness import (
+    kill_leftovers,
+    log,
+    procs,
+    run,
+    samples,
+    scrape,
+    stop,
+    summary,
+    wait_file,
+    wait_serving,
+)
+from harness import port as e2e_port
+
+AGENT, WORK = sys.argv[1], sys.argv[2]
+JDKS = sys.argv[3:]
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.environ.get("JVMDIAG_WORKLOADS") or os.path.join(HERE, "workloads")
+SOURCE = os.path.join(WORKLOADS, "DeoptStacks.java")
+PORT = e2e_port(35)
+# a() compiled by C2 (not inlined into its callers) with Square.b inlined into it; the frames
+# around it interpreted, so the chain's shape does not depend on the JIT's choices.
+FLAGS = [
+    "-XX:-TieredCompilation",
+    "-Xbatch",
+    "-XX:+PrintCompilation",
+    "-XX:CompileCommand=quiet",
+    "-XX:CompileCommand=dontinline,DeoptStacks::a",
+    "-XX:CompileCommand=exclude,DeoptStacks::waitHere",
+    "-XX:CompileCommand=dontinline,DeoptStacks::waitHere",
+    "-XX:CompileCommand=exclude,DeoptStacks::outer",
+    "-XX:CompileCommand=exclude,DeoptStacks$Worker::run",
+]
+# Square.b inlined into a() (the deoptimized frame has an inlined method at its call), or
+# compiled on its own (a()'s callee is then a compiled frame, stepped over by its frame size).
+MODES = {
+    "inlined": ["-XX:CompileCommand=inline,DeoptStacks$Square::b"],
+    "compiled_callee": ["-XX:CompileCommand=dontinline,DeoptStacks$Square::b"],
+}
+
+
+def chain(mode):
+    """Leaf first: (frame, the MARK its line is on, inlined)."""
+    return [
+        ("DeoptStacks.waitHere", None, False),  # the park's line: park-before or park-after
+        ("DeoptStacks$Square.b", "b", mode == "inlined"),
+        ("DeoptStacks.a", "a", False),
+        ("DeoptStacks.outer", "outer", False),
+        ("DeoptStacks$Worker.run", "run", False),
+    ]
+
+
+def marks():
+    """{mark: line} of the workload's `// MARK name` comments."""
+    out = {}
+    for i, line in enumerate(open(SOURCE), 1):
+        m = re.search(r"// MARK ([\w-]+)", line)
+        if m:
+            out[m.group(1)] = i
+    return out
+
+
+def want(mode, park, lines):
+    """The chain as the agent writes it, leaf first, waitHere at the mark `park`."""
+    out = []
+    for frame, mark, inlined in chain(mode):
+        out.append(f"{frame}:{lines[mark or park]}" + ("_[i]" if inlined else ""))
+    return out
+
+
+def classes():
+    """The workload compiled once for Java 11 by the first JDK given that has javac."""
+    out = os.path.join(WORK, "classes")
+    if not os.path.exists(os.path.join(out, "DeoptStacks.class")):
+        javac = next(f"{j}/bin/javac" for j in JDKS if os.path.exists(f"{j}/bin/javac"))
+        os.makedirs(out, exist_ok=True)
+        subprocess.run([javac, "--release", "11", "-d", out, SOURCE], check=True)
+    return out
+
+
+def start_agent():
+    logp = os.path.join(WORK, "agent.log")
+    p = subprocess.Popen(
+        [
+            AGENT,
+            "--standalone",
+            "--listen",
+            f"127.0.0.1:{PORT}",
+            "--exit-after",
+            "900",
+            "--match-jvm",
+            "DeoptStacks",
+            "--stack-samples-per-second",
+            "200",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(logp, "a"),
+    )
+    procs.append(p)
+    return wait_serving(PORT, p, logp)
+
+
+def park_stacks(pid):
+    """The pid's park stacks: [(frames leaf first, count, outcome or None)]."""
+    url = f"http://127.0.0.1:{PORT}/stacks?kind=park&pid={pid}"
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    out = []
+    for line in text.splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")[2:]
+        outcome = frames[0][1:] if frames and frames[0].startswith("…") else None
+        if outcome:
+            frames = frames[1:]
+        out.append((list(reversed(frames)), int(n), outcome))
+    return out
+
+
+def app_part(frames):
+    """The frames below the JDK's on top (the park's own)."""
+    i = 0
+    while i < len(frames) and is_jdk(frames[i]):
+        i += 1
+    return frames[i:]
+
+
+def at_park(stacks, line):
+    """The stacks whose first application frame is waitHere at `line`."""
+    return [
+        s
+        for s in stacks
+        if app_part(s[0])[:1] and app_part(s[0])[0] == f"DeoptStacks.waitHere:{line}"
+    ]
+
+
+def wait_stacks(pid, line, timeout):
+    t = time.time() + timeout
+    while time.time() < t:
+        got = at_park(park_stacks(pid), line)
+        if got:
+            time.sleep(1.5)  # a few more samples
+            return at_park(park_stacks(pid), line)
+        time.sleep(0.25)
+    return []
+
+
+def wrong(stacks, chain):
+    """The stacks that are not the chain (below the JDK's frames), each shown."""
+    out = []
+    for frames, n, outcome in stacks:
+        app = app_part(frames)
+        if app != chain or outcome is not None:
+            out.append(f"{n} sample(s) of {';'.join(app)}" + (f" …{outcome}" if outcome else ""))
+    return out
+
+
+def deopt_run(jdk, tag, mode):
+    lines = marks()
+    d = os.path.join(WORK, f"jdk{tag}-{mode}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    stdout = os.path.join(d, "stdout")
+    p = subprocess.Popen(
+        [f"{jdk}/bin/java", *FLAGS, *MODES[mode], "-cp", classes(), "DeoptStacks", d],
+        stdout=open(stdout, "w"),
+        stderr=open(os.path.join(d, "stderr"), "w"),
+    )
+    procs.append(p)
+    problems = []
+    try:
+        wait_file(os.path.join(d, "waiting"), 60, p)
+        before = wait_stacks(p.pid, lines["park-before"], 20)
+        open(os.path.join(d, "load"), "w").close()
+        wait_file(os.path.join(d, "parked-after"), 30, p)
+        after = wait_stacks(p.pid, lines["park-after"], 20)
+        walks = {
+            labels.get("outcome"): int(v)
+            for n, labels, v in samples(scrape(PORT))
+            if n == "jvmdiag_agent_stack_walks_total" and labels.get("kind") == "park"
+        }
+    finally:
+        open(os.path.join(d, "stop"), "w").close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    log_ = open(stdout).read()
+    compiled = re.search(r"DeoptStacks::a \(\d+ bytes\)", log_)
+    invalidated = re.search(r"DeoptStacks::a \(\d+ bytes\).*made not entrant", log_)
+    log(
+        f"  jdk{tag} {mode}: pid {p.pid}; before the load {sum(n for _, n, _ in before)} samples in"
+        f" {len(before)} line(s), after {sum(n for _, n, _ in after)} in {len(after)};"
+        f" a() compiled {bool(compiled)}, made not entrant {bool(invalidated)}; park walks {walks}"
+    )
+    for label, got in (("before", before), ("after", after)):
+        for frames, n, outcome in got:
+            log(f"    {label}: {n} x {';'.join(frames)}" + (f" …{outcome}" if outcome else ""))
+    if not before:
+        problems.append("setup: no park stack before the load (the agent traced the JVM?)")
+    bad = wrong(before, want(mode, "park-before", lines))
+    if bad:
+        problems.append(f"setup: before the load, not the chain (a() compiled?): {bad[:3]}")
+    if mode == "compiled_callee" and not re.search(r"DeoptStacks\$Square::b \(\d+ bytes\)", log_):
+        problems.append("setup: -XX:+PrintCompilation: Square.b not compiled")
+    if not compiled or not invalidated:
+        problems.append(
+            f"setup: -XX:+PrintCompilation: a() compiled {bool(compiled)}, made not entrant {bool(invalidated)}"
+        )
+    if not after:
+        problems.append("no park stack after the load")
+    bad = wrong(after, want(mode, "park-after", lines))
+    if bad:
+        problems.append(
+            f"after the load, want leaf first {want(mode, 'park-after', lines)}; got {bad[:3]}"
+        )
+    return problems
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    try:
+        agent = start_agent()
+        for jdk, tag in all_jdks():
+            for mode in MODES:
+                name = f"deopt_frame_named_at_its_original_pc_jdk{tag}_{mode}"
+                run(name, deopt_run, jdk, tag, mode)
+        stop(agent)
+    finally:
+        kill_leftovers()
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
