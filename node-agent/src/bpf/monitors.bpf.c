@@ -47,6 +47,15 @@ struct {
 	__type(value, __u32);
 } mon_thread_budget SEC(".maps");
 
+/* Per-JVM count of monitor__contended__exit hits while the on-demand holder probe is attached:
+ * what keeps it attached (few) or sends it into its pause (many; src/holders.rs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, __u64);
+} mon_exits SEC(".maps");
+
 /* In-flight table MON_TABLE_INFLIGHT (inflight.bpf.h): one entry per blocked thread. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -191,6 +200,9 @@ int monitor_exit(struct pt_regs *ctx)
 	if (current_slot(&slot))
 		return 0;
 	stat_inc(STAT_EVENTS_0 + MON_PROBE_EXIT);
+	__u64 *exits = bpf_map_lookup_elem(&mon_exits, &slot);
+	if (exits)
+		__sync_fetch_and_add(exits, 1);
 	capture_stack(ctx, slot, STACK_KIND_MONITOR_HOLD);
 	return 0;
 }

@@ -250,6 +250,11 @@ pub trait Collector {
     fn attach_holder(&self, _target: &Target<'_>) -> Option<Result<Vec<Link>>> {
         None
     }
+    /// The holder probe's hits so far in one JVM slot (src/holders.rs); None from every
+    /// collector but the monitors collector.
+    fn holder_exits(&self, _slot: u32) -> Option<Result<u64>> {
+        None
+    }
 }
 
 #[derive(Debug, Default, Clone)]

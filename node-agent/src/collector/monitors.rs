@@ -245,6 +245,11 @@ impl Collector for Monitors {
         Some(exit.map(|l| vec![l]))
     }
 
+    fn holder_exits(&self, slot: u32) -> Option<Result<u64>> {
+        let v = self.skel.maps.mon_exits.lookup(&slot.to_ne_bytes(), MapFlags::ANY);
+        Some(v.map(|v| v.as_deref().and_then(maps::counter).unwrap_or(0)).map_err(Into::into))
+    }
+
     fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         let m = &self.skel.maps;
         out.extend(monitor_families(
@@ -279,9 +284,13 @@ impl Collector for Monitors {
         inflight::forget_table(&m.mon_inflight, &INFLIGHT[0], held, ns, slot)?;
         inflight::forget_table(&m.wait_inflight, &INFLIGHT[1], held, ns, slot)?;
         inflight::forget_lost(&m.inflight_lost, slot)?;
-        for budget in
-            [&m.name_budget, &m.mon_thread_budget, &m.wait_class_budget, &m.wait_thread_budget]
-        {
+        for budget in [
+            &m.name_budget,
+            &m.mon_thread_budget,
+            &m.wait_class_budget,
+            &m.wait_thread_budget,
+            &m.mon_exits,
+        ] {
             maps::reset_slot(budget, slot)?;
         }
         Ok(())
