@@ -11,8 +11,11 @@ import java.util.concurrent.locks.LockSupport;
  * levelB*, lockB and parkB (LockSupport.park with the thread's permit given first: it returns
  * at once, still one park to the JVM, through another JDK method).
  *
- * warmUp(N): `warm-W` runs each chain N times, uncontended, 1 in 16 with a real park (the others
+ * warmUp(N): `warm-W` runs each chain N times, uncontended, 1 in 64 with a real park (the others
  * pass 0 and do not park), so the JIT compiles the chains with every branch they take later.
+ * N is larger than the thread starts' warm-up: C2 without tiers raises its thresholds while
+ * its queue is long, and a chain called as fast as this one may otherwise stay partly
+ * interpreted.
  *
  * measure(R): `holder` and four waiters, `waiter-a-0..2` on chain A and `waiter-b-0` on chain B,
  * R rounds. In round r the holder takes LOCK, opens the round, and lets LOCK go only once each
@@ -124,8 +127,8 @@ public class StackWaiters {
     }
 
     static void warmUp(int n) {
-        waitA(n, 15);
-        waitB(n, 15);
+        waitA(n, 63);
+        waitB(n, 63);
     }
 
     static Thread waiter(final String name, final boolean a, final int rounds, final int[] out,
@@ -178,6 +181,12 @@ public class StackWaiters {
         if (rounds == 0) {
             return "0 0 0";
         }
+        // Each class the waiters and the holder use loaded first (LockSupport through chain A
+        // without a park, Thread.State): without a warm-up, waiters loading one at once
+        // contend on its class loader's lock, enters that are not the ones measured.
+        waitA(1, 1);
+        waitB(1, 1);
+        Thread.currentThread().getState();
         round = 0;
         ENTERED.set(0);
         final int[] done = new int[4];
