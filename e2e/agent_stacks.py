@@ -19,10 +19,19 @@ One JVM per (JDK, mode) does all three (e2e/workloads/StackStarters.java, StackW
     same enters: an enter won by spinning, or on a thin lock's fast path, is neither's; one the
     JVM counts as contended but that gets the monitor at once is both's (JFR's threshold 0
     keeps it). The holder waits for the waiters to leave before it takes the monitor again, so
-    its own enters are not contended. Parks: HotSpot's Unsafe.park fires thread__park__begin
+    its own enters are not contended. A waiter's enter that is not one of these (its thread
+    object's monitor at its exit, which join() may hold: no Java frame, so JFR records it
+    without a stack and the agent takes none) is not measured; the classes the waiters use are
+    loaded before they start (else two loading one at once contend on its class loader's lock,
+    and the agent's stack of that enter stops at the loader's call from the VM, see below). Parks: HotSpot's Unsafe.park fires thread__park__begin
     (the agent's stack) and, threshold 0, commits a jdk.ThreadPark for every park, a permit's
     immediate return too; a park still in progress when JFR writes the recording at exit is
     only the agent's (PARKED_AT_EXIT allows for the JVM's own such threads in the bounds).
+Not covered, as the agent's walk ends at the thread's first entry frame (the call stub): a stack
+with a Java call from the VM in it (class loading, a class initializer, a JNI upcall) is served
+as complete from that call up, where JFR goes on through the entry frame to the frames below
+(seen here as a waiter's enter of a class loader's lock when the classes were not loaded yet:
+JFR's ClassLoader.loadClass ... StackWaiters.parkB ... waitB, the agent's four loader frames).
 JFR records jdk.ThreadStart, jdk.JavaMonitorEnter and jdk.ThreadPark with stacks (a .jfc of its
 own, thresholds 0) in the same run; the JVM runs with -XX:+DTraceMonitorProbes (the monitor
 probes) and the agent with its threads, monitors and parking collectors (on by default, named).
@@ -128,7 +137,9 @@ BURST_SECONDS = float(os.environ.get("STACKS_BURST", "1"))
 LOW_RATE = int(os.environ.get("STACKS_LOW_RATE", "20"))
 # The low-rate run's measured thread starts (3:1 on chains A and B), not recorded by JFR.
 LOW_STARTS = int(os.environ.get("STACKS_LOW_STARTS", "100000"))
-LOW_MODE = os.environ.get("STACKS_LOW_MODE", "interpreted")
+# Its mode: default tiered compilation without a warm-up (the fastest 100,000 starts), or any
+# of MODES.
+LOW_MODE = os.environ.get("STACKS_LOW_MODE", "tiered")
 # STACKS_RUNS="17:c2 25:inlined ...": only these (JDK, mode) runs; empty: every JDK in every mode.
 RUNS = set(os.environ.get("STACKS_RUNS", "").split())
 JDK_PACKAGES = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
@@ -198,9 +209,13 @@ class Kind:
         self.threads, self.parents, self.agent_top = threads, parents, agent_top
 
     def measured(self, events):
-        """The events of the measured part: those of its threads (started by its starters)."""
+        """The events of the measured part: those of its threads (started by its starters) with
+        a stack (an enter at the thread's exit, when it has no Java frame left, JFR records
+        without one and the agent takes none)."""
         out = []
         for e in events:
+            if not e[2]:
+                continue
             for i, prefix in enumerate(self.threads):
                 if e[0].startswith(prefix) and (not self.parents or e[1] == self.parents[i]):
                     out.append(e)
@@ -662,7 +677,7 @@ def workload(jdk, tag, mode, port, rate, a=A, b=B, rounds=ROUNDS, jfr=True):
     """One run: the workload (under JFR unless jfr=False; then only thread starts are
     checked, against the workload's own count) and the agent on `port` (unless None)."""
     name = f"jdk{tag}_{mode}" + ("" if rate == RATE else f"_rate{rate}")
-    flags, warm = MODES[mode]
+    flags, warm = MODES.get(mode) or ([], 0)  # "tiered": the JVM's default
     d = os.path.join(WORK, f"stacks-{name}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
