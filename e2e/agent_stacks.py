@@ -896,8 +896,8 @@ def synthetic(r, kind, agent_top=None):
     top = KINDS[kind].agent_top if agent_top is None else agent_top
     c = collections.Counter()
     for thread, _, fr in r["k"][kind]["jfr_events"]:
-        if thread.startswith("warm-"):
-            continue  # before the agent (and its window)
+        if thread.startswith("warm-") or not fr:
+            continue  # before the agent (and its window); no Java frame: the agent takes none
         frames = [*top] + [
             f + (f":{ln}" if ln >= 0 else "") + ("_[i]" if ty == "Inlined" else "")
             for f, ln, ty in fr
