@@ -5,8 +5,11 @@
 #    a 4 MB code cache filling up: full events vs jcmd full_count and the JVM's warning.
 #  - tests/fallback.rs: copies of the JDKs without .note.stapsdt, also without .symtab, and
 #    -XX:-UsePerfData land in uprobe / hsperfdata / none, exact against PerfCounter.print.
-#  - e2e/agent_stacks.py: the culprit stacks at thread start (/stacks and the metric) against
-#    JFR's jdk.ThreadStart stacks, interpreted, C1, C2 and inlined (JDK 11 and 21 too when set up).
+#  - e2e/agent_stacks.py: the culprit stacks (/stacks and the metric) against JFR's stacks of the
+#    same moments, three kinds from one JVM per (JDK, mode): thread starts (jdk.ThreadStart), the
+#    waiters of contended monitor enters (jdk.JavaMonitorEnter) and parks (jdk.ThreadPark),
+#    interpreted, C1, C2 and inlined (JDK 11 and 21 too when set up); and a JVM starting 100,000
+#    threads at 20 stack samples a second gets at most the budget's samples.
 # The JDK copies are made once in $JVMDIAG_CACHE/jdk-variants (hard links but libjvm.so).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
