@@ -44,10 +44,12 @@ read -r pass fail < <(count_cargo "$OUT/cargo-test.log")
 
 log "building jvmdiag-agent (release) for the culprit stacks test"
 if nice cargo build --release -p jvmdiag-agent >"$OUT/build-release.log" 2>&1; then
-  log "culprit stacks at thread start against JFR (e2e/agent_stacks.py)"
+  log "culprit stacks (thread starts, monitor waits, parks) against JFR (e2e/agent_stacks.py)"
   # JDK 17, 21 and 25 with inlining (C2 with its inlined frames; JDK 11's JFR does not mark
   # inlined frames, its check leans on -XX:+PrintInlining's log, which a loaded machine may not
   # finish in time), the other modes once each; STACKS_RUNS="" runs every JDK in every mode.
+  # Each run is one JVM for all three kinds; then one more for the 100,000 starts at 20 samples
+  # a second (STACKS_LOW_STARTS=0 leaves it out).
   STACKS_RUNS="${STACKS_RUNS-17:interpreted 17:c1 25:c2 11:c2 17:inlined 21:inlined 25:inlined}" \
     setsid timeout 1800 python3 "$REPO_ROOT/e2e/agent_stacks.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-stacks" "$JDK17" "$JDK25" \
     > >(tee "$OUT/e2e-stacks.log") 2> "$OUT/e2e-stacks.stderr" &
