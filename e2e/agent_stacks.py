@@ -23,22 +23,26 @@ One JVM per (JDK, mode) does all three (e2e/workloads/StackStarters.java, StackW
     object's monitor at its exit, which join() may hold: no Java frame, so JFR records it
     without a stack and the agent takes none) is not measured; the classes the waiters use are
     loaded before they start (else two loading one at once contend on its class loader's lock,
-    and the agent's stack of that enter stops at the loader's call from the VM, see below). Parks: HotSpot's Unsafe.park fires thread__park__begin
-    (the agent's stack) and, threshold 0, commits a jdk.ThreadPark for every park, a permit's
-    immediate return too; a park still in progress when JFR writes the recording at exit is
-    only the agent's (PARKED_AT_EXIT allows for the JVM's own such threads in the bounds).
+    and the agent's stack of that enter stops at the loader's call from the VM, see below).
+    Parks: HotSpot's Unsafe.park fires thread__park__begin (the agent's stack) and, threshold
+    0, commits a jdk.ThreadPark for every park, a permit's immediate return too; a park still
+    in progress when JFR writes the recording at exit is only the agent's (PARKED_AT_EXIT
+    allows for the JVM's own such threads in the bounds).
 Not covered, as the agent's walk ends at the thread's first entry frame (the call stub): a stack
 with a Java call from the VM in it (class loading, a class initializer, a JNI upcall) is served
 as complete from that call up, where JFR goes on through the entry frame to the frames below
 (seen here as a waiter's enter of a class loader's lock when the classes were not loaded yet:
 JFR's ClassLoader.loadClass ... StackWaiters.parkB ... waitB, the agent's four loader frames).
 JFR records jdk.ThreadStart, jdk.JavaMonitorEnter and jdk.ThreadPark with stacks (a .jfc of its
-own, thresholds 0) in the same run; the JVM runs with -XX:+DTraceMonitorProbes (the monitor
-probes) and the agent with its threads, monitors and parking collectors (on by default, named).
+own, thresholds 0) in the same run, read with JFR's own API (e2e/workloads/JfrStacks.java,
+jdk.jfr.consumer: what `jfr print --json` shows, which --self-test compares it with, in
+seconds rather than a minute); the JVM runs with -XX:+DTraceMonitorProbes (the monitor probes)
+and the agent with its threads, monitors and parking collectors (on by default, named).
 Per JDK (those given, and 11 and 21 from hack/setup.d/jdks.sh when set up) and per mode
 (interpreted: -Xint; c1, c2: compiled without inlining of the workload's methods; inlined:
 default tiered after a warm-up that makes the chains hot; c1 and c2 warm up too, to be compiled;
-the warm-up's waits are uncontended and park only one time in 16)
+the warm-up runs the waiters' chains uncontended, four times as often as the starters', with
+a real park one time in 64)
 under an agent of its own, started after the warm-up (whose starts, the same stacks 1:1, would
 open the window early), with --starter-threshold 200, --starter-window-seconds 30 and
 --stack-samples-per-second 10000 (the most the agent takes, above each kind's rate here), three
@@ -72,8 +76,9 @@ and every waiter blocked in every round; the chains' frames in JFR are of the mo
 the chains inlined per -XX:+PrintInlining); the window was still open after.
 One more run with a low rate (STACKS_LOW_RATE, 20 a second) where the budget binds: the
 workload starts STACKS_LOW_STARTS (100,000) threads with stacks on (3:1 on the two chains, after
-the storm); the agent's thread_start samples are at most the budget (as in (c), per window the
-starter probe was attached) and at least one. No JFR in that run (reading 100,000 events would
+the storm), in the JVM's default mode (tiered; STACKS_LOW_MODE picks another); the agent's
+thread_start samples are at most the budget (as in (c), per window the starter probe was
+attached) and at least one. No JFR in that run (reading 100,000 events would
 take longer than the run): the bound on the events is the workload's own count.
 STACKS_RUNS="17:c2 25:inlined ..." picks the (JDK, mode) runs, --self-test's too (empty: every
 JDK in every mode); STACKS_LOW_STARTS=0 leaves the low-rate run out.

@@ -29,7 +29,8 @@ public class JfrStacks {
 
     public static void main(String[] args) throws Exception {
         Set<String> types = new HashSet<>(Arrays.asList(args[1].split(",")));
-        BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, "UTF-8"), 1 << 16);
+        BufferedWriter out =
+                new BufferedWriter(new OutputStreamWriter(System.out, "UTF-8"), 1 << 16);
         try (RecordingFile f = new RecordingFile(Path.of(args[0]))) {
             while (f.hasMoreEvents()) {
                 RecordedEvent e = f.readEvent();
@@ -38,7 +39,8 @@ public class JfrStacks {
                     continue;
                 }
                 RecordedThread thread = e.hasField("thread") ? e.getValue("thread") : e.getThread();
-                RecordedThread parent = e.hasField("parentThread") ? e.getValue("parentThread") : null;
+                RecordedThread parent =
+                        e.hasField("parentThread") ? e.getValue("parentThread") : null;
                 StringBuilder b = new StringBuilder(type).append('\t').append(name(thread))
                         .append('\t').append(name(parent));
                 RecordedStackTrace st = e.getStackTrace();

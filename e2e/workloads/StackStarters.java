@@ -13,12 +13,13 @@ import java.util.List;
  * levelB* and startB. First, if WARM > 0, `warm-A` and `warm-B` start WARM threads each
  * (`warm-aR-N`, `warm-bR-N`, two rounds R with a pause of 1 s after each) through the same
  * chains so that the JIT compiles (and inlines) them, and `warm-W` runs StackWaiters' chains
- * 2 WARM times each per round. Then DIR/ready. On DIR/trigger, `trigger` starts short `storm-N` threads
- * from stormStart (another stack) as fast as it can until DIR/go: the start rate that opens the
- * agent's starter window. Then `starter-A` starts A threads `worker-a-N` through chain A and
- * `starter-B` B threads `worker-b-N` through chain B, both at once. Then StackWaiters' ROUNDS
- * (default 0: none) measured rounds of contended enters and parks. DIR/done gets
- * "A B STORM WA WB UNBLOCKED" (StackWaiters.measure's counts). Lives until DIR/stop.
+ * 2 WARM times each per round. Then DIR/ready. On DIR/trigger, `trigger` starts short
+ * `storm-N` threads from stormStart (another stack) as fast as it can until DIR/go: the start
+ * rate that opens the agent's starter window. Then `starter-A` starts A threads `worker-a-N`
+ * through chain A and `starter-B` B threads `worker-b-N` through chain B, both at once. Then
+ * StackWaiters' ROUNDS (default 0: none) measured rounds of contended enters and parks.
+ * DIR/done gets "A B STORM WA WB UNBLOCKED" (StackWaiters.measure's counts). Lives until
+ * DIR/stop.
  */
 public class StackStarters {
     /** Waits for p; exits if DIR/stop comes first (the test gave up). */
@@ -152,7 +153,8 @@ public class StackStarters {
         for (int round = 0; warm > 0 && round < 2; round++) {
             Thread wa = starter("warm-A", true, "warm-a" + round, warm / 2, counts, 0);
             Thread wb = starter("warm-B", false, "warm-b" + round, warm / 2, counts, 1);
-            final int warmWaits = warm * 2; // cheap, and enough for C2 under load (see StackWaiters)
+            // Cheap, and enough for C2 under load (see StackWaiters.warmUp).
+            final int warmWaits = warm * 2;
             Thread ww = new Thread(new Runnable() {
                 @Override
                 public void run() {
