@@ -19,11 +19,12 @@ One JVM per (JDK, mode) does all three (e2e/workloads/StackStarters.java, StackW
     same enters: an enter won by spinning, or on a thin lock's fast path, is neither's; one the
     JVM counts as contended but that gets the monitor at once is both's (JFR's threshold 0
     keeps it). The holder waits for the waiters to leave before it takes the monitor again, so
-    its own enters are not contended. A waiter's enter that is not one of these (its thread
-    object's monitor at its exit, which join() may hold: no Java frame, so JFR records it
-    without a stack and the agent takes none) is not measured; the classes the waiters use are
-    loaded before they start (else two loading one at once contend on its class loader's lock,
-    and the agent's stack of that enter stops at the loader's call from the VM, see below).
+    its own enters are not contended. A waiter's enter outside the chains, at its exit (its
+    ThreadGroup's monitor on JDK 11, its thread object's, which join() may hold, with no Java
+    frame left: JFR records that one without a stack, the agent takes none) is not measured
+    (the bounds of (c) count it); the classes the waiters use are loaded before they start
+    (else two loading one at once contend on its class loader's lock, and the agent's stack of
+    that enter stops at the loader's call from the VM, see below).
     Parks: HotSpot's Unsafe.park fires thread__park__begin (the agent's stack) and, threshold
     0, commits a jdk.ThreadPark for every park, a permit's immediate return too; a park still
     in progress when JFR writes the recording at exit is only the agent's (PARKED_AT_EXIT
@@ -214,12 +215,12 @@ class Kind:
         self.threads, self.parents, self.agent_top = threads, parents, agent_top
 
     def measured(self, events):
-        """The events of the measured part: those of its threads (started by its starters) with
-        a stack (an enter at the thread's exit, when it has no Java frame left, JFR records
-        without one and the agent takes none)."""
+        """The events of the measured part: those of its threads (started by its starters) in
+        the workload's code (not one at the thread's exit, in JDK code or with no Java frame
+        left, which JFR records without a stack and the agent takes none of)."""
         out = []
         for e in events:
-            if not e[2]:
+            if not any(f.startswith(self.cls + ".") for f, _, _ in e[2]):
                 continue
             for i, prefix in enumerate(self.threads):
                 if e[0].startswith(prefix) and (not self.parents or e[1] == self.parents[i]):
