@@ -68,8 +68,10 @@ tests per kind:
   (c) samples_bounded: the agent's samples of the kind for the pid are at most JFR's events
       after the warm-up (all but those of warm-* threads; parks + PARKED_AT_EXIT) and at most
       the token bucket's budget: thread starts windows x (rate x window + burst), the others
-      rate x (seconds traced + burst), burst assumed one second of tokens (STACKS_BURST
-      overrides); enters and parks: at each leaf at most JFR's measured events there.
+      rate x (seconds traced + burst), burst two seconds of tokens (the tokens are per
+      calendar second, and a window of 30 s, detached at the agent's next poll, touches up to
+      32 of them; STACKS_BURST overrides); enters and parks: at each leaf at most JFR's
+      measured events there.
 Each test first checks that the run is the one assumed ("setup: ..." when not): JFR saw
 exactly the workload's 3000 + 1000 measured events of the kind, as the workload counted them,
 and every waiter blocked in every round; the chains' frames in JFR are of the mode's kind
@@ -139,7 +141,9 @@ THRESHOLD = 200  # thread starts a second that open the window (the storm does t
 WINDOW = int(os.environ.get("STACKS_WINDOW", "30"))  # outlasts attach + storm + measured part
 # the agent's maximum, above the start rate: all sampled
 RATE = int(os.environ.get("STACKS_RATE", "10000"))
-BURST_SECONDS = float(os.environ.get("STACKS_BURST", "1"))
+# The tokens are per calendar second: a window of WINDOW seconds, detached at the agent's first
+# poll after it (200 ms), touches up to WINDOW + 2 calendar seconds, each with its own tokens.
+BURST_SECONDS = float(os.environ.get("STACKS_BURST", "2"))
 LOW_RATE = int(os.environ.get("STACKS_LOW_RATE", "20"))
 # The low-rate run's measured thread starts (3:1 on chains A and B), not recorded by JFR.
 LOW_STARTS = int(os.environ.get("STACKS_LOW_STARTS", "100000"))
