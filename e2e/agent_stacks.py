@@ -68,9 +68,9 @@ tests per kind:
   (c) samples_bounded: the agent's samples of the kind for the pid are at most JFR's events
       after the warm-up (all but those of warm-* threads; parks + PARKED_AT_EXIT) and at most
       the token bucket's budget: thread starts windows x (rate x window + burst), the others
-      rate x (seconds traced + burst), burst two seconds of tokens (the tokens are per
-      calendar second: a window of 30 s, detached at the agent's next poll, touches 31 or 32
-      of them, and CPUs racing at a second's start take a few more; STACKS_BURST overrides);
+      rate x (seconds traced + burst), burst two seconds of tokens (the tokens are per whole
+      second of the kernel's clock: a window of 30 s, detached at the agent's next poll,
+      touches 31 or 32 of them; STACKS_BURST overrides);
       enters and parks: at each leaf at most JFR's measured events there.
 Each test first checks that the run is the one assumed ("setup: ..." when not): JFR saw
 exactly the workload's 3000 + 1000 measured events of the kind, as the workload counted them,
@@ -141,10 +141,10 @@ THRESHOLD = 200  # thread starts a second that open the window (the storm does t
 WINDOW = int(os.environ.get("STACKS_WINDOW", "30"))  # outlasts attach + storm + measured part
 # the agent's maximum, above the start rate: all sampled
 RATE = int(os.environ.get("STACKS_RATE", "10000"))
-# The tokens are per calendar second: a window of WINDOW seconds, detached at the agent's first
-# poll after it (200 ms), touches WINDOW + 1 or + 2 of them, and two CPUs that begin a second
-# at once may both reset its count (src/bpf/stacks.bpf.h: "a few more than rate"). Seen: 640
-# samples at 20 a second in a window of 30.1 s over 31 calendar seconds.
+# The tokens are per whole second of the kernel's monotonic clock: a window of WINDOW seconds,
+# detached at the agent's first poll after it (200 ms), touches WINDOW + 1 or + 2 of them (seen:
+# 640 samples at 20 a second in a window of 30.1 s), and two CPUs that begin a second at once
+# may both reset its count (src/bpf/stacks.bpf.h: "a few more than rate").
 BURST_SECONDS = float(os.environ.get("STACKS_BURST", "2"))
 LOW_RATE = int(os.environ.get("STACKS_LOW_RATE", "20"))
 # The low-rate run's measured thread starts (3:1 on chains A and B), not recorded by JFR.
