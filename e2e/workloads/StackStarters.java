@@ -6,16 +6,20 @@ import java.util.List;
 
 /**
  * Threads start threads from known Java stacks (e2e/agent_stacks.py, the agent's culprit
- * stacks). Usage: StackStarters DIR A B WARM.
+ * stacks); then threads wait on a monitor and park from known stacks (StackWaiters). Usage:
+ * StackStarters DIR A B WARM [ROUNDS].
  *
  * Chain A: runA -> levelA1 -> ... -> levelA12 -> startA -> Thread.start; chain B the same with
  * levelB* and startB. First, if WARM > 0, `warm-A` and `warm-B` start WARM threads each
  * (`warm-aR-N`, `warm-bR-N`, two rounds R with a pause of 1 s after each) through the same
- * chains so that the JIT compiles (and inlines) them. Then DIR/ready. On DIR/trigger, `trigger` starts short `storm-N` threads from
- * stormStart (another stack) as fast as it can until DIR/go: the start rate that opens the
- * agent's starter window. Then `starter-A` starts A threads `worker-a-N` through chain A and
- * `starter-B` B threads `worker-b-N` through chain B, both at once; DIR/done gets
- * "A B STORM". Lives until DIR/stop.
+ * chains so that the JIT compiles (and inlines) them, and `warm-W` runs StackWaiters' chains
+ * 2 WARM times each per round. Then DIR/ready. On DIR/trigger, `trigger` starts short
+ * `storm-N` threads from stormStart (another stack) as fast as it can until DIR/go: the start
+ * rate that opens the agent's starter window. Then `starter-A` starts A threads `worker-a-N`
+ * through chain A and `starter-B` B threads `worker-b-N` through chain B, both at once. Then
+ * StackWaiters' ROUNDS (default 0: none) measured rounds of contended enters and parks.
+ * DIR/done gets "A B STORM WA WB UNBLOCKED" (StackWaiters.measure's counts). Lives until
+ * DIR/stop.
  */
 public class StackStarters {
     /** Waits for p; exits if DIR/stop comes first (the test gave up). */
@@ -142,16 +146,27 @@ public class StackStarters {
         int a = Integer.parseInt(args[1]);
         int b = Integer.parseInt(args[2]);
         int warm = Integer.parseInt(args[3]);
+        int rounds = args.length > 4 ? Integer.parseInt(args[4]) : 0;
         int[] counts = new int[2];
         // Two rounds with a pause after each: the compilations the first one queued are done
         // (C2 compiles in the background), the second one runs (and profiles) their code.
         for (int round = 0; warm > 0 && round < 2; round++) {
             Thread wa = starter("warm-A", true, "warm-a" + round, warm / 2, counts, 0);
             Thread wb = starter("warm-B", false, "warm-b" + round, warm / 2, counts, 1);
+            // Cheap, and enough for C2 under load (see StackWaiters.warmUp).
+            final int warmWaits = warm * 2;
+            Thread ww = new Thread(new Runnable() {
+                @Override
+                public void run() {
+                    StackWaiters.warmUp(warmWaits);
+                }
+            }, "warm-W");
             wa.start();
             wb.start();
+            ww.start();
             wa.join();
             wb.join();
+            ww.join();
             Thread.sleep(1000);
         }
         Files.write(dir.resolve("ready"), new byte[0]);
@@ -184,7 +199,8 @@ public class StackStarters {
         sb.start();
         sa.join();
         sb.join();
-        publish(dir, "done", counts[0] + " " + counts[1] + " " + storm[0]);
+        String waits = StackWaiters.measure(rounds);
+        publish(dir, "done", counts[0] + " " + counts[1] + " " + storm[0] + " " + waits);
         waitFor(dir.resolve("stop"));
     }
 }

@@ -5,8 +5,13 @@
 #    a 4 MB code cache filling up: full events vs jcmd full_count and the JVM's warning.
 #  - tests/fallback.rs: copies of the JDKs without .note.stapsdt, also without .symtab, and
 #    -XX:-UsePerfData land in uprobe / hsperfdata / none, exact against PerfCounter.print.
-#  - e2e/agent_stacks.py: the culprit stacks at thread start (/stacks and the metric) against
-#    JFR's jdk.ThreadStart stacks, interpreted, C1, C2 and inlined (JDK 11 and 21 too when set up).
+#  - e2e/agent_stacks.py: the culprit stacks (/stacks and the metric) against JFR's stacks of the
+#    same moments, three kinds from one JVM per (JDK, mode): thread starts (jdk.ThreadStart), the
+#    waiters of contended monitor enters (jdk.JavaMonitorEnter) and parks (jdk.ThreadPark),
+#    interpreted, C1, C2 and inlined (JDK 11 and 21 too when set up); and a JVM starting 100,000
+#    threads at 20 stack samples a second gets at most the budget's samples.
+#  - e2e/agent_stacks_deopt.py: a C2-compiled frame deoptimized below a parked callee is named
+#    at its call's line, with its inlined callee (JDK 11 and 21 too when set up).
 # The JDK copies are made once in $JVMDIAG_CACHE/jdk-variants (hard links but libjvm.so).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -41,10 +46,12 @@ read -r pass fail < <(count_cargo "$OUT/cargo-test.log")
 
 log "building jvmdiag-agent (release) for the culprit stacks test"
 if nice cargo build --release -p jvmdiag-agent >"$OUT/build-release.log" 2>&1; then
-  log "culprit stacks at thread start against JFR (e2e/agent_stacks.py)"
+  log "culprit stacks (thread starts, monitor waits, parks) against JFR (e2e/agent_stacks.py)"
   # JDK 17, 21 and 25 with inlining (C2 with its inlined frames; JDK 11's JFR does not mark
   # inlined frames, its check leans on -XX:+PrintInlining's log, which a loaded machine may not
   # finish in time), the other modes once each; STACKS_RUNS="" runs every JDK in every mode.
+  # Each run is one JVM for all three kinds; then one more for the 100,000 starts at 20 samples
+  # a second (STACKS_LOW_STARTS=0 leaves it out).
   STACKS_RUNS="${STACKS_RUNS-17:interpreted 17:c1 25:c2 11:c2 17:inlined 21:inlined 25:inlined}" \
     setsid timeout 1800 python3 "$REPO_ROOT/e2e/agent_stacks.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-stacks" "$JDK17" "$JDK25" \
     > >(tee "$OUT/e2e-stacks.log") 2> "$OUT/e2e-stacks.stderr" &
@@ -52,6 +59,15 @@ if nice cargo build --release -p jvmdiag-agent >"$OUT/build-release.log" 2>&1; t
   wait "$TEST_PID"
   cat "$OUT/e2e-stacks.stderr" >&2
   read -r p f < <(count_cargo "$OUT/e2e-stacks.log")
+  pass=$((pass + p)); fail=$((fail + f))
+  [ $((p + f)) -gt 0 ] || fail=$((fail + 1))
+  log "culprit stacks through a deoptimized compiled frame (e2e/agent_stacks_deopt.py)"
+  setsid timeout 600 python3 "$REPO_ROOT/e2e/agent_stacks_deopt.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-deopt" "$JDK17" "$JDK25" \
+    > >(tee "$OUT/e2e-deopt.log") 2> "$OUT/e2e-deopt.stderr" &
+  TEST_PID=$!
+  wait "$TEST_PID"
+  cat "$OUT/e2e-deopt.stderr" >&2
+  read -r p f < <(count_cargo "$OUT/e2e-deopt.log")
   pass=$((pass + p)); fail=$((fail + f))
   [ $((p + f)) -gt 0 ] || fail=$((fail + 1))
 else
