@@ -83,7 +83,7 @@ impl Window {
     /// and the pause begins); a window where it fired less than [`CHEAP_EXITS`] a second is
     /// followed by another.
     pub fn close_if_over(&mut self, now: Instant, exits: Option<u64>) -> bool {
-        if !self.until.is_some_and(|u| now >= u) {
+        if self.until.is_none_or(|u| now < u) {
             return false;
         }
         if let (Some((t0, e0)), Some(e)) = (self.since, exits) {
