@@ -29,11 +29,9 @@ One JVM per (JDK, mode) does all three (e2e/workloads/StackStarters.java, StackW
     0, commits a jdk.ThreadPark for every park, a permit's immediate return too; a park still
     in progress when JFR writes the recording at exit is only the agent's (PARKED_AT_EXIT
     allows for the JVM's own such threads in the bounds).
-Not covered, as the agent's walk ends at the thread's first entry frame (the call stub): a stack
-with a Java call from the VM in it (class loading, a class initializer, a JNI upcall) is served
-as complete from that call up, where JFR goes on through the entry frame to the frames below
-(seen here as a waiter's enter of a class loader's lock when the classes were not loaded yet:
-JFR's ClassLoader.loadClass ... StackWaiters.parkB ... waitB, the agent's four loader frames).
+A stack with a Java call from the VM in it (class loading, a class initializer) goes on past
+the entry frame in both views (agent_stacks_deopt.py tests it); the workload loads its classes
+before the measured part all the same, so its stacks are the chains alone.
 JFR records jdk.ThreadStart, jdk.JavaMonitorEnter and jdk.ThreadPark with stacks (a .jfc of its
 own, thresholds 0) in the same run, read with JFR's own API (e2e/workloads/JfrStacks.java,
 jdk.jfr.consumer: what `jfr print --json` shows, which --self-test compares it with, in

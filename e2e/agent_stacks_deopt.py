@@ -24,6 +24,12 @@ mode:
   have the same chain (so a() was compiled, with Square.b inlined in mode `inlined`, before the
   load), the JVM's -XX:+PrintCompilation says a() was compiled and then made not entrant (and
   Square.b compiled, in mode `compiled_callee`).
+Past an entry frame, per JDK (`DeoptStacks DIR entry`, default flags): `entry-worker` parks
+  in Lazy's class initializer, which the VM runs from entryOuter's call of Lazy.touch(); every
+  park stack there is, leaf first, DeoptStacks.parkInInit:park-init,
+  DeoptStacks$Lazy.<clinit>:clinit, DeoptStacks.entryOuter:entry-outer,
+  DeoptStacks$EntryWorker.run:entry-run, then JDK frames only (the walk followed the entry
+  frame's JavaCallWrapper to the frames of the code that called into the VM).
 Usage: agent_stacks_deopt.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
@@ -254,6 +260,64 @@ def deopt_run(jdk, tag, mode):
     return problems
 
 
+# Below a class initializer, past the entry frame: the chain as the agent writes it, leaf first.
+ENTRY_CHAIN = [
+    ("DeoptStacks.parkInInit", "park-init"),
+    ("DeoptStacks$Lazy.<clinit>", "clinit"),
+    ("DeoptStacks.entryOuter", "entry-outer"),
+    ("DeoptStacks$EntryWorker.run", "entry-run"),
+]
+
+
+def entry_run(jdk, tag):
+    lines = marks()
+    want_ = [f"{f}:{lines[m]}" for f, m in ENTRY_CHAIN]
+    d = os.path.join(WORK, f"jdk{tag}-entry")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    p = subprocess.Popen(
+        [f"{jdk}/bin/java", "-cp", classes(), "DeoptStacks", d, "entry"],
+        stdout=open(os.path.join(d, "stdout"), "w"),
+        stderr=open(os.path.join(d, "stderr"), "w"),
+    )
+    procs.append(p)
+    try:
+        wait_file(os.path.join(d, "waiting-init"), 60, p)
+        t, got = time.time() + 20, []
+        while time.time() < t and not got:
+            got = [
+                s
+                for s in park_stacks(p.pid)
+                if app_part(s[0])[:1] and app_part(s[0])[0] == want_[0]
+            ]
+            time.sleep(0.25)
+        time.sleep(1)
+        got = [
+            s for s in park_stacks(p.pid) if app_part(s[0])[:1] and app_part(s[0])[0] == want_[0]
+        ]
+    finally:
+        open(os.path.join(d, "stop"), "w").close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    for frames, n, outcome in got:
+        log(f"  jdk{tag} entry: {n} x {';'.join(frames)}" + (f" …{outcome}" if outcome else ""))
+    if not got:
+        return ["no park stack in the class initializer (the agent traced the JVM?)"]
+    # The chain, then the JDK's frames below the worker's run (Thread.run): nothing else.
+    bad = []
+    for frames, n, outcome in got:
+        app = app_part(frames)
+        if (
+            app[: len(want_)] != want_
+            or outcome is not None
+            or any(not is_jdk(f) for f in app[len(want_) :])
+        ):
+            bad.append(f"{n} sample(s) of {';'.join(app)}" + (f" …{outcome}" if outcome else ""))
+    return [f"want leaf first {want_} then JDK frames; got {bad[:3]}"] if bad else []
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     try:
@@ -262,6 +326,12 @@ def main():
             for mode in MODES:
                 name = f"deopt_frame_named_at_its_original_pc_jdk{tag}_{mode}"
                 run(name, deopt_run, jdk, tag, mode)
+            run(
+                f"frames_past_an_entry_frame_below_a_class_initializer_jdk{tag}",
+                entry_run,
+                jdk,
+                tag,
+            )
         stop(agent)
     finally:
         kill_leftovers()

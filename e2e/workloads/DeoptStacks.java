@@ -16,6 +16,12 @@ import java.util.concurrent.locks.LockSupport;
  * worker's stack and not on top, patches the return address waitHere holds to the nmethod's
  * deopt handler. DIR/loaded; the worker parks at the line marked park-after, with a()'s frame
  * still compiled but deoptimized, until DIR/stop (or 120 s).
+ *
+ * <p>Usage: DeoptStacks DIR entry: a frame the walk reaches past an entry frame (the VM calling
+ * Java). `entry-worker` runs EntryWorker.run -> entryOuter, whose call of Lazy.touch() makes the
+ * VM run Lazy's class initializer, which writes DIR/waiting-init and parks at the line marked
+ * park-init (in parkInInit) until DIR/stop (or 120 s): below the initializer's frame lie the
+ * VM's frames and then entryOuter's.
  */
 public class DeoptStacks {
     abstract static class Shape {
@@ -83,6 +89,37 @@ public class DeoptStacks {
         }
     }
 
+    static final class Lazy {
+        static {
+            parkInInit(); // MARK clinit
+        }
+
+        static void touch() {}
+    }
+
+    static void parkInInit() {
+        publish("waiting-init");
+        long end = System.nanoTime() + 120_000_000_000L;
+        while (!Files.exists(dir.resolve("stop")) && System.nanoTime() < end) {
+            LockSupport.parkNanos(2_000_000L); // MARK park-init
+        }
+    }
+
+    static void entryOuter() {
+        Lazy.touch(); // MARK entry-outer
+    }
+
+    static final class EntryWorker extends Thread {
+        EntryWorker() {
+            super("entry-worker");
+        }
+
+        @Override
+        public void run() {
+            entryOuter(); // MARK entry-run
+        }
+    }
+
     /** Writes DIR/name whole. */
     static void publish(String name) {
         try {
@@ -108,6 +145,12 @@ public class DeoptStacks {
 
     public static void main(String[] args) throws Exception {
         dir = Path.of(args[0]);
+        if (args.length > 1 && args[1].equals("entry")) {
+            EntryWorker e = new EntryWorker();
+            e.start();
+            e.join();
+            return;
+        }
         Worker w = new Worker();
         w.start();
         if (waitFor("load", 120)) {

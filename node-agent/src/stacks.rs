@@ -442,6 +442,7 @@ impl Stacks {
                     pid = found.pid,
                     code_heaps = process.code_heaps.len(),
                     deoptimized_frames = layout.nmethod_deopt.is_some(),
+                    past_entry_frames = layout.entry_frame.is_some(),
                     "culprit stacks: layout read from the JVM's VMStructs"
                 );
                 let jvm = Jvm {
@@ -811,6 +812,13 @@ fn kernel_layout(l: &StackLayout, p: &ProcessStacks) -> stack_layout {
         method_const_method: l.method_const_method,
         ..Default::default()
     };
+    if let Some(e) = &l.entry_frame {
+        v.entry_known = 1;
+        v.entry_wrapper_slot = e.call_wrapper_slot;
+        v.wrapper_anchor_sp = e.wrapper_anchor + l.anchor_last_java_sp;
+        v.wrapper_anchor_pc = e.wrapper_anchor + l.anchor_last_java_pc;
+        v.wrapper_anchor_fp = e.wrapper_anchor + l.anchor_last_java_fp;
+    }
     if let Some(d) = &l.nmethod_deopt {
         let (handler, offsets) = match d.handler {
             CodeStart::Address(o) => (o, false),

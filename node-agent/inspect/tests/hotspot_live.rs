@@ -278,6 +278,10 @@ fn hotspot_tables_match_jcmd_on_every_jdk() {
         let mem = ProcMem::open(pid).unwrap();
         let vs = vmstructs::read(&mem, &ex).unwrap();
         let layout = StackLayout::resolve(&vs).unwrap_or_else(|e| panic!("JDK {v}: {e}"));
+        // Entry frames: the call wrapper six words below the frame pointer (frame_x86.hpp, the
+        // call stub's x86-64 Linux layout).
+        let entry = layout.entry_frame.unwrap_or_else(|| panic!("JDK {v}: no entry frame layout"));
+        assert_eq!(entry.call_wrapper_slot, -6, "JDK {v}: frame::entry_frame_call_wrapper_offset");
         let tls = elf::thread_tls_in_file(&f).unwrap().expect("no TLS symbol or DTPMOD64");
         let before = jcmd(&jdk, pid, "Compiler.codecache").expect("jcmd Compiler.codecache");
         let ps = ProcessStacks::read(&mem, &layout, tls.offset, bias + tls.dtpmod_got).unwrap();

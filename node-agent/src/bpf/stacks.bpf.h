@@ -13,8 +13,11 @@
  *    map, the caller at sp + the blob's frame size; a compiled frame HotSpot deoptimized while
  *    it waited for its callee returns to its nmethod's deopt handler, and is recorded at the
  *    pc it was at, which HotSpot saved in the frame (deopt_original_pc);
- *  - the entry frame (pc = the call stub's return address): the thread's first Java frame
- *    was its callee, the walk is complete.
+ *  - an entry frame (pc = the call stub's return address): the VM called Java there. Its
+ *    JavaCallWrapper's frame anchor holds the Java frames that called into the VM (class
+ *    loading, a class initializer, a JNI upcall): the walk goes on from them, as HotSpot's
+ *    own walk does; an empty anchor means the thread's first Java frame was its callee, and
+ *    the walk is complete.
  * Every offset comes from the JVM's own VMStructs tables (src/stacks.rs writes them into
  * stack_layout); every read is of untrusted memory and may fail, which ends the walk and is
  * counted by reason (stack_stats). Stacks are counted in stack_counts by a hash of their frames;
@@ -74,7 +77,7 @@ struct stack_walk {
 	__u64 fp;
 	__u64 pc;
 	__u32 slot;
-	__u32 done;
+	__u32 entries; /* entry frames followed */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -209,8 +212,39 @@ static long stack_step(__u64 index, void *ctx)
 	struct java_frame *f = &w->v.frames[depth];
 	__u64 pc = w->pc, sp = w->sp, fp = w->fp;
 	if (L->call_stub_return && pc == L->call_stub_return) {
-		w->v.outcome = STACK_TAKEN;
-		return 1;
+		__u64 wrapper = 0, next_sp = 0, next_fp = 0, next_pc = 0;
+		if (!L->entry_known) {
+			w->v.outcome = STACK_TAKEN;
+			return 1;
+		}
+		if (read_word(&wrapper, fp + (__s64)L->entry_wrapper_slot * 8) || !wrapper ||
+		    read_word(&next_sp, wrapper + L->wrapper_anchor_sp)) {
+			w->v.outcome = STACK_READ_FAILED;
+			return 1;
+		}
+		if (!next_sp) {
+			w->v.outcome = STACK_TAKEN; /* the thread's first call into Java */
+			return 1;
+		}
+		if (w->entries >= STACK_MAX_ENTRY_HOPS) {
+			w->v.outcome = STACK_TRUNCATED;
+			return 1;
+		}
+		if (read_word(&next_fp, wrapper + L->wrapper_anchor_fp) ||
+		    read_word(&next_pc, wrapper + L->wrapper_anchor_pc) ||
+		    (!next_pc && read_word(&next_pc, next_sp - 8))) {
+			w->v.outcome = STACK_READ_FAILED;
+			return 1;
+		}
+		if (next_sp <= sp) {
+			w->v.outcome = STACK_BAD_FRAME; /* the caller's frames are older: higher up */
+			return 1;
+		}
+		w->entries++;
+		w->sp = next_sp;
+		w->fp = next_fp;
+		w->pc = next_pc;
+		return 0;
 	}
 	if (pc >= L->interp_low && pc < L->interp_high) {
 		__u64 method = 0, bcp = 0, sender_sp = 0, ret = 0, link = 0, cm = 0;
@@ -372,6 +406,7 @@ static __always_inline void capture_stack(struct pt_regs *ctx, __u32 slot, __u32
 	w->v.depth = 0;
 	w->v.outcome = STACK_READ_FAILED;
 	w->slot = slot;
+	w->entries = 0;
 	w->sp = 0;
 	w->fp = 0;
 	w->pc = 0;
@@ -388,7 +423,7 @@ static __always_inline void capture_stack(struct pt_regs *ctx, __u32 slot, __u32
 		stack_outcome(kind, STACK_READ_FAILED);
 		return;
 	}
-	bpf_loop(STACK_MAX_FRAMES + 1, stack_step, NULL, 0);
+	bpf_loop(STACK_MAX_FRAMES + STACK_MAX_ENTRY_HOPS + 1, stack_step, NULL, 0);
 	__u32 outcome = w->v.outcome;
 	stack_outcome(kind, outcome);
 	if (!w->v.depth)

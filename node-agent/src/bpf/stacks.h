@@ -13,6 +13,9 @@
 /* Hops back through a code heap's segment map to a blob's first segment: each hop moves up
  * to 254 segments, so 64 hops cover a 1 MiB blob at 64-byte segments. */
 #define STACK_SEGMAP_HOPS 64
+/* Entry frames followed on to the Java frames below them (a Java call from the VM: class
+ * loading, a class initializer, a JNI upcall) before the stack counts as truncated. */
+#define STACK_MAX_ENTRY_HOPS 8
 /* VM frames followed to the first Java frame when the thread has no frame anchor. */
 #define STACK_NATIVE_FRAMES 8
 /* A compiled frame larger than this (in words) is taken as a bad read. */
@@ -99,6 +102,16 @@ struct stack_layout {
 	__u32 deopt_handler;    /* CompiledMethod::_deopt_handler_begin, nmethod::_deopt_handler_offset */
 	__u32 deopt_mh_handler; /* … _deopt_mh_handler_begin / _offset */
 	__u32 orig_pc_offset;   /* nmethod::_orig_pc_offset (int): where in the frame the pc was saved */
+	/* An entry frame's JavaCallWrapper* is at its fp + entry_wrapper_slot words
+	 * (frame::entry_frame_call_wrapper_offset); the wrapper's JavaFrameAnchor, at
+	 * wrapper_anchor, holds the frames of the Java code that called into the VM.
+	 * entry_known == 0: the JVM does not export them, the walk ends at the first entry frame. */
+	__u32 entry_known;
+	__s32 entry_wrapper_slot;
+	__u32 wrapper_anchor_sp; /* JavaCallWrapper::_anchor + JavaFrameAnchor::_last_Java_sp */
+	__u32 wrapper_anchor_pc;
+	__u32 wrapper_anchor_fp;
+	__u32 pad2;
 };
 
 /* Map stack_counts: stack_key -> stack_value. */

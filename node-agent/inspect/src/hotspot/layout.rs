@@ -44,6 +44,29 @@ pub struct DeoptLayout {
     pub orig_pc_offset: u32,
 }
 
+/// Where an entry frame (the VM calling Java: a class initializer, class loading, a JNI upcall)
+/// keeps the frames of the Java code that called into the VM: its `JavaCallWrapper*` is at the
+/// entry frame's fp + `call_wrapper_slot` words (`frame::entry_frame_call_wrapper_offset`), and
+/// the wrapper's `JavaFrameAnchor` holds that code's last Java sp, fp and pc
+/// (`frame::sender_for_entry_frame`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryLayout {
+    pub call_wrapper_slot: i32,
+    /// `JavaCallWrapper::_anchor`.
+    pub wrapper_anchor: u32,
+}
+
+impl EntryLayout {
+    /// `None` when the JVM does not export them (or the slot is not a plausible word index).
+    pub fn resolve(vs: &VmStructs) -> Option<EntryLayout> {
+        let call_wrapper_slot = vs
+            .int_constant("frame::entry_frame_call_wrapper_offset")
+            .filter(|s| (-64..=64).contains(s))?;
+        let wrapper_anchor = off(vs, &[("JavaCallWrapper", "_anchor")]).ok()?;
+        Some(EntryLayout { call_wrapper_slot, wrapper_anchor })
+    }
+}
+
 /// Field offsets and sizes (bytes) a frame walker and a symbolizer need, plus the addresses
 /// of the statics [`ProcessStacks`] reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +75,8 @@ pub struct StackLayout {
     pub anchor_last_java_sp: u32,
     pub anchor_last_java_pc: u32,
     pub anchor_last_java_fp: u32,
+    /// `None` when the JVM does not export it: the walk then ends at the first entry frame.
+    pub entry_frame: Option<EntryLayout>,
     /// `sizeof(HeapBlock)`: the CodeBlob starts this far past its block.
     pub heap_block_size: u32,
     /// `HeapBlock::_header` + `HeapBlock::Header::_used` (a bool).
@@ -208,6 +233,7 @@ impl StackLayout {
             anchor_last_java_sp: off(vs, &[("JavaFrameAnchor", "_last_Java_sp")])?,
             anchor_last_java_pc: off(vs, &[("JavaFrameAnchor", "_last_Java_pc")])?,
             anchor_last_java_fp: off(vs, &[("JavaFrameAnchor", "_last_Java_fp")])?,
+            entry_frame: EntryLayout::resolve(vs),
             heap_block_size: size(vs, "HeapBlock")?,
             heap_block_used: small(u64::from(header) + u64::from(used), "HeapBlock used flag")?,
             code_blob_frame_size: off(vs, &[("CodeBlob", "_frame_size")])?,

@@ -18,7 +18,7 @@ pub mod scopes;
 pub mod symbolize;
 pub mod vmstructs;
 
-pub use layout::{CodeHeapBounds, CodeStart, DeoptLayout, ProcessStacks, StackLayout};
+pub use layout::{CodeHeapBounds, CodeStart, DeoptLayout, EntryLayout, ProcessStacks, StackLayout};
 pub use symbolize::{
     bci, code_blob, deopt_handler, find_blob, method_name, BlobKind, CodeBlobInfo, JavaMethod,
 };

@@ -71,6 +71,33 @@ fn a_consistent_image_resolves_and_symbolizes() {
 }
 
 #[test]
+fn entry_frames_are_followed_only_where_the_jvm_says_how() {
+    let wrapper = |offset| {
+        let f =
+            Field { offset, is_static: false, address: 0, type_string: "JavaFrameAnchor".into() };
+        ("JavaCallWrapper".to_string(), "_anchor".to_string(), f)
+    };
+    let slot = |v: i32| ("frame::entry_frame_call_wrapper_offset".to_string(), v);
+    let resolve =
+        |fields, ints| EntryLayout::resolve(&VmStructs::from_parts(fields, vec![], ints, vec![]));
+    // x86-64 Linux, JDK 11 to 25: the wrapper six words below the entry frame's fp.
+    assert_eq!(
+        resolve(vec![wrapper(0x20)], vec![slot(-6)]),
+        Some(EntryLayout { call_wrapper_slot: -6, wrapper_anchor: 0x20 })
+    );
+    assert_eq!(
+        resolve(vec![wrapper(0x20)], vec![slot(2)]).map(|e| e.call_wrapper_slot),
+        Some(2),
+        "above fp (Windows' layout)"
+    );
+    // Missing either, or a slot no frame has: not followed (the walk ends at the entry frame).
+    assert_eq!(resolve(vec![], vec![slot(-6)]), None);
+    assert_eq!(resolve(vec![wrapper(0x20)], vec![]), None);
+    assert_eq!(resolve(vec![wrapper(0x20)], vec![slot(1 << 20)]), None);
+    assert_eq!(resolve(vec![wrapper(1 << 40)], vec![slot(-6)]), None);
+}
+
+#[test]
 fn deoptimized_frames_are_found_in_either_shape_or_not_at_all() {
     let fld = |t: &str, n: &str, offset: u64, ty: &str| {
         let f = Field { offset, is_static: false, address: 0, type_string: ty.into() };
