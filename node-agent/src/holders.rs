@@ -129,7 +129,7 @@ impl Holders {
     }
 
     /// Called every discovery poll: forgets released JVMs, closes windows that ended, and
-    /// once a second opens one for each JVM contended enough.
+    /// twice a second opens one for each JVM contended enough.
     pub fn poll(&mut self, mgr: &mut AttachManager, now: Instant) {
         self.jvms.retain(|pid, h| {
             let same = mgr.jvms.get(pid).is_some_and(|j| j.slot == h.slot);
