@@ -84,30 +84,15 @@ kp_expect_error() {
   else bad "kubectl jvmdiag $*: $what" "exit $rc, stderr: $(head -c 400 "$WORK/kp.err"), stdout: $(head -c 200 "$WORK/kp.out")"; fi
 }
 
-# kubectl_plugin_build: builds the plugin and runs its unit tests in the background (at the lowest
-# priority), so the suite can do it while it mostly waits (the operator attack); the checks
-# below wait for it.
-KP_BUILD_PID=""
-kubectl_plugin_build() {
-  (
-    t0=$(date +%s)
-    cd "$REPO_ROOT/node-agent" || exit 1
-    nice -n 19 cargo build --release -p kubectl-jvmdiag >"$WORK/kp-build.log" 2>&1 || exit 1
-    echo "$(($(date +%s) - t0))" >"$WORK/kp-build.secs"
-    nice -n 19 cargo test --release -p kubectl-jvmdiag >"$WORK/kp-test.log" 2>&1
-    exit 0
-  ) &
-  KP_BUILD_PID=$!
-}
-
 kubectl_plugin_checks() {
-  local bin rc apod jpod mpod a b got max_page max_top st r
+  local t0 bin rc apod jpod mpod a b got max_page max_top st r
   echo "--- the kubectl plugin (kubectl jvmdiag)"
   # --- 1. build, unit tests, on PATH -----------------------------------------------------------
-  [ -n "$KP_BUILD_PID" ] || kubectl_plugin_build
-  if wait "$KP_BUILD_PID"; then
-    ok "kubectl-jvmdiag built (cargo build --release -p kubectl-jvmdiag, $(cat "$WORK/kp-build.secs") s)"
+  t0=$(date +%s)
+  if (cd "$REPO_ROOT/node-agent" && nice cargo build --release -p kubectl-jvmdiag) >"$WORK/kp-build.log" 2>&1; then
+    ok "kubectl-jvmdiag built (cargo build --release -p kubectl-jvmdiag, $(($(date +%s) - t0)) s)"
   else bad "kubectl-jvmdiag built" "$(tail -n 5 "$WORK/kp-build.log" | tr '\n' ' ')"; return; fi
+  (cd "$REPO_ROOT/node-agent" && nice cargo test --release -p kubectl-jvmdiag) >"$WORK/kp-test.log" 2>&1
   read -r a b < <(count_cargo "$WORK/kp-test.log")
   [ "${a:-0}" -gt 0 ] && [ "${b:-1}" = 0 ] && ok "kubectl-jvmdiag unit tests: $a passed (parser on the agent's golden page, rates, tables, arguments)" \
     || bad "kubectl-jvmdiag unit tests" "$a passed, $b failed: $(grep -E '^test .* FAILED|panicked' "$WORK/kp-test.log" | head -n 5 | tr '\n' ' ')"

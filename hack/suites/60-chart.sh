@@ -253,13 +253,11 @@ done
 operator_rbac_checks
 # The operator attacked by a tenant pod, its Lease holder cut off from the API server and its
 # certificate changed, all at once (e2e/operator_attack.sh).
-# The kubectl plugin (e2e/kubectl_plugin.sh) is built and unit-tested meanwhile, in the background.
 . "$REPO_ROOT/e2e/operator_attack.sh"
-. "$REPO_ROOT/e2e/kubectl_plugin.sh"
-kubectl_plugin_build
 operator_under_attack
-# The kubectl plugin against this install: status, top and stacks through the agents' pod
-# proxy, its errors.
+# The kubectl plugin against this install (e2e/kubectl_plugin.sh): built, unit-tested, status,
+# top through the agents' pod proxy, its errors.
+. "$REPO_ROOT/e2e/kubectl_plugin.sh"
 kubectl_plugin_checks
 # The agent's metrics port held by a pod, then behind a token (e2e/chart_lifecycle.sh): last, as
 # it upgrades the release.
