@@ -168,24 +168,30 @@ def app_part(frames):
     return frames[i:]
 
 
-def at_park(stacks, line):
-    """The stacks whose first application frame is waitHere at `line`."""
-    return [
-        s
-        for s in stacks
-        if app_part(s[0])[:1] and app_part(s[0])[0] == f"DeoptStacks.waitHere:{line}"
-    ]
+def at_park(stacks, top):
+    """The stacks whose first application frame is `top` (`Class.method:line`)."""
+    return [s for s in stacks if app_part(s[0])[:1] == [top]]
 
 
-def wait_stacks(pid, line, timeout):
+def wait_stacks(pid, top, timeout):
+    """The pid's park stacks topped by `top`, once there are some (and a few more samples)."""
     t = time.time() + timeout
     while time.time() < t:
-        got = at_park(park_stacks(pid), line)
+        got = at_park(park_stacks(pid), top)
         if got:
             time.sleep(1.5)  # a few more samples
-            return at_park(park_stacks(pid), line)
+            return at_park(park_stacks(pid), top)
         time.sleep(0.25)
     return []
+
+
+def stop_workload(d, p):
+    """Tells the workload in `d` to stop and waits for it (killed after 30 s)."""
+    open(os.path.join(d, "stop"), "w").close()
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
 
 
 def wrong(stacks, chain):
@@ -213,21 +219,17 @@ def deopt_run(jdk, tag, mode):
     problems = []
     try:
         wait_file(os.path.join(d, "waiting"), 60, p)
-        before = wait_stacks(p.pid, lines["park-before"], 20)
+        before = wait_stacks(p.pid, f"DeoptStacks.waitHere:{lines['park-before']}", 20)
         open(os.path.join(d, "load"), "w").close()
         wait_file(os.path.join(d, "parked-after"), 30, p)
-        after = wait_stacks(p.pid, lines["park-after"], 20)
+        after = wait_stacks(p.pid, f"DeoptStacks.waitHere:{lines['park-after']}", 20)
         walks = {
             labels.get("outcome"): int(v)
             for n, labels, v in samples(scrape(PORT))
             if n == "jvmdiag_agent_stack_walks_total" and labels.get("kind") == "park"
         }
     finally:
-        open(os.path.join(d, "stop"), "w").close()
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
+        stop_workload(d, p)
     log_ = open(stdout).read()
     compiled = re.search(r"DeoptStacks::a \(\d+ bytes\)", log_)
     invalidated = re.search(r"DeoptStacks::a \(\d+ bytes\).*made not entrant", log_)
@@ -283,24 +285,9 @@ def entry_run(jdk, tag):
     procs.append(p)
     try:
         wait_file(os.path.join(d, "waiting-init"), 60, p)
-        t, got = time.time() + 20, []
-        while time.time() < t and not got:
-            got = [
-                s
-                for s in park_stacks(p.pid)
-                if app_part(s[0])[:1] and app_part(s[0])[0] == want_[0]
-            ]
-            time.sleep(0.25)
-        time.sleep(1)
-        got = [
-            s for s in park_stacks(p.pid) if app_part(s[0])[:1] and app_part(s[0])[0] == want_[0]
-        ]
+        got = wait_stacks(p.pid, want_[0], 20)
     finally:
-        open(os.path.join(d, "stop"), "w").close()
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
+        stop_workload(d, p)
     for frames, n, outcome in got:
         log(f"  jdk{tag} entry: {n} x {';'.join(frames)}" + (f" …{outcome}" if outcome else ""))
     if not got:
