@@ -44,6 +44,20 @@ grep -E '^test |test result|panicked|^    ' "$OUT/cargo-test.log" | grep -v '^  
 read -r pass fail < <(count_cargo "$OUT/cargo-test.log")
 [ $((pass + fail)) -gt 0 ] || fail=1
 
+# run_e2e NAME TIMEOUT SCRIPT: one e2e script against the release agent (its own session, so a
+# timeout takes its JVMs too); its cargo-style results counted, none at all a failure.
+run_e2e() {
+  local name=$1 secs=$2 script=$3 p f
+  setsid timeout "$secs" python3 "$REPO_ROOT/e2e/$script" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-$name" "$JDK17" "$JDK25" \
+    > >(tee "$OUT/e2e-$name.log") 2> "$OUT/e2e-$name.stderr" &
+  TEST_PID=$!
+  wait "$TEST_PID"
+  cat "$OUT/e2e-$name.stderr" >&2
+  read -r p f < <(count_cargo "$OUT/e2e-$name.log")
+  pass=$((pass + p)); fail=$((fail + f))
+  [ $((p + f)) -gt 0 ] || fail=$((fail + 1))
+}
+
 log "building jvmdiag-agent (release) for the culprit stacks test"
 if nice cargo build --release -p jvmdiag-agent >"$OUT/build-release.log" 2>&1; then
   log "culprit stacks (thread starts, monitor waits, parks) against JFR (e2e/agent_stacks.py)"
@@ -53,23 +67,9 @@ if nice cargo build --release -p jvmdiag-agent >"$OUT/build-release.log" 2>&1; t
   # Each run is one JVM for all three kinds; then one more for the 100,000 starts at 20 samples
   # a second (STACKS_LOW_STARTS=0 leaves it out).
   STACKS_RUNS="${STACKS_RUNS-17:interpreted 17:c1 25:c2 11:c2 17:inlined 21:inlined 25:inlined}" \
-    setsid timeout 1800 python3 "$REPO_ROOT/e2e/agent_stacks.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-stacks" "$JDK17" "$JDK25" \
-    > >(tee "$OUT/e2e-stacks.log") 2> "$OUT/e2e-stacks.stderr" &
-  TEST_PID=$!
-  wait "$TEST_PID"
-  cat "$OUT/e2e-stacks.stderr" >&2
-  read -r p f < <(count_cargo "$OUT/e2e-stacks.log")
-  pass=$((pass + p)); fail=$((fail + f))
-  [ $((p + f)) -gt 0 ] || fail=$((fail + 1))
-  log "culprit stacks through a deoptimized compiled frame (e2e/agent_stacks_deopt.py)"
-  setsid timeout 600 python3 "$REPO_ROOT/e2e/agent_stacks_deopt.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-deopt" "$JDK17" "$JDK25" \
-    > >(tee "$OUT/e2e-deopt.log") 2> "$OUT/e2e-deopt.stderr" &
-  TEST_PID=$!
-  wait "$TEST_PID"
-  cat "$OUT/e2e-deopt.stderr" >&2
-  read -r p f < <(count_cargo "$OUT/e2e-deopt.log")
-  pass=$((pass + p)); fail=$((fail + f))
-  [ $((p + f)) -gt 0 ] || fail=$((fail + 1))
+    run_e2e stacks 1800 agent_stacks.py
+  log "culprit stacks through a deoptimized compiled frame and past an entry frame (e2e/agent_stacks_deopt.py)"
+  run_e2e deopt 600 agent_stacks_deopt.py
 else
   tail -n 30 "$OUT/build-release.log"; fail=$((fail + 1))
 fi
