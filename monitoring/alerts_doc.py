@@ -33,6 +33,17 @@ culprit's code where the agent sampled it: the application frame most counted fo
 the alert's evaluation; "not sampled" where there is none (the whole stacks: the runbooks' *Find
 the code*).
 
+`JvmDiagPoolSaturated` tells a pool *waiting for a resource* from one *waiting for work*:
+seconds parked per second by pool (`jvmdiag_thread_parked_seconds_total{{via="park"}}` by
+`thread_name`: threads of that pool parked at once on average) above the threshold, in a JVM
+where a share above {poolSaturation[resourceShare]} (`resourceShare`) of the sampled parks
+(`jvmdiag_culprit_stack_samples_total{{kind="park"}}`, `other` left out) are at frames other
+than where well-known pools wait for their next task (`workWaitFrames` in `config.py`: {work_wait}).
+Its description names the pool, the threads parked and the resource-wait frame parked at most in
+the window. The stacks are per JVM, not per pool, and counted per park (not per second parked):
+the share is the JVM's. Without culprit stacks (`--stack-samples-per-second 0`, or no
+`kind="park"` samples) it never fires.
+
 Pause and time-to-safepoint alerts are exact: "any pause longer than X in the last
 {eventWindow}" is `increase(_count) - increase(_bucket{{le="X"}}) > 0`, and X is always
 one of the histogram's bucket bounds (docs/metrics.md), so no pause is interpolated.
@@ -50,6 +61,7 @@ UNITS = {
     "recompilationStorm": " compilations of one method in {recompileWindow}",
     "codeCacheUsage": "% of max",
     "monitorContention": " s blocked/s on one monitor class",
+    "poolSaturation": " threads of one pool parked at once, most parks at a resource",
 }
 
 TAIL = """
@@ -96,6 +108,8 @@ the rules taken from `helm template` of the packaged chart and from the operator
 `render-rules` of a `JvmDiagnostics`; mutations of the rules (wrong bucket, no new-series
 arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method, requester and starter joins dropped,
 the culprit code's query without its pod matcher, its window, or taking JDK-only frames or the wrong kind,
+a pool's parks at its work-wait frames, or at frames past the name budget, counted as resource waits, the pools of a
+JVM summed, `thread_name="other"` alerted on, the pool's resource frame taken from every park frame,
 the operator's `absent()` arm dropped, a scraped-but-down agent counted as missing, the resource webhook's own refusals
 or a JVM's in-flight share alerted on)
 must make those tests fail; and an end-to-end test on JDK 17 and 25: a real Prometheus scrapes the real agent while a
@@ -132,4 +146,7 @@ def render(rules, config):
                 f"| `{a.name}` | {area} | {a.meaning} | {field} | {thr} | {c['for']} | "
                 f"{c['severity']} | [{a.runbook}](runbooks/{a.runbook}) |"
             )
-    return HEAD.format(**config) + "\n".join(rows) + "\n" + TAIL.format(**config)
+    work_wait = ", ".join(f"`{f}`" for f in config["workWaitFrames"])
+    return (
+        HEAD.format(work_wait=work_wait, **config) + "\n".join(rows) + "\n" + TAIL.format(**config)
+    )

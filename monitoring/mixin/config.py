@@ -46,6 +46,29 @@ CONFIG = {
     "codeCacheFull": {"for": "0m", "severity": "critical"},
     # Seconds blocked per second on one monitor class, summed over the JVM's threads.
     "monitorContention": {"threshold": "0.5", "for": "5m", "severity": "warning"},
+    # Threads of one pool parked at once on average (seconds parked per second), while most of
+    # the JVM's sampled parks (more than resourceShare of them) wait for a resource rather
+    # than for work (workWaitFrames).
+    "poolSaturation": {"threshold": "8", "for": "5m", "severity": "warning", "resourceShare": "0.5"},
+    # Where well-known pools wait for their next task: a worker parked there is idle, not
+    # saturated (JvmDiagPoolSaturated counts a park there as waiting for work). Exact first
+    # application frames of jvmdiag_culprit_stack_samples_total{kind="park"}
+    # (package.Class.method, nested classes with $) as the agent names them; alerts/common.py
+    # turns the list into one regex.
+    "workWaitFrames": [
+        # Only JDK frames: the JDK's executors waiting for a task (ThreadPoolExecutor.getTask,
+        # ForkJoinPool.awaitWork, ScheduledThreadPoolExecutor's delayed queue).
+        "none",
+        # Jetty: QueuedThreadPool's idle workers and ReservedThreadExecutor's reserved threads.
+        "org.eclipse.jetty.util.BlockingArrayQueue.poll",
+        "org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.idleJobPoll",
+        "org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.reservedWait",
+        # Tomcat's executor queue.
+        "org.apache.tomcat.util.threads.TaskQueue.poll",
+        "org.apache.tomcat.util.threads.TaskQueue.take",
+        # Netty's non-I/O event executors (DefaultEventExecutor).
+        "io.netty.util.concurrent.SingleThreadEventExecutor.takeTask",
+    ],
     "agentDown": {"for": "5m", "severity": "warning"},
     "jvmNotTraced": {"for": "15m", "severity": "warning"},
     "podsMissingInjection": {"for": "15m", "severity": "warning"},

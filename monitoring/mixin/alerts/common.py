@@ -1,5 +1,6 @@
 """Shapes shared by every alert area: the rule record, selectors, "where" text."""
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -86,13 +87,22 @@ def with_culprit(expr, culprits, label, on):
 _STACK_JVM = ("namespace", "pod", "container", "jvm", "host", "pid")
 
 
-def culprit_code(kind, found, missing, window=None):
+def frames_regex(frames):
+    """A PromQL regex matching exactly FRAMES (`package.Class.method`, `none`): `.` and `$` as
+    `[.]` and `[$]`, which need no backslash in a PromQL string, a Go template string or YAML."""
+    for f in frames:
+        if not re.fullmatch(r"[A-Za-z0-9_.$]+", f):
+            raise SystemExit(f"frame {f!r}: only package.Class.method names (letters, digits, _ . $)")
+    return "|".join(f.replace(".", "[.]").replace("$", "[$]") for f in frames)
+
+
+def culprit_code(kind, found, missing, window=None, exclude="none|other"):
     """Template text naming the code behind the alert: FOUND with "{frame}" replaced by the
     application frame sampled most for the alert's JVM in jvmdiag_culprit_stack_samples_total
-    of KIND (over WINDOW, or since the JVM was traced), else MISSING. Frames `none` (only JDK
-    frames) and `other` (past the name budget) name no code."""
+    of KIND (over WINDOW, or since the JVM was traced), else MISSING. Frames matching EXCLUDE
+    name no code: by default `none` (only JDK frames) and `other` (past the name budget)."""
     matchers = ",".join(f"{l}=%[{i}]q" for i, l in enumerate(_STACK_JVM, 1))
-    series = f'jvmdiag_culprit_stack_samples_total{{{matchers},kind=\\"{kind}\\",frame!~\\"none|other\\"}}'
+    series = f'jvmdiag_culprit_stack_samples_total{{{matchers},kind=\\"{kind}\\",frame!~\\"{exclude}\\"}}'
     q = f"topk(1, sum by (frame) ({grown(series, window) if window else series}))"
     args = " ".join(f"$labels.{l}" for l in _STACK_JVM)
     frame = "{{ .Labels.frame }}"

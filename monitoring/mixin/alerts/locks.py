@@ -1,6 +1,8 @@
-"""Lock alerts: threads blocked on contended monitors, named by the monitor's class."""
+"""Lock alerts: threads blocked on contended monitors, named by the monitor's class; pools whose
+threads are parked waiting for a resource (a connection pool), named by the pool's thread name."""
 
-from .common import WHERE, Alert, culprit_code, sel
+from ..config import CONFIG
+from .common import JVM_LABELS, WHERE, Alert, culprit_code, frames_regex, sel
 
 # "other" folds the classes beyond the top K per JVM: many classes, no culprit, not "one class".
 NOT_OTHER = 'monitor_class!="other"'
@@ -18,6 +20,49 @@ def _code(window):
         "; code blocked on them most: {frame}.",
         "; code blocked on them: not sampled.",
         window,
+    )
+
+
+# Park frames that are a pool's wait for its next task (idle, not saturated), and `other` (past
+# the JVM's name budget: unknown), as one regex; every other frame is a wait for a resource.
+NOT_RESOURCE = frames_regex(CONFIG["workWaitFrames"]) + "|other"
+
+
+def _parks(p, frame_matcher):
+    # Park samples per second of each JVM: counted at park begin, so a share of parks, not of time.
+    series = sel(p, 'kind="park"', frame_matcher)
+    w = p.windows["rateWindow"]
+    return f"sum by ({JVM_LABELS}) (rate(jvmdiag_culprit_stack_samples_total{series}[{w}]))"
+
+
+def _pool_saturated(p):
+    w = p.windows["rateWindow"]
+    share = CONFIG["poolSaturation"]["resourceShare"]
+    parked = sel(p, 'via="park"', 'thread_name!="other"')
+    resource = _parks(p, 'frame!~"' + NOT_RESOURCE + '"')
+    known = _parks(p, 'frame!="other"')
+    return (
+        # Threads of one pool parked at once on average (LockSupport.park; not "other", the names
+        # past the JVM's budget: no pool)...
+        f"sum by ({JVM_LABELS}, thread_name) (\n"
+        f"  rate(jvmdiag_thread_parked_seconds_total{parked}[{w}])\n"
+        f") > {p.threshold}\n"
+        # ...in a JVM whose parks mostly wait for a resource, not for work. The stacks have no
+        # thread name: this is the JVM's share, not the pool's. No stacks (stacks off), no alert.
+        f"and on ({JVM_LABELS})\n"
+        f"(\n  {resource}\n  > {share} * {known}\n)"
+    )
+
+
+def _waits_on(window):
+    # The resource-wait frame parked at most in the JVM in the window: what the pool waits on
+    # (the stacks have no thread name: the JVM's, every pool's).
+    return culprit_code(
+        "park",
+        f" Its threads parked most in the last {window} at {{frame}} (the JVM's park stacks, every pool's).",
+        " Where it waits: not sampled.",
+        window,
+        exclude=NOT_RESOURCE,
     )
 
 
@@ -43,6 +88,25 @@ ALERTS = [
             f"for {{{{ $value | humanizeDuration }}}} per second (threshold {p.threshold}s/s, averaged over "
             f"{p.windows['rateWindow']}): they wait for a lock of that class that another thread holds."
             f"{_code(p.windows['rateWindow'])}"
+        ),
+    ),
+    Alert(
+        name="JvmDiagPoolSaturated",
+        key="poolSaturation",
+        spec_field=True,
+        runbook="JvmDiagPoolSaturated.md",
+        meaning="more threads of one pool than the threshold are parked at once on average, and most of the JVM's parks wait for a resource (a connection pool), not for work",
+        expr=_pool_saturated,
+        summary=lambda p: (
+            "Pool {{ $labels.thread_name }}: {{ $value | humanize }} threads parked waiting for a "
+            "resource, not for work."
+        ),
+        description=lambda p: (
+            f"{WHERE} has {{{{ $value | humanize }}}} threads of pool {{{{ $labels.thread_name }}}} "
+            f"parked at once on average (threshold {p.threshold}, averaged over "
+            f"{p.windows['rateWindow']}), and most of the JVM's sampled parks are waits for a "
+            "resource, not a pool's wait for its next task: the pool is busy waiting, and more "
+            f"threads will not help.{_waits_on(p.windows['rateWindow'])}"
         ),
     ),
 ]
