@@ -143,9 +143,42 @@ def m_code_kind(g):  # name the waiters' code as the holder's
     )
 
 
-# The description's query is the same text in both rule sets: these two are tested by the
+def m_pool_work_wait(g):  # count a pool's waits for work (its idle workers) as resource waits
+    r = rule(g, "JvmDiagPoolSaturated")
+    e = r["expr"]
+    r["expr"] = re.sub(r'frame!~"none\|[^"]*\|other"', 'frame!="other"', e)
+    assert r["expr"] != e
+
+
+def m_pool_other(g):  # count the frames past the name budget (other) as resource waits
+    r = rule(g, "JvmDiagPoolSaturated")
+    e = r["expr"]
+    r["expr"] = e.replace('|other"', '"').replace(', frame!="other"', "")
+    assert r["expr"] != e
+
+
+def m_pool_pools_summed(g):  # sum the pools of a JVM: no pool named, and no "one pool"
+    r = rule(g, "JvmDiagPoolSaturated")
+    r["expr"] = r["expr"].replace(", thread_name) (", ") (", 1)
+
+
+def m_pool_other_name(g):  # alert on thread_name="other" (the names past the budget: no pool)
+    r = rule(g, "JvmDiagPoolSaturated")
+    r["expr"] = r["expr"].replace(', thread_name!="other"', "")
+
+
+def m_pool_code(g):  # name the frame parked at most, a wait for work too, as what the pool waits on
+    r = rule(g, "JvmDiagPoolSaturated")
+    d = r["annotations"]["description"]
+    r["annotations"]["description"] = re.sub(
+        r'frame!~\\"none\|[^"]*\|other\\"', r'frame!~\\"none|other\\"', d
+    )
+    assert r["annotations"]["description"] != d
+
+
+# The description's query is the same text in both rule sets: these are tested by the
 # default rules' tests alone.
-m_code_window.only = m_code_kind.only = "defaults"
+m_code_window.only = m_code_kind.only = m_pool_code.only = "defaults"
 
 
 MUTATIONS = [
@@ -168,6 +201,11 @@ MUTATIONS = [
     m_code_jdk,
     m_code_window,
     m_code_kind,
+    m_pool_work_wait,
+    m_pool_other,
+    m_pool_pools_summed,
+    m_pool_other_name,
+    m_pool_code,
 ]
 
 

@@ -49,7 +49,12 @@ CONFIG = {
     # Threads of one pool parked at once on average (seconds parked per second), while most of
     # the JVM's sampled parks (more than resourceShare of them) wait for a resource rather
     # than for work (workWaitFrames).
-    "poolSaturation": {"threshold": "8", "for": "5m", "severity": "warning", "resourceShare": "0.5"},
+    "poolSaturation": {
+        "threshold": "8",
+        "for": "5m",
+        "severity": "warning",
+        "resourceShare": "0.5",
+    },
     # Where well-known pools wait for their next task: a worker parked there is idle, not
     # saturated (JvmDiagPoolSaturated counts a park there as waiting for work). Exact first
     # application frames of jvmdiag_culprit_stack_samples_total{kind="park"}

@@ -92,7 +92,9 @@ def frames_regex(frames):
     `[.]` and `[$]`, which need no backslash in a PromQL string, a Go template string or YAML."""
     for f in frames:
         if not re.fullmatch(r"[A-Za-z0-9_.$]+", f):
-            raise SystemExit(f"frame {f!r}: only package.Class.method names (letters, digits, _ . $)")
+            raise SystemExit(
+                f"frame {f!r}: only package.Class.method names (letters, digits, _ . $)"
+            )
     return "|".join(f.replace(".", "[.]").replace("$", "[$]") for f in frames)
 
 
