@@ -143,6 +143,8 @@ def typecheck():
 
 
 RANGE = re.compile(r"\[([^\]]+)\]")
+# String literals, left out where ranges are looked for: a regex's [.] is no range.
+STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 SELECTOR = re.compile(r"\b(jvmdiag_[a-z_]+)(\{[^}]*\})?")
 # Every selector of every query and variable, whatever the metric (up, the API server's,
 # kube-state-metrics'), restricted to the selected cluster(s).
@@ -203,7 +205,7 @@ def lint_one(d):
             e = tg.get("expr", "")
             if tg.get("datasource", {}).get("uid") != "${datasource}":
                 why.append(f"'{t}' query {tg['refId']} does not use ${{datasource}}")
-            for r in RANGE.findall(e):
+            for r in RANGE.findall(STRING.sub('""', e)):
                 if r not in ("$__rate_interval", "$__range"):
                     why.append(
                         f"'{t}' uses range [{r}] (use $__rate_interval, or $__range for totals over the time range)"

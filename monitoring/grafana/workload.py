@@ -1,9 +1,17 @@
 """JVM diagnostics / Workload: one workload (JvmDiagnostics) and its pods, drilled down."""
 
+from mixin.alerts.common import frames_regex
+from mixin.alerts.locks import NOT_RESOURCE
+from mixin.config import CONFIG
+
 from .panels import SEL, heatmap, row, table, target, timeseries
 from .panels import dashboard as make
 
 RATE = "$__rate_interval"
+# Park samples of the selected pods: at frames that wait for a resource, and all but "other".
+PARKS = f'jvmdiag_culprit_stack_samples_total{{{SEL}, kind="park"'
+PARKS_RESOURCE = f'{PARKS}, frame!~"{NOT_RESOURCE}"}}'
+PARKS_KNOWN = f'{PARKS}, frame!="other"}}'
 
 
 def g(x, y, w, h=8):
@@ -289,8 +297,62 @@ def dashboard():
             g(12, 92, 12),
             stack=True,
         ),
+        # Pool saturation (JvmDiagPoolSaturated): a pool's threads parked, and whether the JVM's
+        # parks wait for work (a pool's idle workers) or for a resource (a connection pool).
+        row("Pool saturation", 100),
+        timeseries(
+            "Threads parked by pool",
+            "Threads of each pool (folded native thread name) parked in LockSupport.park at once on average, by pod: "
+            "seconds parked per second. What JvmDiagPoolSaturated alerts on (per JVM, default threshold "
+            f"{CONFIG['poolSaturation']['threshold']}) when most of the JVM's parks also wait for a resource (next "
+            "panel). Idle workers count too: a Jetty pool of 200 idle threads shows 200 here; the next panels tell "
+            'idle from waiting. thread_name "other" (past maxThreadNames) is left out.',
+            [
+                target(
+                    "sum by (pod, thread_name) (rate(jvmdiag_thread_parked_seconds_total"
+                    f'{{{SEL}, via="park", thread_name!="other"}}[{RATE}]))',
+                    "{{pod}} {{thread_name}}",
+                )
+            ],
+            "suffix: threads",
+            g(0, 101, 12),
+        ),
+        timeseries(
+            "Park samples at resource waits",
+            "Share of each pod's sampled parks (culprit stacks, kind park, by the first application frame) at frames "
+            "other than where well-known pools wait for their next task (workWaitFrames in monitoring/mixin/config.py: "
+            "none, i.e. only JDK frames such as ThreadPoolExecutor.getTask, and Jetty's, Tomcat's and Netty's idle "
+            "waits); frame other (past the name budget) left out. Above "
+            f"{float(CONFIG['poolSaturation']['resourceShare']) * 100:g} % with a pool over the threshold: "
+            "JvmDiagPoolSaturated. Samples are counted per park, not per second parked, and per JVM, not per pool. "
+            "No data: no park stacks (stacks off).",
+            [
+                target(
+                    f"100 * (sum by (pod) (rate({PARKS_RESOURCE}[{RATE}])) or 0 * sum by (pod) "
+                    f"(rate({PARKS_KNOWN}[{RATE}])))\n/ sum by (pod) (rate({PARKS_KNOWN}[{RATE}]))",
+                    "{{pod}}",
+                )
+            ],
+            "percent",
+            g(12, 101, 12),
+        ),
+        ranked(
+            "Where parked threads wait: top park frames",
+            "Park samples over the time range by the stack's first application frame (top 15), marked wait: work "
+            "(a pool's wait for its next task, workWaitFrames: not saturation), resource (anything else: a "
+            "connection pool such as com.zaxxer.hikari.util.ConcurrentBag.borrow, a lock, a bounded queue) or "
+            "unknown (other: past the JVM's name budget). The resource frame sampled most is what the "
+            "JvmDiagPoolSaturated description names. The whole stacks: the agent's /stacks?kind=park (runbook "
+            "JvmDiagPoolSaturated).",
+            "label_replace(label_replace(label_replace(topk(15, sum by (frame) (increase(jvmdiag_culprit_stack_samples_total"
+            f'{{{SEL}, kind="park"}}[$__range]))) > 0, "wait", "work", "frame", "{frames_regex(CONFIG["workWaitFrames"])}"), '
+            '"wait", "resource", "wait", ""), "wait", "unknown", "frame", "other")',
+            "samples",
+            g(0, 109, 24),
+            columns=("frame", "wait"),
+        ),
         # Culprit stacks: the agent's Java stack at each culprit probe, within its per-JVM budget.
-        row("Code behind it", 100),
+        row("Code behind it", 117),
         ranked(
             "Code behind it: top application frames by kind",
             "Java stacks the agent took where a culprit was seen, over the time range, by kind and the stack's "
@@ -308,7 +370,7 @@ def dashboard():
             "bearer token), then flamegraph.pl or speedscope; the runbooks' Find the code.",
             f"topk by (kind) (10, sum by (kind, frame) (increase(jvmdiag_culprit_stack_samples_total{{{SEL}}}[$__range]))) > 0",
             "samples",
-            g(0, 101, 24, 10),
+            g(0, 118, 24, 10),
             columns=("kind", "frame"),
         ),
     ]
@@ -317,7 +379,8 @@ def dashboard():
         "JVM diagnostics / Workload",
         "One workload (JvmDiagnostics) drilled down: pause heat map and p99/max by VM operation, time to safepoint, "
         "who requested the VM operations, thread starts by name and who started them, compilation rate, most-compiled methods, code cache, probe mode, "
-        "blocked time by monitor class, the threads blocked most, parked time by pool, and the code behind it "
+        "blocked time by monitor class, the threads blocked most, parked time by pool, pool saturation (waiting for "
+        "work or for a resource), and the code behind it "
         "(the culprit stacks' top application frames).",
         p,
     )
