@@ -59,7 +59,7 @@ def _waits_on(window):
     # (the stacks have no thread name: the JVM's, every pool's).
     return culprit_code(
         "park",
-        f" Its threads parked most in the last {window} at {{frame}} (the JVM's park stacks, every pool's).",
+        f" The JVM's threads parked most in the last {window} at {{frame}}.",
         " Where it waits: not sampled.",
         window,
         exclude=NOT_RESOURCE,
