@@ -57,6 +57,17 @@ public class Alerts {
           + "collectors.monitors, e.g. {threshold: 0.5, for: 5m}.")
   public NumberAlert monitorContention;
 
+  @ValidationRule(
+      value = "self.threshold > 0.0",
+      fieldPath = ".threshold",
+      message =
+          "poolSaturation.threshold is in threads of one pool parked at once on average (seconds parked per second) and must be above 0, e.g. 8")
+  @JsonPropertyDescription(
+      "Threads of one pool (thread name) parked at once on average above the threshold, while most of the JVM's "
+          + "parks wait for a resource (a connection pool) rather than for work; needs collectors.parking and "
+          + "culprit stacks, e.g. {threshold: 8, for: 5m}.")
+  public NumberAlert poolSaturation;
+
   /** The alerts that are set, keyed by their spec field name, in a stable order. */
   @JsonIgnore
   public Map<String, Alert> configured() {
@@ -67,6 +78,7 @@ public class Alerts {
     if (codeCacheUsage != null) m.put("codeCacheUsage", codeCacheUsage);
     if (compilationRate != null) m.put("compilationRate", compilationRate);
     if (monitorContention != null) m.put("monitorContention", monitorContention);
+    if (poolSaturation != null) m.put("poolSaturation", poolSaturation);
     return m;
   }
 
@@ -149,7 +161,8 @@ public class Alerts {
     @JsonPropertyDescription(
         "The threshold in the alert's unit: threads started per second for threadStartRate (e.g. 50), percent of "
             + "the code cache's maximum for codeCacheUsage (e.g. 90), compilations per second for compilationRate "
-            + "(e.g. 100), seconds blocked per second on one monitor class for monitorContention (e.g. 0.5).")
+            + "(e.g. 100), seconds blocked per second on one monitor class for monitorContention (e.g. 0.5), threads "
+            + "of one pool parked at once for poolSaturation (e.g. 8).")
     public Double threshold;
 
     public NumberAlert() {}

@@ -97,9 +97,10 @@ class RuleRendererTest {
     JvmDiagnostics r = resource();
     r.getSpec().alerts.compilationRate = new Alerts.NumberAlert(100, "15m", "ticket");
     r.getSpec().alerts.monitorContention = new Alerts.NumberAlert(0.5, "5m", "warning");
+    r.getSpec().alerts.poolSaturation = new Alerts.NumberAlert(8, "5m", "warning");
     GenericKubernetesResource rule = RuleRenderer.fromClasspath().render(r);
     List<Map<String, Object>> rules = rules(rule);
-    assertThat(rules).hasSize(6);
+    assertThat(rules).hasSize(7);
     for (Map<String, Object> m : rules) {
       assertThat(m.toString()).doesNotContain("${");
       assertThat(m).containsKeys("alert", "expr", "for", "labels", "annotations");
@@ -127,5 +128,38 @@ class RuleRendererTest {
         .contains("threshold 0.5s/s");
     assertThat((String) annotations.get("runbook_url"))
         .endsWith("/docs/runbooks/JvmDiagMonitorContentionHigh.md");
+  }
+
+  @Test
+  void poolSaturationIsRenderedPerPoolOfTheResourceAndNeedsResourceWaitStacks() {
+    JvmDiagnostics r = resource();
+    r.getSpec().alerts = new Alerts();
+    r.getSpec().alerts.poolSaturation = new Alerts.NumberAlert(16, "10m", "ticket");
+    Map<String, Object> rule = rules(RuleRenderer.fromClasspath().render(r)).get(0);
+    assertThat(rule.get("alert")).isEqualTo("JvmDiagPoolSaturated");
+    String expr = (String) rule.get("expr");
+    assertThat(expr)
+        .startsWith(
+            "sum by (namespace, pod, container, jvm, jvmdiagnostics, host, pid, thread_name) (\n"
+                + "  rate(jvmdiag_thread_parked_seconds_total{namespace=\"shop\", jvmdiagnostics=\"checkout\", via=\"park\", thread_name!=\"other\"}[5m])\n"
+                + ") > 16\n"
+                + "and on (namespace, pod, container, jvm, jvmdiagnostics, host, pid)")
+        // the JVM's park stacks at frames other than a pool's wait for work: a regex with [.]
+        // and [$], no backslash to escape on the way
+        .contains(
+            "jvmdiag_culprit_stack_samples_total{namespace=\"shop\", jvmdiagnostics=\"checkout\", kind=\"park\", frame!~\"none|")
+        .contains("org[.]eclipse[.]jetty[.]util[.]thread[.]QueuedThreadPool[$]Runner[.]idleJobPoll")
+        .doesNotContain("${")
+        .doesNotContain("\\");
+    assertThat(rule.get("for")).isEqualTo("10m");
+    assertThat(((Map<?, ?>) rule.get("labels")).get("severity")).isEqualTo("warning");
+    Map<?, ?> annotations = (Map<?, ?>) rule.get("annotations");
+    assertThat((String) annotations.get("description"))
+        .contains("$labels.thread_name")
+        .contains("$labels.pod")
+        .contains("threshold 16,")
+        .contains("kind=\\\"park\\\"");
+    assertThat((String) annotations.get("runbook_url"))
+        .endsWith("/docs/runbooks/JvmDiagPoolSaturated.md");
   }
 }

@@ -84,6 +84,7 @@ public class CrdDescriptionsTest {
             "jvmdiagnostics.spec.alerts.safepointPause.for",
             "jvmdiagnostics.spec.alerts.threadStartRate.threshold",
             "jvmdiagnostics.spec.alerts.codeCacheUsage",
+            "jvmdiagnostics.spec.alerts.poolSaturation",
             "jvmdiagnostics.status.lastHealTime",
             "jvmdiagnostics.status.conditions.lastTransitionTime")) {
       assertThat(fields.get(p).getDescription()).as(p).containsPattern("e\\.g\\.|-XX:|-Xlog");

@@ -138,6 +138,10 @@ class CrdValidationIT {
             "spec.alerts.monitorContention.threshold",
             "seconds blocked per second on one monitor class"),
         Arguments.of(
+            TARGET + "alerts: {poolSaturation: {threshold: -8}}",
+            "spec.alerts.poolSaturation.threshold",
+            "threads of one pool parked at once on average"),
+        Arguments.of(
             TARGET + "collectors: {threads: {maxThreadNames: 501}}",
             "spec.collectors.threads.maxThreadNames",
             "less than or equal to 500"),
