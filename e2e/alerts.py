@@ -17,11 +17,20 @@ on loopback, while the ThreadDumpStorm JVM makes long ThreadDump safepoints and 
   - a third JVM (ThreadDumpStormUntraced, same pod labels) runs on a copy of the JDK whose
     libjvm.so has neither USDT notes nor symbols, with -XX:-UsePerfData: the agent can trace
     nothing in it, and the chart's JvmDiagJvmNotTraced expression must name it by pod;
+  - two JVMs run the demo's pool-wait workload (examples/workloads: Jetty 12, HikariCP, H2), as
+    pods pool-0 and idle-0 of the same resource: pool-0 with 250 clients for 8 connections (its
+    request threads park waiting for a connection), idle-0 with one client (its idle threads park
+    waiting for work). JvmDiagPoolSaturated must reach the webhook for pool-0 naming Jetty's pool
+    and HikariCP's ConcurrentBag.borrow, never for idle-0; the parked threads Prometheus saw
+    must match the threads HikariCP itself reports waiting for a connection;
   - every query of every dashboard on the agent's series returns data (those on series from
     outside the agent, the health row's, must be valid PromQL), and every metric the chart's
     rules use is one the agent exposes.
 
-  alerts.py --agent BIN --rules RULES.yaml --work DIR [--jdk JAVA_HOME] [--save-results DIR] [--timeout 150]
+  alerts.py --agent BIN --rules RULES.yaml --work DIR [--jdk JAVA_HOME] [--pool-jars DIR]
+            [--save-results DIR] [--timeout 150]
+
+--pool-jars: the demo workloads' jars (examples/workloads/build.sh); without it no pool JVMs.
 
 Stops everything it started, also on failure."""
 
@@ -46,6 +55,13 @@ LABELS = {"namespace": "e2e", "jvmdiagnostics": "storm", "pod": "storm-0", "cont
 PAUSE_LE = 0.05  # alerts-jvmdiagnostics.yaml: safepointPause 50ms
 LOCKS_JVM = "ThreadDumpStormLocks"  # contains "ThreadDumpStorm": traced under the same --match-jvm
 UNTRACED_JVM = "ThreadDumpStormUntraced"
+# The pool-wait jar under two names (the agent names a JVM by its jar; --match-jvm keeps the
+# ThreadDumpStorm prefix): saturated and idle, each its own pod of the same resource.
+POOL_JVMS = {
+    "ThreadDumpStormPool.jar": ("pool-0", "250"),
+    "ThreadDumpStormPoolIdle.jar": ("idle-0", "1"),
+}
+POOL_SECONDS = 70
 UNTRACED_SRC = "public class ThreadDumpStormUntraced { public static void main(String[] a) throws Exception { Thread.sleep(Long.parseLong(a[0]) * 1000); } }\n"
 # Threads blocked on one SecureRandom (held 5 ms at a time) and threads parking 10 ms at a time;
 # the JVM measures both itself (wall time around the contended enter / the park).
@@ -231,6 +247,7 @@ def main():
         "--default-rules", help="the chart's rules: every agent metric they use must be exposed"
     )
     ap.add_argument("--timeout", type=float, default=150)
+    ap.add_argument("--pool-jars", help="examples/workloads/build.sh's output: the pool JVMs' jars")
     ap.add_argument(
         "--jdk",
         default=os.environ.get("JDK17", "/usr/lib/jvm/java-17-openjdk-amd64"),
@@ -297,9 +314,16 @@ def run(a, work, procs, prom_dir):
 
     relabel = os.path.join(work, "relabel.yml")
     with open(relabel, "w") as f:
+        jvms = "|".join(
+            ["ThreadDumpStorm", LOCKS_JVM, UNTRACED_JVM, *(re.escape(j) for j in POOL_JVMS)]
+        )
         for k, v in LABELS.items():
             f.write(
-                f"- {{source_labels: [jvm], regex: 'ThreadDumpStorm|{LOCKS_JVM}|{UNTRACED_JVM}', target_label: {k}, replacement: {v}}}\n"
+                f"- {{source_labels: [jvm], regex: '{jvms}', target_label: {k}, replacement: {v}}}\n"
+            )
+        for jvm, (pod, _) in POOL_JVMS.items():
+            f.write(
+                f"- {{source_labels: [jvm], regex: '{re.escape(jvm)}', target_label: pod, replacement: {pod}}}\n"
             )
     out = subprocess.run(
         [
@@ -373,6 +397,8 @@ def run(a, work, procs, prom_dir):
             stderr=subprocess.STDOUT,
         )
     )
+
+    pools = start_pools(a, work, procs) if a.pool_jars else {}
 
     want = {
         "JvmDiagSafepointPauseHigh": ("vm_operation", "ThreadDump"),
@@ -513,9 +539,105 @@ def run(a, work, procs, prom_dir):
             else:
                 report(False, f"chart rules use {m}: the agent does not expose it")
     locks_checks(base, start, end, os.path.join(work, "locks.log"), a.default_rules)
+    if pools:
+        pool_checks(base, hook, start, pools, a.default_rules)
     if a.default_rules:
         untraced_check(base, start, end, a.default_rules)
     dashboard_queries(start, end, base, exposed, a.save_results)
+
+
+def start_pools(a, work, procs):
+    """The pool-wait JVMs, each under its own jar name (symlinks beside a link to its lib/)."""
+    lib = os.path.join(work, "lib")
+    if not os.path.exists(lib):
+        os.symlink(os.path.join(os.path.abspath(a.pool_jars), "lib"), lib)
+    pools = {}
+    for jvm, (pod, clients) in POOL_JVMS.items():
+        jar = os.path.join(work, jvm)
+        if not os.path.exists(jar):
+            os.symlink(os.path.join(os.path.abspath(a.pool_jars), "pool-wait.jar"), jar)
+        log = os.path.join(work, jvm + ".log")
+        p = subprocess.Popen(
+            [
+                f"{a.jdk}/bin/java",
+                "-Xmx256m",
+                "-jar",
+                jar,
+                "platform",
+                clients,
+                "8",
+                "30",
+                str(POOL_SECONDS),
+            ],
+            stdout=open(log, "w"),
+            stderr=subprocess.STDOUT,
+        )
+        procs.append(p)
+        pools[pod] = (jvm, p, log)
+    return pools
+
+
+def pool_checks(base, hook, start, pools, default_rules):
+    """JvmDiagPoolSaturated on the saturated pool-wait JVM, naming Jetty's pool and HikariCP's
+    wait, never on the idle one; its parked threads against HikariCP's own waiting count."""
+    fired = {}
+
+    def pool_alerts():
+        for line in open(hook) if os.path.exists(hook) else []:
+            for al in json.loads(line).get("alerts", []):
+                l = al["labels"]
+                if l.get("alertname") == "JvmDiagPoolSaturated" and al["status"] == "firing":
+                    fired.setdefault(l.get("pod"), al)
+        return "pool-0" in fired
+
+    wait_for(pool_alerts, max(10, start + POOL_SECONDS - time.time()), every=1)
+    al = fired.get("pool-0")
+    l, d = (al["labels"], al["annotations"].get("description", "")) if al else ({}, "")
+    report(
+        bool(al)
+        and l.get("thread_name") == "qtpN-N"
+        and "at com.zaxxer.hikari.util.ConcurrentBag.borrow." in d,
+        f"JvmDiagPoolSaturated reached the webhook for pod pool-0 naming Jetty's pool "
+        f"({l.get('thread_name')}) and HikariCP's wait: {d or '(none)'}",
+    )
+    for _, p, _ in pools.values():
+        try:
+            p.wait(timeout=max(5, start + POOL_SECONDS + 30 - time.time()))
+        except subprocess.TimeoutExpired:
+            pass
+    end = time.time()
+    pool_alerts()
+    report(
+        "idle-0" not in fired,
+        f"JvmDiagPoolSaturated never fired for the idle pool (pod idle-0): {fired.get('idle-0', {}).get('labels')}",
+    )
+    if default_rules:
+        r = chart_rule_series(base, start, end, default_rules, "JvmDiagPoolSaturated")
+        if r is not None:
+            pods = sorted({x["metric"].get("pod", "") for x in r})
+            report(
+                pods == ["pool-0"],
+                f"the chart's JvmDiagPoolSaturated expression selects pod pool-0 alone: {pods}",
+            )
+    # HikariCP's own count of threads waiting for a connection (sampled every 10 s by the
+    # workload), against the Jetty pool's parked threads Prometheus saw over the same time.
+    jvm, _, log = pools["pool-0"]
+    waiting = [int(w) for w in re.findall(r" (\d+) waiting;", open(log).read())][1:]
+    r = prom(
+        base,
+        "query",
+        query=(
+            f'sum(rate(jvmdiag_thread_parked_seconds_total{{jvm="{jvm}", thread_name="qtpN-N", via="park"}}'
+            f"[{max(20, POOL_SECONDS - 20)}s]))"
+        ),
+        time=start + POOL_SECONDS - 5,
+    )["data"]["result"]
+    parked = float(r[0]["value"][1]) if r else 0.0
+    mean = sum(waiting) / len(waiting) if waiting else 0.0
+    report(
+        bool(waiting) and 0.8 * mean <= parked <= 1.2 * mean + 2,
+        f"pool-0's Jetty threads parked {parked:.1f} on average (Prometheus); HikariCP counted {mean:.1f} waiting for a connection ({waiting})",
+    )
 
 
 def jdk_without_probes(jdk):

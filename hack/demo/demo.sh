@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# make demo: the product reproducing its four incidents on a local single-node
+# make demo: the product reproducing its five incidents on a local single-node
 # Kubernetes, end to end. Run by `make demo` (after `make setup`), as root.
 #   1. the local cluster (hack/cluster, instance 6; DEMO_CLUSTER_INDEX=N another) with its node;
 #   2. the images: operator, agent, JDK 17/25 bases (make images) and the demo workloads;
 #   3. the chart, installed with its own privileges;
 #   4. Prometheus + Alertmanager on 127.0.0.1 scraping the agent (monitoring/prom-up.sh),
 #      with the default and the per-resource alert rules;
-#   5. four JVM Deployments, each with a JvmDiagnostics (examples/workloads/k8s/): scaled up
+#   5. five JVM Deployments, each with a JvmDiagnostics (examples/workloads/k8s/): scaled up
 #      once the operator labelled them and the webhook injects; then waits (with progress)
 #      until the pods are injected and the agent traces the JVMs (the monitors collector is on
 #      by default: the webhook adds -XX:+DTraceMonitorProbes, which the fourth, dhe-stall, needs);
@@ -153,7 +153,7 @@ SELECTOR="namespace=\"$DEMO_NS\""
 if ! "$REPO_ROOT/node-agent/target/release/jvmdiag-agent" --help 2>/dev/null | grep -q -- '--node-name'; then
   say "(this agent build has no Kubernetes mode yet: it runs --standalone in its pod, series labelled by jvm/pid)"
   args=(--set 'agent.args={--standalone,--listen=0.0.0.0:9464,--probe-listen=0.0.0.0:9465}')
-  SELECTOR='jvm=~"tls-storm.jar|class-hoarder.jar|codecache-churn.jar|dhe-stall.jar"'
+  SELECTOR='jvm=~"tls-storm.jar|class-hoarder.jar|codecache-churn.jar|dhe-stall.jar|pool-wait.jar"'
 fi
 kubectl create namespace "$NS" >/dev/null 2>&1 || true
 INSTALLED=1
@@ -237,7 +237,7 @@ start_prom
 say "Prometheus $PROMETHEUS_URL  Alertmanager $ALERTMANAGER_URL"
 
 # --- 5. the workloads ----------------------------------------------------------------------------
-say "starting the four incident workloads, each with a JvmDiagnostics"
+say "starting the five incident workloads, each with a JvmDiagnostics"
 retry 3 "applying the JvmDiagnostics" kubectl apply -n "$DEMO_NS" -f "$STATE/resources.yaml" >/dev/null || die "could not apply the JvmDiagnostics resources"
 retry 3 "applying the Deployments" kubectl apply -n "$DEMO_NS" -f "$STATE/deployments.yaml" >/dev/null || die "could not apply the demo Deployments"
 templates_labelled() {  # the operator has written its label into every Deployment's pod template

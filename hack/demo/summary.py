@@ -15,15 +15,19 @@ the workloads were applied):
   4. one lock      - threads blocked on a contended monitor whose class is named (a
                      SecureRandom class: the DHE handshake stall), by the metric or by
                      JvmDiagMonitorContentionHigh; the alert's firing is shown beside it
+  5. pool waits    - a thread pool with at least POOL_WAITERS threads parked on average while
+                     its JVM's parks are sampled at a resource (not at a pool's wait for work,
+                     monitoring/mixin/config.py's workWaitFrames), by the metric and the stacks
+                     or by JvmDiagPoolSaturated; the alert's firing is shown beside it
 and when the culprit behind the first two was named: the thread starting the
 HandshakeCompletedNotify-Threads (jvmdiag_thread_starts_by_starter_total) and the thread that
 requested the RedefineClasses (jvmdiag_vm_operation_requests_total). And the code behind
 incidents 1, 2 and 4, from the culprit stacks (jvmdiag_culprit_stack_samples_total: the stacks'
 first application frames, by samples) of the incident's pod: kind thread_start in the storm's
 JVM, vm_operation in the JVM whose RedefineClasses were requested (the last minute: its class
-loading's GCs came before), monitor_hold and monitor_wait in the stalled DHE server's.
-With --duration it stops after that many seconds and exits 1 unless all four, both
-culprits, and the code of each were named.
+loading's GCs came before), monitor_hold and monitor_wait in the stalled DHE server's, park
+in the saturated pool's (the last minute). With --duration it stops after that many seconds
+and exits 1 unless all five, both culprits, and the code of each were named.
 
 With --rate-check, once the incidents are named (or 30 s after the thread storm was, if
 another one is slow), it runs rate-check.py once beside the summary: the thread-start rate
@@ -35,12 +39,18 @@ check makes the exit status 1 too, and the summary waits for a check under way a
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 import urllib.request
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "monitoring")
+)
+from mixin.config import CONFIG  # noqa: E402  (the alert's own list of waits for work)
 
 
 def query(base, q):
@@ -141,6 +151,14 @@ def snapshot(base, sel):
     s["frames_1m"] = query(
         base,
         f"sum by ({GROUP}, kind, frame) (increase(jvmdiag_culprit_stack_samples_total{{{sel}}}[1m])) > 0",
+    )
+    # Threads parked per pool (seconds parked per second: threads parked on average).
+    s["pool_parked"] = query(
+        base,
+        (
+            f"topk(5, sum by ({GROUP}, thread_name) "
+            f'(rate(jvmdiag_thread_parked_seconds_total{{via="park",thread_name!="other",{sel}}}[1m])) > 0.5)'
+        ),
     )
     s["alerts"] = [a for a in alerts(base) if selected(a["labels"], sel)]
     return s
@@ -260,6 +278,17 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None, code=None, s
             f"  {float(r['value'][1]):6.2f} s/s  {n:7.1f} enters/s  {m.get('monitor_class', '?'):<36} {who(m)}"
         )
     out.append("")
+    out.append("Thread pools by threads parked on average (1m), and where their JVM parks most")
+    if not s.get("pool_parked"):
+        out.append("  (no pool parks yet)")
+    for r in sorted(s.get("pool_parked", []), key=lambda r: -float(r["value"][1])):
+        m = r["metric"]
+        site = top_park_frame(s, m.get("pod", ""))
+        out.append(
+            f"  {float(r['value'][1]):6.1f}  {m.get('thread_name', '?'):<28} {who(m)}"
+            + (f"  parks at {site}" if site else "")
+        )
+    out.append("")
     out.append("Firing alerts")
     if not s["alerts"]:
         out.append("  (none)")
@@ -274,6 +303,8 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None, code=None, s
             "",
         )
         culprit += "".join(f" {c}={l[c]}" for c in ("requester", "starter") if l.get(c))
+        if l.get("alertname") == "JvmDiagPoolSaturated" and alert_frame(a):
+            culprit += f" parks at {alert_frame(a)}"
         out.append(
             f"  {l.get('severity', ''):<7} {l.get('alertname', '?'):<30} {culprit:<44} {who(l)}"
         )
@@ -284,6 +315,7 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None, code=None, s
         "long safepoints (RedefineClasses > 0.5 s)",
         "code cache full / recompilation",
         f"one lock (blocked on {lock.get('class') or 'a SecureRandom'})",
+        "pool waits (threads parked waiting for a resource)",
     ]
     for i, name in enumerate(labels):
         line = f"  incident {i + 1}: {name:<50} " + (
@@ -291,6 +323,10 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None, code=None, s
         )
         if i == 3 and lock.get("alert_at") is not None:
             line += f"; alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s"
+        if i == 4 and lock.get("pool"):
+            line += f"; {lock['pool']} waits in {lock['pool_site']}"
+        if i == 4 and lock.get("pool_alert_at") is not None:
+            line += f"; alert JvmDiagPoolSaturated firing after {lock['pool_alert_at']:.0f}s"
         c = (culprits or {}).get(i)
         if i in (0, 1, 3):
             verb = ("started by", "requested by", None, "blocked most")[i]
@@ -416,6 +452,7 @@ CODE = [
     (1, "vm_operation", "the code requesting VM operations", "frames_1m", 2),
     (3, "monitor_hold", "the code holding contended monitors", "frames", 10),
     (3, "monitor_wait", "the code blocked on them", "frames", 10),
+    (4, "park", "the code the pool waits in", "frames_1m", 10),
 ]
 # Frames that name no code: only JDK frames, past the JVM's name budget.
 NO_CODE = ("none", "other")
@@ -434,6 +471,8 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
                 pods.setdefault(1, r["metric"].get("pod", ""))
     if lock.get("pod"):
         pods[3] = lock["pod"]
+    if lock.get("pool_pod"):
+        pods[4] = lock["pool_pod"]
     for i, kind, _, series, min_samples in CODE:
         if (i, kind) in code or i not in pods:
             continue
@@ -468,6 +507,58 @@ def code_line(i, kind, what, c):
 LOCK_STALL = 0.5
 
 
+# Threads of one pool parked on average that make a saturated pool: the demo's pool-wait
+# resource's spec.alerts.poolSaturation threshold (examples/workloads/k8s/pool-wait.yaml).
+POOL_WAITERS = 8
+WORK_WAIT = set(CONFIG["workWaitFrames"])
+# Where the alert's description names the frame the JVM parked at most (monitoring/mixin).
+ALERT_FRAME = re.compile(r"parked most in the last \S+ at (\S+)\.$")
+
+
+def alert_frame(a):
+    m = ALERT_FRAME.search(a.get("annotations", {}).get("description", "").strip())
+    return m.group(1) if m else None
+
+
+def top_park_frame(s, pod):
+    """The application frame POD's parks were sampled at most in the last minute, waits for
+    work (a pool's idle workers) aside; None without one."""
+    per = {}
+    for r in s.get("frames_1m", []):
+        m = r["metric"]
+        f = m.get("frame", "")
+        if m.get("pod") == pod and m.get("kind") == "park" and f not in WORK_WAIT | set(NO_CODE):
+            per[f] = per.get(f, 0.0) + float(r["value"][1])
+    return max(per, key=per.get) if per else None
+
+
+def update_pool(s, elapsed, named, lock):
+    """Incident 5: a pool with POOL_WAITERS threads parked whose JVM parks at a resource (the
+    metric and the stacks), or JvmDiagPoolSaturated; the alert's firing noted beside it."""
+    fired = [a for a in s["alerts"] if a["labels"].get("alertname") == "JvmDiagPoolSaturated"]
+    if named[4] is None:
+        for r in sorted(s.get("pool_parked", []), key=lambda r: -float(r["value"][1])):
+            m = r["metric"]
+            site = top_park_frame(s, m.get("pod", ""))
+            if float(r["value"][1]) >= POOL_WAITERS and site:
+                named[4] = elapsed
+                lock["pool"], lock["pool_pod"], lock["pool_site"] = (
+                    m.get("thread_name"),
+                    m.get("pod"),
+                    site,
+                )
+                lock["pool_parked"] = float(r["value"][1])
+                break
+        for a in fired if named[4] is None else []:
+            named[4] = elapsed
+            lock["pool"], lock["pool_pod"] = a["labels"].get("thread_name"), a["labels"].get("pod")
+            lock["pool_site"], lock["pool_parked"] = alert_frame(a) or "?", None
+            break
+    if lock.get("pool_alert_at") is None and fired:
+        lock["pool_alert_at"] = elapsed
+        lock["pool_alert"] = fired[0]
+
+
 def update_named(s, elapsed, named, lock=None):
     if lock is not None:
         # the contended monitor class: a SecureRandom one (java.security.SecureRandom, or the
@@ -495,6 +586,8 @@ def update_named(s, elapsed, named, lock=None):
         if lock.get("alert_at") is None and alert:
             lock["alert_at"] = elapsed
             lock["alert_class"], lock["alert_pod"] = alert
+    if lock is not None:
+        update_pool(s, elapsed, named, lock)
     if named[0] is None and any(
         "HandshakeCompletedNotify" in r["metric"].get("thread_name", "") for r in s["threads"]
     ):
@@ -553,7 +646,7 @@ def main():
 
 def run(a, check):
     tty = sys.stdout.isatty()
-    named = [None, None, None, None]
+    named = [None, None, None, None, None]
     lock = {}
     culprits = {}
     code, seen = {}, {}
@@ -562,7 +655,7 @@ def run(a, check):
     while True:
         s = snapshot(a.prometheus, a.selector)
         elapsed = time.time() - a.since
-        before = (named[3], lock.get("alert_at"))
+        before = (named[3], lock.get("alert_at"), named[4], lock.get("pool_alert_at"))
         update_named(s, elapsed, named, lock)
         before_culprits = dict(culprits)
         update_culprits(s, elapsed, culprits)
@@ -587,6 +680,22 @@ def run(a, check):
         if not tty and before[1] is None and lock.get("alert_at") is not None:
             print(
                 f"demo: alert JvmDiagMonitorContentionHigh firing after {lock['alert_at']:.0f}s: monitor_class={lock['alert_class']} pod={lock['alert_pod']}",
+                flush=True,
+            )
+        if not tty and before[2] is None and named[4] is not None:
+            n = lock.get("pool_parked")
+            print(
+                f"demo: incident 5 named after {named[4]:.0f}s: pool {lock['pool']}"
+                + (f" with {n:.0f} threads parked on average" if n is not None else "")
+                + f", waiting in {lock['pool_site']} in pod {lock['pool_pod']}",
+                flush=True,
+            )
+        if not tty and before[3] is None and lock.get("pool_alert_at") is not None:
+            pa, at = lock["pool_alert"]["labels"], alert_frame(lock["pool_alert"])
+            print(
+                f"demo: alert JvmDiagPoolSaturated firing after {lock['pool_alert_at']:.0f}s: "
+                f"thread_name={pa.get('thread_name')} pod={pa.get('pod')}"
+                + (f" (its JVM parks most at {at})" if at else ""),
                 flush=True,
             )
         if (
@@ -635,9 +744,10 @@ def run(a, check):
         failed = True
     else:
         print(
-            "demo: all four incidents named: "
+            "demo: all five incidents named: "
             + ", ".join(f"{t:.0f}s" for t in named)
-            + f" (the contended monitor: {lock.get('class')})"
+            + f" (the contended monitor: {lock.get('class')}; the pool: {lock.get('pool')},"
+            f" waiting in {lock.get('pool_site')})"
         )
     for i, what in (
         (0, "the thread starting HandshakeCompletedNotify-Threads"),

@@ -3,9 +3,10 @@
 # rules exactly as the chart (helm template) and the operator (render-rules) produce them;
 # dashboards type-checked against @grafana/schema and linted; then a real Prometheus and
 # Alertmanager on loopback scrape the real agent while a JVM makes a long safepoint and a
-# thread storm (and a second JVM blocks on one SecureRandom and parks): every dashboard query
-# must return data, both alerts must reach a webhook, and the monitor/parking metrics must match
-# what that JVM measured (e2e/alerts.py).
+# thread storm (and a second JVM blocks on one SecureRandom and parks, and the demo's Jetty +
+# HikariCP workload runs saturated and idle): every dashboard query must return data, the
+# alerts must reach a webhook (the pool's for the saturated JVM alone), and the monitor/parking
+# metrics must match what those JVMs measured (e2e/alerts.py).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 MON="$REPO_ROOT/monitoring"
@@ -118,6 +119,9 @@ if [ -x "$AGENT" ]; then
   render_resource "$REPO_ROOT/e2e/alerts-jvmdiagnostics.yaml" >"$WORK/e2e/manifests.yaml" \
     && "$PY" "$MON/extract_rules.py" "$WORK/e2e/rules.yaml" <"$WORK/e2e/manifests.yaml" \
     || fail "e2e: operator render-rules failed: $(tail -n3 "$WORK/render.log")"
+  # The demo's pool-wait workload (Jetty, HikariCP, H2 from Maven Central, cached).
+  POOL_JARS=$("$REPO_ROOT/examples/workloads/build.sh" "$JVMDIAG_CACHE/workloads/jars" 2>"$WORK/workloads-build.log") \
+    || { fail "e2e: the demo workloads build (examples/workloads/build.sh): $(tail -n3 "$WORK/workloads-build.log")"; POOL_JARS=""; }
   log "end to end: rules from the operator's render-rules, agent $AGENT"
   # Both JDKs; the dashboards' queries (and the preview data) on the first run.
   for jdk in "$JDK17" "$JDK25"; do
@@ -125,7 +129,7 @@ if [ -x "$AGENT" ]; then
     while read -r line; do
       case "$line" in PASS\ *) pass "$tag: ${line#PASS }" ;; FAIL\ *) fail "$tag: ${line#FAIL }" ;; *) echo "$line" ;; esac
     done < <("$PY" "$REPO_ROOT/e2e/alerts.py" --agent "$AGENT" --rules "$WORK/e2e/rules.yaml" --work "$WORK/e2e/$(basename "$jdk")" \
-               --jdk "$jdk" --default-rules "$WORK/defaults/rules.yaml" ${JVMDIAG_SAVE_RESULTS:+--save-results "$JVMDIAG_SAVE_RESULTS"} 2>&1)
+               --jdk "$jdk" ${POOL_JARS:+--pool-jars "$POOL_JARS"} --default-rules "$WORK/defaults/rules.yaml" ${JVMDIAG_SAVE_RESULTS:+--save-results "$JVMDIAG_SAVE_RESULTS"} 2>&1)
     unset JVMDIAG_SAVE_RESULTS
   done
 else

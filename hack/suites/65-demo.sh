@@ -4,14 +4,17 @@
 # group, twice:
 #   1. mid-set-up: while the chart is being installed (cluster up, images imported);
 #   2. mid-run: once the live summary has named the incidents and checked itself (operator,
-#      agent, four JVM pods, Prometheus, Alertmanager all up): the thread-start rate it shows
+#      agent, five JVM pods, Prometheus, Alertmanager all up): the thread-start rate it shows
 #      for the TLS storm's pod must match that JVM's own java.threads.started over the same
 #      minute (hack/demo/rate-check.py; a count multiplied by the agent fails it); and the
 #      fourth incident named: the contended monitor class of the DHE handshake stall (a
-#      SecureRandom) and JvmDiagMonitorContentionHigh firing on it; and who is behind the first
+#      SecureRandom) and JvmDiagMonitorContentionHigh firing on it; the fifth within 2 minutes:
+#      Jetty's pool (qtpN-N) parked waiting in HikariCP's ConcurrentBag.borrow, and
+#      JvmDiagPoolSaturated firing on it; and who is behind the first
 #      two: the thread starting the HandshakeCompletedNotify-Threads and the one requesting
 #      RedefineClasses, equal to the workloads' own thread names; and the code behind incidents
-#      1, 2 and 4 (the culprit stacks' first application frame): the workloads' own methods.
+#      1, 2, 4 and 5 (the culprit stacks' first application frame): the workloads' own methods,
+#      and HikariCP's wait for a connection.
 # After each: no process the demo started (sampled every second while it ran: its session,
 # the cluster daemons, shims and pod processes), no listening port of theirs, no mount, no
 # cgroup, no network link, no iptables chain, no state directory of the demo remains.
@@ -189,7 +192,8 @@ run_demo setup "installing the chart" 150
 # The code behind incidents 1, 2 and 4 (the culprit stacks) too.
 run_demo running "rate check: (ok|FAIL|could not)" 420 "incident 2: RedefineClasses requested by" \
   "incident 1: the code starting threads" "incident 2: the code requesting" \
-  "incident 4: the code holding" "incident 4: the code blocked"
+  "incident 4: the code holding" "incident 4: the code blocked" \
+  "incident 5: the code the pool waits in" "alert JvmDiagPoolSaturated firing"
 rc_lines=$(grep -oE 'rate check: (ok|FAIL|could not).*' "$WORK/demo-running.log" | sort -u)
 if [ -z "$rc_lines" ]; then
   bad "running: the summary's thread-start rate checked against the JVM's own counter" \
@@ -210,6 +214,17 @@ la=$(grep -m1 -oE 'demo: alert JvmDiagMonitorContentionHigh firing .*' "$WORK/de
 if grep -qE 'monitor_class=[A-Za-z0-9_.$]*SecureRandom pod=dhe-stall-' <<<"$la"; then ok "running: ${la#demo: }"
 else bad "running: JvmDiagMonitorContentionHigh fires naming the SecureRandom class in the DHE server's pod" \
   "$(grep -A4 '^Firing alerts' "$WORK/demo-running.log" | tail -n 5 | tr '\n' ' ')"; fi
+# The fifth: Jetty's request pool (its default names, qtpNNN-N) parked waiting for one of
+# HikariCP's 8 connections, named within 2 minutes of the workloads' start, and the alert.
+l5=$(grep -m1 -oE 'demo: incident 5 named after .*' "$WORK/demo-running.log")
+t5=$(sed -nE 's/^demo: incident 5 named after ([0-9]+)s.*/\1/p' <<<"$l5")
+if grep -qE 'pool qtpN-N .*waiting in com\.zaxxer\.hikari\.[A-Za-z0-9_.$]+ in pod pool-wait-' <<<"$l5" && [ "${t5:-999}" -le 120 ]; then ok "running: ${l5#demo: }"
+else bad "running: the summary names the saturated pool (qtpN-N) and HikariCP's wait in its pod within 120 s" \
+  "${l5:-$(grep -A6 '^Thread pools by threads parked' "$WORK/demo-running.log" | tail -n 6 | tr '\n' ' ')}"; fi
+la=$(grep -m1 -oE 'demo: alert JvmDiagPoolSaturated firing .*' "$WORK/demo-running.log")
+if grep -qE 'thread_name=qtpN-N pod=pool-wait-[^ ]* \(its JVM parks most at com\.zaxxer\.hikari\.' <<<"$la"; then ok "running: ${la#demo: }"
+else bad "running: JvmDiagPoolSaturated fires naming Jetty's pool and HikariCP's wait in the pool-wait pod" \
+  "$(grep -A6 '^Firing alerts' "$WORK/demo-running.log" | tail -n 7 | tr '\n' ' ')"; fi
 # Who is behind the incidents, as the workloads know them: the TLS clients (tls-client-N, the
 # threads that run the handshakes) start the HandshakeCompletedNotify-Threads; the Java agent's
 # apm-retransformer (15 bytes of it: the native name) requests RedefineClasses; the DHE server's
@@ -233,11 +248,12 @@ done
 for want in 'incident 1: the code starting threads \(thread_start\) in pod tls-storm-[^:]*: TlsStorm\.(request|lambda\$main\$[0-9]+) ' \
             'incident 2: the code requesting VM operations \(vm_operation\) in pod retransform-[^:]*: RetransformAgent\.loop ' \
             'incident 4: the code holding contended monitors \(monitor_hold\) in pod dhe-stall-[^:]*: DheStall\.[A-Za-z0-9_$]+ ' \
-            'incident 4: the code blocked on them \(monitor_wait\) in pod dhe-stall-[^:]*: DheStall\.[A-Za-z0-9_$]+ '; do
+            'incident 4: the code blocked on them \(monitor_wait\) in pod dhe-stall-[^:]*: DheStall\.[A-Za-z0-9_$]+ ' \
+            'incident 5: the code the pool waits in \(park\) in pod pool-wait-[^:]*: com\.zaxxer\.hikari\.[A-Za-z0-9_.$]+ '; do
   l=$(grep -m1 -E "demo: $want" "$WORK/demo-running.log")
   if [ -n "$l" ]; then ok "running: ${l#demo: }"
   else bad "running: the summary names the code behind it: $want" \
-    "$(grep -E "demo: ${want%%\\(*}|incident [124]: the code" "$WORK/demo-running.log" | tail -n 4 | tr '\n' ' ')"; fi
+    "$(grep -E "demo: ${want%%\\(*}|incident [1245]: the code" "$WORK/demo-running.log" | tail -n 4 | tr '\n' ' ')"; fi
 done
 echo "elapsed $(($(date +%s) - T0))s"
 finish
