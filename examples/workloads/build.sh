@@ -74,5 +74,5 @@ for gav in $POOL_WAIT_LIBS; do
 done
 cp_joined=$(IFS=:; echo "${cp_libs[*]}")
 build pool-wait PoolWait "Class-Path: ${class_path[*]}" -cp "$cp_joined" "$HERE/pool-wait/PoolWait.java"
-rm -rf "$OUT/lib" && mv "$tmp/lib" "$OUT/lib"
+rm -rf "${OUT:?}/lib" && mv "$tmp/lib" "$OUT/lib"
 echo "$OUT"
