@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the demo workload jars with the JDK's own javac/jar/keytool:
 #   tls-storm.jar, class-hoarder.jar + retransform-agent.jar, codecache-churn.jar,
-#   dhe-stall.jar + bcprov-jdk18on.jar (BouncyCastle from Maven Central, fetched once by
-#   Maven into its local repository; the only dependency of the demo workloads)
+#   dhe-stall.jar + bcprov-jdk18on.jar (BouncyCastle), pool-wait.jar + lib/ (Jetty 12,
+#   HikariCP, H2, slf4j): the libraries come from Maven Central, fetched once by Maven into
+#   its local repository, and are copied beside the jars
 # Compiled for release 17, so the same jars run on JDK 17 and JDK 25.
 # Usage: build.sh [OUT_DIR]   (default: $JVMDIAG_CACHE/workloads/jars); JDK from $JDK17.
 # Prints OUT_DIR.
@@ -12,11 +13,18 @@ JDK="${JDK17:-/usr/lib/jvm/java-17-openjdk-amd64}"
 OUT="${1:-${JVMDIAG_CACHE:-$HOME/.cache/jvm-diagnostics}/workloads/jars}"
 [ -x "$JDK/bin/javac" ] || { echo "error: no javac in $JDK (set JDK17 to a JDK >= 17)" >&2; exit 1; }
 BC_VERSION=1.80
+# pool-wait's libraries, each with its version: Jetty 12 core's server and what it needs at
+# run time (jetty-http, -io, -util, slf4j-api), the pool, the database, and slf4j's simple
+# backend so that Hikari and Jetty log their warnings and nothing more.
+POOL_WAIT_LIBS="org.eclipse.jetty:jetty-server:12.1.14 org.eclipse.jetty:jetty-http:12.1.14
+  org.eclipse.jetty:jetty-io:12.1.14 org.eclipse.jetty:jetty-util:12.1.14 com.zaxxer:HikariCP:7.1.0
+  com.h2database:h2:2.3.232 org.slf4j:slf4j-api:2.0.17 org.slf4j:slf4j-simple:2.0.17"
 mkdir -p "$OUT"
 # Skip when every jar is newer than every source.
 newest_src=$(find "$HERE" -name '*.java' -newer "$OUT/codecache-churn.jar" 2>/dev/null | head -n1 || true)
 if [ -f "$OUT/codecache-churn.jar" ] && [ -f "$OUT/tls-storm.jar" ] && [ -f "$OUT/class-hoarder.jar" ] \
-   && [ -f "$OUT/retransform-agent.jar" ] && [ -f "$OUT/dhe-stall.jar" ] && [ -f "$OUT/bcprov-jdk18on.jar" ] && [ -z "$newest_src" ] && [ "$HERE/build.sh" -ot "$OUT/codecache-churn.jar" ]; then
+   && [ -f "$OUT/retransform-agent.jar" ] && [ -f "$OUT/dhe-stall.jar" ] && [ -f "$OUT/bcprov-jdk18on.jar" ] \
+   && [ -f "$OUT/pool-wait.jar" ] && [ -d "$OUT/lib" ] && [ -z "$newest_src" ] && [ "$HERE/build.sh" -ot "$OUT/codecache-churn.jar" ]; then
   echo "$OUT"; exit 0
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -51,4 +59,20 @@ cp "$BC_JAR" "$tmp/bcprov-jdk18on.jar"
 mkdir -p "$tmp/dhe-stall" && cp "$tmp/dhe-stall.p12" "$tmp/dhe-stall/"
 build dhe-stall DheStall "Class-Path: bcprov-jdk18on.jar" -cp "$tmp/bcprov-jdk18on.jar" "$HERE/dhe-stall/DheStall.java"
 mv "$tmp/bcprov-jdk18on.jar" "$OUT/bcprov-jdk18on.jar"
+# The fifth incident: a connection pool too small for its request threads.
+mkdir -p "$tmp/lib"
+cp_libs=() class_path=()
+for gav in $POOL_WAIT_LIBS; do
+  IFS=: read -r g a v <<<"$gav"
+  jar="${MAVEN_REPO:-$HOME/.m2/repository}/${g//.//}/$a/$v/$a-$v.jar"
+  if [ ! -f "$jar" ]; then
+    mvn -B -q dependency:get -Dartifact="$gav" -Dtransitive=false >&2 \
+      || { echo "error: could not fetch $gav with Maven" >&2; exit 1; }
+  fi
+  cp "$jar" "$tmp/lib/"
+  cp_libs+=("$tmp/lib/$a-$v.jar") class_path+=("lib/$a-$v.jar")
+done
+cp_joined=$(IFS=:; echo "${cp_libs[*]}")
+build pool-wait PoolWait "Class-Path: ${class_path[*]}" -cp "$cp_joined" "$HERE/pool-wait/PoolWait.java"
+rm -rf "${OUT:?}/lib" && mv "$tmp/lib" "$OUT/lib"
 echo "$OUT"
