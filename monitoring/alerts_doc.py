@@ -37,7 +37,8 @@ the code*).
 seconds parked per second by pool (`jvmdiag_thread_parked_seconds_total{{via="park"}}` by
 `thread_name`: threads of that pool parked at once on average) above the threshold, in a JVM
 where a share above {poolSaturation[resourceShare]} (`resourceShare`) of the sampled parks
-(`jvmdiag_culprit_stack_samples_total{{kind="park"}}`, `other` left out) are at frames other
+(`jvmdiag_culprit_stack_samples_total{{kind="park"}}` that name code: `none`, only JDK frames,
+and `other`, past the name budget, left out) are at frames other
 than where well-known pools wait for their next task (`workWaitFrames` in `config.py`: {work_wait}).
 Its description names the pool, the threads parked and the resource-wait frame parked at most in
 the window. The stacks are per JVM, not per pool, and counted per park (not per second parked):
@@ -108,7 +109,8 @@ the rules taken from `helm template` of the packaged chart and from the operator
 `render-rules` of a `JvmDiagnostics`; mutations of the rules (wrong bucket, no new-series
 arm, no `for`, culprit aggregated away (thread name, monitor class), description without the pod, method, requester and starter joins dropped,
 the culprit code's query without its pod matcher, its window, or taking JDK-only frames or the wrong kind,
-a pool's parks at its work-wait frames, or at frames past the name budget, counted as resource waits, the pools of a
+a pool's parks at its work-wait frames, or at frames past the name budget, counted as resource waits, only-JDK parks
+counted in the share, the pools of a
 JVM summed, `thread_name="other"` alerted on, the pool's resource frame taken from every park frame,
 the operator's `absent()` arm dropped, a scraped-but-down agent counted as missing, the resource webhook's own refusals
 or a JVM's in-flight share alerted on)

@@ -153,7 +153,14 @@ def m_pool_work_wait(g):  # count a pool's waits for work (its idle workers) as 
 def m_pool_other(g):  # count the frames past the name budget (other) as resource waits
     r = rule(g, "JvmDiagPoolSaturated")
     e = r["expr"]
-    r["expr"] = e.replace('|other"', '"').replace(', frame!="other"', "")
+    r["expr"] = e.replace('|other"', '"')
+    assert r["expr"] != e
+
+
+def m_pool_none(g):  # count only-JDK parks (none: a connection-adder, idle JDK workers) in the share
+    r = rule(g, "JvmDiagPoolSaturated")
+    e = r["expr"]
+    r["expr"] = e.replace('frame!~"none|other"', 'frame!="other"')
     assert r["expr"] != e
 
 
@@ -203,6 +210,7 @@ MUTATIONS = [
     m_code_kind,
     m_pool_work_wait,
     m_pool_other,
+    m_pool_none,
     m_pool_pools_summed,
     m_pool_other_name,
     m_pool_code,

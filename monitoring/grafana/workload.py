@@ -1,17 +1,17 @@
 """JVM diagnostics / Workload: one workload (JvmDiagnostics) and its pods, drilled down."""
 
 from mixin.alerts.common import frames_regex
-from mixin.alerts.locks import NOT_RESOURCE
+from mixin.alerts.locks import NOT_RESOURCE, UNNAMED
 from mixin.config import CONFIG
 
 from .panels import SEL, heatmap, row, table, target, timeseries
 from .panels import dashboard as make
 
 RATE = "$__rate_interval"
-# Park samples of the selected pods: at frames that wait for a resource, and all but "other".
+# Park samples of the selected pods: at frames that wait for a resource, and all that name code.
 PARKS = f'jvmdiag_culprit_stack_samples_total{{{SEL}, kind="park"'
 PARKS_RESOURCE = f'{PARKS}, frame!~"{NOT_RESOURCE}"}}'
-PARKS_KNOWN = f'{PARKS}, frame!="other"}}'
+PARKS_KNOWN = f'{PARKS}, frame!~"{UNNAMED}"}}'
 
 
 def g(x, y, w, h=8):
@@ -321,8 +321,8 @@ def dashboard():
             "Park samples at resource waits",
             "Share of each pod's sampled parks (culprit stacks, kind park, by the first application frame) at frames "
             "other than where well-known pools wait for their next task (workWaitFrames in monitoring/mixin/config.py: "
-            "none, i.e. only JDK frames such as ThreadPoolExecutor.getTask, and Jetty's, Tomcat's and Netty's idle "
-            "waits); frame other (past the name budget) left out. Above "
+            "Jetty's, Tomcat's and Netty's idle waits); frames none (only JDK frames, such as ThreadPoolExecutor.getTask) "
+            "and other (past the name budget) name no code and are left out. Above "
             f"{float(CONFIG['poolSaturation']['resourceShare']) * 100:g} % with a pool over the threshold: "
             "JvmDiagPoolSaturated. Samples are counted per park, not per second parked, and per JVM, not per pool. "
             "No data: no park stacks (stacks off).",
@@ -341,12 +341,12 @@ def dashboard():
             "Park samples over the time range by the stack's first application frame (top 15), marked wait: work "
             "(a pool's wait for its next task, workWaitFrames: not saturation), resource (anything else: a "
             "connection pool such as com.zaxxer.hikari.util.ConcurrentBag.borrow, a lock, a bounded queue) or "
-            "unknown (other: past the JVM's name budget). The resource frame sampled most is what the "
+            "unknown (none: only JDK frames; other: past the JVM's name budget). The resource frame sampled most is what the "
             "JvmDiagPoolSaturated description names. The whole stacks: the agent's /stacks?kind=park (runbook "
             "JvmDiagPoolSaturated).",
             "label_replace(label_replace(label_replace(topk(15, sum by (frame) (increase(jvmdiag_culprit_stack_samples_total"
             f'{{{SEL}, kind="park"}}[$__range]))) > 0, "wait", "work", "frame", "{frames_regex(CONFIG["workWaitFrames"])}"), '
-            '"wait", "resource", "wait", ""), "wait", "unknown", "frame", "other")',
+            '"wait", "resource", "wait", ""), "wait", "unknown", "frame", "none|other")',
             "samples",
             g(0, 109, 24),
             columns=("frame", "wait"),

@@ -59,14 +59,15 @@ CONFIG = {
     # saturated (JvmDiagPoolSaturated counts a park there as waiting for work). Exact first
     # application frames of jvmdiag_culprit_stack_samples_total{kind="park"}
     # (package.Class.method, nested classes with $) as the agent names them; alerts/common.py
-    # turns the list into one regex.
+    # turns the list into one regex. `none` (only JDK frames: the JDK's own executors waiting
+    # for a task, but also HikariCP's connection-adder, which parks once per borrow that has to
+    # wait) and `other` are neither work nor resource: the share leaves them out.
     "workWaitFrames": [
-        # Only JDK frames: the JDK's executors waiting for a task (ThreadPoolExecutor.getTask,
-        # ForkJoinPool.awaitWork, ScheduledThreadPoolExecutor's delayed queue).
-        "none",
-        # Jetty: QueuedThreadPool's idle workers and ReservedThreadExecutor's reserved threads.
-        "org.eclipse.jetty.util.BlockingArrayQueue.poll",
-        "org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.idleJobPoll",
+        # Jetty 12 (measured on 12.1 with examples/workloads' pool-wait): QueuedThreadPool's idle
+        # poll (BlockingArrayQueue.poll waits on Jetty's AutoLock condition, the first frame
+        # outside the JDK) and ReservedThreadExecutor's reserved threads (12.1; 12.0: reservedWait).
+        "org.eclipse.jetty.util.thread.AutoLock$WithCondition.awaitNanos",
+        "org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.waitForTask",
         "org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.reservedWait",
         # Tomcat's executor queue.
         "org.apache.tomcat.util.threads.TaskQueue.poll",

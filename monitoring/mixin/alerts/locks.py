@@ -23,9 +23,12 @@ def _code(window):
     )
 
 
-# Park frames that are a pool's wait for its next task (idle, not saturated), and `other` (past
-# the JVM's name budget: unknown), as one regex; every other frame is a wait for a resource.
-NOT_RESOURCE = frames_regex(CONFIG["workWaitFrames"]) + "|other"
+# Park frames that name no code: `none` (only JDK frames: a JDK executor's idle worker, or a
+# JDK-only wait) and `other` (past the JVM's name budget). Neither work nor resource.
+UNNAMED = "none|other"
+# Park frames that are not a wait for a resource: a pool's wait for its next task (idle, not
+# saturated) and the unnamed ones, as one regex; every other frame is a wait for a resource.
+NOT_RESOURCE = "none|" + frames_regex(CONFIG["workWaitFrames"]) + "|other"
 
 
 def _parks(p, frame_matcher):
@@ -40,15 +43,16 @@ def _pool_saturated(p):
     share = CONFIG["poolSaturation"]["resourceShare"]
     parked = sel(p, 'via="park"', 'thread_name!="other"')
     resource = _parks(p, 'frame!~"' + NOT_RESOURCE + '"')
-    known = _parks(p, 'frame!="other"')
+    known = _parks(p, 'frame!~"' + UNNAMED + '"')
     return (
         # Threads of one pool parked at once on average (LockSupport.park; not "other", the names
         # past the JVM's budget: no pool)...
         f"sum by ({JVM_LABELS}, thread_name) (\n"
         f"  rate(jvmdiag_thread_parked_seconds_total{parked}[{w}])\n"
         f") > {p.threshold}\n"
-        # ...in a JVM whose parks mostly wait for a resource, not for work. The stacks have no
-        # thread name: this is the JVM's share, not the pool's. No stacks (stacks off), no alert.
+        # ...in a JVM whose parks that name code mostly wait for a resource, not for work. The
+        # stacks have no thread name: this is the JVM's share, not the pool's. No stacks (stacks
+        # off), no alert.
         f"and on ({JVM_LABELS})\n"
         f"(\n  {resource}\n  > {share} * {known}\n)"
     )

@@ -148,7 +148,7 @@ class RuleRendererTest {
         // and [$], no backslash to escape on the way
         .contains(
             "jvmdiag_culprit_stack_samples_total{namespace=\"shop\", jvmdiagnostics=\"checkout\", kind=\"park\", frame!~\"none|")
-        .contains("org[.]eclipse[.]jetty[.]util[.]thread[.]QueuedThreadPool[$]Runner[.]idleJobPoll")
+        .contains("org[.]eclipse[.]jetty[.]util[.]thread[.]AutoLock[$]WithCondition[.]awaitNanos")
         .doesNotContain("${")
         .doesNotContain("\\");
     assertThat(rule.get("for")).isEqualTo("10m");
