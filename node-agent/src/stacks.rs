@@ -67,8 +67,9 @@ pub const OUTCOMES: [&str; consts::STACK_OUTCOMES as usize] = [
 /// Named lines kept per JVM, as a multiple of its share of the kernel table: the table holds a
 /// share of distinct stacks between two reads, and over a JVM's life its stacks come and go
 /// (start-up, interpreted and compiled variants that name alike or by another line), so a few
-/// shares' worth keeps every stack a steady JVM has while a JVM making endless new ones costs
-/// at most this many lines (~4 KiB each at most).
+/// shares' worth keeps every stack a steady JVM has. Their text is bounded too, by a share of
+/// full-length lines: what one JVM's named stacks could hold when the table was never emptied,
+/// so a JVM making endless new deep stacks costs no more memory than it did then.
 const LINES_PER_SHARE: usize = 4;
 /// The frames of the line that counts a JVM's stacks of one kind past its named lines.
 pub const MORE_STACKS: &str = "…more_stacks";
@@ -245,7 +246,7 @@ struct Jvm {
     /// Frame names by (pointer, cookie); None: not nameable (freed, reused, not Java).
     names: HashMap<(u64, u32, u64), Option<Vec<String>>>,
     /// Each stack named once (its frames never change): by (kind, hash), the line's frames and
-    /// the first application frame. Cleared at NAME_CACHE_MAX (a stack seen again is named
+    /// the first application frame. Cleared at a share of stacks (a stack seen again is named
     /// again from the frames its new entry holds).
     stacks: HashMap<(u32, u64), (Arc<str>, Option<String>)>,
     /// Application frames named in the metric so far (the rest are `other`).
@@ -258,19 +259,21 @@ struct Jvm {
 /// kernel table held at each read, added up (the table is emptied at each read).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Totals {
-    /// By (kind, frames), at most `max_lines` of them.
+    /// By (kind, frames), at most `max_lines` of them and `max_bytes` of frames.
     lines: HashMap<(&'static str, Arc<str>), u64>,
+    bytes: usize,
     /// By kind: the lines past `max_lines` (one `MORE_STACKS` line each).
     more: BTreeMap<&'static str, u64>,
     /// By (kind, first application frame): the frames are already bounded (`max_frames`,
     /// then `other`), so every sample is counted here whatever the lines' bound.
     by_frame: HashMap<(&'static str, String), u64>,
     max_lines: usize,
+    max_bytes: usize,
 }
 
 impl Totals {
-    pub fn new(max_lines: usize) -> Totals {
-        Totals { max_lines, ..Default::default() }
+    pub fn new(max_lines: usize, max_bytes: usize) -> Totals {
+        Totals { max_lines, max_bytes, ..Default::default() }
     }
 
     /// Adds `n` samples of a stack of `kind` named `frames` with first application frame `app`.
@@ -279,7 +282,8 @@ impl Totals {
         let key = (kind, frames);
         if let Some(c) = self.lines.get_mut(&key) {
             *c += n;
-        } else if self.lines.len() < self.max_lines {
+        } else if self.lines.len() < self.max_lines && self.bytes + key.1.len() <= self.max_bytes {
+            self.bytes += key.1.len();
             self.lines.insert(key, n);
         } else {
             *self.more.entry(kind).or_default() += n;
@@ -513,6 +517,7 @@ impl Stacks {
                     past_entry_frames = layout.entry_frame.is_some(),
                     "culprit stacks: layout read from the JVM's VMStructs"
                 );
+                let share = self.maps.share as usize;
                 let jvm = Jvm {
                     pid: found.pid,
                     start: found.start,
@@ -521,7 +526,10 @@ impl Stacks {
                     names: HashMap::new(),
                     stacks: HashMap::new(),
                     named: BTreeSet::new(),
-                    totals: Totals::new((self.maps.share as usize).saturating_mul(LINES_PER_SHARE)),
+                    totals: Totals::new(
+                        share.saturating_mul(LINES_PER_SHARE),
+                        share.saturating_mul(LINE_MAX_BYTES),
+                    ),
                 };
                 self.refused.remove(&slot);
                 self.jvms.insert(slot, jvm);
@@ -633,7 +641,7 @@ impl Stacks {
                 None => {
                     let (frames, app) = jvm.name_stack(&val);
                     let named = (Arc::<str>::from(frames), app);
-                    if jvm.stacks.len() >= NAME_CACHE_MAX {
+                    if jvm.stacks.len() >= self.maps.share as usize {
                         jvm.stacks.clear();
                     }
                     jvm.stacks.insert((key.kind, key.hash), named.clone());
@@ -1062,7 +1070,7 @@ mod tests {
 
     #[test]
     fn totals_add_up_what_each_read_drains() {
-        let mut t = Totals::new(8);
+        let mut t = Totals::new(8, 1000);
         let a: Arc<str> = Arc::from("a.B.run;a.B.m");
         t.add("park", a.clone(), "a.B.m".into(), 5);
         // The same Java stack, another entry (compiled after the first read): one line.
@@ -1078,7 +1086,7 @@ mod tests {
 
     #[test]
     fn totals_past_their_lines_count_in_one_more_stacks_line_per_kind() {
-        let mut t = Totals::new(2);
+        let mut t = Totals::new(2, 1000);
         let line = |i: u32| Arc::<str>::from(format!("a.B.m{i}"));
         t.add("park", line(0), "a.B.m0".into(), 1);
         t.add("park", line(1), "other".into(), 1);
@@ -1109,6 +1117,15 @@ mod tests {
             vec![("monitor_wait", "other", 4), ("park", "a.B.m0", 7), ("park", "other", 999)]
         );
         assert_eq!(t.lines.len(), 2);
+        // Their text is bounded too: a long line past it counts as more.
+        let mut t = Totals::new(8, 10);
+        t.add("park", Arc::from("a.B.m"), "a.B.m".into(), 1);
+        t.add("park", Arc::from("a.B.run;a.B.m"), "a.B.m".into(), 2);
+        t.add("park", Arc::from("c.D.m"), "c.D.m".into(), 3);
+        let mut lines: Vec<_> = t.lines().map(|(k, f, n)| (k, f.to_string(), n)).collect();
+        lines.sort();
+        let want = [("park", "a.B.m", 1), ("park", "c.D.m", 3), ("park", MORE_STACKS, 2)];
+        assert_eq!(lines, want.map(|(k, f, n)| (k, f.to_string(), n)));
     }
 
     #[test]
