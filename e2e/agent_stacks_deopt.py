@@ -30,6 +30,13 @@ Past an entry frame, per JDK (`DeoptStacks DIR entry`, default flags): `entry-wo
   DeoptStacks$Lazy.<clinit>:clinit, DeoptStacks.entryOuter:entry-outer,
   DeoptStacks$EntryWorker.run:entry-run, then JDK frames only (the walk followed the entry
   frame's JavaCallWrapper to the frames of the code that called into the VM).
+A new stack after the share was used, per JDK (e2e/workloads/StackChurn.java, an agent of its
+  own with --max-stacks-per-jvm 8): the JVM parks from 20 call sites of churn() (more distinct
+  stacks than its share: setup checks some were `table_full`), the test reads /stacks once,
+  then the JVM parks in culprit() alone: StackChurn.culprit must be in /stacks and in
+  jvmdiag_culprit_stack_samples_total{kind="park"} within 15 s (the agent takes the entries out
+  of its kernel table at each read, which gives the JVM's share back; were they kept, the
+  share would stay used and the new stack never be counted).
 Usage: agent_stacks_deopt.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
@@ -63,6 +70,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.environ.get("JVMDIAG_WORKLOADS") or os.path.join(HERE, "workloads")
 SOURCE = os.path.join(WORKLOADS, "DeoptStacks.java")
 PORT = e2e_port(35)
+CHURN_PORT = e2e_port(36)
+CHURN_SHARE = 8
 # a() compiled by C2 (not inlined into its callers) with Square.b inlined into it; the frames
 # around it interpreted, so the chain's shape does not depend on the JIT's choices.
 FLAGS = [
@@ -114,40 +123,42 @@ def want(mode, park, lines):
 
 
 def classes():
-    """The workload compiled once for Java 11 by the first JDK given that has javac."""
+    """The workloads compiled once for Java 11 by the first JDK given that has javac."""
     out = os.path.join(WORK, "classes")
-    if not os.path.exists(os.path.join(out, "DeoptStacks.class")):
+    if not os.path.exists(os.path.join(out, "StackChurn.class")):
         javac = next(f"{j}/bin/javac" for j in JDKS if os.path.exists(f"{j}/bin/javac"))
         os.makedirs(out, exist_ok=True)
-        subprocess.run([javac, "--release", "11", "-d", out, SOURCE], check=True)
+        churn = os.path.join(WORKLOADS, "StackChurn.java")
+        subprocess.run([javac, "--release", "11", "-d", out, SOURCE, churn], check=True)
     return out
 
 
-def start_agent():
-    logp = os.path.join(WORK, "agent.log")
+def start_agent(port=PORT, match="DeoptStacks", *extra):
+    logp = os.path.join(WORK, f"agent-{port}.log")
     p = subprocess.Popen(
         [
             AGENT,
             "--standalone",
             "--listen",
-            f"127.0.0.1:{PORT}",
+            f"127.0.0.1:{port}",
             "--exit-after",
             "900",
             "--match-jvm",
-            "DeoptStacks",
+            match,
             "--stack-samples-per-second",
             "200",
+            *extra,
         ],
         stdout=subprocess.DEVNULL,
         stderr=open(logp, "a"),
     )
     procs.append(p)
-    return wait_serving(PORT, p, logp)
+    return wait_serving(port, p, logp)
 
 
-def park_stacks(pid):
+def park_stacks(pid, port=PORT):
     """The pid's park stacks: [(frames leaf first, count, outcome or None)]."""
-    url = f"http://127.0.0.1:{PORT}/stacks?kind=park&pid={pid}"
+    url = f"http://127.0.0.1:{port}/stacks?kind=park&pid={pid}"
     text = urllib.request.urlopen(url, timeout=10).read().decode()
     out = []
     for line in text.splitlines():
@@ -305,9 +316,95 @@ def entry_run(jdk, tag):
     return [f"want leaf first {want_} then JDK frames; got {bad[:3]}"] if bad else []
 
 
+def churn_run(jdk, tag):
+    d = os.path.join(WORK, f"jdk{tag}-churn")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    p = subprocess.Popen(
+        [f"{jdk}/bin/java", "-cp", classes(), "StackChurn", d],
+        stdout=open(os.path.join(d, "stdout"), "w"),
+        stderr=open(os.path.join(d, "stderr"), "w"),
+    )
+    procs.append(p)
+
+    def tops():
+        return {
+            app_part(f)[0].split(":")[0]
+            for f, _, _ in park_stacks(p.pid, CHURN_PORT)
+            if app_part(f)
+        }
+
+    def table_full():
+        # The agent's, of every JVM it traced: the test takes the difference.
+        return sum(
+            v
+            for n, labels, v in samples(scrape(CHURN_PORT))
+            if n == "jvmdiag_agent_stack_walks_total"
+            and labels.get("kind") == "park"
+            and labels.get("outcome") == "table_full"
+        )
+
+    def culprit_samples():
+        return sum(
+            v
+            for n, labels, v in samples(scrape(CHURN_PORT), p.pid)
+            if n == "jvmdiag_culprit_stack_samples_total"
+            and labels.get("kind") == "park"
+            and labels.get("frame") == "StackChurn.culprit"
+        )
+
+    problems = []
+    try:
+        # Traced and counting before the churn.
+        t = time.time() + 30
+        while "StackChurn.ready" not in tops() and time.time() < t:
+            time.sleep(0.25)
+        if "StackChurn.ready" not in tops():
+            return ["setup: no park stack of StackChurn.ready (the agent traced the JVM?)"]
+        before = table_full()
+        open(os.path.join(d, "churn"), "w").close()
+        wait_file(os.path.join(d, "churned"), 30, p)
+        # This scrape reads (and, fixed, drains) the table after the churn.
+        full = table_full() - before
+        open(os.path.join(d, "go"), "w").close()
+        t = time.time() + 15
+        in_stacks, in_metric = False, 0
+        while time.time() < t and not (in_stacks and in_metric):
+            in_metric = culprit_samples()  # renders /stacks too
+            in_stacks = "StackChurn.culprit" in tops()
+        churned = [
+            f
+            for f, _, _ in park_stacks(p.pid, CHURN_PORT)
+            if app_part(f)[:1] and app_part(f)[0].startswith("StackChurn.churn")
+        ]
+    finally:
+        open(os.path.join(d, "stop"), "w").close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    log(
+        f"  jdk{tag} churn: pid {p.pid}; table_full {full:.0f} after the churn, churn() lines"
+        f" {len(churned)}; culprit in /stacks {in_stacks}, its samples in the metric {in_metric:.0f}"
+    )
+    if not full:
+        problems.append("setup: no park walk was table_full (the churn did not exceed the share)")
+    if not in_stacks:
+        problems.append("StackChurn.culprit not in /stacks within 15 s")
+    if not in_metric:
+        problems.append("StackChurn.culprit not in jvmdiag_culprit_stack_samples_total within 15 s")
+    return problems
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     try:
+        churn_agent = start_agent(
+            CHURN_PORT, "StackChurn", "--max-stacks-per-jvm", str(CHURN_SHARE)
+        )
+        for jdk, tag in all_jdks():
+            run(f"new_stack_counted_after_the_share_was_used_jdk{tag}", churn_run, jdk, tag)
+        stop(churn_agent)
         agent = start_agent()
         for jdk, tag in all_jdks():
             for mode in MODES:

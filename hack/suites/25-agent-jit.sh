@@ -11,7 +11,8 @@
 #    interpreted, C1, C2 and inlined (JDK 11 and 21 too when set up); and a JVM starting 100,000
 #    threads at 20 stack samples a second gets at most the budget's samples.
 #  - e2e/agent_stacks_deopt.py: a C2-compiled frame deoptimized below a parked callee is named
-#    at its call's line, with its inlined callee (JDK 11 and 21 too when set up).
+#    at its call's line, with its inlined callee (JDK 11 and 21 too when set up); a park stack
+#    that appears after its JVM used its share of the stack table is counted all the same.
 # The JDK copies are made once in $JVMDIAG_CACHE/jdk-variants (hard links but libjvm.so).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"

@@ -6,10 +6,11 @@
 //! `jvmdiag_inspect::hotspot` and writes them into its slot of `stack_layout`; a JVM whose layout
 //! cannot be read gets no stacks (logged once, counted as `no_layout`). At a scrape,
 //! [`Stacks::read`] names every counted stack's frames once (checked against each frame's
-//! cookie, so a freed and reused `Method*` or nmethod is never named after its new owner) and
-//! gives the collapsed lines of `/stacks` and the samples of
-//! `jvmdiag_culprit_stack_samples_total` by first application frame; it keeps every line's count
-//! every 10 s for `/stacks?seconds=`.
+//! cookie, so a freed and reused `Method*` or nmethod is never named after its new owner),
+//! takes each entry out of the kernel table (so a JVM's share bounds its new stacks between two
+//! reads, not over its life) and adds it to the JVM's [`Totals`]: the collapsed lines of
+//! `/stacks` and the samples of `jvmdiag_culprit_stack_samples_total` by first application
+//! frame; it keeps every line's count every 10 s for `/stacks?seconds=`.
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::mem::size_of;
 use std::os::fd::{AsFd, OwnedFd};
@@ -62,6 +63,16 @@ pub const OUTCOMES: [&str; consts::STACK_OUTCOMES as usize] = [
     "read_failed",
     "table_full",
 ];
+
+/// Named lines kept per JVM, as a multiple of its share of the kernel table: the table holds a
+/// share of distinct stacks between two reads, and over a JVM's life its stacks come and go
+/// (start-up, interpreted and compiled variants that name alike or by another line), so a few
+/// shares' worth keeps every stack a steady JVM has. Their text is bounded too, by a share of
+/// full-length lines: what one JVM's named stacks could hold when the table was never emptied,
+/// so a JVM making endless new deep stacks costs no more memory than it did then.
+const LINES_PER_SHARE: usize = 4;
+/// The frames of the line that counts a JVM's stacks of one kind past its named lines.
+pub const MORE_STACKS: &str = "…more_stacks";
 
 /// Packages of the JDK itself: the first frame from the top outside them is the stack's
 /// application frame.
@@ -235,10 +246,63 @@ struct Jvm {
     /// Frame names by (pointer, cookie); None: not nameable (freed, reused, not Java).
     names: HashMap<(u64, u32, u64), Option<Vec<String>>>,
     /// Each stack named once (its frames never change): by (kind, hash), the line's frames and
-    /// the first application frame. Bounded by the JVM's share of stack_counts.
+    /// the first application frame. Cleared at a share of stacks (a stack seen again is named
+    /// again from the frames its new entry holds).
     stacks: HashMap<(u32, u64), (Arc<str>, Option<String>)>,
     /// Application frames named in the metric so far (the rest are `other`).
     named: BTreeSet<String>,
+    /// Its samples since it was traced.
+    totals: Totals,
+}
+
+/// A JVM's samples since it was traced, by line and by first application frame: what the
+/// kernel table held at each read, added up (the table is emptied at each read).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Totals {
+    /// By (kind, frames), at most `max_lines` of them and `max_bytes` of frames.
+    lines: HashMap<(&'static str, Arc<str>), u64>,
+    bytes: usize,
+    /// By kind: the lines past `max_lines` (one `MORE_STACKS` line each).
+    more: BTreeMap<&'static str, u64>,
+    /// By (kind, first application frame): the frames are already bounded (`max_frames`,
+    /// then `other`), so every sample is counted here whatever the lines' bound.
+    by_frame: HashMap<(&'static str, String), u64>,
+    max_lines: usize,
+    max_bytes: usize,
+}
+
+impl Totals {
+    pub fn new(max_lines: usize, max_bytes: usize) -> Totals {
+        Totals { max_lines, max_bytes, ..Default::default() }
+    }
+
+    /// Adds `n` samples of a stack of `kind` named `frames` with first application frame `app`.
+    pub fn add(&mut self, kind: &'static str, frames: Arc<str>, app: String, n: u64) {
+        *self.by_frame.entry((kind, app)).or_default() += n;
+        let key = (kind, frames);
+        if let Some(c) = self.lines.get_mut(&key) {
+            *c += n;
+        } else if self.lines.len() < self.max_lines && self.bytes + key.1.len() <= self.max_bytes {
+            self.bytes += key.1.len();
+            self.lines.insert(key, n);
+        } else {
+            *self.more.entry(kind).or_default() += n;
+        }
+    }
+
+    /// Every line: (kind, frames, count), the `MORE_STACKS` ones too.
+    pub fn lines(&self) -> impl Iterator<Item = (&'static str, Arc<str>, u64)> + '_ {
+        let more: Arc<str> = Arc::from(MORE_STACKS);
+        self.lines
+            .iter()
+            .map(|((k, f), n)| (*k, f.clone(), *n))
+            .chain(self.more.iter().map(move |(k, n)| (*k, more.clone(), *n)))
+    }
+
+    /// Every (kind, first application frame, count).
+    pub fn by_frame(&self) -> impl Iterator<Item = (&'static str, &str, u64)> + '_ {
+        self.by_frame.iter().map(|((k, f), n)| (*k, f.as_str(), *n))
+    }
 }
 
 /// The maps every object that takes stacks shares (stacks.bpf.h), created by the agent.
@@ -247,8 +311,11 @@ pub struct Maps {
     layout: MapHandle,
     tokens: MapHandle,
     held: MapHandle,
+    released: MapHandle,
     counts: MapHandle,
     stats: MapHandle,
+    /// Distinct stacks per JVM in the table between two reads (--max-stacks-per-jvm).
+    share: u32,
 }
 
 /// Their descriptors, for the objects to reuse ([`configure`]).
@@ -257,6 +324,7 @@ pub struct Fds {
     pub layout: OwnedFd,
     pub tokens: OwnedFd,
     pub held: OwnedFd,
+    pub released: OwnedFd,
     pub counts: OwnedFd,
     pub stats: OwnedFd,
     /// stack_counts' size: every JVM's share.
@@ -290,6 +358,7 @@ impl Maps {
                 0,
             )?,
             held: create(MapType::Array, "stack_held", 4, 4, jvms, 0)?,
+            released: create(MapType::Array, "stack_released", 4, 4, jvms, 0)?,
             counts: create(
                 MapType::Hash,
                 "stack_counts",
@@ -306,6 +375,7 @@ impl Maps {
                 consts::STACK_OUTCOMES * consts::STACK_KINDS,
                 0,
             )?,
+            share,
         })
     }
 
@@ -315,6 +385,7 @@ impl Maps {
             layout: dup(&self.layout)?,
             tokens: dup(&self.tokens)?,
             held: dup(&self.held)?,
+            released: dup(&self.released)?,
             counts: dup(&self.counts)?,
             stats: dup(&self.stats)?,
             table: self.table,
@@ -335,6 +406,7 @@ macro_rules! configure {
             $open.maps.stack_layout.reuse_fd(f.layout.as_fd())?;
             $open.maps.stack_tokens.reuse_fd(f.tokens.as_fd())?;
             $open.maps.stack_held.reuse_fd(f.held.as_fd())?;
+            $open.maps.stack_released.reuse_fd(f.released.as_fd())?;
             $open.maps.stack_counts.set_max_entries(f.table)?;
             $open.maps.stack_counts.reuse_fd(f.counts.as_fd())?;
             $open.maps.stack_stats.reuse_fd(f.stats.as_fd())?;
@@ -445,6 +517,7 @@ impl Stacks {
                     past_entry_frames = layout.entry_frame.is_some(),
                     "culprit stacks: layout read from the JVM's VMStructs"
                 );
+                let share = self.maps.share as usize;
                 let jvm = Jvm {
                     pid: found.pid,
                     start: found.start,
@@ -453,6 +526,10 @@ impl Stacks {
                     names: HashMap::new(),
                     stacks: HashMap::new(),
                     named: BTreeSet::new(),
+                    totals: Totals::new(
+                        share.saturating_mul(LINES_PER_SHARE),
+                        share.saturating_mul(LINE_MAX_BYTES),
+                    ),
                 };
                 self.refused.remove(&slot);
                 self.jvms.insert(slot, jvm);
@@ -491,7 +568,8 @@ impl Stacks {
                     decode::<stack_key>(k).is_some_and(|k| k.slot == slot)
                 })
             })
-            .and_then(|_| maps::reset_slot(&m.held, slot));
+            .and_then(|_| maps::reset_slot(&m.held, slot))
+            .and_then(|_| maps::reset_slot(&m.released, slot));
         if let Err(e) = r {
             tracing::warn!(
                 slot,
@@ -506,16 +584,56 @@ impl Stacks {
         Ok(walks_family(&maps::read_stats(&self.maps.stats)?))
     }
 
-    /// Names the counted stacks: the lines of `/stacks` and the metric's samples. `max_frames`:
-    /// application frames named per JVM (the rest are `other`).
+    /// Takes the counted stacks out of the kernel table, names them and adds them to their
+    /// JVM's totals; gives every JVM's lines of `/stacks` and the metric's samples.
+    /// `max_frames`: application frames named per JVM (the rest are `other`).
     pub fn read(&mut self, max_frames: u32) -> Result<(Vec<Line>, Family)> {
+        // What was taken before a failure is in the totals: serve them all the same.
+        if let Err(e) = self.drain(max_frames) {
+            tracing::warn!(error = format!("{e:#}"), "culprit stacks: draining the table failed");
+        }
         let mut lines: BTreeMap<(u32, &'static str, Arc<str>), (u32, u64)> = BTreeMap::new();
         let mut by_frame: BTreeMap<(u32, &'static str, String), u64> = BTreeMap::new();
-        for (k, v) in maps::entries(&self.maps.counts)? {
-            let (Some(key), Some(val)) = (decode::<stack_key>(&k), decode::<stack_value>(&v))
-            else {
-                continue;
+        for (slot, jvm) in &self.jvms {
+            for (kind, frames, n) in jvm.totals.lines() {
+                lines.insert((*slot, kind, frames), (jvm.pid, n));
+            }
+            for (kind, frame, n) in jvm.totals.by_frame() {
+                by_frame.insert((*slot, kind, frame.to_string()), n);
+            }
+        }
+        let mut f = metrics::CULPRIT_STACK_SAMPLES.family();
+        for ((slot, kind, frame), n) in by_frame {
+            f.jvm(slot, vec![("kind", kind.to_string()), ("frame", frame)], Value::Counter(n));
+        }
+        let lines: Vec<Line> = lines
+            .into_iter()
+            .map(|((slot, kind, frames), (pid, count))| Line { kind, slot, pid, frames, count })
+            .collect();
+        self.remember(&lines, Instant::now());
+        Ok((lines, f))
+    }
+
+    /// Takes every entry out of stack_counts, adds its count to its JVM's totals, and releases
+    /// the entries taken from each JVM's share. Each entry is looked up and deleted at once, so
+    /// an increment is either in the count taken or in an entry BPF makes anew, never lost.
+    fn drain(&mut self, max_frames: u32) -> Result<()> {
+        // Keys first: deleting while walking a hash map's keys may restart the walk.
+        let keys: Vec<Vec<u8>> = self.maps.counts.keys().collect();
+        let mut taken: HashMap<u32, u32> = HashMap::new();
+        let mut failed = None;
+        for k in keys {
+            let v = match self.maps.counts.lookup_and_delete(&k) {
+                Ok(Some(v)) => v,
+                Ok(None) => continue,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             };
+            let Some(key) = decode::<stack_key>(&k) else { continue };
+            *taken.entry(key.slot).or_default() += 1;
+            let Some(val) = decode::<stack_value>(&v) else { continue };
             let Some(kind) = KINDS.get(key.kind as usize).copied() else { continue };
             let Some(jvm) = self.jvms.get_mut(&key.slot) else { continue };
             let (frames, app) = match jvm.stacks.get(&(key.kind, key.hash)) {
@@ -523,6 +641,9 @@ impl Stacks {
                 None => {
                     let (frames, app) = jvm.name_stack(&val);
                     let named = (Arc::<str>::from(frames), app);
+                    if jvm.stacks.len() >= self.maps.share as usize {
+                        jvm.stacks.clear();
+                    }
                     jvm.stacks.insert((key.kind, key.hash), named.clone());
                     named
                 }
@@ -539,20 +660,21 @@ impl Stacks {
                 Some(_) => "other".to_string(),
                 None => "none".to_string(),
             };
-            *by_frame.entry((key.slot, kind, app)).or_default() += val.count;
             // Stacks that differ only where the names do not show (bci, pc) are one line.
-            lines.entry((key.slot, kind, frames)).or_insert((jvm.pid, 0)).1 += val.count;
+            jvm.totals.add(kind, frames, app, val.count);
         }
-        let mut f = metrics::CULPRIT_STACK_SAMPLES.family();
-        for ((slot, kind, frame), n) in by_frame {
-            f.jvm(slot, vec![("kind", kind.to_string()), ("frame", frame)], Value::Counter(n));
+        // Only user space writes stack_released, so this read-add-write races with nothing.
+        for (slot, n) in taken {
+            let key = slot.to_ne_bytes();
+            let was =
+                self.maps.released.lookup(&key, MapFlags::ANY)?.and_then(|v| decode::<u32>(&v));
+            let now = was.unwrap_or(0).wrapping_add(n);
+            self.maps.released.update(&key, &now.to_ne_bytes(), MapFlags::ANY)?;
         }
-        let lines: Vec<Line> = lines
-            .into_iter()
-            .map(|((slot, kind, frames), (pid, count))| Line { kind, slot, pid, frames, count })
-            .collect();
-        self.remember(&lines, Instant::now());
-        Ok((lines, f))
+        match failed {
+            Some(e) => Err(e).context("taking an entry out of stack_counts"),
+            None => Ok(()),
+        }
     }
 
     /// True when the counts are due to be kept again (the loop reads them then, so a window
@@ -944,6 +1066,66 @@ mod tests {
         // Not exported: the walker does not look.
         l.nmethod_deopt = None;
         assert_eq!(kernel_layout(&l, &p).deopt_flags, 0);
+    }
+
+    #[test]
+    fn totals_add_up_what_each_read_drains() {
+        let mut t = Totals::new(8, 1000);
+        let a: Arc<str> = Arc::from("a.B.run;a.B.m");
+        t.add("park", a.clone(), "a.B.m".into(), 5);
+        // The same Java stack, another entry (compiled after the first read): one line.
+        t.add("park", a.clone(), "a.B.m".into(), 3);
+        t.add("monitor_wait", a.clone(), "a.B.m".into(), 2);
+        let mut lines: Vec<_> = t.lines().collect();
+        lines.sort();
+        assert_eq!(lines, vec![("monitor_wait", a.clone(), 2), ("park", a.clone(), 8)]);
+        let mut frames: Vec<_> = t.by_frame().collect();
+        frames.sort();
+        assert_eq!(frames, vec![("monitor_wait", "a.B.m", 2), ("park", "a.B.m", 8)]);
+    }
+
+    #[test]
+    fn totals_past_their_lines_count_in_one_more_stacks_line_per_kind() {
+        let mut t = Totals::new(2, 1000);
+        let line = |i: u32| Arc::<str>::from(format!("a.B.m{i}"));
+        t.add("park", line(0), "a.B.m0".into(), 1);
+        t.add("park", line(1), "other".into(), 1);
+        // Past the bound: new lines are counted by kind, never kept.
+        for i in 2..1000 {
+            t.add("park", line(i), "other".into(), 1);
+        }
+        t.add("monitor_wait", line(5000), "other".into(), 4);
+        // A kept line still counts.
+        t.add("park", line(0), "a.B.m0".into(), 6);
+        let mut lines: Vec<_> = t.lines().collect();
+        lines.sort();
+        let more = Arc::<str>::from(MORE_STACKS);
+        assert_eq!(
+            lines,
+            vec![
+                ("monitor_wait", more.clone(), 4),
+                ("park", line(0), 7),
+                ("park", line(1), 1),
+                ("park", more, 998),
+            ]
+        );
+        // Every sample is in the metric (its frames are bounded by max_frames already).
+        let mut frames: Vec<_> = t.by_frame().collect();
+        frames.sort();
+        assert_eq!(
+            frames,
+            vec![("monitor_wait", "other", 4), ("park", "a.B.m0", 7), ("park", "other", 999)]
+        );
+        assert_eq!(t.lines.len(), 2);
+        // Their text is bounded too: a long line past it counts as more.
+        let mut t = Totals::new(8, 10);
+        t.add("park", Arc::from("a.B.m"), "a.B.m".into(), 1);
+        t.add("park", Arc::from("a.B.run;a.B.m"), "a.B.m".into(), 2);
+        t.add("park", Arc::from("c.D.m"), "c.D.m".into(), 3);
+        let mut lines: Vec<_> = t.lines().map(|(k, f, n)| (k, f.to_string(), n)).collect();
+        lines.sort();
+        let want = [("park", "a.B.m", 1), ("park", "c.D.m", 3), ("park", MORE_STACKS, 2)];
+        assert_eq!(lines, want.map(|(k, f, n)| (k, f.to_string(), n)));
     }
 
     #[test]

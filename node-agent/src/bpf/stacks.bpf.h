@@ -21,7 +21,8 @@
  * Every offset comes from the JVM's own VMStructs tables (src/stacks.rs writes them into
  * stack_layout); every read is of untrusted memory and may fail, which ends the walk and is
  * counted by reason (stack_stats). Stacks are counted in stack_counts by a hash of their frames;
- * user space names the frames. */
+ * user space names the frames and drains the table at each read (so a JVM's share bounds the
+ * distinct stacks between two reads, not over its life). */
 #ifndef JVMDIAG_STACKS_BPF_H
 #define JVMDIAG_STACKS_BPF_H
 
@@ -47,13 +48,23 @@ struct {
 	__type(value, struct stack_tokens);
 } stack_tokens SEC(".maps");
 
-/* Distinct stacks each JVM holds in stack_counts. */
+/* Entries each JVM has put in stack_counts (only BPF writes it, atomically). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_JVMS);
 	__type(key, __u32);
 	__type(value, __u32);
 } stack_held SEC(".maps");
+
+/* Entries of each JVM user space has taken out of stack_counts (only user space writes it: a
+ * user-space update rewrites the whole value, which would lose BPF's concurrent adds). A JVM
+ * holds stack_held - stack_released entries (u32, wrap-safe). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, __u32);
+} stack_released SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -435,7 +446,15 @@ static __always_inline void capture_stack(struct pt_regs *ctx, __u32 slot, __u32
 		return;
 	}
 	__u32 *held = bpf_map_lookup_elem(&stack_held, &slot);
-	if (!held || *held >= stack_share || __sync_fetch_and_add(held, 1) >= stack_share) {
+	__u32 *released = bpf_map_lookup_elem(&stack_released, &slot);
+	if (!held || !released || *held - *released >= stack_share) {
+		stack_outcome(kind, STACK_TABLE_FULL);
+		return;
+	}
+	if (__sync_fetch_and_add(held, 1) - *released >= stack_share) {
+		/* Another CPU took the last of the share: give the unit back, user space counts
+		 * only the entries it deletes as released. */
+		__sync_fetch_and_add(held, -1);
 		stack_outcome(kind, STACK_TABLE_FULL);
 		return;
 	}
