@@ -157,7 +157,7 @@ def m_pool_other(g):  # count the frames past the name budget (other) as resourc
     assert r["expr"] != e
 
 
-def m_pool_none(g):  # count only-JDK parks (none: a connection-adder, idle JDK workers) in the share
+def m_pool_none(g):  # count only-JDK parks (none) in the share
     r = rule(g, "JvmDiagPoolSaturated")
     e = r["expr"]
     r["expr"] = e.replace('frame!~"none|other"', 'frame!="other"')
