@@ -474,7 +474,10 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
     if lock.get("pool_pod"):
         pods[4] = lock["pool_pod"]
     for i, kind, _, series, min_samples in CODE:
-        if (i, kind) in code or i not in pods:
+        # Named once from the stacks since the JVM was traced; from the last minute (frames_1m)
+        # the top frame is followed while the demo runs (the retransformer's JVM requests GCs
+        # while it loads its classes, before its agent's rounds).
+        if ((i, kind) in code and series != "frames_1m") or i not in pods:
             continue
         per = {}
         for r in s.get(series, []):
@@ -490,7 +493,9 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
         app = [(f, n) for f, n in top if f not in NO_CODE]
         if app and sum(n for _, n in top) >= min_samples:
             rest = ", ".join(f"{f} ({n:.0f})" for f, n in top if f != app[0][0])
-            code[(i, kind)] = (app[0][0], app[0][1], rest, pods[i], elapsed)
+            first = code.get((i, kind))
+            if first is None or first[0] != app[0][0]:
+                code[(i, kind)] = (app[0][0], app[0][1], rest, pods[i], elapsed)
 
 
 def code_line(i, kind, what, c):
@@ -670,7 +675,11 @@ def run(a, check):
                 }[i]
                 print(f"demo: incident {i + 1}: {what} {by} (named after {t:.0f}s)", flush=True)
         for i, kind, what, *_ in CODE:
-            if not tty and (i, kind) in code and (i, kind) not in before_code:
+            if (
+                not tty
+                and (i, kind) in code
+                and before_code.get((i, kind), (None,))[0] != code[(i, kind)][0]
+            ):
                 print("demo: " + code_line(i, kind, what, code[(i, kind)]), flush=True)
         if not tty and before[0] is None and named[3] is not None:
             print(
