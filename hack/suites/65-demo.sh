@@ -205,6 +205,15 @@ elif grep -qvE '^rate check: ok' <<<"$rc_lines"; then
 else
   while read -r l; do ok "running: ${l#rate check: ok: }"; done <<<"$rc_lines"
 fi
+# alert_fired ALERT REGEX WHAT LINES: the summary's first "alert ALERT firing" line matches REGEX;
+# else the last LINES lines of its firing alerts.
+alert_fired() {
+  local l
+  l=$(grep -m1 -oE "demo: alert $1 firing .*" "$WORK/demo-running.log")
+  if grep -qE "$2" <<<"$l"; then ok "running: ${l#demo: }"
+  else bad "running: $1 fires $3" \
+    "$(grep -A$(($4 - 1)) '^Firing alerts' "$WORK/demo-running.log" | tail -n "$4" | tr '\n' ' ')"; fi
+}
 # The fourth incident, named like the others: handshake threads blocked on one SecureRandom
 # (the monitors collector, on by default: -XX:+DTraceMonitorProbes added by the webhook), and the alert.
 l4=$(grep -m1 -oE 'demo: incident 4 named after .*' "$WORK/demo-running.log")
@@ -212,10 +221,8 @@ l4=$(grep -m1 -oE 'demo: incident 4 named after .*' "$WORK/demo-running.log")
 if grep -qE 'class [A-Za-z0-9_.$]*SecureRandom in pod dhe-stall-' <<<"$l4"; then ok "running: ${l4#demo: }"
 else bad "running: the summary names the contended monitor class (a SecureRandom) of the DHE handshake stall, in its pod" \
   "$(grep -E 'incident 4:|s/s .*enters/s' "$WORK/demo-running.log" | tail -n 3 | tr '\n' ' ')"; fi
-la=$(grep -m1 -oE 'demo: alert JvmDiagMonitorContentionHigh firing .*' "$WORK/demo-running.log")
-if grep -qE 'monitor_class=[A-Za-z0-9_.$]*SecureRandom pod=dhe-stall-' <<<"$la"; then ok "running: ${la#demo: }"
-else bad "running: JvmDiagMonitorContentionHigh fires naming the SecureRandom class in the DHE server's pod" \
-  "$(grep -A4 '^Firing alerts' "$WORK/demo-running.log" | tail -n 5 | tr '\n' ' ')"; fi
+alert_fired JvmDiagMonitorContentionHigh 'monitor_class=[A-Za-z0-9_.$]*SecureRandom pod=dhe-stall-' \
+  "naming the SecureRandom class in the DHE server's pod" 5
 # The fifth: Jetty's request pool (its default names, qtpNNN-N) parked waiting for one of
 # HikariCP's 8 connections, named within 2 minutes of the workloads' start, and the alert.
 l5=$(grep -m1 -oE 'demo: incident 5 named after .*' "$WORK/demo-running.log")
@@ -223,10 +230,8 @@ t5=$(sed -nE 's/^demo: incident 5 named after ([0-9]+)s.*/\1/p' <<<"$l5")
 if grep -qE 'pool qtpN-N .*waiting in com\.zaxxer\.hikari\.[A-Za-z0-9_.$]+ in pod pool-wait-' <<<"$l5" && [ "${t5:-999}" -le 120 ]; then ok "running: ${l5#demo: }"
 else bad "running: the summary names the saturated pool (qtpN-N) and HikariCP's wait in its pod within 120 s" \
   "${l5:-$(grep -A6 '^Thread pools by threads parked' "$WORK/demo-running.log" | tail -n 6 | tr '\n' ' ')}"; fi
-la=$(grep -m1 -oE 'demo: alert JvmDiagPoolSaturated firing .*' "$WORK/demo-running.log")
-if grep -qE 'thread_name=qtpN-N pod=pool-wait-[^ ]* \(its JVM parks most at com\.zaxxer\.hikari\.' <<<"$la"; then ok "running: ${la#demo: }"
-else bad "running: JvmDiagPoolSaturated fires naming Jetty's pool and HikariCP's wait in the pool-wait pod" \
-  "$(grep -A6 '^Firing alerts' "$WORK/demo-running.log" | tail -n 7 | tr '\n' ' ')"; fi
+alert_fired JvmDiagPoolSaturated 'thread_name=qtpN-N pod=pool-wait-[^ ]* \(its JVM parks most at com\.zaxxer\.hikari\.' \
+  "naming Jetty's pool and HikariCP's wait in the pool-wait pod" 7
 # Who is behind the incidents, as the workloads know them: the TLS clients (tls-client-N, the
 # threads that run the handshakes) start the HandshakeCompletedNotify-Threads; the Java agent's
 # apm-retransformer (15 bytes of it: the native name) requests RedefineClasses; the DHE server's
