@@ -479,12 +479,7 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
         # while it loads its classes, before its agent's rounds).
         if ((i, kind) in code and series != "frames_1m") or i not in pods:
             continue
-        per = {}
-        for r in s.get(series, []):
-            m = r["metric"]
-            if m.get("pod") == pods[i] and m.get("kind") == kind:
-                per[m.get("frame", "?")] = per.get(m.get("frame", "?"), 0.0) + float(r["value"][1])
-        top = sorted(per.items(), key=lambda x: -x[1])
+        top = sorted(samples_by_frame(s, series, pods[i], kind).items(), key=lambda x: -x[1])
         if seen is not None and top:
             seen[(i, kind)] = f"in pod {pods[i]}: " + ", ".join(
                 f"{f} ({n:.0f})" for f, n in top[:4]
@@ -528,13 +523,22 @@ def alert_frame(a):
 def top_park_frame(s, pod):
     """The application frame POD's parks were sampled at most in the last minute, waits for
     work (a pool's idle workers) aside; None without one."""
-    per = {}
-    for r in s.get("frames_1m", []):
-        m = r["metric"]
-        f = m.get("frame", "")
-        if m.get("pod") == pod and m.get("kind") == "park" and f not in WORK_WAIT | set(NO_CODE):
-            per[f] = per.get(f, 0.0) + float(r["value"][1])
+    per = {
+        f: n
+        for f, n in samples_by_frame(s, "frames_1m", pod, "park").items()
+        if f not in WORK_WAIT | set(NO_CODE)
+    }
     return max(per, key=per.get) if per else None
+
+
+def samples_by_frame(s, series, pod, kind):
+    """POD's culprit stack samples of KIND in the snapshot's SERIES, summed per frame."""
+    per = {}
+    for r in s.get(series, []):
+        m = r["metric"]
+        if m.get("pod") == pod and m.get("kind") == kind:
+            per[m.get("frame", "?")] = per.get(m.get("frame", "?"), 0.0) + float(r["value"][1])
+    return per
 
 
 def update_pool(s, elapsed, named, lock):
