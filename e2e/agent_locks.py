@@ -19,7 +19,9 @@ Object.wait: pools waiting with synchronized + Object.wait on objects of known c
 (WaitPool); per (class, folded thread name) the agent's via="object_wait" waits equal JFR's
 jdk.JavaMonitorWait (threshold 0) and its waited time is JFR's plus the monitor's re-entries
 (0..+1 %); without the flag there are none; a thread-name limit of 2 keeps each class's total.
-Virtual threads (JDK 21+): pinned parks counted as the carriers' parks against JFR's
+Virtual threads (JDK 21+): the demo's pool-wait workload (Jetty, HikariCP, H2) on virtual
+threads against JFR (pinned carriers on JDK 21, the connection-adder's parks on 24+, when
+POOL_WAIT_JARS names its jars); pinned parks counted as the carriers' parks against JFR's
 jdk.VirtualThreadPinned and jdk.ThreadPark, carrier starts against jdk.ThreadStart; virtual
 threads contending on a monitor against jdk.JavaMonitorEnter (JDK 21: exact; JDK 24+: they
 unmount, JFR records none and the agent must invent no blocked time); virtual threads in
@@ -36,6 +38,7 @@ Usage: agent_locks.py AGENT_BINARY WORKDIR JDK [JDK ...]
 Prints one "ok NAME" / "FAIL NAME: why" line per test and a cargo-style summary line.
 """
 
+import datetime
 import json
 import os
 import re
@@ -1172,6 +1175,166 @@ def test_virtual_pinned(jdk, tag):
     return problems
 
 
+# The demo's pool-wait jars (examples/workloads/build.sh's output, with lib/), when given.
+POOL_JARS = os.environ.get("POOL_WAIT_JARS", "")
+POOL_JFC = """<?xml version="1.0" encoding="UTF-8"?>
+<configuration version="2.0" label="jvmdiag-pool-wait">
+  <event name="jdk.VirtualThreadPinned"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
+  <event name="jdk.ThreadPark"><setting name="enabled">true</setting><setting name="stackTrace">false</setting><setting name="threshold">0 ms</setting></event>
+</configuration>
+"""
+JDK_PACKAGES = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
+
+
+def instant(iso):
+    """JFR's startTime (ISO 8601, nanoseconds, an offset) as seconds since the epoch."""
+    iso = re.sub(r"(\.\d{6})\d+", r"\1", iso).replace("Z", "+00:00")
+    return datetime.datetime.fromisoformat(iso).timestamp()
+
+
+def event_thread(ev):
+    return ev.get("eventThread") or {}
+
+
+def first_app_frame(ev):
+    """The first frame from the top of a JFR event's stack outside the JDK, as the agent names
+    one: Class.method (its package kept)."""
+    for f in (ev.get("stackTrace") or {}).get("frames", []):
+        t = f["method"]["type"]["name"].replace("/", ".")
+        if not t.startswith(JDK_PACKAGES):
+            return f"{t}.{f['method']['name']}"
+    return "none"
+
+
+def test_pool_wait_virtual(jdk, tag, feature):
+    """The demo's fifth incident on virtual threads (examples/workloads/pool-wait: Jetty's
+    virtual-thread executor, 8 HikariCP connections, 30 ms queries, 64 clients, 2 carriers),
+    measured against JFR in the same window (the JVM's events whose start falls between two
+    scrapes). Each request holds its session's lock (synchronized) across the query.
+    JDK 21: the virtual thread waiting in the query is pinned: its carrier parks. The agent's
+    carrier parks (ForkJoinPool-N-) equal JFR's Unsafe.park calls on carriers (jdk.ThreadPark on
+    the pinned virtual threads and on the carriers themselves), its parked time their
+    durations, both carriers parked nearly all the time, and the park stacks' first application
+    frame is the one JFR's jdk.VirtualThreadPinned events name most (the query's wait, inside
+    synchronized). JDK 24+: nothing pins (JFR: no jdk.VirtualThreadPinned), the virtual threads
+    unmount and no park sample names the query's wait; what shows is HikariCP's
+    connection-adder (HikariPool-N:co) parking once per borrow that waited, equal to JFR's
+    jdk.ThreadPark on that thread. These are the runbook's signals (JvmDiagPoolSaturated,
+    "Pinned carriers or pool exhausted")."""
+    carriers, window = 2, 10.0
+    jfc = os.path.join(WORK, "pool-wait.jfc")
+    open(jfc, "w").write(POOL_JFC)
+    jfr = os.path.join(WORK, f"pool-wait-{tag}.jfr")
+    out = os.path.join(WORK, f"pool-wait-{tag}.log")
+    p = subprocess.Popen(
+        [
+            f"{jdk}/bin/java",
+            f"-Djdk.virtualThreadScheduler.parallelism={carriers}",
+            f"-XX:StartFlightRecording=filename={jfr},settings={jfc}",
+            "-Xmx128m",
+            "-jar",
+            os.path.join(POOL_JARS, "pool-wait.jar"),
+            "virtual",
+            "64",
+            "8",
+            "30",
+        ],
+        stdout=open(out, "w"),
+        stderr=subprocess.STDOUT,
+    )
+    procs.append(p)
+    wait_attached(p.pid, 30)
+    time.sleep(6)  # Jetty started, the clients connected, the JIT past the first requests
+    t0, before = time.time(), scrape()
+    time.sleep(window)
+    t1, after = time.time(), scrape()
+    p.terminate()  # JFR writes its recording at exit
+    p.wait(60)
+
+    def delta(name, label, value):
+        a = by_label(after, p.pid, name, label).get(value, 0.0)
+        return a - by_label(before, p.pid, name, label).get(value, 0.0)
+
+    def park_samples(text):
+        return {
+            f: n
+            for (f, k), n in sum_by(
+                text, p.pid, "jvmdiag_culprit_stack_samples_total", "frame", "kind"
+            ).items()
+            if k == "park"
+        }
+
+    was = park_samples(before)
+    window_frames = {f: n - was.get(f, 0) for f, n in park_samples(after).items()}
+    in_window = [
+        v for v in jfr_events(jdk, jfr, "jdk.ThreadPark") if t0 <= instant(v["startTime"]) < t1
+    ]
+    pinned = [
+        v
+        for v in jfr_events(jdk, jfr, "jdk.VirtualThreadPinned")
+        if t0 <= instant(v["startTime"]) < t1
+    ]
+    on_carriers = [
+        v
+        for v in in_window
+        if event_thread(v).get("virtual")
+        or event_thread(v).get("javaName", "").startswith("ForkJoinPool-")
+    ]
+    adder = [v for v in in_window if ":connection-adder" in event_thread(v).get("javaName", "")]
+    n = delta("jvmdiag_thread_parks_total", "thread_name", "ForkJoinPool-N-")
+    s = delta("jvmdiag_thread_parked_seconds_total", "thread_name", "ForkJoinPool-N-")
+    co = delta("jvmdiag_thread_parks_total", "thread_name", "HikariPool-N:co")
+    by_jfr = {}
+    for v in pinned:
+        by_jfr[first_app_frame(v)] = by_jfr.get(first_app_frame(v), 0) + 1
+    code = {f: c for f, c in window_frames.items() if c > 0 and f not in ("none", "other")}
+    top_agent = max(code, key=code.get) if code else None
+    top_jfr = max(by_jfr, key=by_jfr.get) if by_jfr else None
+    want_n = len(on_carriers)
+    want_s = sum(seconds(v["duration"]) for v in on_carriers)
+    rates = re.findall(r"pool-wait: ([0-9.]+) req/s", open(out).read())
+    log(
+        f"  {tag} pool-wait virtual, {window:.0f} s: {rates[-1] if rates else '?'} req/s; JFR "
+        f"jdk.VirtualThreadPinned {len(pinned)} (first app frame {top_jfr}), jdk.ThreadPark on "
+        f"carriers and pinned virtual threads {want_n} ({want_s:.3f} s), on the connection-adder "
+        f"{len(adder)}; agent ForkJoinPool-N- {int(n)} parks {s:.3f} s ({s / window:.2f} parked on "
+        f"average), HikariPool-N:co {int(co)} parks; park samples naming code {code}"
+    )
+    problems = []
+    # A park in progress at a scrape is counted at its begin and timed at its end: one per
+    # thread at each edge of the window, and the scrape's own milliseconds at the rate seen.
+    slack_n = 2 * carriers + 0.01 * want_n
+    if abs(n - want_n) > slack_n:
+        problems.append(f"agent {int(n)} carrier parks vs JFR's {want_n} Unsafe.park on carriers")
+    if abs(s - want_s) > 0.03 * want_s + carriers * 0.05:
+        problems.append(f"agent {s:.3f} s parked on carriers vs JFR {want_s:.3f} s")
+    if feature < 24:
+        if len(pinned) < 10 * window:
+            problems.append(
+                f"JFR saw {len(pinned)} pinned parks in {window:.0f} s: the workload did not pin"
+            )
+        if s / window < 0.8 * carriers:
+            problems.append(
+                f"carriers parked {s / window:.2f} on average, expected near {carriers}"
+            )
+        if top_agent is None or top_agent != top_jfr or top_agent.startswith("com.zaxxer."):
+            problems.append(
+                f"the park stacks' top frame {top_agent} vs JFR's pinned frame {top_jfr} (the query's wait, not HikariCP's)"
+            )
+    else:
+        if pinned:
+            problems.append(
+                f"JFR: {len(pinned)} pinned parks on JDK {feature} (JEP 491: none expected)"
+            )
+        if any(f.startswith("PoolWait.remote") for f in code):
+            problems.append(
+                f"park samples name the query's wait {code}: virtual threads unmount there"
+            )
+        if len(adder) < 5 * window or abs(co - len(adder)) > 2 + 0.01 * len(adder):
+            problems.append(f"agent {int(co)} connection-adder parks vs JFR's {len(adder)}")
+    return problems
+
+
 def test_virtual_monitors(jdk, tag, feature):
     """Virtual threads contending on one monitor. JDK 21: a blocked virtual thread pins its
     carrier, which blocks in ObjectMonitor::enter: the probes fire as for a platform thread and
@@ -1494,6 +1657,14 @@ def main():
                 run(f"virtual_threads_pinned_parks_equal_jfr_{tag}", test_virtual_pinned, jdk, tag)
                 run(f"virtual_threads_monitors_{tag}", test_virtual_monitors, jdk, tag, feature)
                 run(f"virtual_threads_object_wait_{tag}", test_virtual_wait, jdk, tag, feature)
+                if POOL_JARS:
+                    run(
+                        f"pool_wait_virtual_threads_equal_jfr_{tag}",
+                        test_pool_wait_virtual,
+                        jdk,
+                        tag,
+                        feature,
+                    )
         run("object_wait_without_the_flag_no_series", test_object_wait_no_flag, JDKS[0], "first")
         run(
             "object_wait_off_in_the_agent_by_default",

@@ -4,7 +4,7 @@
 # mount namespace, churn without leaks, the name budget, bad-environment errors, hostile
 # containers next to a normal JVM; the monitors and parking collectors against JFR, hsperfdata and
 # the workload (e2e/agent_locks.py; also JDK 11 and 21 when hack/setup.d/jdks.sh set them up,
-# virtual threads on 21 and 25). Their cost benchmarks are in make bench (hack/bench.d/locks.sh).
+# virtual threads on 21 and 25, the demo's pool-wait workload among them). Their cost benchmarks are in make bench (hack/bench.d/locks.sh).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$REPO_ROOT/node-agent" || exit
@@ -78,6 +78,10 @@ cat "$OUT/e2e-hostile.stderr" >&2
 read -r p f < <(count_cargo "$OUT/e2e-hostile.log"); add "$p" "$f"
 [ $((p + f)) -gt 0 ] || add 0 1
 
+# The demo's pool-wait workload on virtual threads (JDK 21 and 25) is one of them: its jars.
+log "building the demo workloads (examples/workloads/build.sh)"
+if POOL_WAIT_JARS=$("$REPO_ROOT/examples/workloads/build.sh" "$JVMDIAG_CACHE/workloads/jars" 2>"$OUT/workloads-build.log"); then export POOL_WAIT_JARS
+else tail -n 3 "$OUT/workloads-build.log"; echo "FAIL the demo workloads build (examples/workloads/build.sh)"; add 0 1; fi
 log "end-to-end: monitors and parking against JFR, hsperfdata and the workload (e2e/agent_locks.py)"; setsid python3 "$REPO_ROOT/e2e/agent_locks.py" "$PWD/target/release/jvmdiag-agent" "$OUT/e2e-locks" "$JDK17" "$JDK25" > >(tee "$OUT/e2e-locks.log") 2> "$OUT/e2e-locks.stderr" & E2E_PID=$!; wait "$E2E_PID"; cat "$OUT/e2e-locks.stderr" >&2; read -r p f < <(count_cargo "$OUT/e2e-locks.log"); add "$p" "$f"; [ $((p + f)) -gt 0 ] || add 0 1
 
 suite_result agent "$pass" "$fail"
