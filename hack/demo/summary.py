@@ -26,8 +26,12 @@ incidents 1, 2 and 4, from the culprit stacks (jvmdiag_culprit_stack_samples_tot
 first application frames, by samples) of the incident's pod: kind thread_start in the storm's
 JVM, vm_operation in the JVM whose RedefineClasses were requested (the last minute: its class
 loading's GCs came before), monitor_hold and monitor_wait in the stalled DHE server's, park
-in the saturated pool's (the last minute). With --duration it stops after that many seconds
-and exits 1 unless all five, both culprits, and the code of each were named.
+in the saturated pool's (the last minute). And the fifth on virtual threads, one pod per JDK:
+on JDK 21 the carriers (ForkJoinPool-N-) parked most of the time where the pinned virtual
+threads wait, and JvmDiagPoolSaturated on them; on JDK 24+ nothing parked there, HikariCP's
+connection-adder parking for the borrows that waited, and the same alert silent. With
+--duration it stops after that many seconds and exits 1 unless all five, both culprits, the
+code of each, and each virtual-thread pod's signals were named.
 
 With --rate-check, once the incidents are named (or 30 s after the thread storm was, if
 another one is slow), it runs rate-check.py once beside the summary: the thread-start rate
@@ -160,6 +164,15 @@ def snapshot(base, sel):
             f'(rate(jvmdiag_thread_parked_seconds_total{{via="park",thread_name!="other",{sel}}}[1m])) > 0.5)'
         ),
     )
+    # The virtual-thread variants: their carriers' and HikariCP's connection-adder's parks.
+    names = f'via="park",thread_name=~"{CARRIERS}|{ADDER}",{sel}'
+    s["virtual_parked"] = query(
+        base,
+        f"sum by ({GROUP}, thread_name) (rate(jvmdiag_thread_parked_seconds_total{{{names}}}[1m]))",
+    )
+    s["virtual_parks"] = query(
+        base, f"sum by ({GROUP}, thread_name) (rate(jvmdiag_thread_parks_total{{{names}}}[1m]))"
+    )
     s["alerts"] = [a for a in alerts(base) if selected(a["labels"], sel)]
     return s
 
@@ -195,7 +208,9 @@ def key(m):
     return (m.get("namespace", ""), m.get("pod", ""), m.get("jvm", ""), m.get("pid", ""))
 
 
-def render(s, elapsed, named, check=None, lock=None, culprits=None, code=None, seen=None):
+def render(
+    s, elapsed, named, check=None, lock=None, culprits=None, code=None, seen=None, virt=None
+):
     out = []
     out.append(
         f"jvm-diagnostics demo — {elapsed:4.0f}s since the workloads were applied, {len(s['jvms'])} JVM(s) traced"
@@ -288,6 +303,11 @@ def render(s, elapsed, named, check=None, lock=None, culprits=None, code=None, s
             f"  {float(r['value'][1]):6.1f}  {m.get('thread_name', '?'):<28} {who(m)}"
             + (f"  parks at {site}" if site else "")
         )
+    if virt:
+        out.append("")
+        out.append("The fifth incident on virtual threads (1m)")
+        for pod, v in sorted(virt.items()):
+            out.append("  " + virtual_line(pod, v))
     out.append("")
     out.append("Firing alerts")
     if not s["alerts"]:
@@ -544,10 +564,17 @@ def samples_by_frame(s, series, pod, kind):
 def update_pool(s, elapsed, named, lock):
     """Incident 5: a pool with POOL_WAITERS threads parked whose JVM parks at a resource (the
     metric and the stacks), or JvmDiagPoolSaturated; the alert's firing noted beside it."""
-    fired = [a for a in s["alerts"] if a["labels"].get("alertname") == "JvmDiagPoolSaturated"]
+    fired = [
+        a
+        for a in s["alerts"]
+        if a["labels"].get("alertname") == "JvmDiagPoolSaturated"
+        and not is_virtual(a["labels"].get("pod", ""))
+    ]
     if named[4] is None:
         for r in sorted(s.get("pool_parked", []), key=lambda r: -float(r["value"][1])):
             m = r["metric"]
+            if is_virtual(m.get("pod", "")):
+                continue
             site = top_park_frame(s, m.get("pod", ""))
             if float(r["value"][1]) >= POOL_WAITERS and site:
                 named[4] = elapsed
@@ -566,6 +593,87 @@ def update_pool(s, elapsed, named, lock):
     if lock.get("pool_alert_at") is None and fired:
         lock["pool_alert_at"] = elapsed
         lock["pool_alert"] = fired[0]
+
+
+# The fifth incident on virtual threads (examples/workloads/k8s/pool-wait-virtual.yaml): its
+# pods, the carriers' native name (15 bytes of ForkJoinPool-1-worker-1, folded) and HikariCP's
+# connection-adder's (HikariPool-1:connection-adder). JDK 21 is named once its carriers are
+# parked most of the time (PINNED of the two) at an application frame: pinned; JDK 24+ once
+# the connection-adder parks for the borrows that waited (ADDER_PARKS a second) while that
+# frame has no park sample there: the virtual threads unmount.
+VIRTUAL_PODS = "pool-wait-virtual-"
+CARRIERS, ADDER = "ForkJoinPool-N-", "HikariPool-N:co"
+PINNED, ADDER_PARKS = 1.5, 10
+
+
+def is_virtual(pod):
+    return pod.startswith(VIRTUAL_PODS)
+
+
+def update_virtual(s, elapsed, virt):
+    """VIRT: per virtual-thread pod, its JDK's feature version, what was seen and when named,
+    and the JvmDiagPoolSaturated alert's firing."""
+    feature = {
+        r["metric"]["pod"]: int(re.match(r"\d+", r["metric"].get("java_version", "0")).group())
+        for r in s["jvms"]
+        if is_virtual(r["metric"].get("pod", ""))
+    }
+    per = {}
+    for r in s.get("virtual_parked", []):
+        per.setdefault(r["metric"].get("pod", ""), {})[r["metric"].get("thread_name")] = float(
+            r["value"][1]
+        )
+    rate = {}
+    for r in s.get("virtual_parks", []):
+        rate.setdefault(r["metric"].get("pod", ""), {})[r["metric"].get("thread_name")] = float(
+            r["value"][1]
+        )
+    fired = {
+        a["labels"].get("pod"): a
+        for a in s["alerts"]
+        if a["labels"].get("alertname") == "JvmDiagPoolSaturated"
+        and is_virtual(a["labels"].get("pod", ""))
+    }
+    pinned_at = next((v["site"] for v in virt.values() if v.get("site")), None)
+    for pod, f in sorted(feature.items()):
+        v = virt.setdefault(pod, {"feature": f})
+        v["carriers"] = per.get(pod, {}).get(CARRIERS, 0.0)
+        v["adder"] = rate.get(pod, {}).get(ADDER, 0.0)
+        if pod in fired and v.get("alert_at") is None:
+            v["alert_at"], v["alert"] = elapsed, fired[pod]
+        if v.get("named_at") is not None:
+            continue
+        if f < 24:
+            site = top_park_frame(s, pod)
+            if v["carriers"] >= PINNED and site:
+                v["named_at"], v["site"] = elapsed, site
+        elif pinned_at and v["adder"] >= ADDER_PARKS:
+            if not samples_by_frame(s, "frames_1m", pod, "park").get(pinned_at):
+                v["named_at"], v["unpinned"] = elapsed, pinned_at
+
+
+def virtual_line(pod, v):
+    if v.get("named_at") is None:
+        return f"virtual threads on JDK {v['feature']} in pod {pod}: not yet"
+    if v.get("site"):
+        return (
+            f"virtual threads on JDK {v['feature']} named after {v['named_at']:.0f}s: pinned carriers: "
+            f"{CARRIERS} {v['carriers']:.1f} parked on average, waiting in {v['site']} in pod {pod}"
+        )
+    return (
+        f"virtual threads on JDK {v['feature']} named after {v['named_at']:.0f}s: nothing pinned (no "
+        f"park sampled at {v['unpinned']}), {ADDER} {v['adder']:.0f} parks/s (one per borrow that "
+        f"waited) in pod {pod}"
+    )
+
+
+def alert_line(what, a, at):
+    l, frame = a["labels"], alert_frame(a)
+    return (
+        f"{what}alert JvmDiagPoolSaturated firing after {at:.0f}s: "
+        f"thread_name={l.get('thread_name')} pod={l.get('pod')}"
+        + (f" (its JVM parks most at {frame})" if frame else "")
+    )
 
 
 def update_named(s, elapsed, named, lock=None):
@@ -658,7 +766,7 @@ def run(a, check):
     named = [None, None, None, None, None]
     lock = {}
     culprits = {}
-    code, seen = {}, {}
+    code, seen, virt = {}, {}, {}
     end = time.time() + a.duration if a.duration else None
     last_print = 0.0
     while True:
@@ -670,6 +778,8 @@ def run(a, check):
         update_culprits(s, elapsed, culprits)
         before_code = dict(code)
         update_code(s, elapsed, culprits, code, lock, seen)
+        virt_before = {pod: (v.get("named_at"), v.get("alert_at")) for pod, v in virt.items()}
+        update_virtual(s, elapsed, virt)
         for i, (by, t) in sorted(culprits.items()):
             if not tty and i not in before_culprits:
                 what = {
@@ -704,13 +814,27 @@ def run(a, check):
                 flush=True,
             )
         if not tty and before[3] is None and lock.get("pool_alert_at") is not None:
-            pa, at = lock["pool_alert"]["labels"], alert_frame(lock["pool_alert"])
-            print(
-                f"demo: alert JvmDiagPoolSaturated firing after {lock['pool_alert_at']:.0f}s: "
-                f"thread_name={pa.get('thread_name')} pod={pa.get('pod')}"
-                + (f" (its JVM parks most at {at})" if at else ""),
-                flush=True,
-            )
+            print("demo: " + alert_line("", lock["pool_alert"], lock["pool_alert_at"]), flush=True)
+        for pod, v in sorted(virt.items()) if not tty else []:
+            named_at, alert_at = virt_before.get(pod, (None, None))
+            if named_at is None and v.get("named_at") is not None:
+                print("demo: " + virtual_line(pod, v), flush=True)
+            if alert_at is None and v.get("alert_at") is not None:
+                what = f"virtual threads on JDK {v['feature']}: "
+                print("demo: " + alert_line(what, v["alert"], v["alert_at"]), flush=True)
+            # The same threshold on the unpinned JVM: when the pinned one's alert fires, says
+            # whether this one's does too (it should not: no thread parks for the resource).
+            pinned_fired = [
+                w for w in virt.values() if w.get("site") and w.get("alert_at") is not None
+            ]
+            if v["feature"] >= 24 and pinned_fired and not v.get("quiet_said"):
+                v["quiet_said"] = True
+                if v.get("alert_at") is None:
+                    print(
+                        f"demo: virtual threads on JDK {v['feature']}: JvmDiagPoolSaturated not firing in pod {pod} "
+                        f"when JDK {pinned_fired[0]['feature']}'s fired (its virtual threads unmount: no thread parks)",
+                        flush=True,
+                    )
         if (
             check is not None
             and check.proc is None
@@ -722,7 +846,7 @@ def run(a, check):
         ):
             check.start(elapsed)
         n_check = len(check.lines) if check is not None else 0
-        text = render(s, elapsed, named, check, lock, culprits, code, seen)
+        text = render(s, elapsed, named, check, lock, culprits, code, seen, virt)
         if tty:
             sys.stdout.write(
                 "\033[H\033[2J" + text + "\n\n(Ctrl-C stops the demo and everything it started)\n"
@@ -749,7 +873,7 @@ def run(a, check):
             check.stop()
     if check is not None and check.reader is not None:
         check.reader.join(timeout=5)  # its last lines
-    print(render(s, time.time() - a.since, named, check, lock, culprits, code, seen))
+    print(render(s, time.time() - a.since, named, check, lock, culprits, code, seen, virt))
     failed = False
     missing = [i + 1 for i, t in enumerate(named) if t is None]
     if missing:
@@ -787,6 +911,12 @@ def run(a, check):
                 file=sys.stderr,
             )
             failed = True
+    for pod, v in sorted(virt.items()):
+        if v.get("named_at") is None:
+            print(f"demo: {virtual_line(pod, v)} within {a.duration:.0f}s", file=sys.stderr)
+            failed = True
+        else:
+            print("demo: " + virtual_line(pod, v))
     if check is not None and check.proc is not None and check.proc.returncode != 0:
         print(
             f"demo: the rate check failed (exit {check.proc.returncode}): see the rate check lines above",

