@@ -542,7 +542,7 @@ EOF
 # Run by hack/suites/60-chart.sh against the fresh install of step 7, after its own checks and
 # before its uninstall. `helm upgrade --reuse-values` turns on agent.metricsAuth (the
 # ServiceAccount lifecycle/metrics-reader bound to the reader role through readerSubjects, the
-# PodMonitor and its scraper token) and sets agent.maxConnectionsPerPeer=8; then, for 3 minutes, a
+# PodMonitor and its scraper token) and sets agent.maxConnectionsPerPeer=8; then, for 2 minutes, a
 # pod keeps 72 connections to the agent's metrics port (more than the agent's 64 in all) open,
 # sending nothing, and opens each one the agent closes again a second later, while
 #  - every 10 s the agent pod is Ready with no restart (its probes have their own port), and a
@@ -551,8 +551,8 @@ EOF
 #  - meanwhile: /metrics without a token is 401, with an unbound ServiceAccount's 403, with the
 #    reader's and with the chart's scraper token 200 and an exposition promtool accepts; the
 #    probe port serves /healthz without a token and nothing else.
-# About 4 minutes: the upgrade (the agent pod rolls), the holder's JVM start, the 3 minutes.
-EX_HOLD_S=180
+# About 3 minutes: the upgrade (the agent pod rolls), the holder's JVM start, the 2 minutes.
+EX_HOLD_S=120
 # ex_get URL [TOKEN]: the HTTP status of a GET (000: no answer within 5 s); the body in $WORK/ex.body
 ex_get() {
   local h=()

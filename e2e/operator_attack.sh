@@ -1,5 +1,5 @@
 # The operator installed by the chart, attacked the ways a tenant and a stuttering control plane
-# attack it, all at once for OA_SECONDS (300). Sourced by hack/suites/60-chart.sh (its ok/bad/
+# attack it, all at once for OA_SECONDS (180). Sourced by hack/suites/60-chart.sh (its ok/bad/
 # WORK, the cluster and the release `jd` in jvm-diagnostics, after e2e/chart_lifecycle.sh's
 # fresh install, with lc_* helpers and the lifecycle workloads in place).
 #
@@ -9,8 +9,8 @@
 #    request heads (one byte every 2 s) and unfinished admission bodies, each reopened a second
 #    after the operator closes it;
 #  - every 30 s the Lease holder's API connection is blackholed for 12 s (iptables in its pod's
-#    network namespace drops what the API server sends it): 10 forced Lease losses;
-#  - between the blackouts the webhook Secret changes 5 times: deleted (the operator issues a new
+#    network namespace drops what the API server sends it): 6 forced Lease losses;
+#  - between the blackouts the webhook Secret changes 3 times: deleted (the operator issues a new
 #    CA and leaf) or its leaf renewed by the same CA (written here with openssl, as an external
 #    renewal would), and each time both replicas must serve the Secret's leaf within 15 s;
 #  - e2e/pod_creation_probe.py creates a labelled pod and sends a dry-run JvmDiagnostics every
@@ -20,7 +20,10 @@
 # cut off from the API server (validation asks the API server, fail-closed: those are counted
 # apart); each blackout cost the leader its Lease; the lifecycle workloads never rolled (no heal).
 # shellcheck disable=SC2015 # `test && ok … || bad …`: ok always returns 0
-OA_SECONDS="${OA_SECONDS:-300}"
+OA_SECONDS="${OA_SECONDS:-180}"
+# One blackout every 30 s from t=10 s, one certificate change every 60 s from t=25 s: as many of
+# each as fit.
+OA_BLACKOUTS=$((OA_SECONDS / 30)) OA_CERT_CHANGES=$(((OA_SECONDS - 25) / 60 + 1))
 OA_NS=attack OA_PROBE_NS=attack-probe
 OA_SECRET=jd-jvm-diagnostics-webhook-tls OA_SVC=jd-jvm-diagnostics-operator
 
@@ -79,12 +82,12 @@ oa_blackout() {
   sleep "$2"
   nsenter -t "$pid" -n iptables -w 5 -D "${rule[@]}"
 }
-# oa_blackouts: 10 blackouts of the Lease holder, 12 s each, one every 30 s from t=10 s; writes
+# oa_blackouts: OA_BLACKOUTS blackouts of the Lease holder, 12 s each, one every 30 s from t=10 s; writes
 # "start end holder" per blackout to $WORK/oa-blackouts
 oa_blackouts() {
   local t0="$1" i holder uid
   : >"$WORK/oa-blackouts"
-  for i in $(seq 0 9); do
+  for i in $(seq 0 $((OA_BLACKOUTS - 1))); do
     sleep "$(awk -v t="$t0" -v i="$i" -v now="$(date +%s.%N)" 'BEGIN{d = t + 10 + 30 * i - now; print (d > 0 ? d : 0)}')"
     holder=$(kubectl -n "$RELEASE_NS" get lease "$OA_SVC" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)
     uid=$(kubectl -n "$RELEASE_NS" get pod "${holder%%_*}" -o jsonpath='{.metadata.uid}' 2>/dev/null)
@@ -160,10 +163,10 @@ operator_under_attack() {
   local probe_pid=$!
   oa_healthz "${ips[@]}" & local hz_pid=$!
   oa_blackouts "$t0" & local bo_pid=$!
-  # The certificate changes, at t = 25, 85, 145, 205, 265 s: 3 s after a blackout ends and 15 s
+  # The certificate changes, at t = 25, 85, 145… s: 3 s after a blackout ends and 15 s
   # before the next begins.
   : >"$WORK/oa-certs"
-  for i in 0 1 2 3 4; do
+  for i in $(seq 0 $((OA_CERT_CHANGES - 1))); do
     sleep $((t0 + 25 + 60 * i - $(date +%s) > 0 ? t0 + 25 + 60 * i - $(date +%s) : 0))
     local what=renewed start; start=$(date +%s.%N)
     if [ $((i % 2)) = 0 ]; then what=deleted; kubectl -n "$RELEASE_NS" delete secret "$OA_SECRET" --wait=false >/dev/null 2>&1
@@ -216,12 +219,12 @@ PY
   while read -r line _; do
     losses=$((losses + $(kubectl -n "$RELEASE_NS" logs "$line" --since=$((OA_SECONDS + 60))s 2>/dev/null | grep -c 'stopped reconciling')))
   done <<<"$after"
-  [ "$nbo" = 10 ] && [ "$losses" -ge 10 ] \
-    && ok "10 blackouts of the Lease holder's API connection (12 s each): $losses Lease losses logged, no restart (above)" \
-    || bad "10 blackouts, each a Lease loss" "$nbo blackouts done ($(tr '\n' ';' <"$WORK/oa-blackouts")), $losses losses logged"
+  [ "$nbo" = "$OA_BLACKOUTS" ] && [ "$losses" -ge "$OA_BLACKOUTS" ] \
+    && ok "$OA_BLACKOUTS blackouts of the Lease holder's API connection (12 s each): $losses Lease losses logged, no restart (above)" \
+    || bad "$OA_BLACKOUTS blackouts, each a Lease loss" "$nbo blackouts done ($(tr '\n' ';' <"$WORK/oa-blackouts")), $losses losses logged"
   local certs; certs=$(tr '\n' ';' <"$WORK/oa-certs")
-  ! grep -q -e never -e failed "$WORK/oa-certs" && [ "$(wc -l <"$WORK/oa-certs")" = 5 ] \
-    && ok "webhook Secret deleted 3 times and its leaf renewed twice: both replicas served the Secret's new leaf within 15 s each time (seconds: $certs)" \
+  ! grep -q -e never -e failed "$WORK/oa-certs" && [ "$(wc -l <"$WORK/oa-certs")" = "$OA_CERT_CHANGES" ] \
+    && ok "webhook Secret deleted $(grep -c ^deleted "$WORK/oa-certs") times and its leaf renewed $(grep -c ^renewed "$WORK/oa-certs") times: both replicas served the Secret's new leaf within 15 s each time (seconds: $certs)" \
     || bad "both replicas serve each new leaf within 15 s" "$certs"
   after_rev=$(kubectl -n "$LC_NS" get deploy -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.annotations.deployment\.kubernetes\.io/revision} {end}')
   [ "$before_rev" = "$after_rev" ] && ok "no heal rollout: the lifecycle workloads kept their revisions ($after_rev)" \

@@ -14,7 +14,7 @@
 #     operator's least privilege (e2e/operator_rbac.sh); the operator attacked for 5 minutes by a
 #     tenant pod, Lease blackouts and certificate changes at once (e2e/operator_attack.sh); the
 #     kubectl plugin (e2e/kubectl_plugin.sh); then
-#     the agent's metrics port held by a pod for 3 minutes and put behind a Kubernetes token
+#     the agent's metrics port held by a pod for 2 minutes and put behind a Kubernetes token
 #     (agent.metricsAuth), and an uninstall that removes it all.
 # Runs its own cluster instance (CLUSTER_INDEX=5), stopped on exit whatever happens.
 # CHART_INSTALL=0 skips step 6 (and the node).
