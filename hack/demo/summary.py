@@ -504,8 +504,11 @@ def update_code(s, elapsed, culprits, code, lock, seen=None):
             seen[(i, kind)] = f"in pod {pods[i]}: " + ", ".join(
                 f"{f} ({n:.0f})" for f, n in top[:4]
             )
-        # The top application frame, as the alerts name it; the rest (none, other too) beside it.
-        app = [(f, n) for f, n in top if f not in NO_CODE]
+        # The top application frame, as the alerts name it (for parks: not a pool's wait for its
+        # next task); the rest (none, other too) beside it.
+        app = [
+            (f, n) for f, n in top if f not in NO_CODE and (kind != "park" or f not in WORK_WAIT)
+        ]
         if app and sum(n for _, n in top) >= min_samples:
             rest = ", ".join(f"{f} ({n:.0f})" for f, n in top if f != app[0][0])
             first = code.get((i, kind))
