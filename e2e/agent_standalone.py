@@ -800,9 +800,14 @@ def check_start_times(text, pid, times, by):
     [ns], each thread started while attached) and the agent's own starts by starter."""
     problems = []
     hists = histograms(text, "jvmdiag_thread_start_seconds", pid, "thread_name")
-    for name, (buckets, count, total) in sorted(hists.items()):
+    for name, (buckets, count, _) in sorted(hists.items()):
         cums = [c for _, c in buckets]
-        if not buckets or buckets[-1][0] != float("inf") or cums != sorted(cums) or cums[-1] != count:
+        if (
+            not buckets
+            or buckets[-1][0] != float("inf")
+            or cums != sorted(cums)
+            or cums[-1] != count
+        ):
             problems.append(f"{name}: buckets not cumulative up to +Inf = count {count}: {buckets}")
         starts = sum(n for (t, _), n in by.items() if t == name)
         if count != starts:
@@ -821,7 +826,9 @@ def check_start_times(text, pid, times, by):
             continue
         # The page prints the sum in seconds: rounded to the ns it was counted in.
         if round(total * 1e9) > java_sum:
-            problems.append(f"{name}: agent's sum {total} s above the workload's {java_sum / 1e9} s")
+            problems.append(
+                f"{name}: agent's sum {total} s above the workload's {java_sum / 1e9} s"
+            )
         if total * 1e9 < START_TIME_MIN_SHARE * java_sum:
             problems.append(
                 f"{name}: agent's sum {total} s below {START_TIME_MIN_SHARE} x the workload's {java_sum / 1e9} s"
@@ -949,7 +956,9 @@ def test_thread_starters(jdk, tag):
         timed = histograms(text, "jvmdiag_thread_start_seconds", p.pid, "thread_name")
         timed_after = histograms(text_after, "jvmdiag_thread_start_seconds", p.pid, "thread_name")
         if timed_after != timed:
-            changed = sorted(n for n in set(timed) | set(timed_after) if timed.get(n) != timed_after.get(n))
+            changed = sorted(
+                n for n in set(timed) | set(timed_after) if timed.get(n) != timed_after.get(n)
+            )
             problems.append(f"timed after detaching: {changed}")
         log(
             f"starters jdk{tag}: {sorted(by.items())}, workload a={done_a} b={done_b} warmups={warmups}"
