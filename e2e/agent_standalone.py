@@ -770,13 +770,85 @@ def starters_view(port, pid):
     return by, attached, windows, text
 
 
+def histograms(text, name, pid, label):
+    """One pid's histogram family `name` by the value of `label`: {value: (cumulative buckets
+    [(le, count)] in the page's order, count, sum)}."""
+    h = collections.defaultdict(lambda: ([], None, None))
+    for n, l, v in samples(text, pid):
+        if n == f"{name}_bucket":
+            h[l[label]][0].append((float(l["le"]), int(v)))
+        elif n == f"{name}_count":
+            h[l[label]] = (h[l[label]][0], int(v), h[l[label]][2])
+        elif n == f"{name}_sum":
+            h[l[label]] = (h[l[label]][0], h[l[label]][1], v)
+    return dict(h)
+
+
+# The agent's start time (JVM_StartThread's entry -> hotspot:thread__start in the new thread)
+# lies inside the workload's (System.nanoTime() before Thread.start() -> the first statement of
+# run(), the same CLOCK_MONOTONIC): never more. What it leaves out is the Java call into the
+# JVM on one side and, on the other, the new thread's way from thread__start into run(). Its
+# share of the workload's sum, per pool, measured on 2 cores at load average 4-10: 0.95-0.98 on
+# JDK 17 and 25, 0.94-0.96 on 11 and 21, the part left out 12-60 us a start (means of 270-1,300
+# us). On a quiet machine a start takes ~140 us and the part left out weighs more: the bound
+# is half, which a stamp in the wrong place (near the end: ~0) or in the wrong unit still fails.
+START_TIME_MIN_SHARE = 0.5
+
+
+def check_start_times(text, pid, times, by):
+    """jvmdiag_thread_start_seconds against the workload's own intervals (`times`: pool ->
+    [ns], each thread started while attached) and the agent's own starts by starter."""
+    problems = []
+    hists = histograms(text, "jvmdiag_thread_start_seconds", pid, "thread_name")
+    for name, (buckets, count, _) in sorted(hists.items()):
+        cums = [c for _, c in buckets]
+        if (
+            not buckets
+            or buckets[-1][0] != float("inf")
+            or cums != sorted(cums)
+            or cums[-1] != count
+        ):
+            problems.append(f"{name}: buckets not cumulative up to +Inf = count {count}: {buckets}")
+        starts = sum(n for (t, _), n in by.items() if t == name)
+        if count != starts:
+            problems.append(f"{name}: {count} start times, {starts} starts by starter")
+    for pool, ns in sorted(times.items()):
+        name = f"{pool}-N"
+        buckets, count, total = hists.get(name, ([], None, None))
+        java_sum = sum(ns)
+        log(
+            f"  {name}: agent count {count} sum {total} s (mean {total / max(count or 1, 1) * 1e6:.1f} us); "
+            f"workload {len(ns)} sum {java_sum / 1e9:.6f} s (mean {java_sum / max(len(ns), 1) / 1e3:.1f} us, "
+            f"max {max(ns, default=0) / 1e3:.0f} us): share {(total or 0) * 1e9 / max(java_sum, 1):.3f}"
+        )
+        if count != len(ns):
+            problems.append(f"{name}: agent timed {count} starts, the workload {len(ns)}")
+            continue
+        # The page prints the sum in seconds: rounded to the ns it was counted in.
+        if round(total * 1e9) > java_sum:
+            problems.append(
+                f"{name}: agent's sum {total} s above the workload's {java_sum / 1e9} s"
+            )
+        if total * 1e9 < START_TIME_MIN_SHARE * java_sum:
+            problems.append(
+                f"{name}: agent's sum {total} s below {START_TIME_MIN_SHARE} x the workload's {java_sum / 1e9} s"
+            )
+        # Each start's kernel time is at most its Java time: at every bound at least as many.
+        for le, cum in buckets:
+            within = sum(1 for v in ns if v <= le * 1e9)
+            if cum < within:
+                problems.append(f"{name}: le={le}: agent {cum}, workload {within} at most that")
+    return problems
+
+
 def test_thread_starters(jdk, tag):
     """The on-demand starter probe: `trigger` starts threads faster than the threshold (200/s)
     until the agent attaches JVM_StartThread to that JVM; then `starter-A` starts 3,000 threads
     and `starter-B` 1,000 (the workload's own counts): the agent counts exactly those by
-    starter, while the probe is still attached. After the window the probe's links are gone
-    (the kernel's view of the agent's descriptors, before / during / after) and threads started
-    then are not counted."""
+    starter, while the probe is still attached, and the time each start took
+    (jvmdiag_thread_start_seconds) within the workload's own measure of it. After the window
+    the probe's links are gone (the kernel's view of the agent's descriptors, before / during /
+    after) and threads started then are not counted."""
     port = e2e_port(17)
     a, b, more, window = 3000, 1000, 200, 6
     agent = start_agent(
@@ -829,9 +901,15 @@ def test_thread_starters(jdk, tag):
         open(os.path.join(d, "go"), "w").close()
         wait_file(os.path.join(d, "done"), 60, p)
         done_a, done_b, warmups = map(int, open(os.path.join(d, "done")).read().split()[:3])
+        times = collections.defaultdict(list)
+        for line in open(os.path.join(d, "times")):
+            pool, ns = line.split()
+            times[pool].append(int(ns))
         links_during = set(agent_link_ids(agent.pid))
         by, attached, windows, text = starters_view(port, p.pid)
         open(os.path.join(WORK, f"starters-{tag}-metrics.txt"), "w").write(text)
+        log(f"starters jdk{tag}: start times")
+        problems += check_start_times(text, p.pid, times, by)
         if attached != 1 or windows != 1:
             problems.append(
                 f"the window ended before the workload did (attached {attached}, windows {windows}): make it longer"
@@ -870,11 +948,18 @@ def test_thread_starters(jdk, tag):
         open(os.path.join(d, "more"), "w").close()
         wait_file(os.path.join(d, "more-done"), 30, p)
         time.sleep(0.3)
-        after, _, windows, _ = starters_view(port, p.pid)
+        after, _, windows, text_after = starters_view(port, p.pid)
         if after != by or windows != 1:
             problems.append(
                 f"counted after detaching: {sorted(set(after.items()) - set(by.items()))}, windows {windows}"
             )
+        timed = histograms(text, "jvmdiag_thread_start_seconds", p.pid, "thread_name")
+        timed_after = histograms(text_after, "jvmdiag_thread_start_seconds", p.pid, "thread_name")
+        if timed_after != timed:
+            changed = sorted(
+                n for n in set(timed) | set(timed_after) if timed.get(n) != timed_after.get(n)
+            )
+            problems.append(f"timed after detaching: {changed}")
         log(
             f"starters jdk{tag}: {sorted(by.items())}, workload a={done_a} b={done_b} warmups={warmups}"
         )

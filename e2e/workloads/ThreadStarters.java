@@ -12,7 +12,10 @@ import java.util.List;
  * makes the agent attach its starter probe) until DIR/go: as fast as it can, or with RATE at
  * most RATE a second (one at a time, a pause of 1/RATE s after each). Then `starter-A` starts
  * A threads `worker-a-N` and `starter-B` B threads `worker-b-N`, both at once; DIR/done gets
- * "A B WARMUPS STORM_MS" (STORM_MS: how long the storm ran). On DIR/more, `starter-A` starts
+ * "A B WARMUPS STORM_MS" (STORM_MS: how long the storm ran) and DIR/times one line "PREFIX NS"
+ * per worker thread: System.nanoTime() as the first statement of its run() minus just before
+ * its Thread.start() (the time the agent's jvmdiag_thread_start_seconds measures from inside
+ * this interval). On DIR/more, `starter-A` starts
  * MORE `late-N` threads (after the probe is detached) and writes DIR/more-done. Lives until
  * DIR/stop.
  */
@@ -32,10 +35,25 @@ public class ThreadStarters {
 
     /** Starts n threads named prefix-i from the current thread, each joined before the next batch. */
     static int startMany(String prefix, int n) throws InterruptedException {
+        return startMany(prefix, n, null);
+    }
+
+    /**
+     * startMany; with times (n longs) each thread's start time in it: System.nanoTime() as the
+     * first statement of its run() minus just before its Thread.start(). Thread.start() makes
+     * the write before it visible to the thread, join() the thread's write to this one.
+     */
+    static int startMany(String prefix, int n, long[] times) throws InterruptedException {
         List<Thread> batch = new ArrayList<>();
+        long[] before = new long[n];
         int started = 0;
         for (int i = 0; i < n; i++) {
-            Thread t = new Thread(() -> { }, prefix + "-" + i);
+            int at = i;
+            Runnable run = times == null ? () -> { } : () -> {
+                times[at] = System.nanoTime() - before[at];
+            };
+            Thread t = new Thread(run, prefix + "-" + i);
+            before[i] = System.nanoTime();
             t.start();
             started++;
             batch.add(t);
@@ -79,16 +97,18 @@ public class ThreadStarters {
         trigger.join();
         long stormMs = (System.nanoTime() - t0) / 1_000_000;
         int[] counts = new int[2];
+        long[] timesA = new long[a];
+        long[] timesB = new long[b];
         Thread sa = new Thread(() -> {
             try {
-                counts[0] = startMany("worker-a", a);
+                counts[0] = startMany("worker-a", a, timesA);
             } catch (InterruptedException e) {
                 throw new RuntimeException(e);
             }
         }, "starter-A");
         Thread sb = new Thread(() -> {
             try {
-                counts[1] = startMany("worker-b", b);
+                counts[1] = startMany("worker-b", b, timesB);
             } catch (InterruptedException e) {
                 throw new RuntimeException(e);
             }
@@ -97,6 +117,10 @@ public class ThreadStarters {
         sb.start();
         sa.join();
         sb.join();
+        StringBuilder times = new StringBuilder();
+        for (long ns : timesA) times.append("worker-a ").append(ns).append('\n');
+        for (long ns : timesB) times.append("worker-b ").append(ns).append('\n');
+        publish(dir, "times", times.toString());
         publish(dir, "done", counts[0] + " " + counts[1] + " " + warmups[0] + " " + stormMs);
         while (!Files.exists(dir.resolve("more"))) {
             if (Files.exists(dir.resolve("stop"))) {

@@ -407,6 +407,15 @@ mod raw_maps {
         ];
         fams.extend(monitors::wait_families(&mon_waits));
 
+        // start_seconds (the starter probe): struct name_key (a folded thread name) -> struct hist.
+        fams.push(crate::starters::start_seconds_family(&[
+            (
+                name_key(0, 0, "worker-a-N"),
+                hist(&[("0.0001", 2), ("0.00025", 2_900), ("0.001", 98)], 412_345_678),
+            ),
+            (name_key(0, 0, "other"), hist(&[("0.0005", 1)], 333_000)),
+        ]));
+
         // inflight_lost: struct inflight_lost_key {slot, __u16 table, __u16 reason} -> __u64.
         let lost_key = |slot: u32, table: u16, reason: u16| {
             [&slot.to_le_bytes()[..], &table.to_le_bytes(), &reason.to_le_bytes()].concat()

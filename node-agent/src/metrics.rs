@@ -60,6 +60,12 @@ pub static THREAD_STARTS_BY_STARTER: Desc = desc(
     Counter,
     &["thread_name", "starter"],
 );
+pub static THREAD_START_SECONDS: Desc = desc(
+    "jvmdiag_thread_start_seconds",
+    "Time from Thread.start() (JVM_StartThread) to the new thread running, by thread name with digit runs folded to N; measured only while the on-demand starter probe is attached, so it has no observations outside its windows.",
+    Histogram,
+    &["thread_name"],
+);
 pub static CULPRIT_STACK_SAMPLES: Desc = desc(
     "jvmdiag_culprit_stack_samples_total",
     "Java stacks taken where a culprit was seen (sampled within the JVM's budget), by kind and the stack's first application frame (the first from the top outside the JDK's packages; past the JVM's name budget: other; none: no such frame). Whole stacks: GET /stacks.",
@@ -389,6 +395,7 @@ pub static ALL: &[&Desc] = &[
     &VM_OPERATION,
     &VM_OPERATION_REQUESTS,
     &THREAD_STARTS_BY_STARTER,
+    &THREAD_START_SECONDS,
     &CULPRIT_STACK_SAMPLES,
     &COMPILATIONS,
     &COMPILATION_SECONDS,

@@ -10,9 +10,11 @@
 //! Other JVMs of the same libjvm.so pay nothing (the uprobe and USDT links carry the pid);
 //! while any window is open every fork on the host costs one hash lookup.
 //!
-//! Counts (`jvmdiag_thread_starts_by_starter_total`) are kept for the JVM's life and grow only
-//! while attached; `jvmdiag_agent_starter_probe_attached` / `…_windows_total` say when.
-use std::collections::HashMap;
+//! Counts (`jvmdiag_thread_starts_by_starter_total`) and the time each start took
+//! (`jvmdiag_thread_start_seconds`: `JVM_StartThread`'s entry to the new thread's
+//! `thread__start`) are kept for the JVM's life and grow only while attached;
+//! `jvmdiag_agent_starter_probe_attached` / `…_windows_total` say when.
+use std::collections::{BTreeMap, HashMap};
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
@@ -25,10 +27,10 @@ use crate::collector::inflight::{self, Table};
 use crate::collector::{self, threads, LoadConfig};
 use crate::maps::{self, decode};
 use crate::metrics;
-use crate::model::{c_name, Family, Value};
+use crate::model::{c_name, Family, Hist, Value};
 use crate::probe;
 use crate::skel::consts;
-use crate::skel::starters::types::starter_key;
+use crate::skel::starters::types::{name_key, starter_key};
 use crate::skel::starters::{StartersSkel, StartersSkelBuilder};
 
 /// How often each JVM's start rate is computed.
@@ -121,6 +123,7 @@ fn load_skel(cfg: &LoadConfig, traced_pids: BorrowedFd<'_>) -> Result<StartersSk
     collector::share_jvm_limits(&mut open.maps.jvm_limits, cfg)?;
     probe::prepare_uprobes(open.open_object_mut());
     open.maps.starts_by_starter.set_max_entries(collector::table_size(cfg.max_jvms, max_pairs))?;
+    open.maps.start_seconds.set_max_entries(collector::table_size(cfg.max_jvms, max_pairs))?;
     let m = &mut open.maps;
     let shares = inflight::configure(
         [(&INFLIGHT[0], &mut m.starting), (&INFLIGHT[1], &mut m.started)],
@@ -268,18 +271,25 @@ impl Starters {
         let r = maps::forget_where(&m.starts_by_starter, |k| {
             decode::<starter_key>(k).is_some_and(|k| k.slot == slot)
         })
+        .and_then(|_| {
+            maps::forget_where(&m.start_seconds, |k| {
+                decode::<name_key>(k).is_some_and(|k| k.slot == slot)
+            })
+        })
         .and_then(|_| clear_pending(&self.skel, slot, namespace))
         .and_then(|_| inflight::forget_lost(&m.inflight_lost, slot))
-        .and_then(|_| maps::reset_slot(&m.name_budget, slot));
+        .and_then(|_| maps::reset_slot(&m.name_budget, slot))
+        .and_then(|_| maps::reset_slot(&m.start_seconds_budget, slot));
         if let Err(e) = r {
             tracing::warn!(slot, error = format!("{e:#}"), "starters: forgetting a slot failed");
         }
     }
 
-    /// `jvmdiag_thread_starts_by_starter_total`, and for JVMs the probe was attached to, the
-    /// attached gauge and the windows counter.
+    /// `jvmdiag_thread_starts_by_starter_total`, `jvmdiag_thread_start_seconds`, and for JVMs
+    /// the probe was attached to, the attached gauge and the windows counter.
     pub fn collect(&self, out: &mut Vec<Family>) -> Result<()> {
         out.push(starts_by_starter_family(&maps::entries(&self.skel.maps.starts_by_starter)?));
+        out.push(start_seconds_family(&maps::entries(&self.skel.maps.start_seconds)?));
         let mut attached = metrics::AGENT_STARTER_PROBE_ATTACHED.family();
         let mut windows = metrics::AGENT_STARTER_PROBE_WINDOWS.family();
         for s in self.jvms.values().filter(|s| s.windows > 0) {
@@ -324,6 +334,22 @@ pub fn starts_by_starter_family(entries: &[(Vec<u8>, Vec<u8>)]) -> Family {
     f
 }
 
+/// `jvmdiag_thread_start_seconds` from start_seconds entries (name_key -> hist). The name is
+/// a folded thread name, never a VM operation's vtable (maps::name_key's reading of a first
+/// byte 1); names that decode alike (invalid UTF-8) are one series.
+pub fn start_seconds_family(entries: &[(Vec<u8>, Vec<u8>)]) -> Family {
+    let mut merged: BTreeMap<(u32, String), Hist> = BTreeMap::new();
+    for (k, v) in entries {
+        let (Some(key), Some(h)) = (decode::<name_key>(k), maps::histogram(v)) else { continue };
+        merged.entry((key.slot, c_name(&key.name))).or_default().merge(&h);
+    }
+    let mut f = metrics::THREAD_START_SECONDS.family();
+    for ((slot, name), h) in merged {
+        f.jvm(slot, vec![("thread_name", name)], Value::Histogram(h));
+    }
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,5 +377,55 @@ mod tests {
             vec![("thread_name", "worker-A-N".to_string()), ("starter", "starter-A".to_string())]
         );
         assert!(matches!(f.samples[0].value, Value::Counter(3000)));
+    }
+
+    fn time_key(slot: u32, name: &[u8]) -> Vec<u8> {
+        let mut k = name_key { slot, ..Default::default() };
+        for (d, s) in k.name.iter_mut().zip(name) {
+            *d = *s as _;
+        }
+        // SAFETY: name_key is Plain.
+        unsafe { plain::as_bytes(&k) }.to_vec()
+    }
+
+    fn hist(slot_counts: &[(usize, u64)], sum_ns: u64) -> Vec<u8> {
+        let mut h = crate::skel::starters::types::hist::default();
+        for &(i, n) in slot_counts {
+            h.buckets[i] = n;
+            h.count += n;
+        }
+        h.sum_ns = sum_ns;
+        // SAFETY: hist is Plain.
+        unsafe { plain::as_bytes(&h) }.to_vec()
+    }
+
+    #[test]
+    fn start_times_are_histograms_by_thread_name() {
+        let e = vec![
+            (time_key(2, b"worker-a-N"), hist(&[(0, 2990), (1, 10)], 412_000_000)),
+            // A name whose first byte is 1 is a thread's name here, not a vtable.
+            (time_key(2, b"\x01x"), hist(&[(0, 1)], 90_000)),
+            // Two invalid UTF-8 names that decode alike: one series.
+            (time_key(3, b"a\xff"), hist(&[(0, 1)], 50_000)),
+            (time_key(3, b"a\xfe"), hist(&[(2, 1)], 300_000)),
+        ];
+        let f = start_seconds_family(&e);
+        let got: Vec<(Option<u32>, String, u64, u64)> = f
+            .samples
+            .iter()
+            .map(|s| match &s.value {
+                Value::Histogram(h) => (s.slot, s.labels[0].1.clone(), h.count, h.sum_ns),
+                v => panic!("{v:?}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(2), "\u{1}x".to_string(), 1, 90_000),
+                (Some(2), "worker-a-N".to_string(), 3000, 412_000_000),
+                (Some(3), "a\u{fffd}".to_string(), 2, 350_000),
+            ]
+        );
+        assert!(f.samples.iter().all(|s| s.labels[0].0 == "thread_name"));
     }
 }

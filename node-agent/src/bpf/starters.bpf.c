@@ -6,7 +6,8 @@
  * makes (pthread_create) is seen by sched_process_fork in that thread, with the new
  * thread's tid; the new thread then fires hotspot:thread__start with its name. So a start
  * is counted by (folded thread name, starter's folded native name), and only starts that
- * went through JVM_StartThread while attached are counted.
+ * went through JVM_StartThread while attached are counted. The time from JVM_StartThread's
+ * entry to the new thread's thread__start goes into a histogram by folded thread name.
  *
  * Unlike the collectors this object reads a kernel struct (the new task's pid), so it
  * keeps CO-RE relocations (build.rs compiles every object with BPF_NO_PRESERVE_ACCESS_INDEX). */
@@ -49,10 +50,30 @@ struct {
 	__type(value, __u64);
 } starts_by_starter SEC(".maps");
 
-/* The new thread's raw name and the key it is counted under. */
+/* start_seconds (starters.h): per JVM and folded thread name, the time from JVM_StartThread's
+ * entry to the new thread's thread__start. Its names have their own per-JVM budget of
+ * max_pairs (a (thread name, starter) pair takes a unit of name_budget, a thread name one of
+ * start_seconds_budget), so one table never spends the other's. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by the loader: MAX_JVMS * (max_pairs + 1) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct name_key);
+	__type(value, struct hist);
+} start_seconds SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_JVMS);
+	__type(key, __u32);
+	__type(value, __u32);
+} start_seconds_budget SEC(".maps");
+
+/* The new thread's raw name, the key it is counted under and the key of its time. */
 struct scratch {
 	char raw[NAME_LEN];
 	struct starter_key key;
+	struct name_key time_key;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -70,7 +91,8 @@ int BPF_UPROBE(starter_enter)
 		return 0;
 	stat_inc(STAT_EVENTS_0 + STARTERS_PROBE_JVM_START);
 	capture_stack(ctx, slot, STACK_KIND_THREAD_START);
-	struct starter_of s = { .slot = slot };
+	/* Stamped after the stack walk: the agent's own work is not the JVM's start time. */
+	struct starter_of s = { .slot = slot, .begin_ns = bpf_ktime_get_ns() };
 	char comm[COMM_LEN] = {};
 	bpf_get_current_comm(comm, sizeof(comm));
 	fold(s.starter, comm, COMM_LEN, COMM_LEN);
@@ -128,6 +150,7 @@ int BPF_USDT(starter_thread_start, void *name, long len)
 	__u32 slot, zero = 0;
 	if (current_slot(&slot))
 		return 0;
+	__u64 now = bpf_ktime_get_ns();
 	struct inflight_key k = inflight_key_of(slot);
 	struct starter_of *s = bpf_map_lookup_elem(&started, &k);
 	if (!s)
@@ -139,7 +162,8 @@ int BPF_USDT(starter_thread_start, void *name, long len)
 	__builtin_memset(sc, 0, sizeof(*sc));
 	sc->key.slot = slot;
 	__builtin_memcpy(sc->key.starter, s->starter, COMM_LEN);
-	inflight_done(&started, STARTERS_TABLE_STARTED, &k);
+	__u64 ns = now > s->begin_ns ? now - s->begin_ns : 0;
+	inflight_done(&started, STARTERS_TABLE_STARTED, &k); /* s is gone from here on */
 	if (len > NAME_LEN - 1)
 		len = NAME_LEN - 1;
 	if (len > 0 && name && bpf_probe_read_user(sc->raw, len & (NAME_LEN - 1), name))
@@ -147,7 +171,15 @@ int BPF_USDT(starter_thread_start, void *name, long len)
 	if (len < 0)
 		len = 0;
 	fold_loop(sc->key.thread_name, sc->raw, (__u32)len);
+	/* The time's key before count(), which may turn the pair into ("other", "other"). */
+	sc->time_key.slot = slot;
+	__builtin_memcpy(sc->time_key.name, sc->key.thread_name, NAME_LEN);
 	count(&sc->key);
+	struct hist init = {};
+	struct hist *h = budgeted_lookup(&start_seconds, &start_seconds_budget, &sc->time_key, &init,
+					 jvm_limit(slot, thread_names, max_pairs));
+	if (h)
+		hist_add(h, ns);
 	return 0;
 }
 

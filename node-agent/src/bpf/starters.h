@@ -27,6 +27,7 @@ enum starters_probe {
 struct starter_of {
 	__u32 slot;
 	__u32 pad;
+	__u64 begin_ns; /* bpf_ktime_get_ns() at JVM_StartThread (CLOCK_MONOTONIC, as System.nanoTime) */
 	char starter[COMM_LEN];
 };
 
@@ -37,5 +38,9 @@ struct starter_key {
 	char thread_name[NAME_LEN];
 	char starter[COMM_LEN];
 };
+
+/* Map start_seconds: struct name_key (flags 0, name = folded thread name) -> struct hist of
+ * JVM_StartThread entry -> thread__start in the new thread. Per JVM at most max_pairs names
+ * (its own budget, start_seconds_budget), the rest "other". */
 
 #endif

@@ -317,6 +317,7 @@ pub const REGISTRY: &[Registration] = &[
         families: &[
             &metrics::THREAD_STARTS,
             &metrics::THREAD_STARTS_BY_STARTER,
+            &metrics::THREAD_START_SECONDS,
             &metrics::AGENT_STARTER_PROBE_ATTACHED,
             &metrics::AGENT_STARTER_PROBE_WINDOWS,
         ],
