@@ -7,7 +7,10 @@
   2. reconcile: M Deployments (replicas 0), then M JvmDiagnostics created by CREATORS parallel
      clients (the benchmark measures the operator, not a serial client): each create's round trip
      through the validating webhook, and the time from the first create until every one reports
-     TargetFound=True for its generation.
+     TargetFound=True for its generation; the validating webhook's time during the creates, as the
+     operator's handler measures it (jvmdiag_operator_resource_admission_duration_seconds) and as
+     the API server does (apiserver_admission_webhook_admission_duration_seconds, the call included),
+     and the SubjectAccessReviews the API server answered meanwhile.
 Prints a markdown table, with the load average before and after."""
 
 import base64
@@ -50,6 +53,16 @@ class Api:
         self.host, self.ssl, self.headers = load_kubeconfig(path)
         self.conn = http.client.HTTPSConnection(self.host, context=self.ssl)
 
+    def raw(self, path):
+        """GET path as text (the API server's /metrics)."""
+        for _attempt in range(3):
+            try:
+                self.conn.request("GET", path, headers=dict(self.headers, Accept="text/plain"))
+                return self.conn.getresponse().read().decode()
+            except (http.client.HTTPException, ConnectionError):
+                self.conn = http.client.HTTPSConnection(self.host, context=self.ssl)
+        raise RuntimeError("API server unreachable")
+
     def call(self, method, path, body=None, ctype=None):
         h = dict(self.headers)
         if ctype:
@@ -86,13 +99,57 @@ def histogram_quantile(buckets, q):
     return lo, float("inf"), lo
 
 
-def scrape(url):
+def buckets_of(text, name, match=""):
+    """{le: cumulative count} of the histogram `name` in an exposition, summed over the series whose
+    labels contain `match`."""
     out = {}
-    for line in urllib.request.urlopen(url, timeout=10).read().decode().splitlines():
-        if line.startswith("jvmdiag_operator_admission_duration_seconds_bucket"):
+    for line in text.splitlines():
+        if line.startswith(name + "_bucket{") and match in line:
             le = line.split('le="', 1)[1].split('"', 1)[0]
-            out[float("inf") if le == "+Inf" else float(le)] = float(line.rsplit(" ", 1)[1])
+            le = float("inf") if le == "+Inf" else float(le)
+            out[le] = out.get(le, 0) + float(line.rsplit(" ", 1)[1])
     return out
+
+
+def counter_of(text, name, match=""):
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name + "{") and match in line
+    )
+
+
+def delta(before, after):
+    return sorted((le, after[le] - before.get(le, 0)) for le in after)
+
+
+def scrape(url, name="jvmdiag_operator_admission_duration_seconds"):
+    return buckets_of(urllib.request.urlopen(url, timeout=10).read().decode(), name)
+
+
+VALIDATION = "jvmdiag_operator_resource_admission_duration_seconds"
+API_WEBHOOK = "apiserver_admission_webhook_admission_duration_seconds"
+API_WEBHOOK_MATCH = 'name="jvmdiagnostics.jvm.diagnostics.dev",operation="CREATE"'
+SAR_MATCH = 'resource="subjectaccessreviews"'
+
+
+def quantiles_row(label, buckets):
+    """One table row: p50 and p99 as bucket bounds and interpolated (ms)."""
+    if not buckets or buckets[-1][1] == 0:
+        return "| %s | not measured |" % label
+    (l50, u50, e50), (l99, u99, e99) = (
+        histogram_quantile(buckets, 0.5),
+        histogram_quantile(buckets, 0.99),
+    )
+    return "| %s, p50 / p99 (bucket; interpolated) | %g-%g ms; %.1f ms / %g-%g ms; %.1f ms |" % (
+        label,
+        l50 * 1000,
+        u50 * 1000,
+        e50 * 1000,
+        l99 * 1000,
+        u99 * 1000,
+        e99 * 1000,
+    )
 
 
 def main():
@@ -218,9 +275,20 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(creators) as pool:
         list(pool.map(deployment, range(m)))
         time.sleep(2)  # let the operator's Deployment watch catch up: only the resources are timed
+        api_before = api.raw("/metrics")
+        validation_before = scrape(metrics, VALIDATION) if metrics else None
         t0 = time.perf_counter()
         results = list(pool.map(create, range(m)))
     created = time.perf_counter() - t0
+    api_after = api.raw("/metrics")
+    validation = delta(validation_before, scrape(metrics, VALIDATION)) if metrics else None
+    api_webhook = delta(
+        buckets_of(api_before, API_WEBHOOK, API_WEBHOOK_MATCH),
+        buckets_of(api_after, API_WEBHOOK, API_WEBHOOK_MATCH),
+    )
+    reviews = counter_of(api_after, "apiserver_request_total", SAR_MATCH) - counter_of(
+        api_before, "apiserver_request_total", SAR_MATCH
+    )
     create_ms = [ms for _, ms, _ in results]
     failed = [(i, err) for i, _, err in results if err]
     stored = {"w-%d" % i for i, _, err in results if not err}
@@ -293,6 +361,23 @@ def main():
     print(
         "| %d JvmDiagnostics: create round trip (validating webhook), p50 / p99 / max | %.0f ms / %.0f ms / %.0f ms |"
         % (m, pct(create_ms, 50), pct(create_ms, 99), max(create_ms))
+    )
+    print(
+        quantiles_row(
+            "%d JvmDiagnostics: validating webhook as the API server times it (call included)" % m,
+            api_webhook,
+        )
+    )
+    if validation is not None:
+        print(
+            quantiles_row(
+                "%d JvmDiagnostics: validating webhook's handler time in the operator" % m,
+                validation,
+            )
+        )
+    print(
+        "| %d JvmDiagnostics: SubjectAccessReviews the API server answered during the creates | %d |"
+        % (m, reviews)
     )
     print("| %d JvmDiagnostics: creates refused or failed | %d |" % (m, len(failed)))
     print(

@@ -19,14 +19,21 @@ import java.util.function.Predicate;
  * cluster-wide rights; without this check, anyone who may create a JvmDiagnostics in a namespace
  * could roll, and add JVM flags to, any workload there.
  *
- * <p>"May" is kept for {@link #ALLOWED_FOR} per question (user, groups, uid, extra, namespace,
- * kind, name), at most {@link #MAX_ANSWERS} of them, the least recently asked dropped first: the
- * same request sent again (a retry, an apply loop, or a forged AdmissionReview repeated by a pod
- * that reaches the webhook) costs no second review. A permission revoked a moment ago can still be
- * honoured for that long, as the API server's own webhook authorizer caches its answers. "May not"
- * is never kept: an author who has just been granted the Role retries at once and must pass (a
- * forger who varies the question defeats any cache anyway; the webhook's limit per peer address
- * bounds what that costs).
+ * <p>Two questions, the second only when the first says no: may the user patch every workload of
+ * that kind in the namespace (a review without a name), and may they patch this one. RBAC can
+ * restrict a rule to names ({@code resourceNames}) but never exclude one, so a yes to the first is
+ * a yes for every name; the first is what most authors hold, and its answer (either way) is kept
+ * for {@link #ALLOWED_FOR} per user and namespace, so creating a thousand resources for a thousand
+ * workloads costs one review, not a thousand. A no to it costs at most that second, exact question.
+ *
+ * <p>"May" for one workload is kept for {@link #ALLOWED_FOR} per question (user, groups, uid,
+ * extra, namespace, kind, name); at most {@link #MAX_ANSWERS} answers are kept, the least recently
+ * asked dropped first: the same request sent again (a retry, an apply loop, or a forged
+ * AdmissionReview repeated by a pod that reaches the webhook) costs no second review. A permission
+ * revoked a moment ago can still be honoured for that long, as the API server's own webhook
+ * authorizer caches its answers. "May not" for one workload is never kept: an author who has just
+ * been granted the Role retries at once and must pass (a forger who varies the question defeats any
+ * cache anyway; the webhook's limit per peer address bounds what that costs).
  */
 public final class TargetPermission {
   public static final String VERB = "patch";
@@ -36,7 +43,7 @@ public final class TargetPermission {
   private final Predicate<SubjectAccessReview> ask;
   private final LongSupplier nanos;
 
-  /** The question, as sent. */
+  /** The question, as sent; name null: every object of the resource in the namespace. */
   private record Question(
       String user,
       List<String> groups,
@@ -46,8 +53,8 @@ public final class TargetPermission {
       String resource,
       String name) {}
 
-  /** "May", until then (nanos). */
-  private record Answer(long until) {}
+  /** The answer, kept until then (nanos). */
+  private record Answer(boolean allowed, long until) {}
 
   private final LinkedHashMap<Question, Answer> answers =
       new LinkedHashMap<>(64, 0.75f, true) {
@@ -76,27 +83,37 @@ public final class TargetPermission {
   /** Null when the user holds patch on the target, else what is missing and how to get it. */
   public String missing(UserInfo user, String namespace, TargetRef ref) {
     String resource = resource(ref.kind);
-    Question q =
-        new Question(
-            user.getUsername(),
-            user.getGroups() == null ? List.of() : List.copyOf(user.getGroups()),
-            user.getUid(),
-            user.getExtra() == null ? Map.of() : Map.copyOf(user.getExtra()),
-            namespace,
-            resource,
-            ref.name);
+    if (allowed(question(user, namespace, resource, null), true)) return null;
+    if (allowed(question(user, namespace, resource, ref.name), false)) return null;
+    return message(user.getUsername(), namespace, ref);
+  }
+
+  private static Question question(UserInfo user, String namespace, String resource, String name) {
+    return new Question(
+        user.getUsername(),
+        user.getGroups() == null ? List.of() : List.copyOf(user.getGroups()),
+        user.getUid(),
+        user.getExtra() == null ? Map.of() : Map.copyOf(user.getExtra()),
+        namespace,
+        resource,
+        name);
+  }
+
+  /** The kept answer while fresh, else the API server's; keepNo: keep a no as well. */
+  private boolean allowed(Question q, boolean keepNo) {
     long now = nanos.getAsLong();
     Answer known;
     synchronized (answers) {
       known = answers.get(q);
     }
-    if (known != null && now - known.until() < 0) return null;
+    if (known != null && now - known.until() < 0) return known.allowed();
     boolean allowed = ask.test(review(q));
     synchronized (answers) {
-      if (allowed) answers.put(q, new Answer(nanos.getAsLong() + ALLOWED_FOR.toNanos()));
+      if (allowed || keepNo)
+        answers.put(q, new Answer(allowed, nanos.getAsLong() + ALLOWED_FOR.toNanos()));
       else answers.remove(q);
     }
-    return allowed ? null : message(user.getUsername(), namespace, ref);
+    return allowed;
   }
 
   private static SubjectAccessReview review(Question q) {

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,6 +22,7 @@ class ResourceValidatorTest {
   final List<JvmDiagnostics> existing = new ArrayList<>(); // the informer's cache
   final List<String> asked = new ArrayList<>();
   String deny; // what the permission check answers (null: allowed)
+  final PrometheusRegistry registry = new PrometheusRegistry();
   final TargetClaims claims =
       new TargetClaims(
           key -> existing.stream().filter(r -> TargetClaims.indexKeys(r).contains(key)).toList());
@@ -33,7 +35,7 @@ class ResourceValidatorTest {
             asked.add(user.getUsername() + " " + ns + " " + ref);
             return deny;
           },
-          new PrometheusRegistry());
+          registry);
 
   static String resource(String name, String target, String extra) {
     return """
@@ -208,5 +210,24 @@ class ResourceValidatorTest {
                 .asBoolean())
         .isTrue();
     assertThat(claims.size()).isEqualTo(1);
+  }
+
+  @Test
+  void everyAnswerIsTimed() throws Exception {
+    call(review("CREATE", resource("a", "checkout", ""), "null"));
+    deny = "spec.targetRef: user \"dev\" may not patch deployments.apps \"ledger\"";
+    call(review("CREATE", resource("b", "ledger", ""), "null"));
+    call("{not json");
+    HistogramSnapshot.HistogramDataPointSnapshot timed =
+        registry.scrape().stream()
+            .filter(m ->
+                m.getMetadata()
+                    .getPrometheusName()
+                    .startsWith("jvmdiag_operator_resource_admission_duration"))
+            .map(m -> ((HistogramSnapshot) m).getDataPoints().get(0))
+            .findFirst()
+            .orElseThrow();
+    assertThat(timed.getCount()).isEqualTo(3);
+    assertThat(timed.getSum()).isPositive();
   }
 }
