@@ -224,7 +224,7 @@ PY
     || bad "$OA_BLACKOUTS blackouts, each a Lease loss" "$nbo blackouts done ($(tr '\n' ';' <"$WORK/oa-blackouts")), $losses losses logged"
   local certs; certs=$(tr '\n' ';' <"$WORK/oa-certs")
   ! grep -q -e never -e failed "$WORK/oa-certs" && [ "$(wc -l <"$WORK/oa-certs")" = "$OA_CERT_CHANGES" ] \
-    && ok "webhook Secret deleted $(grep -c ^deleted "$WORK/oa-certs") times and its leaf renewed $(grep -c ^renewed "$WORK/oa-certs") times: both replicas served the Secret's new leaf within 15 s each time (seconds: $certs)" \
+    && ok "webhook Secret changed $OA_CERT_CHANGES times (deleted $(grep -c ^deleted "$WORK/oa-certs"), its leaf renewed $(grep -c ^renewed "$WORK/oa-certs")): both replicas served the Secret's new leaf within 15 s each time (seconds: $certs)" \
     || bad "both replicas serve each new leaf within 15 s" "$certs"
   after_rev=$(kubectl -n "$LC_NS" get deploy -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.annotations.deployment\.kubernetes\.io/revision} {end}')
   [ "$before_rev" = "$after_rev" ] && ok "no heal rollout: the lifecycle workloads kept their revisions ($after_rev)" \
