@@ -81,6 +81,15 @@ the storm), in the JVM's default mode (tiered; STACKS_LOW_MODE picks another); t
 thread_start samples are at most the budget (as in (c), per window the starter probe was
 attached) and at least one. No JFR in that run (reading 100,000 events would
 take longer than the run): the bound on the events is the workload's own count.
+Park samples by pool, per JDK given (park_samples_named_by_pool_jdkN; STACKS_POOL_PARKS=0 leaves
+it out): e2e/workloads/StackPools.java's threads alpha-1, alpha-2 park 2 x STACKS_POOL_PARKS
+(1000) times in parkAlpha and beta-1, beta-2 in parkBeta, each as often in parkShared (one
+method: the same stack in both pools), about 3600 parks a second under the agent's 10,000;
+jvmdiag_culprit_stack_samples_total{kind="park"} of the pid names, under thread_name alpha-N,
+the frames parkAlpha and parkShared and no other of the workload's, under beta-N parkBeta and
+parkShared, under no other name any of them; each (name, frame) has at most the parks made
+there and at least half of them (the budget is far above the rate); /stacks' lines at
+parkShared (no thread name in a line) hold the two pools' samples there, summed.
 STACKS_RUNS="17:c2 25:inlined ..." picks the (JDK, mode) runs, --self-test's too (empty: every
 JDK in every mode); STACKS_LOW_STARTS=0 leaves the low-rate run out.
 Usage: agent_stacks.py AGENT_BINARY WORKDIR JDK [JDK ...]
@@ -127,7 +136,7 @@ else:
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.environ.get("JVMDIAG_WORKLOADS") or os.path.join(HERE, "workloads")
 CACHE = os.environ.get("JVMDIAG_CACHE") or os.path.expanduser("~/.cache/jvm-diagnostics")
-PORT, LOW_PORT = e2e_port(30), e2e_port(31)
+PORT, LOW_PORT, POOLS_PORT = e2e_port(30), e2e_port(31), e2e_port(32)
 
 A, B = int(os.environ.get("STACKS_A", "3000")), int(os.environ.get("STACKS_B", "1000"))
 # StackWaiters' measured rounds: 3 ROUNDS and ROUNDS contended enters and parks on chains A, B.
@@ -150,6 +159,8 @@ LOW_STARTS = int(os.environ.get("STACKS_LOW_STARTS", "100000"))
 # Its mode: default tiered compilation without a warm-up (the fastest 100,000 starts), or any
 # of MODES.
 LOW_MODE = os.environ.get("STACKS_LOW_MODE", "tiered")
+# StackPools' parks per thread at its own frame (and as many at the shared one); 0: no pools run.
+POOL_PARKS = int(os.environ.get("STACKS_POOL_PARKS", "1000"))
 # STACKS_RUNS="17:c2 25:inlined ...": only these (JDK, mode) runs; empty: every JDK in every mode.
 RUNS = set(os.environ.get("STACKS_RUNS", "").split())
 JDK_PACKAGES = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
@@ -630,6 +641,122 @@ def check_bounded(r, kind):
         f"    {kind}: {total} samples; {k['events_source']} {KINDS[kind].noun} {k['events_total']}"
         f"{f' + {slack}' if slack else ''}, budget {budget:.0f} ({how})"
     )
+    return problems
+
+
+# ---------------------------------------------------------------- park samples by pool
+POOL_FRAMES = ("StackPools.parkAlpha", "StackPools.parkBeta", "StackPools.parkShared")
+
+
+def pool_samples(metrics, pid):
+    """jvmdiag_culprit_stack_samples_total{kind="park"} of one pid, by (thread_name, frame),
+    summed (the page may hold a frame's samples under several series)."""
+    out = collections.Counter()
+    for n, l, v in samples(metrics, pid):
+        if n == "jvmdiag_culprit_stack_samples_total" and l.get("kind") == "park":
+            out[(l.get("thread_name"), bare(l.get("frame", "")))] += int(v)
+    return out
+
+
+def pools(jdk, tag):
+    """Park samples named by the parking thread's folded name (see the module's doc)."""
+    d = os.path.join(WORK, f"pools-jdk{tag}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    classes = os.path.join(WORK, f"classes-pools-{tag}")
+    os.makedirs(classes, exist_ok=True)
+    javac = next(f"{j}/bin/javac" for j in [jdk, *JDKS] if os.path.exists(f"{j}/bin/javac"))
+    subprocess.run(
+        [javac, "--release", "11", "-d", classes, f"{WORKLOADS}/StackPools.java"], check=True
+    )
+    p = subprocess.Popen(
+        [f"{jdk}/bin/java", "-cp", classes, "StackPools", d, str(POOL_PARKS)],
+        stdout=open(os.path.join(d, "stdout"), "w"),
+        stderr=open(os.path.join(d, "stderr"), "w"),
+    )
+    procs.append(p)
+    agent = None
+    try:
+        wait_file(os.path.join(d, "ready"), 60, p)
+        logp = os.path.join(WORK, f"agent-pools-{tag}.log")
+        agent = subprocess.Popen(
+            [
+                AGENT,
+                "--standalone",
+                "--listen",
+                f"127.0.0.1:{POOLS_PORT}",
+                "--exit-after",
+                "600",
+                "--match-jvm",
+                "StackPools",
+                "--collector.parking",
+                "--stack-samples-per-second",
+                str(RATE),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(logp, "w"),
+        )
+        procs.append(agent)
+        wait_serving(POOLS_PORT, agent, logp)
+        wait_metric(POOLS_PORT, p.pid, "jvmdiag_jvm_info", 1.0, 15)
+        time.sleep(1)
+        open(os.path.join(d, "go"), "w").close()
+        wait_file(os.path.join(d, "done"), 120, p)
+        done = open(os.path.join(d, "done")).read().split()
+        made = dict(zip(done[::2], (int(x) for x in done[1::2])))
+        # Samples reach the agent's tables asynchronously: read until two reads agree.
+        last, t0 = None, time.time()
+        while time.time() - t0 < 15:
+            metrics = scrape(POOLS_PORT)
+            got = pool_samples(metrics, p.pid)
+            if got == last:
+                break
+            last = got
+            time.sleep(1)
+        text = get_stacks(POOLS_PORT)
+        open(os.path.join(d, "metrics.txt"), "w").write(metrics)
+        open(os.path.join(d, "stacks.txt"), "w").write(text)
+    finally:
+        if agent is not None:
+            stop(agent)
+        open(os.path.join(d, "stop"), "w").close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    problems = []
+    ours = {k: n for k, n in got.items() if k[1] in POOL_FRAMES and n > 0}
+    log(
+        f"    park samples by (thread_name, frame) of pid {p.pid}: {sorted(ours.items())}; made: {made}"
+    )
+    want = {
+        ("alpha-N", "StackPools.parkAlpha"): made["alpha"],
+        ("alpha-N", "StackPools.parkShared"): made["shared_alpha"],
+        ("beta-N", "StackPools.parkBeta"): made["beta"],
+        ("beta-N", "StackPools.parkShared"): made["shared_beta"],
+    }
+    for k in sorted(set(ours) - set(want)):
+        problems.append(
+            f"{ours[k]} samples of {k[1]} under thread_name {k[0]!r}: that pool never parks there"
+        )
+    for k, n in want.items():
+        if not n // 2 <= ours.get(k, 0) <= n:
+            problems.append(
+                f"thread_name {k[0]!r} at {k[1]}: {ours.get(k, 0)} samples, want {n // 2}..{n} (parks made there: {n})"
+            )
+    # A line of /stacks has no thread name: the shared stack's lines hold both pools' samples.
+    lines = sum(
+        n
+        for fr, n, _ in parse_stacks(text, p.pid, "park")
+        if first_app([bare(f) for f in fr]) == "StackPools.parkShared"
+    )
+    both = ours.get(("alpha-N", "StackPools.parkShared"), 0) + ours.get(
+        ("beta-N", "StackPools.parkShared"), 0
+    )
+    if lines != both:
+        problems.append(
+            f"/stacks' lines at StackPools.parkShared hold {lines} samples, the metric's two pools {both}"
+        )
     return problems
 
 
@@ -1148,6 +1275,10 @@ def main():
                 )
 
             run(f"culprit_stacks_jdk{tag}_{LOW_STARTS}_starts_rate{LOW_RATE}_within_budget", low)
+        if POOL_PARKS:
+            for jdk in JDKS:
+                tag = jdk_major(jdk)
+                run(f"park_samples_named_by_pool_jdk{tag}", pools, jdk, tag)
     finally:
         kill_leftovers()
     return summary()

@@ -35,15 +35,17 @@ the code*).
 
 `JvmDiagPoolSaturated` tells a pool *waiting for a resource* from one *waiting for work*:
 seconds parked per second by pool (`jvmdiag_thread_parked_seconds_total{{via="park"}}` by
-`thread_name`: threads of that pool parked at once on average) above the threshold, in a JVM
-where a share above {poolSaturation[resourceShare]} (`resourceShare`) of the sampled parks
-(`jvmdiag_culprit_stack_samples_total{{kind="park"}}` that name code: `none`, only JDK frames,
-and `other`, past the name budget, left out) are at frames other
+`thread_name`: threads of that pool parked at once on average) above the threshold, where a
+share above {poolSaturation[resourceShare]} (`resourceShare`) of that pool's own sampled parks
+(`jvmdiag_culprit_stack_samples_total{{kind="park"}}` of the same JVM and `thread_name`: the
+parking thread's folded name; those that name code: `none`, only JDK frames, and `other`, past
+the name budget, left out) are at frames other
 than where well-known pools wait for their next task (`workWaitFrames` in `config.py`: {work_wait}).
-Its description names the pool, the threads parked and the resource-wait frame parked at most in
-the window. The stacks are per JVM, not per pool, and counted per park (not per second parked):
-the share is the JVM's. Without culprit stacks (`--stack-samples-per-second 0`, or no
-`kind="park"` samples) it never fires.
+Its description names the pool, the threads parked and the resource-wait frame the pool's own
+threads parked at most in the window. The stacks are counted per park (not per second parked):
+the share is of the pool's parks, not of its time parked. Without culprit stacks of the pool
+(`--stack-samples-per-second 0`, no `kind="park"` samples, or its name past a name budget in one
+of the two families) it never fires.
 
 Pause and time-to-safepoint alerts are exact: "any pause longer than X in the last
 {eventWindow}" is `increase(_count) - increase(_bucket{{le="X"}}) > 0`, and X is always
@@ -112,6 +114,7 @@ the culprit code's query without its pod matcher, its window, or taking JDK-only
 a pool's parks at its work-wait frames, or at frames past the name budget, counted as resource waits, only-JDK parks
 counted in the share, the pools of a
 JVM summed, `thread_name="other"` alerted on, the pool's resource frame taken from every park frame,
+the resource share or the resource frame taken from the whole JVM's parks instead of the pool's,
 the operator's `absent()` arm dropped, a scraped-but-down agent counted as missing, the resource webhook's own refusals
 or a JVM's in-flight share alerted on)
 must make those tests fail; and an end-to-end test on JDK 17 and 25: a real Prometheus scrapes the real agent while a

@@ -183,9 +183,29 @@ def m_pool_code(g):  # name the frame parked at most, a wait for work too, as wh
     assert r["annotations"]["description"] != d
 
 
+def m_pool_share_per_jvm(g):  # the resource share of the whole JVM's parks, not the pool's
+    r = rule(g, "JvmDiagPoolSaturated")
+    e = r["expr"]
+    r["expr"] = re.sub(
+        r"sum by \(([^)]*), thread_name\) \(rate\(jvmdiag_culprit",
+        r"sum by (\1) (rate(jvmdiag_culprit",
+        e,
+    )
+    r["expr"] = re.sub(r"and on \(([^)]*), thread_name\)", r"and on (\1)", r["expr"])
+    assert r["expr"].count("thread_name") == e.count("thread_name") - 3
+
+
+def m_pool_code_per_jvm(g):  # name the JVM's top resource frame, another pool's, as this pool's
+    r = rule(g, "JvmDiagPoolSaturated")
+    d = r["annotations"]["description"]
+    d2 = d.replace(",thread_name=%[7]q", "").replace(" $labels.thread_name | query", " | query")
+    assert "%[7]q" not in d2 and "$labels.thread_name | query" not in d2 and d2 != d
+    r["annotations"]["description"] = d2
+
+
 # The description's query is the same text in both rule sets: these are tested by the
 # default rules' tests alone.
-m_code_window.only = m_code_kind.only = m_pool_code.only = "defaults"
+m_code_window.only = m_code_kind.only = m_pool_code.only = m_pool_code_per_jvm.only = "defaults"
 
 
 MUTATIONS = [
@@ -214,6 +234,8 @@ MUTATIONS = [
     m_pool_pools_summed,
     m_pool_other_name,
     m_pool_code,
+    m_pool_share_per_jvm,
+    m_pool_code_per_jvm,
 ]
 
 

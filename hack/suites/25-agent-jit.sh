@@ -8,8 +8,9 @@
 #  - e2e/agent_stacks.py: the culprit stacks (/stacks and the metric) against JFR's stacks of the
 #    same moments, three kinds from one JVM per (JDK, mode): thread starts (jdk.ThreadStart), the
 #    waiters of contended monitor enters (jdk.JavaMonitorEnter) and parks (jdk.ThreadPark),
-#    interpreted, C1, C2 and inlined (JDK 11 and 21 too when set up); and a JVM starting 100,000
-#    threads at 20 stack samples a second gets at most the budget's samples.
+#    interpreted, C1, C2 and inlined (JDK 11 and 21 too when set up); a JVM starting 100,000
+#    threads at 20 stack samples a second gets at most the budget's samples; and park samples
+#    named by the parking thread's pool (two pools, their own frames and one they share).
 #  - e2e/agent_stacks_deopt.py: a C2-compiled frame deoptimized below a parked callee is named
 #    at its call's line, with its inlined callee (JDK 11 and 21 too when set up); a park stack
 #    that appears after its JVM used its share of the stack table is counted all the same.

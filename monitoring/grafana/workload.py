@@ -297,14 +297,14 @@ def dashboard():
             g(12, 92, 12),
             stack=True,
         ),
-        # Pool saturation (JvmDiagPoolSaturated): a pool's threads parked, and whether the JVM's
-        # parks wait for work (a pool's idle workers) or for a resource (a connection pool).
+        # Pool saturation (JvmDiagPoolSaturated): a pool's threads parked, and whether the pool's
+        # parks wait for work (its idle workers) or for a resource (a connection pool).
         row("Pool saturation", 100),
         timeseries(
             "Threads parked by pool",
             "Threads of each pool (folded native thread name) parked in LockSupport.park at once on average, by pod: "
             "seconds parked per second. What JvmDiagPoolSaturated alerts on (per JVM, default threshold "
-            f"{CONFIG['poolSaturation']['threshold']}) when most of the JVM's parks also wait for a resource (next "
+            f"{CONFIG['poolSaturation']['threshold']}) when most of that pool's parks also wait for a resource (next "
             "panel). Idle workers count too: a Jetty pool of 200 idle threads shows 200 here; the next panels tell "
             'idle from waiting. thread_name "other" (past maxThreadNames) is left out.',
             [
@@ -319,18 +319,19 @@ def dashboard():
         ),
         timeseries(
             "Park samples at resource waits",
-            "Share of each pod's sampled parks (culprit stacks, kind park, by the first application frame) at frames "
+            "Share of each pool's sampled parks by pod (culprit stacks, kind park, by the parking thread's folded name "
+            "and the first application frame) at frames "
             "other than where well-known pools wait for their next task (workWaitFrames in monitoring/mixin/config.py: "
             "Jetty's, Tomcat's and Netty's idle waits); frames none (only JDK frames, such as ThreadPoolExecutor.getTask) "
             "and other (past the name budget) name no code and are left out. Above "
             f"{float(CONFIG['poolSaturation']['resourceShare']) * 100:g} % with a pool over the threshold: "
-            "JvmDiagPoolSaturated. Samples are counted per park, not per second parked, and per JVM, not per pool. "
+            "JvmDiagPoolSaturated. Samples are counted per park, not per second parked. "
             "No data: no park stacks (stacks off).",
             [
                 target(
-                    f"100 * (sum by (pod) (rate({PARKS_RESOURCE}[{RATE}])) or 0 * sum by (pod) "
-                    f"(rate({PARKS_KNOWN}[{RATE}])))\n/ sum by (pod) (rate({PARKS_KNOWN}[{RATE}]))",
-                    "{{pod}}",
+                    f"100 * (sum by (pod, thread_name) (rate({PARKS_RESOURCE}[{RATE}])) or 0 * sum by (pod, thread_name) "
+                    f"(rate({PARKS_KNOWN}[{RATE}])))\n/ sum by (pod, thread_name) (rate({PARKS_KNOWN}[{RATE}]))",
+                    "{{pod}} {{thread_name}}",
                 )
             ],
             "percent",
@@ -338,18 +339,19 @@ def dashboard():
         ),
         ranked(
             "Where parked threads wait: top park frames",
-            "Park samples over the time range by the stack's first application frame (top 15), marked wait: work "
+            "Park samples over the time range by pool (the parking thread's folded name) and the stack's first "
+            "application frame (top 15), marked wait: work "
             "(a pool's wait for its next task, workWaitFrames: not saturation), resource (anything else: a "
             "connection pool such as com.zaxxer.hikari.util.ConcurrentBag.borrow, a lock, a bounded queue) or "
-            "unknown (none: only JDK frames; other: past the JVM's name budget). The resource frame sampled most is what the "
-            "JvmDiagPoolSaturated description names. The whole stacks: the agent's /stacks?kind=park (runbook "
+            "unknown (none: only JDK frames; other: past the JVM's name budget). A pool's resource frame sampled most is what the "
+            "JvmDiagPoolSaturated description names for it. The whole stacks: the agent's /stacks?kind=park (runbook "
             "JvmDiagPoolSaturated).",
-            "label_replace(label_replace(label_replace(topk(15, sum by (frame) (increase(jvmdiag_culprit_stack_samples_total"
+            "label_replace(label_replace(label_replace(topk(15, sum by (thread_name, frame) (increase(jvmdiag_culprit_stack_samples_total"
             f'{{{SEL}, kind="park"}}[$__range]))) > 0, "wait", "work", "frame", "{frames_regex(CONFIG["workWaitFrames"])}"), '
             '"wait", "resource", "wait", ""), "wait", "unknown", "frame", "none|other")',
             "samples",
             g(0, 109, 24),
-            columns=("frame", "wait"),
+            columns=("thread_name", "frame", "wait"),
         ),
         # Culprit stacks: the agent's Java stack at each culprit probe, within its per-JVM budget.
         row("Code behind it", 117),

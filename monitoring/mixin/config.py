@@ -47,7 +47,7 @@ CONFIG = {
     # Seconds blocked per second on one monitor class, summed over the JVM's threads.
     "monitorContention": {"threshold": "0.5", "for": "5m", "severity": "warning"},
     # Threads of one pool parked at once on average (seconds parked per second), while most of
-    # the JVM's sampled parks (more than resourceShare of them) wait for a resource rather
+    # that pool's own sampled parks (more than resourceShare of them) wait for a resource rather
     # than for work (workWaitFrames).
     "poolSaturation": {
         "threshold": "8",

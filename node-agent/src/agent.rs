@@ -98,7 +98,7 @@ struct Agent {
     holders: Option<crate::holders::Holders>,
     /// Culprit stacks: each JVM's layout in, named stacks out.
     culprits: crate::stacks::Stacks,
-    /// Application frames named per JVM in jvmdiag_culprit_stack_samples_total.
+    /// Application frames and thread names named per JVM in jvmdiag_culprit_stack_samples_total.
     max_frames: u32,
     /// The culprit stacks of the last scrape, for its snapshot's /stacks.
     served: Vec<crate::stacks::Served>,

@@ -68,9 +68,9 @@ pub static THREAD_START_SECONDS: Desc = desc(
 );
 pub static CULPRIT_STACK_SAMPLES: Desc = desc(
     "jvmdiag_culprit_stack_samples_total",
-    "Java stacks taken where a culprit was seen (sampled within the JVM's budget), by kind and the stack's first application frame (the first from the top outside the JDK's packages; past the JVM's name budget: other; none: no such frame). Whole stacks: GET /stacks.",
+    "Java stacks taken where a culprit was seen (sampled within the JVM's budget), by kind, the folded name of the thread whose stack it is and the stack's first application frame (the first from the top outside the JDK's packages; past the JVM's name budgets: other; none: no such frame). Whole stacks: GET /stacks.",
     Counter,
-    &["kind", "frame"],
+    &["kind", "thread_name", "frame"],
 );
 pub static COMPILATIONS: Desc = desc(
     "jvmdiag_compilations_total",

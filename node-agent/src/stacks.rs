@@ -9,8 +9,8 @@
 //! cookie, so a freed and reused `Method*` or nmethod is never named after its new owner),
 //! takes each entry out of the kernel table (so a JVM's share bounds its new stacks between two
 //! reads, not over its life) and adds it to the JVM's [`Totals`]: the collapsed lines of
-//! `/stacks` and the samples of `jvmdiag_culprit_stack_samples_total` by first application
-//! frame; it keeps every line's count every 10 s for `/stacks?seconds=`.
+//! `/stacks` and the samples of `jvmdiag_culprit_stack_samples_total` by the thread's folded
+//! name and first application frame; it keeps every line's count every 10 s for `/stacks?seconds=`.
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::mem::size_of;
 use std::os::fd::{AsFd, OwnedFd};
@@ -32,7 +32,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 use crate::discovery::Found;
 use crate::maps::{self, decode};
 use crate::metrics;
-use crate::model::{Family, Value};
+use crate::model::{c_name, Family, Value};
 use crate::skel::consts;
 use crate::skel::starters::types::{
     java_frame, stack_code_heap, stack_key, stack_layout, stack_tokens, stack_value,
@@ -251,12 +251,14 @@ struct Jvm {
     stacks: HashMap<(u32, u64), (Arc<str>, Option<String>)>,
     /// Application frames named in the metric so far (the rest are `other`).
     named: BTreeSet<String>,
+    /// Thread names (folded) named in the metric so far (the rest are `other`).
+    threads: BTreeSet<String>,
     /// Its samples since it was traced.
     totals: Totals,
 }
 
-/// A JVM's samples since it was traced, by line and by first application frame: what the
-/// kernel table held at each read, added up (the table is emptied at each read).
+/// A JVM's samples since it was traced, by line and by (thread name, first application frame):
+/// what the kernel table held at each read, added up (the table is emptied at each read).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Totals {
     /// By (kind, frames), at most `max_lines` of them and `max_bytes` of frames.
@@ -264,9 +266,11 @@ pub struct Totals {
     bytes: usize,
     /// By kind: the lines past `max_lines` (one `MORE_STACKS` line each).
     more: BTreeMap<&'static str, u64>,
-    /// By (kind, first application frame): the frames are already bounded (`max_frames`,
-    /// then `other`), so every sample is counted here whatever the lines' bound.
-    by_frame: HashMap<(&'static str, String), u64>,
+    /// By (kind, thread name, first application frame), at most `max_lines` of them: names
+    /// and frames are bounded already (the JVM's name budget, then `other`), their pairs are
+    /// bounded here; a new pair past the bound counts under (kind, `other`, `other`), so every
+    /// sample is counted whatever the bounds.
+    by_frame: HashMap<(&'static str, String, String), u64>,
     max_lines: usize,
     max_bytes: usize,
 }
@@ -276,9 +280,21 @@ impl Totals {
         Totals { max_lines, max_bytes, ..Default::default() }
     }
 
-    /// Adds `n` samples of a stack of `kind` named `frames` with first application frame `app`.
-    pub fn add(&mut self, kind: &'static str, frames: Arc<str>, app: String, n: u64) {
-        *self.by_frame.entry((kind, app)).or_default() += n;
+    /// Adds `n` samples of a stack of `kind` named `frames` with first application frame `app`,
+    /// taken in a thread named `thread` (folded).
+    pub fn add(
+        &mut self,
+        kind: &'static str,
+        thread: String,
+        frames: Arc<str>,
+        app: String,
+        n: u64,
+    ) {
+        let mut pair = (kind, thread, app);
+        if !self.by_frame.contains_key(&pair) && self.by_frame.len() >= self.max_lines {
+            pair = (kind, "other".to_string(), "other".to_string());
+        }
+        *self.by_frame.entry(pair).or_default() += n;
         let key = (kind, frames);
         if let Some(c) = self.lines.get_mut(&key) {
             *c += n;
@@ -299,9 +315,9 @@ impl Totals {
             .chain(self.more.iter().map(move |(k, n)| (*k, more.clone(), *n)))
     }
 
-    /// Every (kind, first application frame, count).
-    pub fn by_frame(&self) -> impl Iterator<Item = (&'static str, &str, u64)> + '_ {
-        self.by_frame.iter().map(|((k, f), n)| (*k, f.as_str(), *n))
+    /// Every (kind, thread name, first application frame, count).
+    pub fn by_frame(&self) -> impl Iterator<Item = (&'static str, &str, &str, u64)> + '_ {
+        self.by_frame.iter().map(|((k, t, f), n)| (*k, t.as_str(), f.as_str(), *n))
     }
 }
 
@@ -526,6 +542,7 @@ impl Stacks {
                     names: HashMap::new(),
                     stacks: HashMap::new(),
                     named: BTreeSet::new(),
+                    threads: BTreeSet::new(),
                     totals: Totals::new(
                         share.saturating_mul(LINES_PER_SHARE),
                         share.saturating_mul(LINE_MAX_BYTES),
@@ -586,25 +603,27 @@ impl Stacks {
 
     /// Takes the counted stacks out of the kernel table, names them and adds them to their
     /// JVM's totals; gives every JVM's lines of `/stacks` and the metric's samples.
-    /// `max_frames`: application frames named per JVM (the rest are `other`).
+    /// `max_frames`: application frames, and thread names, named per JVM (the rest are `other`).
     pub fn read(&mut self, max_frames: u32) -> Result<(Vec<Line>, Family)> {
         // What was taken before a failure is in the totals: serve them all the same.
         if let Err(e) = self.drain(max_frames) {
             tracing::warn!(error = format!("{e:#}"), "culprit stacks: draining the table failed");
         }
         let mut lines: BTreeMap<(u32, &'static str, Arc<str>), (u32, u64)> = BTreeMap::new();
-        let mut by_frame: BTreeMap<(u32, &'static str, String), u64> = BTreeMap::new();
+        let mut by_frame: BTreeMap<(u32, &'static str, String, String), u64> = BTreeMap::new();
         for (slot, jvm) in &self.jvms {
             for (kind, frames, n) in jvm.totals.lines() {
                 lines.insert((*slot, kind, frames), (jvm.pid, n));
             }
-            for (kind, frame, n) in jvm.totals.by_frame() {
-                by_frame.insert((*slot, kind, frame.to_string()), n);
+            for (kind, thread, frame, n) in jvm.totals.by_frame() {
+                by_frame.insert((*slot, kind, thread.to_string(), frame.to_string()), n);
             }
         }
         let mut f = metrics::CULPRIT_STACK_SAMPLES.family();
-        for ((slot, kind, frame), n) in by_frame {
-            f.jvm(slot, vec![("kind", kind.to_string()), ("frame", frame)], Value::Counter(n));
+        for ((slot, kind, thread, frame), n) in by_frame {
+            let labels =
+                vec![("kind", kind.to_string()), ("thread_name", thread), ("frame", frame)];
+            f.jvm(slot, labels, Value::Counter(n));
         }
         let lines: Vec<Line> = lines
             .into_iter()
@@ -660,8 +679,18 @@ impl Stacks {
                 Some(_) => "other".to_string(),
                 None => "none".to_string(),
             };
+            // Folded and at most COMM_LEN - 1 bytes in the kernel; past the budget: other.
+            let thread = c_name(&val.thread_name);
+            let thread = if jvm.threads.contains(&thread) {
+                thread
+            } else if (jvm.threads.len() as u32) < max_frames {
+                jvm.threads.insert(thread.clone());
+                thread
+            } else {
+                "other".to_string()
+            };
             // Stacks that differ only where the names do not show (bci, pc) are one line.
-            jvm.totals.add(kind, frames, app, val.count);
+            jvm.totals.add(kind, thread, frames, app, val.count);
         }
         // Only user space writes stack_released, so this read-add-write races with nothing.
         for (slot, n) in taken {
@@ -1069,34 +1098,43 @@ mod tests {
     }
 
     #[test]
-    fn totals_add_up_what_each_read_drains() {
+    fn totals_add_up_what_each_read_drains_by_thread_name() {
         let mut t = Totals::new(8, 1000);
         let a: Arc<str> = Arc::from("a.B.run;a.B.m");
-        t.add("park", a.clone(), "a.B.m".into(), 5);
+        t.add("park", "qtpN-N".into(), a.clone(), "a.B.m".into(), 5);
         // The same Java stack, another entry (compiled after the first read): one line.
-        t.add("park", a.clone(), "a.B.m".into(), 3);
-        t.add("monitor_wait", a.clone(), "a.B.m".into(), 2);
+        t.add("park", "qtpN-N".into(), a.clone(), "a.B.m".into(), 3);
+        // The same stack in another pool: the same line, its own samples in the metric.
+        t.add("park", "pool-N-thread-N".into(), a.clone(), "a.B.m".into(), 4);
+        t.add("monitor_wait", "qtpN-N".into(), a.clone(), "a.B.m".into(), 2);
         let mut lines: Vec<_> = t.lines().collect();
         lines.sort();
-        assert_eq!(lines, vec![("monitor_wait", a.clone(), 2), ("park", a.clone(), 8)]);
+        assert_eq!(lines, vec![("monitor_wait", a.clone(), 2), ("park", a.clone(), 12)]);
         let mut frames: Vec<_> = t.by_frame().collect();
         frames.sort();
-        assert_eq!(frames, vec![("monitor_wait", "a.B.m", 2), ("park", "a.B.m", 8)]);
+        assert_eq!(
+            frames,
+            vec![
+                ("monitor_wait", "qtpN-N", "a.B.m", 2),
+                ("park", "pool-N-thread-N", "a.B.m", 4),
+                ("park", "qtpN-N", "a.B.m", 8),
+            ]
+        );
     }
 
     #[test]
     fn totals_past_their_lines_count_in_one_more_stacks_line_per_kind() {
         let mut t = Totals::new(2, 1000);
         let line = |i: u32| Arc::<str>::from(format!("a.B.m{i}"));
-        t.add("park", line(0), "a.B.m0".into(), 1);
-        t.add("park", line(1), "other".into(), 1);
+        t.add("park", "p".into(), line(0), "a.B.m0".into(), 1);
+        t.add("park", "p".into(), line(1), "other".into(), 1);
         // Past the bound: new lines are counted by kind, never kept.
         for i in 2..1000 {
-            t.add("park", line(i), "other".into(), 1);
+            t.add("park", "p".into(), line(i), "other".into(), 1);
         }
-        t.add("monitor_wait", line(5000), "other".into(), 4);
+        t.add("monitor_wait", "p".into(), line(5000), "other".into(), 4);
         // A kept line still counts.
-        t.add("park", line(0), "a.B.m0".into(), 6);
+        t.add("park", "p".into(), line(0), "a.B.m0".into(), 6);
         let mut lines: Vec<_> = t.lines().collect();
         lines.sort();
         let more = Arc::<str>::from(MORE_STACKS);
@@ -1109,19 +1147,37 @@ mod tests {
                 ("park", more, 998),
             ]
         );
-        // Every sample is in the metric (its frames are bounded by max_frames already).
+        // Every sample is in the metric: past the bound on (thread, frame) pairs, a new pair
+        // counts under (other, other), a kept one still counts under its own.
         let mut frames: Vec<_> = t.by_frame().collect();
         frames.sort();
         assert_eq!(
             frames,
-            vec![("monitor_wait", "other", 4), ("park", "a.B.m0", 7), ("park", "other", 999)]
+            vec![
+                ("monitor_wait", "other", "other", 4),
+                ("park", "p", "a.B.m0", 7),
+                ("park", "p", "other", 999),
+            ]
         );
         assert_eq!(t.lines.len(), 2);
+        t.add("park", "q".into(), line(0), "a.B.m0".into(), 5);
+        t.add("park", "p".into(), line(0), "a.B.m0".into(), 1);
+        let mut frames: Vec<_> = t.by_frame().collect();
+        frames.sort();
+        assert_eq!(
+            frames,
+            vec![
+                ("monitor_wait", "other", "other", 4),
+                ("park", "other", "other", 5),
+                ("park", "p", "a.B.m0", 8),
+                ("park", "p", "other", 999),
+            ]
+        );
         // Their text is bounded too: a long line past it counts as more.
         let mut t = Totals::new(8, 10);
-        t.add("park", Arc::from("a.B.m"), "a.B.m".into(), 1);
-        t.add("park", Arc::from("a.B.run;a.B.m"), "a.B.m".into(), 2);
-        t.add("park", Arc::from("c.D.m"), "c.D.m".into(), 3);
+        t.add("park", "p".into(), Arc::from("a.B.m"), "a.B.m".into(), 1);
+        t.add("park", "p".into(), Arc::from("a.B.run;a.B.m"), "a.B.m".into(), 2);
+        t.add("park", "p".into(), Arc::from("c.D.m"), "c.D.m".into(), 3);
         let mut lines: Vec<_> = t.lines().map(|(k, f, n)| (k, f.to_string(), n)).collect();
         lines.sort();
         let want = [("park", "a.B.m", 1), ("park", "c.D.m", 3), ("park", MORE_STACKS, 2)];

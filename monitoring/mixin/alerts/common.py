@@ -98,15 +98,18 @@ def frames_regex(frames):
     return "|".join(f.replace(".", "[.]").replace("$", "[$]") for f in frames)
 
 
-def culprit_code(kind, found, missing, window=None, exclude="none|other"):
+def culprit_code(kind, found, missing, window=None, exclude="none|other", per_thread=False):
     """Template text naming the code behind the alert: FOUND with "{frame}" replaced by the
     application frame sampled most for the alert's JVM in jvmdiag_culprit_stack_samples_total
     of KIND (over WINDOW, or since the JVM was traced), else MISSING. Frames matching EXCLUDE
-    name no code: by default `none` (only JDK frames) and `other` (past the name budget)."""
-    matchers = ",".join(f"{l}=%[{i}]q" for i, l in enumerate(_STACK_JVM, 1))
+    name no code: by default `none` (only JDK frames) and `other` (past the name budget).
+    The JVM's samples of every thread, summed; PER_THREAD: only those of the threads named the
+    alert's `thread_name` (a pool's own)."""
+    labels = _STACK_JVM + (("thread_name",) if per_thread else ())
+    matchers = ",".join(f"{l}=%[{i}]q" for i, l in enumerate(labels, 1))
     series = f'jvmdiag_culprit_stack_samples_total{{{matchers},kind=\\"{kind}\\",frame!~\\"{exclude}\\"}}'
     q = f"topk(1, sum by (frame) ({grown(series, window) if window else series}))"
-    args = " ".join(f"$labels.{l}" for l in _STACK_JVM)
+    args = " ".join(f"$labels.{l}" for l in labels)
     frame = "{{ .Labels.frame }}"
     return (
         f'{{{{ with printf "{q}" {args} | query }}}}{{{{ with . | first }}}}'

@@ -32,10 +32,14 @@ NOT_RESOURCE = "none|" + frames_regex(CONFIG["workWaitFrames"]) + "|other"
 
 
 def _parks(p, frame_matcher):
-    # Park samples per second of each JVM: counted at park begin, so a share of parks, not of time.
+    # Park samples per second of each pool (the parking thread's folded name) of each JVM:
+    # counted at park begin, so a share of parks, not of time.
     series = sel(p, 'kind="park"', frame_matcher)
     w = p.windows["rateWindow"]
-    return f"sum by ({JVM_LABELS}) (rate(jvmdiag_culprit_stack_samples_total{series}[{w}]))"
+    return (
+        f"sum by ({JVM_LABELS}, thread_name) "
+        f"(rate(jvmdiag_culprit_stack_samples_total{series}[{w}]))"
+    )
 
 
 def _pool_saturated(p):
@@ -50,23 +54,24 @@ def _pool_saturated(p):
         f"sum by ({JVM_LABELS}, thread_name) (\n"
         f"  rate(jvmdiag_thread_parked_seconds_total{parked}[{w}])\n"
         f") > {p.threshold}\n"
-        # ...in a JVM whose parks that name code mostly wait for a resource, not for work. The
-        # stacks have no thread name: this is the JVM's share, not the pool's. No stacks (stacks
-        # off), no alert.
-        f"and on ({JVM_LABELS})\n"
+        # ...whose own parks that name code mostly wait for a resource, not for work (the
+        # stacks carry the parking thread's folded name, as the parked seconds do). No stacks
+        # of the pool (stacks off, its name past a budget), no alert.
+        f"and on ({JVM_LABELS}, thread_name)\n"
         f"(\n  {resource}\n  > {share} * {known}\n)"
     )
 
 
 def _waits_on(window):
-    # The resource-wait frame parked at most in the JVM in the window: what the pool waits on
-    # (the stacks have no thread name: the JVM's, every pool's).
+    # The resource-wait frame the pool's own threads parked at most in the window: what it
+    # waits on.
     return culprit_code(
         "park",
-        f" The JVM's threads parked most in the last {window} at {{frame}}.",
+        f" Its threads parked most in the last {window} at {{frame}}.",
         " Where it waits: not sampled.",
         window,
         exclude=NOT_RESOURCE,
+        per_thread=True,
     )
 
 
@@ -99,7 +104,7 @@ ALERTS = [
         key="poolSaturation",
         spec_field=True,
         runbook="JvmDiagPoolSaturated.md",
-        meaning="more threads of one pool than the threshold are parked at once on average, and most of the JVM's parks wait for a resource (a connection pool), not for work",
+        meaning="more threads of one pool than the threshold are parked at once on average, and most of that pool's parks wait for a resource (a connection pool), not for work",
         expr=_pool_saturated,
         summary=lambda p: (
             "Pool {{ $labels.thread_name }}: {{ $value | humanize }} threads parked waiting for a "
@@ -108,7 +113,7 @@ ALERTS = [
         description=lambda p: (
             f"{WHERE} has {{{{ $value | humanize }}}} threads of pool {{{{ $labels.thread_name }}}} "
             f"parked at once on average (threshold {p.threshold}, averaged over "
-            f"{p.windows['rateWindow']}), and most of the JVM's sampled parks are waits for a "
+            f"{p.windows['rateWindow']}), and most of the pool's sampled parks are waits for a "
             "resource, not a pool's wait for its next task: the pool is busy waiting, and more "
             f"threads will not help.{_waits_on(p.windows['rateWindow'])}"
         ),

@@ -1,7 +1,8 @@
 /* Culprit stacks: walks the current thread's Java frames in the kernel and counts the stack.
- * Included by each object whose probe runs in a culprit thread (starters, vmops, monitors,
- * parking); its maps are the agent's, shared by every such object (src/stacks.rs), so one
- * JVM's stacks, budget and layout are one set whichever probe took them.
+ * Included (after fold.bpf.h) by each object whose probe runs in the culprit thread (the
+ * starter, the requester, the waiter, the holder at release, the parker), whose folded native
+ * name the stack is counted under; its maps are the agent's, shared by every such object
+ * (src/stacks.rs), so one JVM's stacks, budget and layout are one set whichever probe took them.
  *
  * The walk starts at the thread's last Java frame, which HotSpot records in the JavaThread's
  * frame anchor whenever Java code calls into the VM (a native method, a runtime call): every
@@ -354,9 +355,10 @@ static __always_inline __u64 current_java_thread(const struct stack_layout *L)
 #endif
 }
 
-static __always_inline __u64 stack_hash(const struct stack_walk *w)
+/* The hash of the frames, started from the hash of the thread's folded name. */
+static __always_inline __u64 stack_hash(const struct stack_walk *w, __u64 name_hash)
 {
-	__u64 h = FNV_OFFSET;
+	__u64 h = (FNV_OFFSET ^ name_hash) * FNV_PRIME;
 	for (int i = 0; i < STACK_MAX_FRAMES; i++) {
 		if (i >= w->v.depth)
 			break;
@@ -390,7 +392,8 @@ static __always_inline int native_to_java(struct pt_regs *ctx, const struct stac
 	return -1;
 }
 
-/* Takes the current thread's stack for `kind` if the JVM's budget allows, and counts it. */
+/* Takes the current thread's stack for `kind` if the JVM's budget allows, and counts it under the
+ * thread's folded name (a probe runs in the thread that fired it). */
 static __always_inline void capture_stack(struct pt_regs *ctx, __u32 slot, __u32 kind)
 {
 	__u32 zero = 0;
@@ -439,7 +442,11 @@ static __always_inline void capture_stack(struct pt_regs *ctx, __u32 slot, __u32
 	stack_outcome(kind, outcome);
 	if (!w->v.depth)
 		return;
-	struct stack_key key = { .slot = slot, .kind = kind, .hash = stack_hash(w) };
+	char comm[COMM_LEN] = {};
+	bpf_get_current_comm(comm, sizeof(comm));
+	__builtin_memset(w->v.thread_name, 0, COMM_LEN);
+	__u64 name_hash = fold(w->v.thread_name, comm, COMM_LEN, COMM_LEN);
+	struct stack_key key = { .slot = slot, .kind = kind, .hash = stack_hash(w, name_hash) };
 	struct stack_value *v = bpf_map_lookup_elem(&stack_counts, &key);
 	if (v) {
 		__sync_fetch_and_add(&v->count, 1);

@@ -118,13 +118,16 @@ struct stack_layout {
 struct stack_key {
 	__u32 slot;
 	__u32 kind;
-	__u64 hash; /* FNV-1a of the frames */
+	__u64 hash; /* FNV-1a of the frames, mixed with the hash of the thread's folded name */
 };
 
 struct stack_value {
 	__u64 count;
 	__u32 depth;
 	__u32 outcome; /* STACK_TAKEN, STACK_TRUNCATED, or why the walk stopped early */
+	/* The native name (comm) of the thread whose stack it is, folded as every collector folds
+	 * it (fold.bpf.h): the same stack taken in two pools is two entries. */
+	char thread_name[COMM_LEN];
 	struct java_frame frames[STACK_MAX_FRAMES];
 };
 

@@ -143,9 +143,9 @@ class RuleRendererTest {
             "sum by (namespace, pod, container, jvm, jvmdiagnostics, host, pid, thread_name) (\n"
                 + "  rate(jvmdiag_thread_parked_seconds_total{namespace=\"shop\", jvmdiagnostics=\"checkout\", via=\"park\", thread_name!=\"other\"}[5m])\n"
                 + ") > 16\n"
-                + "and on (namespace, pod, container, jvm, jvmdiagnostics, host, pid)")
-        // the JVM's park stacks at frames other than a pool's wait for work: a regex with [.]
-        // and [$], no backslash to escape on the way
+                + "and on (namespace, pod, container, jvm, jvmdiagnostics, host, pid, thread_name)\n")
+        // the pool's own park stacks at frames other than a pool's wait for work: a regex with
+        // [.] and [$], no backslash to escape on the way
         .contains(
             "jvmdiag_culprit_stack_samples_total{namespace=\"shop\", jvmdiagnostics=\"checkout\", kind=\"park\", frame!~\"none|")
         .contains("org[.]eclipse[.]jetty[.]util[.]thread[.]AutoLock[$]WithCondition[.]awaitNanos")
@@ -156,6 +156,8 @@ class RuleRendererTest {
     Map<?, ?> annotations = (Map<?, ?>) rule.get("annotations");
     assertThat((String) annotations.get("description"))
         .contains("$labels.thread_name")
+        // the frame named is the pool's own: the query matches the alert's thread_name
+        .contains("thread_name=%[7]q")
         .contains("$labels.pod")
         .contains("threshold 16,")
         .contains("kind=\\\"park\\\"");
