@@ -678,26 +678,7 @@ def pools(jdk, tag):
     agent = None
     try:
         wait_file(os.path.join(d, "ready"), 60, p)
-        logp = os.path.join(WORK, f"agent-pools-{tag}.log")
-        agent = subprocess.Popen(
-            [
-                AGENT,
-                "--standalone",
-                "--listen",
-                f"127.0.0.1:{POOLS_PORT}",
-                "--exit-after",
-                "600",
-                "--match-jvm",
-                "StackPools",
-                "--collector.parking",
-                "--stack-samples-per-second",
-                str(RATE),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=open(logp, "w"),
-        )
-        procs.append(agent)
-        wait_serving(POOLS_PORT, agent, logp)
+        agent = start_agent(POOLS_PORT, RATE, "StackPools", "--collector.parking")
         wait_metric(POOLS_PORT, p.pid, "jvmdiag_jvm_info", 1.0, 15)
         time.sleep(1)
         open(os.path.join(d, "go"), "w").close()
@@ -761,7 +742,22 @@ def pools(jdk, tag):
 
 
 # ---------------------------------------------------------------- a run
-def start_agent(port, rate):
+# The starter runs' collectors (on by default; named because the stacks of monitor_wait and park
+# are theirs) and their starter window.
+STARTER_FLAGS = (
+    "--collector.threads",
+    "--collector.monitors",
+    "--collector.parking",
+    "--starter-threshold",
+    str(THRESHOLD),
+    "--starter-window-seconds",
+    str(WINDOW),
+)
+
+
+def start_agent(port, rate, match="StackStarters", *flags):
+    """A standalone agent on PORT tracing the JVMs matching MATCH at RATE stack samples a second,
+    with FLAGS (the starter runs' by default)."""
     logp = os.path.join(WORK, f"agent-{port}.log")
     p = subprocess.Popen(
         [
@@ -772,15 +768,8 @@ def start_agent(port, rate):
             "--exit-after",
             "1800",
             "--match-jvm",
-            "StackStarters",
-            # On by default; named because the stacks of monitor_wait and park are theirs.
-            "--collector.threads",
-            "--collector.monitors",
-            "--collector.parking",
-            "--starter-threshold",
-            str(THRESHOLD),
-            "--starter-window-seconds",
-            str(WINDOW),
+            match,
+            *(flags or STARTER_FLAGS),
             "--stack-samples-per-second",
             str(rate),
         ],
