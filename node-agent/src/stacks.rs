@@ -1007,6 +1007,12 @@ fn kernel_layout(l: &StackLayout, p: &ProcessStacks) -> stack_layout {
 mod tests {
     use super::*;
 
+    fn sorted<T: Ord>(items: impl Iterator<Item = T>) -> Vec<T> {
+        let mut v: Vec<T> = items.collect();
+        v.sort();
+        v
+    }
+
     #[test]
     fn frames_never_break_the_collapsed_format() {
         assert_eq!(frame_text("a.B c", "m;x\n"), "a.B_c.m_x_");
@@ -1107,11 +1113,9 @@ mod tests {
         // The same stack in another pool: the same line, its own samples in the metric.
         t.add("park", "pool-N-thread-N".into(), a.clone(), "a.B.m".into(), 4);
         t.add("monitor_wait", "qtpN-N".into(), a.clone(), "a.B.m".into(), 2);
-        let mut lines: Vec<_> = t.lines().collect();
-        lines.sort();
+        let lines = sorted(t.lines());
         assert_eq!(lines, vec![("monitor_wait", a.clone(), 2), ("park", a.clone(), 12)]);
-        let mut frames: Vec<_> = t.by_frame().collect();
-        frames.sort();
+        let frames = sorted(t.by_frame());
         assert_eq!(
             frames,
             vec![
@@ -1135,8 +1139,7 @@ mod tests {
         t.add("monitor_wait", "p".into(), line(5000), "other".into(), 4);
         // A kept line still counts.
         t.add("park", "p".into(), line(0), "a.B.m0".into(), 6);
-        let mut lines: Vec<_> = t.lines().collect();
-        lines.sort();
+        let lines = sorted(t.lines());
         let more = Arc::<str>::from(MORE_STACKS);
         assert_eq!(
             lines,
@@ -1149,8 +1152,7 @@ mod tests {
         );
         // Every sample is in the metric: past the bound on (thread, frame) pairs, a new pair
         // counts under (other, other), a kept one still counts under its own.
-        let mut frames: Vec<_> = t.by_frame().collect();
-        frames.sort();
+        let frames = sorted(t.by_frame());
         assert_eq!(
             frames,
             vec![
@@ -1162,8 +1164,7 @@ mod tests {
         assert_eq!(t.lines.len(), 2);
         t.add("park", "q".into(), line(0), "a.B.m0".into(), 5);
         t.add("park", "p".into(), line(0), "a.B.m0".into(), 1);
-        let mut frames: Vec<_> = t.by_frame().collect();
-        frames.sort();
+        let frames = sorted(t.by_frame());
         assert_eq!(
             frames,
             vec![
@@ -1178,8 +1179,7 @@ mod tests {
         t.add("park", "p".into(), Arc::from("a.B.m"), "a.B.m".into(), 1);
         t.add("park", "p".into(), Arc::from("a.B.run;a.B.m"), "a.B.m".into(), 2);
         t.add("park", "p".into(), Arc::from("c.D.m"), "c.D.m".into(), 3);
-        let mut lines: Vec<_> = t.lines().map(|(k, f, n)| (k, f.to_string(), n)).collect();
-        lines.sort();
+        let lines = sorted(t.lines().map(|(k, f, n)| (k, f.to_string(), n)));
         let want = [("park", "a.B.m", 1), ("park", "c.D.m", 3), ("park", MORE_STACKS, 2)];
         assert_eq!(lines, want.map(|(k, f, n)| (k, f.to_string(), n)));
     }
