@@ -675,7 +675,7 @@ def alert_line(what, a, at):
     return (
         f"{what}alert JvmDiagPoolSaturated firing after {at:.0f}s: "
         f"thread_name={l.get('thread_name')} pod={l.get('pod')}"
-        + (f" (its JVM parks most at {frame})" if frame else "")
+        + (f" (its threads park most at {frame})" if frame else "")
     )
 
 

@@ -235,7 +235,7 @@ t5=$(sed -nE 's/^demo: incident 5 named after ([0-9]+)s.*/\1/p' <<<"$l5")
 if grep -qE 'pool qtpN-N .*waiting in com\.zaxxer\.hikari\.[A-Za-z0-9_.$]+ in pod pool-wait-' <<<"$l5" && [ "${t5:-999}" -le 120 ]; then ok "running: ${l5#demo: }"
 else bad "running: the summary names the saturated pool (qtpN-N) and HikariCP's wait in its pod within 120 s" \
   "${l5:-$(grep -A6 '^Thread pools by threads parked' "$WORK/demo-running.log" | tail -n 6 | tr '\n' ' ')}"; fi
-alert_fired JvmDiagPoolSaturated 'thread_name=qtpN-N pod=pool-wait-[^ ]* \(its JVM parks most at com\.zaxxer\.hikari\.' \
+alert_fired JvmDiagPoolSaturated 'thread_name=qtpN-N pod=pool-wait-[^ ]* \(its threads park most at com\.zaxxer\.hikari\.' \
   "naming Jetty's pool and HikariCP's wait in the pool-wait pod" 7
 # The fifth on virtual threads (examples/workloads/k8s/pool-wait-virtual.yaml), the runbook's
 # signals: on JDK 21 the two carriers parked nearly all the time in the query's wait (pinned
@@ -252,7 +252,7 @@ virtual_line() {
 virtual_line 'virtual threads on JDK 21 named' \
   'pinned carriers: ForkJoinPool-N- [0-9.]+ parked on average, waiting in PoolWait\.remoteLatency in pod pool-wait-virtual-jdk21-'
 virtual_line 'virtual threads on JDK 21: alert JvmDiagPoolSaturated firing' \
-  'thread_name=ForkJoinPool-N- pod=pool-wait-virtual-jdk21-[^ ]* \(its JVM parks most at PoolWait\.remoteLatency\)'
+  'thread_name=ForkJoinPool-N- pod=pool-wait-virtual-jdk21-[^ ]* \(its threads park most at PoolWait\.remoteLatency\)'
 virtual_line 'virtual threads on JDK 25 named' \
   'nothing pinned \(no park sampled at PoolWait\.remoteLatency\), HikariPool-N:co [0-9]+ parks/s .* in pod pool-wait-virtual-jdk25-'
 virtual_line 'virtual threads on JDK 25: (alert JvmDiagPoolSaturated firing|JvmDiagPoolSaturated not firing)' \
