@@ -20,6 +20,7 @@ import io.fabric8.kubernetes.api.model.apps.DaemonSet;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.apps.StatefulSet;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -38,6 +39,12 @@ public final class Lean {
 
   /** kubectl apply's copy of the whole object, as applied. */
   public static final String LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+  /** Shared by the lean pods of one template (see {@link Interner}). */
+  private static final Interner<PodSpec> POD_SPECS = new Interner<>();
+
+  private static final Interner<Map<String, String>> POD_MAPS = new Interner<>();
+  private static final Interner<PodStatus> POD_PHASES = new Interner<>();
 
   private Lean() {}
 
@@ -85,24 +92,29 @@ public final class Lean {
    * A labelled pod: PodInspector re-runs the mutation on it, so what PodMutator reads stays (its
    * labels and our annotations; each container's name, image, JAVA_TOOL_OPTIONS and
    * JDK_JAVA_OPTIONS, envFrom, volume mounts and runAsUser; the pod's security context and its
-   * volumes' names); of the status, the phase.
+   * volumes' names); of the status, the phase. The replicas of one template share one instance of
+   * each of these (unmodifiable; see {@link Interner}): what is left per pod is its name, uid,
+   * resourceVersion and timestamps.
    */
   public static void pod(Pod p) {
     metadata(p);
     ObjectMeta m = p.getMetadata();
     m.setOwnerReferences(null);
+    if (m.getNamespace() != null) m.setNamespace(m.getNamespace().intern());
+    if (m.getGenerateName() != null) m.setGenerateName(m.getGenerateName().intern());
+    if (m.getLabels() != null) m.setLabels(POD_MAPS.intern(unmodifiable(m.getLabels())));
     if (m.getAnnotations() != null) {
       Map<String, String> ours = new HashMap<>();
       m.getAnnotations()
           .forEach((k, v) -> {
             if (k.startsWith(PREFIX)) ours.put(k, v);
           });
-      m.setAnnotations(ours);
+      m.setAnnotations(POD_MAPS.intern(unmodifiable(ours)));
     }
     if (p.getStatus() != null) {
       PodStatus phase = new PodStatus();
       phase.setPhase(p.getStatus().getPhase());
-      p.setStatus(phase);
+      p.setStatus(POD_PHASES.intern(phase));
     }
     PodSpec spec = p.getSpec();
     if (spec == null) return;
@@ -115,7 +127,16 @@ public final class Lean {
           spec.getVolumes().stream()
               .map(v -> new VolumeBuilder().withName(v.getName()).build())
               .toList());
-    p.setSpec(lean);
+    p.setSpec(POD_SPECS.intern(lean));
+  }
+
+  /** An unmodifiable copy (the API server sends no null label or annotation; none is kept). */
+  private static Map<String, String> unmodifiable(Map<String, String> m) {
+    Map<String, String> copy = new HashMap<>();
+    m.forEach((k, v) -> {
+      if (k != null && v != null) copy.put(k, v);
+    });
+    return Map.copyOf(copy);
   }
 
   private static Container container(Container c) {
@@ -128,8 +149,8 @@ public final class Lean {
               .filter(e ->
                   JAVA_TOOL_OPTIONS.equals(e.getName()) || JDK_JAVA_OPTIONS.equals(e.getName()))
               .toList());
-    lean.setEnvFrom(c.getEnvFrom());
-    lean.setVolumeMounts(c.getVolumeMounts());
+    if (c.getEnvFrom() != null) lean.setEnvFrom(List.copyOf(c.getEnvFrom()));
+    if (c.getVolumeMounts() != null) lean.setVolumeMounts(List.copyOf(c.getVolumeMounts()));
     if (c.getSecurityContext() != null && c.getSecurityContext().getRunAsUser() != null) {
       SecurityContext user = new SecurityContext();
       user.setRunAsUser(c.getSecurityContext().getRunAsUser());

@@ -11,14 +11,18 @@ import io.fabric8.kubernetes.client.informers.cache.ItemStore;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.lang.management.ManagementFactory;
 import java.util.function.Consumer;
+import java.util.function.IntFunction;
 
 /**
  * The heap a cache retains: N Deployments (test resource cache/deployment.json) and N labelled pods
- * (cache/pod.json), each its own copy as an informer decodes it, in the store a full cache uses and
- * in the lean one. Run by hand: java -cp test-classes:classes:DEPS
- * dev.diagnostics.jvm.operator.reconciler.CacheFootprint [N].
+ * (cache/pod.json, 5 replicas of each of N / 5 Deployments), each its own copy as an informer
+ * decodes it, in the store a full cache uses and in the lean one. Run by hand: java -cp
+ * test-classes:classes:DEPS dev.diagnostics.jvm.operator.reconciler.CacheFootprint [N].
  */
 public final class CacheFootprint {
+  /** Pods per Deployment. */
+  static final int REPLICAS = 5;
+
   private CacheFootprint() {}
 
   public static void main(String[] args) throws Exception {
@@ -26,12 +30,23 @@ public final class CacheFootprint {
     String json = LeanTargetTest.deploymentJson();
     KubernetesSerialization serialization = new KubernetesSerialization();
     System.out.printf("%d Deployments of %d bytes (JSON as sent)%n", n, compact(json).length());
-    measure("full", n, json, Deployment.class, null, serialization);
-    measure("lean", n, json, Deployment.class, Lean::deployment, serialization);
+    IntFunction<String> deployment = i -> json.replace("checkout", "app-" + i);
+    measure("full", n, deployment, Deployment.class, null, serialization);
+    measure("lean", n, deployment, Deployment.class, Lean::deployment, serialization);
     String pod = resource("/cache/pod.json");
-    System.out.printf("%d labelled pods of %d bytes (JSON as sent)%n", n, compact(pod).length());
-    measure("full", n, pod, Pod.class, null, serialization);
-    measure("lean", n, pod, Pod.class, Lean::pod, serialization);
+    System.out.printf(
+        "%d labelled pods of %d bytes (JSON as sent), %d replicas of each of %d Deployments%n",
+        n, compact(pod).length(), REPLICAS, n / REPLICAS);
+    // pod i is replica i % REPLICAS of Deployment i / REPLICAS: its own name, uid and
+    // resourceVersion, its template's labels, annotations and spec
+    IntFunction<String> replica =
+        i ->
+            pod.replace("x2k8q", String.format("%05d", i))
+                .replace("0b3c1d9e-", String.format("%08x-", i))
+                .replace("48213999", Integer.toString(48_000_000 + i))
+                .replace("checkout", "app-" + i / REPLICAS);
+    measure("full", n, replica, Pod.class, null, serialization);
+    measure("lean", n, replica, Pod.class, Lean::pod, serialization);
   }
 
   static String resource(String name) throws java.io.IOException {
@@ -43,7 +58,7 @@ public final class CacheFootprint {
   private static <T extends HasMetadata> void measure(
       String kind,
       int n,
-      String json,
+      IntFunction<String> json,
       Class<T> type,
       Consumer<T> strip,
       KubernetesSerialization serialization)
@@ -55,7 +70,7 @@ public final class CacheFootprint {
               ? new BasicItemStore<>(Cache::metaNamespaceKeyFunc)
               : new LeanStore<>(strip);
       for (int i = 0; i < n; i++) {
-        T d = serialization.unmarshal(json.replace("checkout", "app-" + i), type);
+        T d = serialization.unmarshal(json.apply(i), type);
         store.put(store.getKey(d), d);
       }
       long retained = used() - before;

@@ -2,6 +2,7 @@ package dev.diagnostics.jvm.operator.reconciler;
 
 import static dev.diagnostics.jvm.operator.Contract.*;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
 import dev.diagnostics.jvm.operator.api.JvmDiagnosticsSpec;
@@ -111,5 +112,32 @@ class LeanPodTest {
         .extracting(EnvVar::getName)
         .containsExactly(JAVA_TOOL_OPTIONS);
     assertThat(JSON.asJson(p).length()).isLessThan(before / 2);
+  }
+
+  @Test
+  void replicasOfOneTemplateShareWhatTheyHaveAlike() throws IOException {
+    InjectionConfig config = config(JvmDiagnosticsSpec.Collection.NodeAgent);
+    Pod a = pod(config, p -> p.getMetadata().setName("checkout-7d9f1c2b5-aaaaa"));
+    Pod b = pod(config, p -> p.getMetadata().setName("checkout-7d9f1c2b5-bbbbb"));
+    Pod other = pod(config, p -> p.getSpec().getContainers().get(0).setImage("checkout:next"));
+    Lean.pod(a);
+    Lean.pod(b);
+    Lean.pod(other);
+    assertThat(b.getSpec()).isSameAs(a.getSpec());
+    assertThat(b.getMetadata().getLabels()).isSameAs(a.getMetadata().getLabels());
+    assertThat(b.getMetadata().getAnnotations()).isSameAs(a.getMetadata().getAnnotations());
+    assertThat(b.getStatus()).isSameAs(a.getStatus());
+    assertThat(b.getMetadata().getName()).isEqualTo("checkout-7d9f1c2b5-bbbbb");
+    // another template (here another image) keeps its own spec
+    assertThat(other.getSpec()).isNotSameAs(a.getSpec()).isNotEqualTo(a.getSpec());
+    assertThat(other.getSpec().getContainers().get(0).getImage()).isEqualTo("checkout:next");
+    // what is shared cannot be changed through one pod
+    assertThatThrownBy(() -> a.getMetadata().getLabels().put("x", "y"))
+        .isInstanceOf(UnsupportedOperationException.class);
+    assertThatThrownBy(() -> a.getSpec().getContainers().get(0).getVolumeMounts().clear())
+        .isInstanceOf(UnsupportedOperationException.class);
+    // the inspection's re-run of the mutation copies before it changes anything
+    PodMutator.mutate(a, config);
+    assertThat(b.getSpec()).isEqualTo(a.getSpec());
   }
 }
