@@ -84,15 +84,20 @@ chmod 600 "$OPERATOR_STATE/kubeconfig"
 
 echo "=== operator-up $(date -u +%FT%TZ)" >>"$OPERATOR_STATE/operator.log"
 from=$(wc -l <"$OPERATOR_STATE/operator.log")
-# shellcheck disable=SC2086 # OPERATOR_ARGS: flags, split on purpose
-setsid nohup "$JAVA25" -Xms64m -Xmx512m -jar "$OPERATOR_JAR" \
-  --kubeconfig "$OPERATOR_STATE/kubeconfig" --namespace "$OPERATOR_NS" \
-  --webhook-bind "127.0.0.1:$OPERATOR_WEBHOOK_PORT" --webhook-url "https://127.0.0.1:$OPERATOR_WEBHOOK_PORT" \
-  --metrics-bind "127.0.0.1:$OPERATOR_METRICS_PORT" --probe-bind 127.0.0.1:0 --leader-election-namespace "$OPERATOR_NS" \
-  --max-rollouts-per-minute "${OPERATOR_MAX_ROLLOUTS_PER_MINUTE:-0}" "${names[@]}" \
-  --webhook-pod-limit "${OPERATOR_WEBHOOK_POD_LIMIT:-0}" --webhook-validation-limit "${OPERATOR_WEBHOOK_VALIDATION_LIMIT:-0}" \
-  --log-format "${OPERATOR_LOG_FORMAT:-json}" ${OPERATOR_ARGS:-} \
-  >>"$OPERATOR_STATE/operator.log" 2>&1 </dev/null &
+# OPERATOR_LAUNCH: the command that starts the JVM, the operator's arguments after it (default: this
+# JDK, a fixed heap; the scale benchmark runs the image's own JVM and flags in a memory cgroup).
+# The arguments are kept in operator.args, one a line, to start another replica the same way.
+# shellcheck disable=SC2206 # OPERATOR_LAUNCH, OPERATOR_ARGS: words, split on purpose
+launch=(${OPERATOR_LAUNCH:-$JAVA25 -Xms64m -Xmx512m -jar $OPERATOR_JAR})
+# shellcheck disable=SC2206
+args=(--kubeconfig "$OPERATOR_STATE/kubeconfig" --namespace "$OPERATOR_NS"
+  --webhook-bind "127.0.0.1:$OPERATOR_WEBHOOK_PORT" --webhook-url "https://127.0.0.1:$OPERATOR_WEBHOOK_PORT"
+  --metrics-bind "127.0.0.1:$OPERATOR_METRICS_PORT" --probe-bind 127.0.0.1:0 --leader-election-namespace "$OPERATOR_NS"
+  --max-rollouts-per-minute "${OPERATOR_MAX_ROLLOUTS_PER_MINUTE:-0}" "${names[@]}"
+  --webhook-pod-limit "${OPERATOR_WEBHOOK_POD_LIMIT:-0}" --webhook-validation-limit "${OPERATOR_WEBHOOK_VALIDATION_LIMIT:-0}"
+  --log-format "${OPERATOR_LOG_FORMAT:-json}" ${OPERATOR_ARGS:-})
+printf '%s\n' "${args[@]}" >"$OPERATOR_STATE/operator.args"
+setsid nohup "${launch[@]}" "${args[@]}" >>"$OPERATOR_STATE/operator.log" 2>&1 </dev/null &
 echo $! >"$OPERATOR_STATE/operator.pid"
 for _ in $(seq 1 120); do
   if tail -n "+$from" "$OPERATOR_STATE/operator.log" | grep -q "jvmdiag-operator running"; then
