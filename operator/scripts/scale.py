@@ -26,6 +26,7 @@ average before and after; exits non-zero when a target of docs/performance.md is
 import concurrent.futures
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -275,12 +276,15 @@ def jcmd(pid, *what):
 
 
 def heap_committed(pid):
-    """Heap committed (bytes) as GC.heap_info states it (G1: 'committed NK,')."""
+    """Heap committed (bytes) as GC.heap_info states it: G1's 'committed NK', or the sum of the
+    generations' 'total NK' (Serial, which the JVM picks under a limit below 1,792 MiB)."""
     out = jcmd(pid, "GC.heap_info")
-    for line in out.splitlines():
-        if " committed " in line and "total" in line:
-            part = line.split(" committed ", 1)[1].split()[0]
-            return int(part.rstrip("K,")) * 1024
+    g1 = re.search(r"committed (\d+)K", out)
+    if g1:
+        return int(g1.group(1)) * 1024
+    gens = re.findall(r"^\S+\s+total (\d+)K", out, re.M)
+    if gens:
+        return sum(int(k) for k in gens) * 1024
     print("  (jcmd %d GC.heap_info: %s)" % (pid, out.strip()[:200]), flush=True)
     return None
 

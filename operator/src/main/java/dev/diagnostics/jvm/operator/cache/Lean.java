@@ -7,6 +7,7 @@ import static dev.diagnostics.jvm.operator.Contract.JDK_JAVA_OPTIONS;
 import static dev.diagnostics.jvm.operator.Contract.PREFIX;
 
 import dev.diagnostics.jvm.operator.api.JvmDiagnostics;
+import dev.diagnostics.jvm.operator.mutator.PodMutator;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
@@ -91,10 +92,10 @@ public final class Lean {
   /**
    * A labelled pod: PodInspector re-runs the mutation on it, so what PodMutator reads stays (its
    * labels and our annotations; each container's name, image, JAVA_TOOL_OPTIONS and
-   * JDK_JAVA_OPTIONS, envFrom, volume mounts and runAsUser; the pod's security context and its
-   * volumes' names); of the status, the phase. The replicas of one template share one instance of
-   * each of these (unmodifiable; see {@link Interner}): what is left per pod is its name, uid,
-   * resourceVersion and timestamps.
+   * JDK_JAVA_OPTIONS, envFrom, the mounts it reads and runAsUser; the pod's security context and
+   * whether it has our volume); of the status, the phase. The replicas of one template share one
+   * instance of each of these (unmodifiable; see {@link Interner}): what is left per pod is its
+   * name, uid, resourceVersion and timestamps.
    */
   public static void pod(Pod p) {
     metadata(p);
@@ -125,6 +126,7 @@ public final class Lean {
     if (spec.getVolumes() != null)
       lean.setVolumes(
           spec.getVolumes().stream()
+              .filter(PodMutator::readsVolume)
               .map(v -> new VolumeBuilder().withName(v.getName()).build())
               .toList());
     p.setSpec(POD_SPECS.intern(lean));
@@ -150,7 +152,8 @@ public final class Lean {
                   JAVA_TOOL_OPTIONS.equals(e.getName()) || JDK_JAVA_OPTIONS.equals(e.getName()))
               .toList());
     if (c.getEnvFrom() != null) lean.setEnvFrom(List.copyOf(c.getEnvFrom()));
-    if (c.getVolumeMounts() != null) lean.setVolumeMounts(List.copyOf(c.getVolumeMounts()));
+    if (c.getVolumeMounts() != null)
+      lean.setVolumeMounts(c.getVolumeMounts().stream().filter(PodMutator::readsMount).toList());
     if (c.getSecurityContext() != null && c.getSecurityContext().getRunAsUser() != null) {
       SecurityContext user = new SecurityContext();
       user.setRunAsUser(c.getSecurityContext().getRunAsUser());

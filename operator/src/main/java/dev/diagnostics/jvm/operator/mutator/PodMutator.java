@@ -229,6 +229,21 @@ public final class PodMutator {
   }
 
   /**
+   * The only mounts the mutation reads: one at a path it mounts its own volume at (another volume
+   * there makes it skip the container), or its own volume's. Other mounts (a service account's
+   * token, with a name of its own in every pod) do not change what it does.
+   */
+  public static boolean readsMount(VolumeMount m) {
+    String path = trim(m.getMountPath());
+    return TMP_VOLUME.equals(m.getName()) || "/tmp".equals(path) || SAFEPOINT_LOG_DIR.equals(path);
+  }
+
+  /** The only volume the mutation reads: its own (added once). */
+  public static boolean readsVolume(Volume v) {
+    return TMP_VOLUME.equals(v.getName());
+  }
+
+  /**
    * Sidecar: the emptyDir at /tmp (hsperfdata) and its subdirectory at /tmp/jvmdiag (the log).
    * NodeAgent with the safepoint log: an emptyDir at /tmp/jvmdiag only.
    */

@@ -37,11 +37,13 @@ public final class CacheFootprint {
     System.out.printf(
         "%d labelled pods of %d bytes (JSON as sent), %d replicas of each of %d Deployments%n",
         n, compact(pod).length(), REPLICAS, n / REPLICAS);
-    // pod i is replica i % REPLICAS of Deployment i / REPLICAS: its own name, uid and
-    // resourceVersion, its template's labels, annotations and spec
+    // pod i is replica i % REPLICAS of Deployment i / REPLICAS: its own name, uid,
+    // resourceVersion and service account token volume, its template's labels, annotations and
+    // spec
     IntFunction<String> replica =
         i ->
             pod.replace("x2k8q", String.format("%05d", i))
+                .replace("x7k2p", String.format("%05x", i))
                 .replace("0b3c1d9e-", String.format("%08x-", i))
                 .replace("48213999", Integer.toString(48_000_000 + i))
                 .replace("checkout", "app-" + i / REPLICAS);

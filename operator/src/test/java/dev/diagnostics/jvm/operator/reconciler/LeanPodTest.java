@@ -114,11 +114,24 @@ class LeanPodTest {
     assertThat(JSON.asJson(p).length()).isLessThan(before / 2);
   }
 
+  /** As the API server makes a replica: its own name and service account token volume. */
+  private static void replica(Pod p, String suffix) {
+    p.getMetadata().setName("checkout-7d9f1c2b5-" + suffix);
+    String token = "kube-api-access-" + suffix;
+    p.getSpec().getVolumes().stream()
+        .filter(v -> v.getName().startsWith("kube-api-access-"))
+        .forEach(v -> v.setName(token));
+    p.getSpec().getContainers().stream()
+        .flatMap(c -> c.getVolumeMounts().stream())
+        .filter(m -> m.getName().startsWith("kube-api-access-"))
+        .forEach(m -> m.setName(token));
+  }
+
   @Test
   void replicasOfOneTemplateShareWhatTheyHaveAlike() throws IOException {
     InjectionConfig config = config(JvmDiagnosticsSpec.Collection.NodeAgent);
-    Pod a = pod(config, p -> p.getMetadata().setName("checkout-7d9f1c2b5-aaaaa"));
-    Pod b = pod(config, p -> p.getMetadata().setName("checkout-7d9f1c2b5-bbbbb"));
+    Pod a = pod(config, p -> replica(p, "aaaaa"));
+    Pod b = pod(config, p -> replica(p, "bbbbb"));
     Pod other = pod(config, p -> p.getSpec().getContainers().get(0).setImage("checkout:next"));
     Lean.pod(a);
     Lean.pod(b);
