@@ -568,6 +568,11 @@ def main():
         "≤ 256 MiB",
         live is not None and live <= 256 << 20,
     )
+    committed = heap_committed(sp.pid) if alive else None
+    row(
+        "RSS at the end: heap committed + the rest (metaspace, code, threads, malloc)",
+        "%s + %s" % (mib(committed or 0), mib(rss(sp.pid) - (committed or 0))) if alive else "-",
+    )
     row(
         "peak RSS / memory limit",
         "%s / %s (%.0f %%)" % (mib(peak_rss), mib(LIMIT), 100.0 * peak_rss / LIMIT),
