@@ -165,7 +165,7 @@ repro() {
 }
 check "build-image.py is reproducible (same inputs, same bytes; new content, new digest)" repro
 # The SBOM generator on its fixtures, and build-image.py --sbom (hack/images/test_sbom.py).
-check "image tools: hack/images/ unit tests (sbom.py, build-image.py --sbom, referrers.py, unpack.py)" python3 -m unittest discover -s "$REPO_ROOT/hack/images" -p 'test_*.py'
+check "image tools: hack/images/ unit tests (sbom.py, build-image.py --sbom, referrers.py, unpack.py, the operator entrypoint in both builds)" python3 -m unittest discover -s "$REPO_ROOT/hack/images" -p 'test_*.py'
 
 t0=$(date +%s%N)
 CLUSTER_IMAGES="pause $WORK/cluster-smoke17.tar $WORK/cluster-smoke25.tar" "$UP" >"$WORK/up1.out" 2>"$WORK/up1.err"; rc=$?
