@@ -79,6 +79,28 @@ class Api:
         raise RuntimeError("API server unreachable")
 
 
+_local = threading.local()
+
+
+def thread_api():
+    """This thread's own client (one kept-alive connection a thread)."""
+    if not hasattr(_local, "api"):
+        _local.api = Api(os.environ["KUBECONFIG"])
+    return _local.api
+
+
+def load_average():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def is_reconciled(item):
+    """A JvmDiagnostics whose status is for its generation and has found its target."""
+    st = item.get("status") or {}
+    return st.get("observedGeneration") == item["metadata"]["generation"] and any(
+        c["type"] == "TargetFound" and c["status"] == "True" for c in st.get("conditions", [])
+    )
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
@@ -153,7 +175,7 @@ def quantiles_row(label, buckets):
 
 
 def main():
-    load0 = " ".join(open("/proc/loadavg").read().split()[:3])
+    load0 = load_average()
     n = int(os.environ.get("BENCH_ADMISSIONS", "1000"))
     m = int(os.environ.get("BENCH_RESOURCES", "1000"))
     api = Api(os.environ["KUBECONFIG"])
@@ -237,15 +259,9 @@ def main():
 
     # reconcile M resources, created by parallel clients (one connection each)
     creators = int(os.environ.get("BENCH_CREATORS", "16"))
-    local = threading.local()
-
-    def conn():
-        if not hasattr(local, "api"):
-            local.api = Api(os.environ["KUBECONFIG"])
-        return local.api
 
     def deployment(i):
-        s, body = conn().call(
+        s, body = thread_api().call(
             "POST",
             "/apis/apps/v1/namespaces/%s/deployments" % ns,
             {
@@ -268,7 +284,7 @@ def main():
     # counted and named, not fatal, so a run that exceeds the timeout still prints its figures
     def create(i):
         t = time.perf_counter()
-        s, body = conn().call("POST", jd, resource("w-%d" % i, "w-%d" % i))
+        s, body = thread_api().call("POST", jd, resource("w-%d" % i, "w-%d" % i))
         ms = (time.perf_counter() - t) * 1000
         return i, ms, None if s == 201 else "%s %s" % (s, (body or {}).get("message", body))
 
@@ -300,11 +316,7 @@ def main():
         for it in body["items"]:
             if it["metadata"]["name"] not in stored:
                 continue
-            st = it.get("status") or {}
-            if st.get("observedGeneration") == it["metadata"]["generation"] and any(
-                c["type"] == "TargetFound" and c["status"] == "True"
-                for c in st.get("conditions", [])
-            ):
+            if is_reconciled(it):
                 done += 1
         if done == len(stored):
             break
@@ -321,7 +333,7 @@ def main():
     )
 
     print("load average before: %s" % load0)
-    print("load average after:  %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
+    print("load average after:  %s" % load_average())
     print()
     print("| measure | value |")
     print("|---|---|")

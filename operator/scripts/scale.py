@@ -2,7 +2,7 @@
 """The operator at platform size, against a live control plane (KUBECONFIG) and a running replica
 (SCALE_PID, SCALE_METRICS_URL) that hack/bench.d/operator-scale.sh started from the published image
 in a memory cgroup (SCALE_LIMIT_BYTES). In order:
-  1. workloads: SCALE_DEPLOYMENTS Deployments (each about 6 KB as the API returns it: labels,
+  1. workloads: SCALE_DEPLOYMENTS Deployments (each about 8 KB as the API returns it: labels,
      annotations with kubectl's last-applied copy, two containers with env, probes, resources and
      mounts; managedFields from the API server) and SCALE_STATEFULSETS StatefulSets, over
      SCALE_NAMESPACES namespaces, replicas 0 (their pods are step 3's);
@@ -35,7 +35,15 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import Api, buckets_of, delta, histogram_quantile, pct  # noqa: E402
+from bench import (  # noqa: E402
+    buckets_of,
+    delta,
+    histogram_quantile,
+    is_reconciled,
+    load_average,
+    pct,
+    thread_api,
+)
 
 GROUP = "/apis/jvm.diagnostics.dev/v1alpha1"
 ADMISSION = "jvmdiag_operator_admission_duration_seconds"
@@ -58,17 +66,6 @@ POD_SECONDS = env_int("SCALE_POD_SECONDS", 120)
 STEADY_SECONDS = env_int("SCALE_STEADY_SECONDS", 1800)
 LIMIT = env_int("SCALE_LIMIT_BYTES", 512 << 20)
 OUT = os.environ.get("SCALE_OUT", ".")
-local = threading.local()
-
-
-def api():
-    if not hasattr(local, "api"):
-        local.api = Api(os.environ["KUBECONFIG"])
-    return local.api
-
-
-def load():
-    return " ".join(open("/proc/loadavg").read().split()[:3])
 
 
 def progress(what, done, total, t0):
@@ -85,7 +82,7 @@ def create_all(what, items, make):
     def one(i):
         path, body = make(i)
         t = time.perf_counter()
-        s, out = api().call("POST", path, body)
+        s, out = thread_api().call("POST", path, body)
         ms = (time.perf_counter() - t) * 1000
         with lock:
             count[0] += 1
@@ -131,24 +128,32 @@ def container_spec(name):
     ]
 
 
+def template(name):
+    """The pod template of workload NAME: its labels and pod spec (its pods are made from it)."""
+    return {
+        "metadata": {
+            "labels": {
+                "app.kubernetes.io/name": name,
+                "app.kubernetes.io/part-of": "shop",
+                "app.kubernetes.io/version": "2026.11.3",
+                "team": "payments",
+            },
+            "annotations": {"prometheus.io/scrape": "true"},
+        },
+        "spec": {
+            "containers": container_spec(name),
+            "volumes": [{"name": "config", "configMap": {"name": name + "-config"}}],
+        },
+    }
+
+
 def workload(kind, name):
     """A Deployment or StatefulSet as a team's manifest makes it, kubectl's copy included."""
-    labels = {
-        "app.kubernetes.io/name": name,
-        "app.kubernetes.io/part-of": "shop",
-        "app.kubernetes.io/version": "2026.11.3",
-        "team": "payments",
-    }
+    t = template(name)
     spec = {
         "replicas": 0,
         "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
-        "template": {
-            "metadata": {"labels": labels, "annotations": {"prometheus.io/scrape": "true"}},
-            "spec": {
-                "containers": container_spec(name),
-                "volumes": [{"name": "config", "configMap": {"name": name + "-config"}}],
-            },
-        },
+        "template": t,
     }
     if kind == "StatefulSet":
         spec["serviceName"] = name
@@ -157,7 +162,7 @@ def workload(kind, name):
         "kind": kind,
         "metadata": {
             "name": name,
-            "labels": labels,
+            "labels": t["metadata"]["labels"],
             "annotations": {
                 "owner": "payments@example.com",
                 "runbook": "https://runbooks.example.com/" + name,
@@ -193,28 +198,21 @@ def resource(name, kind, target):
     }
 
 
-def pod(ns, kind, target, resource_name, name):
-    labels = dict(workload(kind, target)["spec"]["template"]["metadata"]["labels"])
-    labels[INJECT] = resource_name
+def pod(target, resource_name, name):
+    """A labelled pod of TARGET (namespace, kind, name): its template's labels and pod spec, our
+    label, and a scheduler no one runs."""
+    ns, _, workload_name = target
+    t = template(workload_name)
+    t["metadata"]["labels"][INJECT] = resource_name
+    t["spec"]["schedulerName"] = UNSCHEDULED
     return (
         "/api/v1/namespaces/%s/pods" % ns,
         {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "labels": labels},
-            "spec": {
-                "schedulerName": UNSCHEDULED,
-                "containers": container_spec(target),
-                "volumes": [{"name": "config", "configMap": {"name": target + "-config"}}],
-            },
+            "metadata": {"name": name, "labels": t["metadata"]["labels"]},
+            "spec": t["spec"],
         },
-    )
-
-
-def reconciled(item):
-    st = item.get("status") or {}
-    return st.get("observedGeneration") == item["metadata"]["generation"] and any(
-        c["type"] == "TargetFound" and c["status"] == "True" for c in st.get("conditions", [])
     )
 
 
@@ -222,7 +220,9 @@ def list_all(path):
     """Every item of a LIST, in pages of 500."""
     items, cont = [], ""
     while True:
-        s, body = api().call("GET", path + "?limit=500" + ("&continue=" + cont if cont else ""))
+        s, body = thread_api().call(
+            "GET", path + "?limit=500" + ("&continue=" + cont if cont else "")
+        )
         assert s == 200, (s, body)
         items += body["items"]
         cont = body["metadata"].get("continue")
@@ -237,7 +237,7 @@ def wait_reconciled(names, deadline):
         now = time.time()
         for it in list_all(GROUP + "/jvmdiagnostics"):
             key = (it["metadata"]["namespace"], it["metadata"]["name"])
-            if key in names and key not in seen and reconciled(it):
+            if key in names and key not in seen and is_reconciled(it):
                 seen[key] = now
         if len(seen) < len(names):
             time.sleep(2)
@@ -294,7 +294,7 @@ def mib(b):
 
 
 def main():
-    load0 = load()
+    load0 = load_average()
     pid = int(os.environ["SCALE_PID"])
     url = os.environ["SCALE_METRICS_URL"]
     rows, missed = [], []
@@ -314,7 +314,7 @@ def main():
     # 1. workloads
     t = time.time()
     for n in range(NAMESPACES):
-        api().call(
+        thread_api().call(
             "POST",
             "/api/v1/namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scale-%d" % n}},
@@ -334,7 +334,7 @@ def main():
         )
         bad = [e for _, _, e in res if e and "AlreadyExists" not in e and "already exists" not in e]
         assert not bad, bad[:3]
-    s, one = api().call("GET", "/apis/apps/v1/namespaces/%s/deployments/d-0" % ns_of(0))
+    s, one = thread_api().call("GET", "/apis/apps/v1/namespaces/%s/deployments/d-0" % ns_of(0))
     row(
         "Deployments / StatefulSets created (size of one as the API returns it)",
         "%d / %d in %.0f s (%.1f KB)"
@@ -343,18 +343,16 @@ def main():
 
     # 2. resources
     tg = targets()
-    names = {}
 
     def make_resource(r):
         ns, kind, target = tg[r]
-        names[r] = (ns, "r-%d" % r)
         return GROUP + "/namespaces/%s/jvmdiagnostics" % ns, resource("r-%d" % r, kind, target)
 
     t0 = time.time()
     res = create_all("JvmDiagnostics", range(RESOURCES), make_resource)
     t_last = time.time()
     failed = [(i, e) for i, _, e in res if e]
-    want = {names[i] for i, _, e in res if not e}
+    want = {(tg[i][0], "r-%d" % i) for i, _, e in res if not e}
     seen = wait_reconciled(want, time.time() + 900)
     done = max(seen.values()) if seen else time.time()
     create_ms = [ms for _, ms, _ in res]
@@ -379,13 +377,7 @@ def main():
     res = create_all(
         "labelled pods",
         range(PODS),
-        lambda i: pod(
-            tg[i % RESOURCES][0],
-            tg[i % RESOURCES][1],
-            tg[i % RESOURCES][2],
-            "r-%d" % (i % RESOURCES),
-            "p-%d" % i,
-        ),
+        lambda i: pod(tg[i % RESOURCES], "r-%d" % (i % RESOURCES), "p-%d" % i),
     )
     bad = [e for _, _, e in res if e]
     row(
@@ -416,9 +408,9 @@ def main():
                 return
             time.sleep(max(0.0, due - time.time()))
             r = (i * 4 + k) % RESOURCES
-            path, body = pod(tg[r][0], tg[r][1], tg[r][2], "r-%d" % r, "q-%d-%d" % (k, i))
+            path, body = pod(tg[r], "r-%d" % r, "q-%d-%d" % (k, i))
             a = time.perf_counter()
-            s, out = api().call("POST", path, body)
+            s, out = thread_api().call("POST", path, body)
             with lock:
                 rts.append(((time.perf_counter() - a) * 1000, s == 201))
             i += 1
@@ -447,7 +439,7 @@ def main():
     # status and events bounded
     items = list_all(GROUP + "/jvmdiagnostics")
     biggest = max(len(json.dumps(it.get("status") or {})) for it in items)
-    s, ev = api().call("GET", "/api/v1/namespaces/%s/events?limit=5000" % ns_of(0))
+    s, ev = thread_api().call("GET", "/api/v1/namespaces/%s/events?limit=5000" % ns_of(0))
     on_resources = [
         e for e in ev.get("items", []) if e["involvedObject"].get("kind") == "JvmDiagnostics"
     ]
@@ -486,7 +478,7 @@ def main():
     )
     standby_url = os.environ["SCALE_STANDBY_WEBHOOK_URL"]
     while time.time() < t + 240:
-        s, vwc = api().call("GET", config)
+        s, vwc = thread_api().call("GET", config)
         if s == 200 and all(
             standby_url in (w["clientConfig"].get("url") or "")
             for w in vwc.get("webhooks") or [{"clientConfig": {}}]
@@ -498,7 +490,7 @@ def main():
     # the workload of the resource created after the kill exists before it
     ns = ns_of(0)
     kind, target = "Deployment", "late-%d" % os.getpid()
-    s, out = api().call(
+    s, out = thread_api().call(
         "POST", "/apis/apps/v1/namespaces/%s/deployments" % ns, workload(kind, target)
     )
     assert s == 201, (s, out)
@@ -506,7 +498,7 @@ def main():
     os.kill(pid, signal.SIGKILL)
     t_kill = time.time()
     while time.time() < t_kill + 120:
-        s, out = api().call(
+        s, out = thread_api().call(
             "POST", GROUP + "/namespaces/%s/jvmdiagnostics" % ns, resource(late[1], kind, target)
         )
         if s == 201:
@@ -584,7 +576,7 @@ def main():
     os.killpg(sp.pid, signal.SIGTERM)
 
     print()
-    print("load average before: %s; after: %s" % (load0, load()))
+    print("load average before: %s; after: %s" % (load0, load_average()))
     print()
     print("| measure | value | target |")
     print("|---|---|---|")
@@ -594,7 +586,7 @@ def main():
         "top types by retained bytes (GC.class_histogram; all of it in %s/class-histogram.txt):"
         % OUT
     )
-    print("\n".join(open(os.path.join(OUT, "class-histogram.txt")).read().splitlines()[:18]))
+    print("\n".join(histogram.splitlines()[:18]))
     if missed:
         sys.exit("missed: " + "; ".join(missed))
 
